@@ -1,0 +1,27 @@
+# Every dependency is a Debian package (scripts/install-deps.sh installs them).
+find_package(Threads REQUIRED)
+find_package(TBB REQUIRED)
+find_package(hwy REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(PNG REQUIRED)
+find_package(HDF5 REQUIRED COMPONENTS C CXX)
+find_package(CLI11 REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+
+# BLIS ships neither a CMake nor a pkg-config file (TOOLCHAIN.md).
+find_path(BLIS_INCLUDE_DIR blis.h PATH_SUFFIXES blis-openmp blis-pthread blis-serial blis)
+find_library(BLIS_LIBRARY NAMES blis PATH_SUFFIXES blis-openmp blis-pthread blis-serial)
+if(NOT BLIS_INCLUDE_DIR OR NOT BLIS_LIBRARY)
+  message(FATAL_ERROR "BLIS not found: run scripts/install-deps.sh (libblis-dev)")
+endif()
+add_library(blis::blis UNKNOWN IMPORTED)
+set_target_properties(blis::blis PROPERTIES
+  IMPORTED_LOCATION "${BLIS_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${BLIS_INCLUDE_DIR}")
+
+if(TPUMESH_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(TPUMESH_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

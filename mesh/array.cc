@@ -1,0 +1,174 @@
+#include "mesh/array.h"
+
+#include <cassert>
+#include <cstdlib>
+#include <limits>
+#include <new>
+
+namespace tpumesh::mesh {
+
+std::string_view DTypeName(DType t) {
+  switch (t) {
+    case DType::kF32: return "f32";
+    case DType::kBF16: return "bf16";
+    case DType::kI32: return "s32";
+    case DType::kU32: return "u32";
+  }
+  return "?";
+}
+
+size_t DTypeSize(DType t) {
+  switch (t) {
+    case DType::kF32: return 4;
+    case DType::kBF16: return 2;
+    case DType::kI32: return 4;
+    case DType::kU32: return 4;
+  }
+  return 0;
+}
+
+StatusOr<DType> ParseDType(std::string_view name) {
+  if (name == "f32" || name == "float32") return DType::kF32;
+  if (name == "bf16" || name == "bfloat16") return DType::kBF16;
+  if (name == "s32" || name == "i32" || name == "int32") return DType::kI32;
+  if (name == "u32" || name == "uint32") return DType::kU32;
+  return InvalidArgumentError("unknown dtype '" + std::string(name) +
+                              "' (expected f32, bf16, int32 or uint32)");
+}
+
+int64_t NumElements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeToString(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+// 64-byte aligned so SIMD kernels may use aligned loads on whole arrays.
+Array::Storage::Storage(size_t n) : bytes(n) {
+  const size_t rounded = (n + 63) / 64 * 64;
+  ptr = static_cast<std::byte*>(::operator new(rounded == 0 ? 64 : rounded, std::align_val_t{64}));
+  std::memset(ptr, 0, rounded == 0 ? 64 : rounded);
+}
+
+Array::Storage::~Storage() { ::operator delete(ptr, std::align_val_t{64}); }
+
+namespace {
+
+Status CheckShape(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return InvalidArgumentError("negative dimension in shape " + ShapeToString(shape));
+    if (d > 0 && n > std::numeric_limits<int64_t>::max() / 16 / d)
+      return InvalidArgumentError("shape " + ShapeToString(shape) + " is too large");
+    n *= d;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Array Array::Host(DType dtype, Shape shape) {
+  Array a;
+  a.dtype_ = dtype;
+  a.shape_ = std::move(shape);
+  assert(CheckShape(a.shape_).ok());
+  a.storage_ = std::make_shared<Storage>(static_cast<size_t>(a.size_bytes()));
+  return a;
+}
+
+StatusOr<Array> Array::Allocate(Device& device, DType dtype, Shape shape,
+                                std::string_view what) {
+  TPUMESH_RETURN_IF_ERROR(CheckShape(shape));
+  const int64_t bytes = NumElements(shape) * static_cast<int64_t>(DTypeSize(dtype));
+  TPUMESH_ASSIGN_OR_RETURN(HbmReservation r,
+                           device.Reserve(bytes, std::string(what) + " " +
+                                                     std::string(DTypeName(dtype)) +
+                                                     ShapeToString(shape)));
+  Array a = Host(dtype, std::move(shape));
+  a.device_ = &device;
+  a.hbm_ = std::make_shared<HbmReservation>(std::move(r));
+  return a;
+}
+
+void* Array::mutable_raw() {
+  assert(!read_only_ && "writing to a replicated (shared, read-only) array");
+  return storage_ ? storage_->data() : nullptr;
+}
+
+std::string Array::ToString() const {
+  std::string s = std::string(DTypeName(dtype_)) + ShapeToString(shape_) + "@";
+  s += device_ ? std::to_string(device_->id()) : "host";
+  return s;
+}
+
+StatusOr<Array> Array::CopyTo(Device* device, std::string_view what) const {
+  Array out;
+  if (device != nullptr) {
+    TPUMESH_ASSIGN_OR_RETURN(out, Allocate(*device, dtype_, shape_, what));
+  } else {
+    out = Host(dtype_, shape_);
+  }
+  if (size_bytes() > 0) std::memcpy(out.mutable_raw(), raw(), static_cast<size_t>(size_bytes()));
+  return out;
+}
+
+StatusOr<Array> Array::ShareTo(Device& device, std::string_view what) const {
+  TPUMESH_ASSIGN_OR_RETURN(
+      HbmReservation r,
+      device.Reserve(size_bytes(), std::string(what) + " " + std::string(DTypeName(dtype_)) +
+                                       ShapeToString(shape_)));
+  Array a = *this;
+  a.device_ = &device;
+  a.hbm_ = std::make_shared<HbmReservation>(std::move(r));
+  a.read_only_ = true;
+  return a;
+}
+
+StatusOr<Array> Array::Reshape(Shape shape) const {
+  TPUMESH_RETURN_IF_ERROR(CheckShape(shape));
+  if (NumElements(shape) != num_elements()) {
+    return InvalidArgumentError("cannot reshape " + ToString() + " to " + ShapeToString(shape) +
+                                ": element counts differ");
+  }
+  Array a = *this;
+  a.shape_ = std::move(shape);
+  return a;
+}
+
+StatusOr<Array> Array::SliceLeading(int64_t begin, int64_t end, Device* device,
+                                    std::string_view what) const {
+  if (rank() == 0) return InvalidArgumentError("cannot slice a scalar " + ToString());
+  if (begin < 0 || end > shape_[0] || begin > end) {
+    return InvalidArgumentError("slice [" + std::to_string(begin) + "," + std::to_string(end) +
+                                ") out of range for " + ToString());
+  }
+  Shape s = shape_;
+  s[0] = end - begin;
+  Array out;
+  if (device != nullptr) {
+    TPUMESH_ASSIGN_OR_RETURN(out, Allocate(*device, dtype_, s, what));
+  } else {
+    out = Host(dtype_, s);
+  }
+  const int64_t row = shape_[0] ? size_bytes() / shape_[0] : 0;
+  if (out.size_bytes() > 0) {
+    std::memcpy(out.mutable_raw(), static_cast<const std::byte*>(raw()) + begin * row,
+                static_cast<size_t>(out.size_bytes()));
+  }
+  return out;
+}
+
+bool Array::BitwiseEquals(const Array& o) const {
+  if (dtype_ != o.dtype_ || shape_ != o.shape_) return false;
+  return size_bytes() == 0 || std::memcmp(raw(), o.raw(), static_cast<size_t>(size_bytes())) == 0;
+}
+
+}  // namespace tpumesh::mesh

@@ -1,0 +1,220 @@
+#include "mesh/chip_spec.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "nlohmann/json.hpp"
+
+namespace tpumesh::mesh {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+}  // namespace
+
+// Figures and their sources: docs/chips.md.
+ChipSpec V5eChip() {
+  ChipSpec c;
+  c.name = "v5e";
+  c.device_kind = "TPU v5 lite";
+  c.tensorcores_per_chip = 1;
+  c.devices_per_chip = 1;
+  c.mxus_per_tensorcore = 4;
+  c.mxu_rows = c.mxu_cols = 128;
+  c.clock_hz = 1.5e9;
+  c.peak_bf16_flops = 197e12;
+  c.hbm_bytes = 16 * kGiB;
+  c.hbm_bandwidth = 819e9;
+  c.vmem_bytes = 128 * kMiB;
+  c.ici_ports = 4;
+  c.ici_link_bandwidth = 45e9;
+  c.ici_hop_latency_s = 1e-6;
+  c.torus_wrap_size = 16;
+  c.default_topology = {2, 4};
+  return c;
+}
+
+ChipSpec V4Chip() {
+  ChipSpec c;
+  c.name = "v4";
+  c.device_kind = "TPU v4";
+  c.tensorcores_per_chip = 2;
+  c.devices_per_chip = 1;  // megacore: both TensorCores form one JAX device
+  c.mxus_per_tensorcore = 4;
+  c.mxu_rows = c.mxu_cols = 128;
+  c.clock_hz = 1.05e9;
+  c.peak_bf16_flops = 275e12;
+  c.hbm_bytes = 32 * kGiB;
+  c.hbm_bandwidth = 1200e9;
+  c.vmem_bytes = 32 * kMiB;
+  c.ici_ports = 6;
+  c.ici_link_bandwidth = 45e9;
+  c.ici_hop_latency_s = 1e-6;
+  c.torus_wrap_size = 4;
+  c.default_topology = {2, 2, 1};
+  return c;
+}
+
+ChipSpec V2Chip() {
+  ChipSpec c;
+  c.name = "v2";
+  c.device_kind = "TPU v2";
+  c.tensorcores_per_chip = 2;
+  c.devices_per_chip = 2;  // a v2-8 is 4 chips = 8 cores = 8 JAX devices
+  c.mxus_per_tensorcore = 1;
+  c.mxu_rows = c.mxu_cols = 128;
+  c.clock_hz = 700e6;
+  c.peak_bf16_flops = 46e12;
+  c.hbm_bytes = 16 * kGiB;
+  c.hbm_bandwidth = 700e9;
+  c.vmem_bytes = 16 * kMiB;
+  c.ici_ports = 4;
+  c.ici_link_bandwidth = 31e9;
+  c.ici_hop_latency_s = 1e-6;
+  c.torus_wrap_size = 16;
+  c.default_topology = {2, 2};
+  return c;
+}
+
+std::vector<std::string> ChipPresetNames() { return {"v5e", "v4", "v2"}; }
+
+Status ChipSpec::Validate() const {
+  auto bad = [&](std::string_view field, std::string_view why) {
+    return InvalidArgumentError("chip '" + name + "': field '" +
+                                std::string(field) + "' " + std::string(why));
+  };
+  if (name.empty()) return InvalidArgumentError("chip: field 'name' is empty");
+  if (tensorcores_per_chip < 1) return bad("tensorcores_per_chip", "must be >= 1");
+  if (devices_per_chip < 1 || tensorcores_per_chip % devices_per_chip != 0)
+    return bad("devices_per_chip", "must be >= 1 and divide tensorcores_per_chip");
+  if (mxus_per_tensorcore < 1) return bad("mxus_per_tensorcore", "must be >= 1");
+  if (mxu_rows < 1 || mxu_cols < 1) return bad("mxu_rows/mxu_cols", "must be >= 1");
+  if (!(clock_hz > 0)) return bad("clock_hz", "must be > 0");
+  if (!(peak_bf16_flops > 0)) return bad("peak_bf16_flops", "must be > 0");
+  if (hbm_bytes < 1) return bad("hbm_bytes", "must be >= 1");
+  if (!(hbm_bandwidth > 0)) return bad("hbm_bandwidth", "must be > 0");
+  if (vmem_bytes < 0) return bad("vmem_bytes", "must be >= 0");
+  if (ici_ports < 0) return bad("ici_ports", "must be >= 0");
+  if (!(ici_link_bandwidth > 0)) return bad("ici_link_bandwidth", "must be > 0");
+  if (!(ici_hop_latency_s >= 0)) return bad("ici_hop_latency_s", "must be >= 0");
+  if (torus_wrap_size < 0) return bad("torus_wrap_size", "must be >= 0");
+  if (default_topology.empty() || default_topology.size() > 3)
+    return bad("default_topology", "must have 1 to 3 axes");
+  for (int d : default_topology)
+    if (d < 1) return bad("default_topology", "axes must be >= 1");
+  return OkStatus();
+}
+
+std::string ChipSpec::ToJson() const {
+  nlohmann::ordered_json j;
+  j["name"] = name;
+  j["device_kind"] = device_kind;
+  j["tensorcores_per_chip"] = tensorcores_per_chip;
+  j["devices_per_chip"] = devices_per_chip;
+  j["mxus_per_tensorcore"] = mxus_per_tensorcore;
+  j["mxu_rows"] = mxu_rows;
+  j["mxu_cols"] = mxu_cols;
+  j["clock_hz"] = clock_hz;
+  j["peak_bf16_flops"] = peak_bf16_flops;
+  j["hbm_bytes"] = hbm_bytes;
+  j["hbm_bandwidth"] = hbm_bandwidth;
+  j["vmem_bytes"] = vmem_bytes;
+  j["ici_ports"] = ici_ports;
+  j["ici_link_bandwidth"] = ici_link_bandwidth;
+  j["ici_hop_latency_s"] = ici_hop_latency_s;
+  j["torus_wrap_size"] = torus_wrap_size;
+  j["default_topology"] = default_topology;
+  return j.dump(2);
+}
+
+StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
+                                    std::string_view origin) {
+  const std::string where(origin);
+  nlohmann::json j = nlohmann::json::parse(json_text, nullptr,
+                                           /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    return InvalidArgumentError(where + ": not valid JSON");
+  if (!j.is_object())
+    return InvalidArgumentError(where + ": a chip file must hold a JSON object");
+
+  // Unknown keys are an error: a typo must not silently fall back to a default.
+  static const char* const kKnown[] = {
+      "name", "device_kind", "tensorcores_per_chip", "devices_per_chip",
+      "mxus_per_tensorcore", "mxu_rows", "mxu_cols", "clock_hz",
+      "peak_bf16_flops", "hbm_bytes", "hbm_bandwidth", "vmem_bytes",
+      "ici_ports", "ici_link_bandwidth", "ici_hop_latency_s",
+      "torus_wrap_size", "default_topology"};
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* k : kKnown) known |= (key == k);
+    if (!known) return InvalidArgumentError(where + ": unknown field '" + key + "'");
+  }
+  for (const char* k : kKnown) {
+    if (!j.contains(k)) return InvalidArgumentError(where + ": missing field '" + std::string(k) + "'");
+  }
+
+  ChipSpec c;
+  auto get_string = [&](const char* key, std::string* out) -> Status {
+    if (!j[key].is_string()) return InvalidArgumentError(where + ": field '" + key + "' must be a string");
+    *out = j[key].get<std::string>();
+    return OkStatus();
+  };
+  auto get_int = [&](const char* key, auto* out) -> Status {
+    const auto& v = j[key];
+    if (!v.is_number()) return InvalidArgumentError(where + ": field '" + key + "' must be a number");
+    double d = v.get<double>();
+    if (d != std::floor(d)) return InvalidArgumentError(where + ": field '" + key + "' must be an integer");
+    *out = static_cast<std::remove_reference_t<decltype(*out)>>(v.get<int64_t>());
+    return OkStatus();
+  };
+  auto get_double = [&](const char* key, double* out) -> Status {
+    if (!j[key].is_number()) return InvalidArgumentError(where + ": field '" + key + "' must be a number");
+    *out = j[key].get<double>();
+    return OkStatus();
+  };
+  TPUMESH_RETURN_IF_ERROR(get_string("name", &c.name));
+  TPUMESH_RETURN_IF_ERROR(get_string("device_kind", &c.device_kind));
+  TPUMESH_RETURN_IF_ERROR(get_int("tensorcores_per_chip", &c.tensorcores_per_chip));
+  TPUMESH_RETURN_IF_ERROR(get_int("devices_per_chip", &c.devices_per_chip));
+  TPUMESH_RETURN_IF_ERROR(get_int("mxus_per_tensorcore", &c.mxus_per_tensorcore));
+  TPUMESH_RETURN_IF_ERROR(get_int("mxu_rows", &c.mxu_rows));
+  TPUMESH_RETURN_IF_ERROR(get_int("mxu_cols", &c.mxu_cols));
+  TPUMESH_RETURN_IF_ERROR(get_double("clock_hz", &c.clock_hz));
+  TPUMESH_RETURN_IF_ERROR(get_double("peak_bf16_flops", &c.peak_bf16_flops));
+  TPUMESH_RETURN_IF_ERROR(get_int("hbm_bytes", &c.hbm_bytes));
+  TPUMESH_RETURN_IF_ERROR(get_double("hbm_bandwidth", &c.hbm_bandwidth));
+  TPUMESH_RETURN_IF_ERROR(get_int("vmem_bytes", &c.vmem_bytes));
+  TPUMESH_RETURN_IF_ERROR(get_int("ici_ports", &c.ici_ports));
+  TPUMESH_RETURN_IF_ERROR(get_double("ici_link_bandwidth", &c.ici_link_bandwidth));
+  TPUMESH_RETURN_IF_ERROR(get_double("ici_hop_latency_s", &c.ici_hop_latency_s));
+  TPUMESH_RETURN_IF_ERROR(get_int("torus_wrap_size", &c.torus_wrap_size));
+  const auto& topo = j["default_topology"];
+  if (!topo.is_array()) return InvalidArgumentError(where + ": field 'default_topology' must be an array of integers");
+  for (const auto& d : topo) {
+    if (!d.is_number_integer()) return InvalidArgumentError(where + ": field 'default_topology' must be an array of integers");
+    c.default_topology.push_back(d.get<int>());
+  }
+  Status s = c.Validate();
+  if (!s.ok()) return s.WithContext(where);
+  return c;
+}
+
+StatusOr<ChipSpec> LoadChipSpec(std::string_view name_or_path) {
+  if (name_or_path == "v5e") return V5eChip();
+  if (name_or_path == "v4") return V4Chip();
+  if (name_or_path == "v2") return V2Chip();
+  const std::string path(name_or_path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return NotFoundError("chip '" + path +
+                         "': neither a preset (v5e, v4, v2) nor a readable JSON file");
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ChipSpecFromJson(ss.str(), path);
+}
+
+}  // namespace tpumesh::mesh

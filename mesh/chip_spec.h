@@ -1,0 +1,69 @@
+// ChipSpec: a description of one accelerator chip, usable with no device
+// (like PJRT's DeviceDescription). Hardware numbers live here and nowhere
+// else: the cost model and the interconnect model read them from a ChipSpec.
+//
+// Contract: every figure is per chip unless its name says otherwise; the
+// presets carry published figures whose sources are listed in docs/chips.md.
+// A JSON file may describe a custom chip (same field names as ToJson()
+// writes); LoadChipSpec validates it and names the first bad field.
+#ifndef TPUMESH_MESH_CHIP_SPEC_H_
+#define TPUMESH_MESH_CHIP_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace tpumesh::mesh {
+
+struct ChipSpec {
+  std::string name;         // preset name: "v5e", "v4", "v2", or a custom one
+  std::string device_kind;  // what JAX reports as device_kind, e.g. "TPU v5 lite"
+  int tensorcores_per_chip = 1;
+  // JAX devices per chip: 1 on v4 (megacore) and v5e, 2 on v2/v3 where a
+  // device is one TensorCore.
+  int devices_per_chip = 1;
+  int mxus_per_tensorcore = 4;
+  int mxu_rows = 128;
+  int mxu_cols = 128;
+  double clock_hz = 0;
+  double peak_bf16_flops = 0;    // per chip, dense
+  int64_t hbm_bytes = 0;         // per chip
+  double hbm_bandwidth = 0;      // bytes/s per chip
+  int64_t vmem_bytes = 0;        // per TensorCore
+  int ici_ports = 0;             // ICI links per chip
+  double ici_link_bandwidth = 0; // bytes/s per link, one direction
+  double ici_hop_latency_s = 0;  // per hop
+  // An axis of the slice gets wraparound links when its size is a positive
+  // multiple of this (v5e: 16, only full-pod axes; v4: 4). 0: never.
+  int torus_wrap_size = 0;
+  std::vector<int> default_topology;  // chips per axis, e.g. {2, 4}
+
+  // Derived figures.
+  int mxus_per_chip() const { return tensorcores_per_chip * mxus_per_tensorcore; }
+  double peak_bf16_flops_per_device() const { return peak_bf16_flops / devices_per_chip; }
+  int64_t hbm_bytes_per_device() const { return hbm_bytes / devices_per_chip; }
+  double hbm_bandwidth_per_device() const { return hbm_bandwidth / devices_per_chip; }
+  // MXU count x rows x cols x 2 flops x clock; equals peak_bf16_flops for the presets.
+  double mxu_peak_flops() const {
+    return 2.0 * mxus_per_chip() * mxu_rows * mxu_cols * clock_hz;
+  }
+
+  Status Validate() const;
+  std::string ToJson() const;  // pretty-printed, field names as above
+};
+
+ChipSpec V5eChip();
+ChipSpec V4Chip();
+ChipSpec V2Chip();
+std::vector<std::string> ChipPresetNames();  // {"v5e", "v4", "v2"}
+
+// "v5e" | "v4" | "v2" | a path to a JSON file.
+StatusOr<ChipSpec> LoadChipSpec(std::string_view name_or_path);
+StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text, std::string_view origin);
+
+}  // namespace tpumesh::mesh
+
+#endif  // TPUMESH_MESH_CHIP_SPEC_H_

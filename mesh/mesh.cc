@@ -1,0 +1,281 @@
+#include "mesh/mesh.h"
+
+#include <algorithm>
+#include <charconv>
+#include <exception>
+#include <semaphore>
+#include <set>
+#include <thread>
+
+#include "mesh/collectives.h"
+
+namespace tpumesh::mesh {
+
+StatusOr<std::vector<MeshAxis>> ParseMeshAxes(std::string_view text) {
+  std::vector<MeshAxis> axes;
+  auto bad = [&](const std::string& why) {
+    return InvalidArgumentError("mesh axes '" + std::string(text) + "': " + why +
+                                " (expected e.g. data=8 or x=2,y=4)");
+  };
+  if (text.empty()) return bad("empty");
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string_view part = text.substr(pos, comma == text.npos ? text.npos : comma - pos);
+    std::string name = "data";
+    std::string_view num = part;
+    if (size_t eq = part.find('='); eq != part.npos) {
+      name = std::string(part.substr(0, eq));
+      num = part.substr(eq + 1);
+    }
+    int size = 0;
+    auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), size);
+    if (name.empty()) return bad("an axis has no name");
+    if (num.empty() || ec != std::errc() || ptr != num.data() + num.size() || size < 1)
+      return bad("axis '" + name + "' needs a size >= 1");
+    for (const auto& a : axes)
+      if (a.name == name) return bad("axis '" + name + "' appears twice");
+    axes.push_back({name, size});
+    if (comma == text.npos) break;
+    pos = comma + 1;
+  }
+  return axes;
+}
+
+std::string MeshAxesToString(const std::vector<MeshAxis>& axes) {
+  std::string s;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (i) s += ",";
+    s += axes[i].name + "=" + std::to_string(axes[i].size);
+  }
+  return s;
+}
+
+Shape DistributedArray::stacked_shape() const {
+  Shape s = shards.empty() ? Shape{} : shards[0].shape();
+  s.insert(s.begin(), static_cast<int64_t>(shards.size()));
+  return s;
+}
+
+StatusOr<Array> DistributedArray::Gather() const {
+  if (shards.empty()) return InvalidArgumentError("Gather of an empty DistributedArray");
+  const Array& first = shards[0];
+  Array out = Array::Host(first.dtype(), stacked_shape());
+  const int64_t bytes = first.size_bytes();
+  for (size_t i = 0; i < shards.size(); ++i) {
+    if (shards[i].dtype() != first.dtype() || shards[i].shape() != first.shape()) {
+      return InvalidArgumentError("Gather: shard " + std::to_string(i) + " is " +
+                                  shards[i].ToString() + " but shard 0 is " + first.ToString());
+    }
+    if (bytes) std::memcpy(static_cast<std::byte*>(out.mutable_raw()) + i * bytes, shards[i].raw(), bytes);
+  }
+  return out;
+}
+
+Mesh::Mesh(const ChipSpec& chip, Topology topology, std::vector<MeshAxis> axes, int threads,
+           int host_cores)
+    : chip_(chip), topology_(std::move(topology)), axes_(std::move(axes)), host_cores_(host_cores) {
+  for (int d = 0; d < topology_.num_devices(); ++d) {
+    devices_.push_back(std::make_unique<Device>(d, chip_, topology_.Coords(d), threads));
+  }
+}
+
+Mesh::~Mesh() = default;
+
+StatusOr<std::unique_ptr<Mesh>> Mesh::Create(const ChipSpec& chip,
+                                             const std::vector<int>& chip_dims,
+                                             std::vector<MeshAxis> axes, MeshOptions options) {
+  TPUMESH_RETURN_IF_ERROR(chip.Validate());
+  TPUMESH_ASSIGN_OR_RETURN(Topology topo, Topology::Create(chip, chip_dims));
+  if (axes.empty()) axes.push_back({"data", topo.num_devices()});
+  int64_t product = 1;
+  std::set<std::string> names;
+  for (const auto& a : axes) {
+    if (a.name.empty()) return InvalidArgumentError("mesh axis with an empty name");
+    if (!names.insert(a.name).second)
+      return InvalidArgumentError("mesh axis '" + a.name + "' appears twice");
+    if (a.size < 1) return InvalidArgumentError("mesh axis '" + a.name + "' must have size >= 1");
+    product *= a.size;
+  }
+  if (product != topo.num_devices()) {
+    return InvalidArgumentError("mesh axes " + MeshAxesToString(axes) + " hold " +
+                                std::to_string(product) + " devices but topology " +
+                                topo.DimsString() + " of " + chip.name + " has " +
+                                std::to_string(topo.num_devices()));
+  }
+  int cores = options.host_cores > 0 ? options.host_cores
+                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = options.threads_per_device > 0
+                    ? options.threads_per_device
+                    : std::max(1, cores / topo.num_devices());
+  return std::unique_ptr<Mesh>(new Mesh(chip, std::move(topo), std::move(axes), threads, cores));
+}
+
+StatusOr<int> Mesh::AxisPosition(std::string_view name) const {
+  for (size_t i = 0; i < axes_.size(); ++i)
+    if (axes_[i].name == name) return static_cast<int>(i);
+  return InvalidArgumentError("unknown mesh axis '" + std::string(name) + "' (mesh axes: " +
+                              MeshAxesToString(axes_) + ")");
+}
+
+std::vector<int> Mesh::AxisIndices(int device) const {
+  std::vector<int> idx(axes_.size());
+  for (int a = static_cast<int>(axes_.size()) - 1; a >= 0; --a) {
+    idx[a] = device % axes_[a].size;
+    device /= axes_[a].size;
+  }
+  return idx;
+}
+
+StatusOr<std::vector<int>> Mesh::Group(int device, std::span<const std::string> axis_names) const {
+  if (axis_names.empty()) return InvalidArgumentError("a collective needs at least one axis name");
+  std::vector<int> pos;
+  for (const auto& name : axis_names) {
+    TPUMESH_ASSIGN_OR_RETURN(int p, AxisPosition(name));
+    if (std::find(pos.begin(), pos.end(), p) != pos.end())
+      return InvalidArgumentError("axis '" + name + "' named twice in one collective");
+    pos.push_back(p);
+  }
+  const std::vector<int> base = AxisIndices(device);
+  int64_t n = 1;
+  for (int p : pos) n *= axes_[p].size;
+  std::vector<int> group;
+  group.reserve(n);
+  for (int64_t k = 0; k < n; ++k) {
+    // Unravel k row-major over the named axes in the order given.
+    std::vector<int> idx = base;
+    int64_t rest = k;
+    for (int i = static_cast<int>(pos.size()) - 1; i >= 0; --i) {
+      idx[pos[i]] = static_cast<int>(rest % axes_[pos[i]].size);
+      rest /= axes_[pos[i]].size;
+    }
+    int id = 0;
+    for (size_t a = 0; a < axes_.size(); ++a) id = id * axes_[a].size + idx[a];
+    group.push_back(id);
+  }
+  return group;
+}
+
+StatusOr<DistributedArray> Mesh::Replicate(const Array& x) {
+  DistributedArray out;
+  out.replicated = true;
+  for (auto& d : devices_) {
+    TPUMESH_ASSIGN_OR_RETURN(Array a, x.ShareTo(*d, "replicated"));
+    out.shards.push_back(std::move(a));
+  }
+  return out;
+}
+
+StatusOr<DistributedArray> Mesh::Shard(const Array& x) {
+  const int n = num_devices();
+  if (x.rank() == 0) return InvalidArgumentError("cannot shard a scalar " + x.ToString());
+  if (x.dim(0) % n != 0) {
+    return InvalidArgumentError("cannot shard " + x.ToString() + " over " + std::to_string(n) +
+                                " devices: leading dimension " + std::to_string(x.dim(0)) +
+                                " is not divisible by " + std::to_string(n));
+  }
+  const int64_t per = x.dim(0) / n;
+  DistributedArray out;
+  for (int d = 0; d < n; ++d) {
+    TPUMESH_ASSIGN_OR_RETURN(Array a, x.SliceLeading(d * per, (d + 1) * per, devices_[d].get()));
+    out.shards.push_back(std::move(a));
+  }
+  return out;
+}
+
+StatusOr<std::vector<DistributedArray>> Mesh::Pmap(const PmapFn& fn,
+                                                   std::span<const DistributedArray> args) {
+  const int n = num_devices();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].num_shards() != n) {
+      return InvalidArgumentError("pmap argument " + std::to_string(i) + " has " +
+                                  std::to_string(args[i].num_shards()) + " shards for " +
+                                  std::to_string(n) + " devices");
+    }
+    for (int d = 0; d < n; ++d) {
+      if (args[i].shards[d].device() != devices_[d].get()) {
+        return InvalidArgumentError("pmap argument " + std::to_string(i) + ": shard " +
+                                    std::to_string(d) + " is " + args[i].shards[d].ToString() +
+                                    ", not on device " + std::to_string(d));
+      }
+    }
+  }
+
+  std::counting_semaphore<> cores(std::min(host_cores_, n));
+  CollectiveHub hub(*this, cores);
+  std::vector<StatusOr<std::vector<Array>>> results(n, InternalError("not run"));
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(n);
+    for (int d = 0; d < n; ++d) {
+      threads.emplace_back([&, d] {
+        std::vector<Array> my_args;
+        my_args.reserve(args.size());
+        for (const auto& a : args) my_args.push_back(a.shards[d]);
+        DeviceContext ctx(*this, d, &hub);
+        cores.acquire();
+        devices_[d]->arena().execute([&] {
+          try {
+            results[d] = fn(ctx, my_args);
+          } catch (const std::exception& e) {
+            results[d] = InternalError(std::string("exception: ") + e.what());
+          } catch (...) {
+            results[d] = InternalError("unknown exception");
+          }
+        });
+        cores.release();
+        hub.Finish(d, ctx.collectives_entered(), results[d].status());
+      });
+    }
+  }  // joins
+
+  // Report the root cause: a device's own error before errors it caused in
+  // others.
+  int first_secondary = -1;
+  for (int d = 0; d < n; ++d) {
+    if (results[d].ok()) continue;
+    if (hub.IsSecondary(d)) {
+      if (first_secondary < 0) first_secondary = d;
+      continue;
+    }
+    return results[d].status().WithContext("pmap: device " + std::to_string(d));
+  }
+  if (first_secondary >= 0)
+    return results[first_secondary].status().WithContext("pmap: device " + std::to_string(first_secondary));
+
+  const std::vector<Array>& ref = *results[0];
+  std::vector<DistributedArray> outs(ref.size());
+  for (int d = 0; d < n; ++d) {
+    const std::vector<Array>& r = *results[d];
+    if (r.size() != ref.size()) {
+      return InvalidArgumentError("pmap: device " + std::to_string(d) + " returned " +
+                                  std::to_string(r.size()) + " outputs but device 0 returned " +
+                                  std::to_string(ref.size()));
+    }
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (r[i].dtype() != ref[i].dtype() || r[i].shape() != ref[i].shape()) {
+        return InvalidArgumentError("pmap: output " + std::to_string(i) + " is " + r[i].ToString() +
+                                    " on device " + std::to_string(d) + " but " +
+                                    ref[i].ToString() + " on device 0");
+      }
+      Array a = r[i];
+      if (a.device() != devices_[d].get()) {
+        TPUMESH_ASSIGN_OR_RETURN(a, r[i].CopyTo(devices_[d].get(), "pmap output"));
+      }
+      outs[i].shards.push_back(std::move(a));
+    }
+  }
+  return outs;
+}
+
+void Mesh::ResetClocks() {
+  for (auto& d : devices_) d->SetClock(0);
+}
+
+double Mesh::MaxClockSeconds() const {
+  double m = 0;
+  for (const auto& d : devices_) m = std::max(m, d->clock_seconds());
+  return m;
+}
+
+}  // namespace tpumesh::mesh

@@ -1,0 +1,124 @@
+// Mesh: N virtual devices laid out on named axes, and JAX's SPMD verbs over
+// them: Replicate, Shard and Pmap (collectives inside pmap: collectives.h).
+//
+// Contract:
+// - Axes are row-major over device ids, the last axis fastest, as
+//   jax.sharding.Mesh(np.array(jax.devices()).reshape(sizes), names): device
+//   d has axis indices unravel(d, sizes).
+// - Replicate(x) puts x on every device (shared read-only storage, counted
+//   on every device's HBM). Shard(x) splits the leading dimension b into n
+//   slices of b/n (InvalidArgument when n does not divide b); the stacked
+//   view is [n, b/n, ...], as the seed's `shard`.
+// - Pmap(fn, args) runs fn once per device, concurrently, each on a host
+//   thread that enters the device's task arena; fn gets a DeviceContext (axis
+//   indices, collectives) and the device's shard of every argument. Outputs
+//   come back as one DistributedArray per output, stacked like jax.pmap.
+// - At most `host_cores` device bodies compute at once; a body parked in a
+//   collective gives its core to another, so N devices on 2 cores neither
+//   oversubscribe nor deadlock.
+// - The Mesh owns its devices; arrays on them must not outlive it.
+#ifndef TPUMESH_MESH_MESH_H_
+#define TPUMESH_MESH_MESH_H_
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "mesh/array.h"
+#include "mesh/chip_spec.h"
+#include "mesh/device.h"
+#include "mesh/topology.h"
+
+namespace tpumesh::mesh {
+
+struct MeshAxis {
+  std::string name;
+  int size = 1;
+};
+// "data=8" or "x=2,y=4" -> axes. Also accepts "8" (-> data=8).
+StatusOr<std::vector<MeshAxis>> ParseMeshAxes(std::string_view text);
+std::string MeshAxesToString(const std::vector<MeshAxis>& axes);  // "x=2,y=4"
+
+struct MeshOptions {
+  // Host threads in each device's arena; 0 picks max(1, host_cores / devices).
+  int threads_per_device = 0;
+  // Host cores the mesh may keep busy; 0 means all (hardware_concurrency).
+  int host_cores = 0;
+};
+
+// One array per device: shards[i] lives on device i (PJRT's per-device list
+// of one argument).
+struct DistributedArray {
+  std::vector<Array> shards;
+  bool replicated = false;
+
+  int num_shards() const { return static_cast<int>(shards.size()); }
+  // [n, ...shard shape]: the stacked view jax.pmap returns.
+  Shape stacked_shape() const;
+  // Copies every shard to the host and stacks them: [n, ...shard shape].
+  StatusOr<Array> Gather() const;
+};
+
+class DeviceContext;
+class CollectiveHub;
+
+// The body of a pmap: gets its device's context and its shard of each
+// argument, returns its outputs (the same count, dtypes and shapes on every
+// device).
+using PmapFn =
+    std::function<StatusOr<std::vector<Array>>(DeviceContext& ctx, std::span<const Array> args)>;
+
+class Mesh {
+ public:
+  // The product of the axis sizes must equal the topology's device count.
+  static StatusOr<std::unique_ptr<Mesh>> Create(const ChipSpec& chip,
+                                                const std::vector<int>& chip_dims,
+                                                std::vector<MeshAxis> axes,
+                                                MeshOptions options = {});
+  ~Mesh();
+  Mesh(const Mesh&) = delete;
+  Mesh& operator=(const Mesh&) = delete;
+
+  const ChipSpec& chip() const { return chip_; }
+  const Topology& topology() const { return topology_; }
+  const std::vector<MeshAxis>& axes() const { return axes_; }
+  int num_devices() const { return static_cast<int>(devices_.size()); }
+  Device& device(int i) { return *devices_[i]; }
+  const Device& device(int i) const { return *devices_[i]; }
+  int host_cores() const { return host_cores_; }
+
+  // Position of `name` in axes(), or InvalidArgument naming the known axes.
+  StatusOr<int> AxisPosition(std::string_view name) const;
+  // The device's index on every axis (row-major, last axis fastest).
+  std::vector<int> AxisIndices(int device) const;
+  // Devices that agree with `device` on every axis not named, ordered
+  // row-major over the named axes in the order given (JAX's multi-axis
+  // collective order). Names must be distinct axes of this mesh.
+  StatusOr<std::vector<int>> Group(int device, std::span<const std::string> axis_names) const;
+
+  StatusOr<DistributedArray> Replicate(const Array& x);
+  StatusOr<DistributedArray> Shard(const Array& x);
+  StatusOr<std::vector<DistributedArray>> Pmap(const PmapFn& fn,
+                                               std::span<const DistributedArray> args);
+
+  void ResetClocks();
+  double MaxClockSeconds() const;  // the slowest device's simulated clock
+
+ private:
+  Mesh(const ChipSpec& chip, Topology topology, std::vector<MeshAxis> axes, int threads,
+       int host_cores);
+
+  ChipSpec chip_;
+  Topology topology_;
+  std::vector<MeshAxis> axes_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  int host_cores_;
+};
+
+}  // namespace tpumesh::mesh
+
+#endif  // TPUMESH_MESH_MESH_H_

@@ -1,0 +1,100 @@
+// Runs the tpumesh binary as a user would.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Result {
+  int code;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+Result RunTpumesh(const std::string& args) {
+  const std::string err_file = ::testing::TempDir() + "/tpumesh_cli_stderr.txt";
+  const std::string cmd = std::string(TPUMESH_BIN) + " " + args + " 2>" + err_file;
+  Result r{-1, "", ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (FILE* f = fopen(err_file.c_str(), "r")) {
+    while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), n);
+    fclose(f);
+  }
+  return r;
+}
+
+TEST(CliTest, HelpListsCommands) {
+  Result r = RunTpumesh("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_THAT(r.out, HasSubstr("devices"));
+  Result d = RunTpumesh("devices --help");
+  EXPECT_EQ(d.code, 0);
+  EXPECT_THAT(d.out, HasSubstr("--chip"));
+  EXPECT_THAT(d.out, HasSubstr("--topology"));
+}
+
+TEST(CliTest, DevicesDefaultIsAV5e2x4) {
+  Result r = RunTpumesh("devices");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("8 devices: TPU v5 lite (emulated), chip v5e, topology 2x4 (no wraparound)"));
+  EXPECT_THAT(r.out, HasSubstr("TpuDevice(id=7, coords=(1,3,0), core_on_chip=0)  HBM 16.0 GiB"));
+  EXPECT_THAT(r.out, HasSubstr("Mesh: data=8"));
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST(CliTest, DevicesJsonIsValid) {
+  Result r = RunTpumesh("devices --chip v2 --mesh x=4,y=2 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["devices"].size(), 8u);
+  EXPECT_EQ(j["devices"][5]["core_on_chip"], 1);
+  EXPECT_EQ(j["devices"][5]["mesh_indices"], nlohmann::json({2, 1}));
+  EXPECT_EQ(j["chip"]["name"], "v2");
+  EXPECT_EQ(j["mesh"]["axes"][0]["name"], "x");
+}
+
+TEST(CliTest, DevicesCustomChipFile) {
+  Result r = RunTpumesh(std::string("devices --chip ") + TPUMESH_SOURCE_DIR + "/docs/examples/custom_chip.json --topology 4x4");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("16 devices"));
+}
+
+TEST(CliTest, BadInputIsOneLineAndNonZero) {
+  struct Case {
+    std::string args;
+    int code;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"devices --chip v9", 1, "tpumesh: error: chip 'v9': neither a preset"},
+           {"devices --topology 2x", 1, "tpumesh: error: topology '2x'"},
+           {"devices --mesh x=3", 1, "mesh axes x=3 hold 3 devices but topology 2x4 of v5e has 8"},
+           {"devices --bogus", 2, "--bogus"},
+           {"frobnicate", 2, "frobnicate"},
+           {"", 2, "subcommand"},
+       }) {
+    Result r = RunTpumesh(c.args);
+    EXPECT_EQ(r.code, c.code) << c.args;
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args;
+    EXPECT_THAT(r.out, Not(HasSubstr("TpuDevice"))) << c.args;
+  }
+  Result r = RunTpumesh("devices --chip v9");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,54 @@
+// tpumesh: a TPU-v5e-like mesh emulated on the CPU. See `tpumesh --help`.
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "tpumesh: an emulated TPU mesh on the CPU.\n"
+      "Runs JAX-style SPMD work on N virtual TPU devices and reports what it\n"
+      "would cost on the real chip (modelled figures are labelled modelled)."};
+  app.name("tpumesh");
+  app.set_version_flag("--version", std::string("tpumesh ") + TPUMESH_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  tpumesh::tools::RunFn run;
+  tpumesh::tools::RegisterDevices(app, &run);
+
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known |= sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::cerr << "tpumesh: unknown command '" << argv[1] << "' (commands: " << names
+                << "; see tpumesh --help)\n";
+      return 2;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "tpumesh: " << e.what() << " (see tpumesh --help)\n";
+    return 2;
+  }
+  if (!run) return 2;
+  tpumesh::Status status = run();
+  if (!status.ok()) {
+    std::cerr << "tpumesh: error: " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
