@@ -1,5 +1,7 @@
 #include "mesh/array.h"
 
+#include <sys/mman.h>
+
 #include <cassert>
 #include <cstdlib>
 #include <limits>
@@ -51,14 +53,39 @@ std::string ShapeToString(const Shape& shape) {
   return s + "]";
 }
 
+namespace {
+constexpr size_t kHugePage = size_t{2} << 20;
+}  // namespace
+
 // 64-byte aligned so SIMD kernels may use aligned loads on whole arrays.
+// Buffers of 2 MiB and more are mapped directly, 2 MiB aligned, with
+// MADV_HUGEPAGE: the kernel hands out zeroed pages (no memset), and first
+// touch faults once per 2 MiB instead of once per 4 KiB. Measured on the
+// all_gather bench (8 devices, 256 MB): glibc malloc + memset spent most of
+// its time in page faults (see bench/mesh_collectives_bench.cc).
 Array::Storage::Storage(size_t n) : bytes(n) {
-  const size_t rounded = (n + 63) / 64 * 64;
-  ptr = static_cast<std::byte*>(::operator new(rounded == 0 ? 64 : rounded, std::align_val_t{64}));
-  std::memset(ptr, 0, rounded == 0 ? 64 : rounded);
+  if (n >= kHugePage) {
+    mapped = (n + kHugePage - 1) / kHugePage * kHugePage + kHugePage;
+    void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) throw std::bad_alloc();
+    map_base = base;
+    const uintptr_t aligned = (reinterpret_cast<uintptr_t>(base) + kHugePage - 1) & ~(kHugePage - 1);
+    ptr = reinterpret_cast<std::byte*>(aligned);
+    madvise(ptr, mapped - (aligned - reinterpret_cast<uintptr_t>(base)), MADV_HUGEPAGE);
+    return;
+  }
+  const size_t rounded = n == 0 ? 64 : (n + 63) / 64 * 64;
+  ptr = static_cast<std::byte*>(::operator new(rounded, std::align_val_t{64}));
+  std::memset(ptr, 0, rounded);
 }
 
-Array::Storage::~Storage() { ::operator delete(ptr, std::align_val_t{64}); }
+Array::Storage::~Storage() {
+  if (map_base != nullptr) {
+    munmap(map_base, mapped);
+  } else {
+    ::operator delete(ptr, std::align_val_t{64});
+  }
+}
 
 namespace {
 

@@ -93,6 +93,8 @@ class Array {
     std::byte* data() { return ptr; }
     std::byte* ptr = nullptr;
     size_t bytes = 0;
+    void* map_base = nullptr;  // set when mapped directly (large buffers)
+    size_t mapped = 0;
   };
 
   DType dtype_ = DType::kF32;

@@ -47,6 +47,7 @@ struct CollectiveCall {
   bool tiled = false;
   std::vector<std::pair<int, int>> perm;  // ppermute, in group indices
   const Array* input = nullptr;
+  std::byte* output = nullptr;  // the device's output buffer (psum's phases read it)
 
   std::string Describe() const;  // "psum over ('x','y') of f32[4,8]"
   bool SameAs(const CollectiveCall& o) const;
@@ -62,6 +63,9 @@ class CollectiveHub {
   // are advanced. Fails when the calls differ or a device will never come.
   Status Arrive(int device, int seq, const CollectiveCall& call,
                 std::vector<const CollectiveCall*>* calls);
+  // Blocks until every device has called Sync for the `seq`-th collective
+  // (a barrier between the phases of one collective).
+  void Sync(int device, int seq);
   // Blocks until every device has finished reading the `seq`-th inputs.
   void Depart(int device, int seq);
   // The device's pmap body returned after entering `entered` collectives.
@@ -75,6 +79,7 @@ class CollectiveHub {
     CollectiveCall first;                      // a copy of the first arrival's call
     int first_device = -1;
     int arrived = 0;
+    int synced = 0;
     int departed = 0;
     bool ready = false;
     Status error;

@@ -437,3 +437,23 @@ TEST(ClockTest, CollectiveEndsAtTheLatestArrivalPlusModelledTime) {
 
 }  // namespace
 }  // namespace tpumesh::mesh
+
+namespace tpumesh::mesh {
+namespace {
+
+TEST(ErrorsTest, DeviceOutOfHbmInACollectiveIsTheReportedCause) {
+  auto mesh = MakeMesh(V5eChip(), {2, 2}, "data=4");
+  DistributedArray in;
+  for (int d = 0; d < 4; ++d) in.shards.push_back(*Array::Allocate(mesh->device(d), DType::kF32, {1024}));
+  mesh->device(2).set_hbm_capacity(mesh->device(2).hbm_in_use() + 100);
+  auto out = mesh->Pmap(
+      [](DeviceContext& ctx, std::span<const Array> a) -> StatusOr<std::vector<Array>> {
+        return Wrap(ctx.AllGather(a[0], {"data"}));
+      },
+      std::span<const DistributedArray>(&in, 1));
+  EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted) << out.status().ToString();
+  EXPECT_THAT(out.status().message(), HasSubstr("pmap: device 2: device 2 (TPU v5 lite (emulated)) out of HBM: all_gather f32[4,1024] asks for 16384 bytes"));
+}
+
+}  // namespace
+}  // namespace tpumesh::mesh
