@@ -1,0 +1,254 @@
+#include "pipeline/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "kernels/bf16.h"
+#include "nlohmann/json.hpp"
+
+namespace tpumesh::pipeline {
+namespace {
+
+constexpr uint64_t kMaxHeader = uint64_t{100} << 20;
+
+// Bytes per element of a safetensors dtype, 0 if unknown.
+uint64_t DTypeBytes(const std::string& d) {
+  if (d == "BOOL" || d == "U8" || d == "I8" || d == "F8_E5M2" || d == "F8_E4M3") return 1;
+  if (d == "U16" || d == "I16" || d == "F16" || d == "BF16") return 2;
+  if (d == "U32" || d == "I32" || d == "F32") return 4;
+  if (d == "U64" || d == "I64" || d == "F64") return 8;
+  return 0;
+}
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t man = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while ((man & 0x400) == 0) {
+        man <<= 1;
+        --exp;
+      }
+      man &= 0x3ff;
+      bits = sign | (exp << 23) | (man << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else {
+    bits = sign | ((exp - 15 + 127) << 23) | (man << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+Status ReadFully(int fd, void* buf, uint64_t n, uint64_t offset, const std::string& path) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    ssize_t r = pread(fd, p, std::min<uint64_t>(n, 1 << 30), static_cast<off_t>(offset));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return DataLossError(path + ": read failed: " + std::strerror(errno));
+    }
+    if (r == 0) return DataLossError(path + ": file ends early (truncated?)");
+    p += r;
+    n -= static_cast<uint64_t>(r);
+    offset += static_cast<uint64_t>(r);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<std::vector<SafetensorsEntry>> SafetensorsFile::ParseHeader(
+    const std::string& header, uint64_t data_size, const std::string& origin,
+    std::map<std::string, std::string>* metadata) {
+  auto bad = [&](const std::string& why) { return InvalidArgumentError(origin + ": " + why); };
+  if (header.empty() || header[0] != '{') return bad("header does not start with '{'");
+  // Reject duplicate top-level keys: a hostile file could otherwise show one
+  // tensor to a checker and another to a reader.
+  std::set<std::string> keys;
+  std::string duplicate;
+  nlohmann::json::parser_callback_t cb = [&](int depth, nlohmann::json::parse_event_t event,
+                                             nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed.is_string()) {
+      if (!keys.insert(parsed.get<std::string>()).second && duplicate.empty())
+        duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
+  nlohmann::json j = nlohmann::json::parse(header, cb, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return bad("header is not valid JSON");
+  if (!j.is_object()) return bad("header is not a JSON object");
+  if (!duplicate.empty()) return bad("header names '" + duplicate + "' twice");
+
+  std::vector<SafetensorsEntry> entries;
+  for (const auto& [name, v] : j.items()) {
+    if (name == "__metadata__") {
+      if (!v.is_object()) return bad("__metadata__ is not an object");
+      for (const auto& [k, s] : v.items()) {
+        if (!s.is_string()) return bad("__metadata__['" + k + "'] is not a string");
+        if (metadata) (*metadata)[k] = s.get<std::string>();
+      }
+      continue;
+    }
+    const std::string where = "tensor '" + name + "'";
+    if (!v.is_object()) return bad(where + " is not an object");
+    for (const auto& [k, unused] : v.items()) {
+      if (k != "dtype" && k != "shape" && k != "data_offsets") return bad(where + " has unknown field '" + k + "'");
+    }
+    if (!v.contains("dtype") || !v["dtype"].is_string()) return bad(where + " has no string dtype");
+    if (!v.contains("shape") || !v["shape"].is_array()) return bad(where + " has no shape array");
+    if (!v.contains("data_offsets") || !v["data_offsets"].is_array() || v["data_offsets"].size() != 2)
+      return bad(where + " needs data_offsets [begin, end]");
+    SafetensorsEntry e;
+    e.name = name;
+    e.dtype = v["dtype"].get<std::string>();
+    const uint64_t elem = DTypeBytes(e.dtype);
+    if (elem == 0) return bad(where + " has unknown dtype '" + e.dtype + "'");
+    uint64_t count = 1;
+    for (const auto& d : v["shape"]) {
+      if (!d.is_number_unsigned()) return bad(where + " has a shape entry that is not a non-negative integer");
+      const uint64_t dim = d.get<uint64_t>();
+      if (dim > (uint64_t{1} << 40) || (dim != 0 && count > std::numeric_limits<uint64_t>::max() / 16 / dim))
+        return bad(where + " has a shape too large");
+      count *= dim;
+      e.shape.push_back(static_cast<int64_t>(dim));
+    }
+    for (const auto& o : v["data_offsets"]) {
+      if (!o.is_number_unsigned()) return bad(where + " has data_offsets that are not non-negative integers");
+    }
+    e.begin = v["data_offsets"][0].get<uint64_t>();
+    e.end = v["data_offsets"][1].get<uint64_t>();
+    if (e.begin > e.end) return bad(where + " has data_offsets with begin > end");
+    if (e.end > data_size)
+      return bad(where + " ends at byte " + std::to_string(e.end) + " but the data section has " +
+                 std::to_string(data_size) + " bytes (truncated file?)");
+    if (e.end - e.begin != count * elem)
+      return bad(where + ": shape " + mesh::ShapeToString(e.shape) + " of " + e.dtype + " needs " +
+                 std::to_string(count * elem) + " bytes but data_offsets span " +
+                 std::to_string(e.end - e.begin));
+    entries.push_back(std::move(e));
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
+              return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+            });
+  uint64_t expected = 0;
+  for (const auto& e : entries) {
+    if (e.begin != expected) {
+      return bad("tensor '" + e.name + "' starts at byte " + std::to_string(e.begin) +
+                 (e.begin < expected ? " inside the previous tensor (overlap)" : " after a gap") +
+                 "; expected " + std::to_string(expected));
+    }
+    expected = e.end;
+  }
+  if (expected != data_size)
+    return bad("the tensors cover " + std::to_string(expected) + " of the " +
+               std::to_string(data_size) + " data bytes");
+  return entries;
+}
+
+StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
+  SafetensorsFile f;
+  f.path_ = path;
+  f.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f.fd_ < 0) return NotFoundError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st;
+  if (fstat(f.fd_, &st) != 0 || !S_ISREG(st.st_mode)) return InvalidArgumentError(path + ": not a regular file");
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size < 8) return InvalidArgumentError(path + ": " + std::to_string(size) + " bytes is too short for a safetensors file");
+  unsigned char len_bytes[8];
+  TPUMESH_RETURN_IF_ERROR(ReadFully(f.fd_, len_bytes, 8, 0, path));
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
+  if (n > kMaxHeader) return InvalidArgumentError(path + ": header length " + std::to_string(n) + " exceeds the 100 MiB limit");
+  if (n > size - 8)
+    return InvalidArgumentError(path + ": header length " + std::to_string(n) + " runs past the end of the " +
+                                std::to_string(size) + "-byte file");
+  std::string header(n, '\0');
+  TPUMESH_RETURN_IF_ERROR(ReadFully(f.fd_, header.data(), n, 8, path));
+  f.data_offset_ = 8 + n;
+  TPUMESH_ASSIGN_OR_RETURN(f.entries_, ParseHeader(header, size - 8 - n, path, &f.metadata_));
+  for (size_t i = 0; i < f.entries_.size(); ++i) f.index_[f.entries_[i].name] = i;
+  return f;
+}
+
+SafetensorsFile::SafetensorsFile(SafetensorsFile&& o) noexcept
+    : path_(std::move(o.path_)),
+      fd_(std::exchange(o.fd_, -1)),
+      data_offset_(o.data_offset_),
+      entries_(std::move(o.entries_)),
+      index_(std::move(o.index_)),
+      metadata_(std::move(o.metadata_)) {}
+
+SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    path_ = std::move(o.path_);
+    fd_ = std::exchange(o.fd_, -1);
+    data_offset_ = o.data_offset_;
+    entries_ = std::move(o.entries_);
+    index_ = std::move(o.index_);
+    metadata_ = std::move(o.metadata_);
+  }
+  return *this;
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+const SafetensorsEntry* SafetensorsFile::Find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &entries_[it->second];
+}
+
+StatusOr<mesh::Array> SafetensorsFile::Read(const std::string& name, mesh::DType dtype) const {
+  const SafetensorsEntry* e = Find(name);
+  if (e == nullptr) return NotFoundError(path_ + ": no tensor named '" + name + "'");
+  if (dtype != mesh::DType::kF32 && dtype != mesh::DType::kBF16)
+    return UnimplementedError("reading into " + std::string(mesh::DTypeName(dtype)));
+  if (e->dtype != "F32" && e->dtype != "F16" && e->dtype != "BF16")
+    return UnimplementedError(path_ + ": tensor '" + name + "' has dtype " + e->dtype +
+                              "; only F32, F16 and BF16 are read");
+  const uint64_t bytes = e->end - e->begin;
+  mesh::Array out = mesh::Array::Host(dtype, e->shape);
+  const int64_t n = out.num_elements();
+  if (e->dtype == "F32" && dtype == mesh::DType::kF32) {
+    TPUMESH_RETURN_IF_ERROR(ReadFully(fd_, out.mutable_raw(), bytes, data_offset_ + e->begin, path_));
+    return out;
+  }
+  if (e->dtype == "BF16" && dtype == mesh::DType::kBF16) {
+    TPUMESH_RETURN_IF_ERROR(ReadFully(fd_, out.mutable_raw(), bytes, data_offset_ + e->begin, path_));
+    return out;
+  }
+  std::vector<unsigned char> raw(bytes);
+  TPUMESH_RETURN_IF_ERROR(ReadFully(fd_, raw.data(), bytes, data_offset_ + e->begin, path_));
+  for (int64_t i = 0; i < n; ++i) {
+    float v;
+    if (e->dtype == "F32") {
+      std::memcpy(&v, raw.data() + 4 * i, 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, raw.data() + 2 * i, 2);
+      v = e->dtype == "F16" ? HalfToFloat(h) : kernels::Bf16ToF32(kernels::bf16{h});
+    }
+    if (dtype == mesh::DType::kF32) out.mutable_data<float>()[i] = v;
+    else out.mutable_data<kernels::bf16>()[i] = kernels::F32ToBf16(v);
+  }
+  return out;
+}
+
+}  // namespace tpumesh::pipeline
