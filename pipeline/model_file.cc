@@ -1,0 +1,320 @@
+#include "pipeline/model_file.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "hdf5.h"
+#include "kernels/bf16.h"
+
+namespace tpumesh::pipeline {
+namespace {
+
+// Silences HDF5's own error printing: every failure becomes one Status.
+void QuietHdf5() {
+  static bool done = [] {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)done;
+}
+
+// Closes an HDF5 handle when it goes out of scope.
+class Handle {
+ public:
+  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  ~Handle() {
+    if (id_ >= 0) close_(id_);
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  hid_t get() const { return id_; }
+  bool ok() const { return id_ >= 0; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+Status WriteStringAttribute(hid_t obj, const char* name, const std::string& value) {
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle attr(H5Acreate2(obj, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  if (!attr.ok()) return InternalError(std::string("cannot create attribute ") + name);
+  const char* p = value.c_str();
+  if (H5Awrite(attr.get(), type.get(), &p) < 0) return InternalError(std::string("cannot write attribute ") + name);
+  return OkStatus();
+}
+
+StatusOr<std::string> ReadStringAttribute(hid_t obj, const char* name) {
+  if (H5Aexists(obj, name) <= 0) return NotFoundError(std::string("no attribute ") + name);
+  Handle attr(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
+  Handle ftype(H5Aget_type(attr.get()), H5Tclose);
+  if (H5Tget_class(ftype.get()) != H5T_STRING) return InvalidArgumentError(std::string("attribute ") + name + " is not a string");
+  if (H5Tis_variable_str(ftype.get()) > 0) {
+    Handle mtype(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(mtype.get(), H5T_VARIABLE);
+    H5Tset_cset(mtype.get(), H5Tget_cset(ftype.get()));
+    char* p = nullptr;
+    if (H5Aread(attr.get(), mtype.get(), &p) < 0 || p == nullptr) return InternalError("cannot read attribute");
+    std::string s(p);
+    H5free_memory(p);
+    return s;
+  }
+  const size_t n = H5Tget_size(ftype.get());
+  std::string s(n, '\0');
+  Handle mtype(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(mtype.get(), n);
+  H5Tset_cset(mtype.get(), H5Tget_cset(ftype.get()));
+  if (H5Aread(attr.get(), mtype.get(), s.data()) < 0) return InternalError("cannot read attribute");
+  s.resize(strnlen(s.c_str(), n));
+  return s;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// ModelFileWriter
+
+StatusOr<std::unique_ptr<ModelFileWriter>> ModelFileWriter::Create(const std::string& path) {
+  QuietHdf5();
+  std::unique_ptr<ModelFileWriter> w(new ModelFileWriter());
+  w->path_ = path;
+  const std::filesystem::path p(path);
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    return NotFoundError(path + ": directory " + dir.string() + " does not exist");
+  w->temp_path_ = (dir / ("." + p.filename().string() + ".tmp-" + std::to_string(getpid()))).string();
+  w->file_ = H5Fcreate(w->temp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (w->file_ < 0) return InvalidArgumentError(path + ": cannot create (is the directory writable?)");
+  TPUMESH_RETURN_IF_ERROR(WriteStringAttribute(w->file_, "format", kModelFormat));
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle attr(H5Acreate2(w->file_, "format_version", H5T_STD_I32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+              H5Aclose);
+  const int32_t v = kModelFormatVersion;
+  H5Awrite(attr.get(), H5T_NATIVE_INT32, &v);
+  return w;
+}
+
+ModelFileWriter::~ModelFileWriter() {
+  if (file_ >= 0) H5Fclose(file_);
+  if (!committed_ && !temp_path_.empty()) std::remove(temp_path_.c_str());
+}
+
+Status ModelFileWriter::EnsureGroup(const std::string& group) {
+  if (group.empty() || H5Lexists(file_, group.c_str(), H5P_DEFAULT) > 0) return OkStatus();
+  Handle g(H5Gcreate2(file_, group.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  if (!g.ok()) return InternalError(path_ + ": cannot create group " + group);
+  return OkStatus();
+}
+
+Status ModelFileWriter::WriteText(const std::string& dataset, const std::string& text) {
+  const size_t slash = dataset.rfind('/');
+  if (slash != std::string::npos) TPUMESH_RETURN_IF_ERROR(EnsureGroup(dataset.substr(0, slash)));
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle ds(H5Dcreate2(file_, dataset.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                       H5P_DEFAULT),
+            H5Dclose);
+  if (!ds.ok()) return InternalError(path_ + ": cannot create dataset " + dataset);
+  const char* p = text.c_str();
+  if (H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p) < 0)
+    return DataLossError(path_ + ": cannot write " + dataset + " (disk full?)");
+  return OkStatus();
+}
+
+Status ModelFileWriter::WriteTensor(const std::string& component, const std::string& name,
+                                    const mesh::Array& a, mesh::DType store_as) {
+  if (name.empty() || name.find('/') != std::string::npos)
+    return InvalidArgumentError("tensor name '" + name + "' is empty or contains '/'");
+  if (store_as != mesh::DType::kF32 && store_as != mesh::DType::kBF16)
+    return InvalidArgumentError("tensors are stored as f32 or bf16");
+  if (a.dtype() != mesh::DType::kF32 && a.dtype() != mesh::DType::kBF16)
+    return InvalidArgumentError(component + "/" + name + ": only f32 and bf16 tensors are stored");
+  TPUMESH_RETURN_IF_ERROR(EnsureGroup(component));
+  const std::string dataset = component + "/" + name;
+  std::vector<hsize_t> dims(a.shape().begin(), a.shape().end());
+  Handle space(dims.empty() ? H5Screate(H5S_SCALAR)
+                            : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+               H5Sclose);
+  const hid_t file_type = store_as == mesh::DType::kF32 ? H5T_IEEE_F32LE : H5T_STD_U16LE;
+  Handle ds(H5Dcreate2(file_, dataset.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                       H5P_DEFAULT),
+            H5Dclose);
+  if (!ds.ok()) return InternalError(path_ + ": cannot create dataset " + dataset + " (duplicate name?)");
+  herr_t rc;
+  if (store_as == mesh::DType::kF32) {
+    if (a.dtype() == mesh::DType::kF32) {
+      rc = H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.raw());
+    } else {
+      std::vector<float> tmp(a.num_elements());
+      kernels::Bf16ToF32(a.data<kernels::bf16>(), tmp.data(), tmp.size());
+      rc = H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, tmp.data());
+    }
+  } else {
+    if (a.dtype() == mesh::DType::kBF16) {
+      rc = H5Dwrite(ds.get(), H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.raw());
+    } else {
+      std::vector<kernels::bf16> tmp(a.num_elements());
+      kernels::F32ToBf16(a.data<float>(), tmp.data(), tmp.size());
+      rc = H5Dwrite(ds.get(), H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, tmp.data());
+    }
+    if (rc >= 0) TPUMESH_RETURN_IF_ERROR(WriteStringAttribute(ds.get(), "dtype", "bfloat16"));
+  }
+  if (rc < 0) return DataLossError(path_ + ": cannot write " + dataset + " (disk full?)");
+  return OkStatus();
+}
+
+Status ModelFileWriter::Commit() {
+  if (H5Fclose(file_) < 0) {
+    file_ = -1;
+    return DataLossError(path_ + ": cannot finish the file (disk full?)");
+  }
+  file_ = -1;
+  std::error_code ec;
+  std::filesystem::rename(temp_path_, path_, ec);
+  if (ec) return InvalidArgumentError(path_ + ": cannot move the finished file into place: " + ec.message());
+  committed_ = true;
+  return OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// ModelFile
+
+StatusOr<std::unique_ptr<ModelFile>> ModelFile::Open(const std::string& path) {
+  QuietHdf5();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return NotFoundError(path + ": no such file");
+  if (H5Fis_hdf5(path.c_str()) <= 0) return InvalidArgumentError(path + ": not an HDF5 file (truncated or corrupt?)");
+  std::unique_ptr<ModelFile> f(new ModelFile());
+  f->path_ = path;
+  f->file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f->file_ < 0) return InvalidArgumentError(path + ": cannot open as HDF5 (truncated or corrupt?)");
+  auto format = ReadStringAttribute(f->file_, "format");
+  if (!format.ok() || *format != kModelFormat)
+    return InvalidArgumentError(path + ": not a tpumesh model file (no format=\"" + kModelFormat +
+                                "\" attribute; make one with `tpumesh convert` or `tpumesh init`)");
+  return f;
+}
+
+ModelFile::~ModelFile() {
+  if (file_ >= 0) H5Fclose(file_);
+}
+
+bool ModelFile::Has(const std::string& dataset) const {
+  // H5Lexists needs every intermediate link to exist.
+  size_t pos = 0;
+  while ((pos = dataset.find('/', pos + 1)) != std::string::npos) {
+    if (H5Lexists(file_, dataset.substr(0, pos).c_str(), H5P_DEFAULT) <= 0) return false;
+  }
+  return H5Lexists(file_, dataset.c_str(), H5P_DEFAULT) > 0;
+}
+
+StatusOr<std::string> ModelFile::ReadText(const std::string& dataset) const {
+  if (!Has(dataset)) return NotFoundError(path_ + ": no dataset " + dataset);
+  Handle ds(H5Dopen2(file_, dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  Handle ftype(H5Dget_type(ds.get()), H5Tclose);
+  if (H5Tget_class(ftype.get()) != H5T_STRING) return InvalidArgumentError(path_ + ": " + dataset + " is not text");
+  Handle mtype(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_cset(mtype.get(), H5Tget_cset(ftype.get()));
+  if (H5Tis_variable_str(ftype.get()) > 0) {
+    H5Tset_size(mtype.get(), H5T_VARIABLE);
+    char* p = nullptr;
+    if (H5Dread(ds.get(), mtype.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p) < 0 || p == nullptr)
+      return DataLossError(path_ + ": cannot read " + dataset);
+    std::string s(p);
+    H5free_memory(p);
+    return s;
+  }
+  const size_t n = H5Tget_size(ftype.get());
+  H5Tset_size(mtype.get(), n);
+  std::string s(n, '\0');
+  if (H5Dread(ds.get(), mtype.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()) < 0)
+    return DataLossError(path_ + ": cannot read " + dataset);
+  s.resize(strnlen(s.c_str(), n));
+  return s;
+}
+
+StatusOr<std::vector<std::string>> ModelFile::TensorNames(const std::string& component) const {
+  if (!Has(component)) return NotFoundError(path_ + ": no component '" + component + "'");
+  Handle g(H5Gopen2(file_, component.c_str(), H5P_DEFAULT), H5Gclose);
+  if (!g.ok()) return InvalidArgumentError(path_ + ": " + component + " is not a group");
+  std::vector<std::string> names;
+  H5Literate(
+      g.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr,
+      [](hid_t group, const char* name, const H5L_info_t*, void* data) -> herr_t {
+        H5O_info_t info;
+        if (H5Oget_info_by_name(group, name, &info, H5P_DEFAULT) >= 0 && info.type == H5O_TYPE_DATASET) {
+          hid_t ds = H5Dopen2(group, name, H5P_DEFAULT);
+          hid_t t = H5Dget_type(ds);
+          if (H5Tget_class(t) != H5T_STRING) static_cast<std::vector<std::string>*>(data)->push_back(name);
+          H5Tclose(t);
+          H5Dclose(ds);
+        }
+        return 0;
+      },
+      &names);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+StatusOr<TensorInfo> ModelFile::Info(const std::string& component, const std::string& name) const {
+  const std::string dataset = component + "/" + name;
+  if (!Has(dataset)) return NotFoundError(path_ + ": missing tensor " + dataset);
+  Handle ds(H5Dopen2(file_, dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank < 0) return DataLossError(path_ + ": " + dataset + " has no readable shape");
+  std::vector<hsize_t> dims(rank);
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  TensorInfo info;
+  info.shape.assign(dims.begin(), dims.end());
+  Handle ftype(H5Dget_type(ds.get()), H5Tclose);
+  const H5T_class_t cls = H5Tget_class(ftype.get());
+  const size_t size = H5Tget_size(ftype.get());
+  if (cls == H5T_FLOAT && size == 4) {
+    info.stored = mesh::DType::kF32;
+  } else if (cls == H5T_INTEGER && size == 2) {
+    auto tag = ReadStringAttribute(ds.get(), "dtype");
+    if (!tag.ok() || *tag != "bfloat16")
+      return InvalidArgumentError(path_ + ": " + dataset + " is uint16 without dtype=\"bfloat16\"");
+    info.stored = mesh::DType::kBF16;
+  } else {
+    return InvalidArgumentError(path_ + ": " + dataset + " has an unsupported type (f32 or bf16 expected)");
+  }
+  return info;
+}
+
+StatusOr<mesh::Array> ModelFile::ReadTensor(const std::string& component, const std::string& name,
+                                            mesh::DType as) const {
+  TPUMESH_ASSIGN_OR_RETURN(TensorInfo info, Info(component, name));
+  const std::string dataset = component + "/" + name;
+  Handle ds(H5Dopen2(file_, dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  mesh::Array out = mesh::Array::Host(as, info.shape);
+  herr_t rc;
+  if (info.stored == mesh::DType::kF32 && as == mesh::DType::kF32) {
+    rc = H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.mutable_raw());
+  } else if (info.stored == mesh::DType::kBF16 && as == mesh::DType::kBF16) {
+    rc = H5Dread(ds.get(), H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.mutable_raw());
+  } else if (info.stored == mesh::DType::kBF16) {  // -> f32
+    std::vector<kernels::bf16> tmp(out.num_elements());
+    rc = H5Dread(ds.get(), H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, tmp.data());
+    kernels::Bf16ToF32(tmp.data(), out.mutable_data<float>(), tmp.size());
+  } else {  // f32 -> bf16
+    std::vector<float> tmp(out.num_elements());
+    rc = H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, tmp.data());
+    kernels::F32ToBf16(tmp.data(), out.mutable_data<kernels::bf16>(), tmp.size());
+  }
+  if (rc < 0) return DataLossError(path_ + ": cannot read " + dataset + " (truncated or corrupt file?)");
+  return out;
+}
+
+}  // namespace tpumesh::pipeline

@@ -1,0 +1,89 @@
+// The tpumesh model file: one HDF5 file holding everything a run needs —
+// each component's config, the tokenizer's vocab and merges, the scheduler
+// config, and every parameter as a dataset named as in the diffusers
+// checkpoint (e.g. unet/down_blocks.0.resnets.0.conv1.weight). Layout and
+// conventions: docs/formats.md.
+//
+// Contract:
+// - ModelFileWriter writes to a temporary file beside the target and renames
+//   it into place only on Commit(); a writer destroyed before Commit (an
+//   error, Ctrl-C unwinding) removes the temporary file. There is never a
+//   partial model file at the target path.
+// - Tensors are written one at a time and read one at a time: converting or
+//   loading never holds two copies of the whole model.
+// - f32 is stored as IEEE f32 little-endian; bf16 as uint16 with the
+//   attribute dtype="bfloat16" (h5py reads it as uint16; view as bfloat16).
+// - Not thread-safe (Debian's HDF5 is the serial build): use from one thread.
+#ifndef TPUMESH_PIPELINE_MODEL_FILE_H_
+#define TPUMESH_PIPELINE_MODEL_FILE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "mesh/array.h"
+
+namespace tpumesh::pipeline {
+
+inline constexpr char kModelFormat[] = "tpumesh-model";
+inline constexpr int kModelFormatVersion = 1;
+
+class ModelFileWriter {
+ public:
+  static StatusOr<std::unique_ptr<ModelFileWriter>> Create(const std::string& path);
+  ~ModelFileWriter();
+  ModelFileWriter(const ModelFileWriter&) = delete;
+  ModelFileWriter& operator=(const ModelFileWriter&) = delete;
+
+  // A UTF-8 text dataset, e.g. ("unet/config.json", json_text).
+  Status WriteText(const std::string& dataset, const std::string& text);
+  // component/name <- a, stored as `store_as` (f32 or bf16).
+  Status WriteTensor(const std::string& component, const std::string& name, const mesh::Array& a,
+                     mesh::DType store_as);
+  // Closes the file and renames it into place.
+  Status Commit();
+
+ private:
+  ModelFileWriter() = default;
+  Status EnsureGroup(const std::string& group);
+  std::string path_, temp_path_;
+  int64_t file_ = -1;  // hid_t
+  bool committed_ = false;
+};
+
+struct TensorInfo {
+  mesh::Shape shape;
+  mesh::DType stored = mesh::DType::kF32;
+};
+
+class ModelFile {
+ public:
+  // NotFound for a missing file; InvalidArgument for a file that is not HDF5
+  // or not a tpumesh model (the format attribute).
+  static StatusOr<std::unique_ptr<ModelFile>> Open(const std::string& path);
+  ~ModelFile();
+  ModelFile(const ModelFile&) = delete;
+  ModelFile& operator=(const ModelFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  bool Has(const std::string& dataset) const;
+  StatusOr<std::string> ReadText(const std::string& dataset) const;
+  // Parameter names of a component ("unet"), sorted; text datasets excluded.
+  StatusOr<std::vector<std::string>> TensorNames(const std::string& component) const;
+  StatusOr<TensorInfo> Info(const std::string& component, const std::string& name) const;
+  // Reads component/name converted to `as` (f32 or bf16). NotFound names the
+  // file and the dataset.
+  StatusOr<mesh::Array> ReadTensor(const std::string& component, const std::string& name,
+                                   mesh::DType as) const;
+
+ private:
+  ModelFile() = default;
+  std::string path_;
+  int64_t file_ = -1;  // hid_t
+};
+
+}  // namespace tpumesh::pipeline
+
+#endif  // TPUMESH_PIPELINE_MODEL_FILE_H_

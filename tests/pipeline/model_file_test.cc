@@ -1,0 +1,99 @@
+#include "pipeline/model_file.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tpumesh::pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+std::string Dir() {
+  const std::string d = ::testing::TempDir() + "/model_file_test";
+  fs::create_directories(d);
+  return d;
+}
+
+mesh::Array Ramp(mesh::Shape shape) {
+  mesh::Array a = mesh::Array::Host(mesh::DType::kF32, shape);
+  for (int64_t i = 0; i < a.num_elements(); ++i) a.mutable_data<float>()[i] = 0.1f * i - 1.0f;
+  return a;
+}
+
+TEST(ModelFileTest, RoundTripTextF32AndBf16) {
+  const std::string path = Dir() + "/rt.h5";
+  {
+    auto w = ModelFileWriter::Create(path);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE((*w)->WriteText("unet/config.json", R"({"a": 1})").ok());
+    ASSERT_TRUE((*w)->WriteText("model_index.json", "{}").ok());
+    ASSERT_TRUE((*w)->WriteTensor("unet", "conv_in.weight", Ramp({4, 3, 3, 3}), mesh::DType::kF32).ok());
+    ASSERT_TRUE((*w)->WriteTensor("unet", "conv_in.bias", Ramp({4}), mesh::DType::kBF16).ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  auto f = ModelFile::Open(path);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(*(*f)->ReadText("unet/config.json"), R"({"a": 1})");
+  EXPECT_EQ(*(*f)->TensorNames("unet"), (std::vector<std::string>{"conv_in.bias", "conv_in.weight"}));
+  auto w = (*f)->ReadTensor("unet", "conv_in.weight", mesh::DType::kF32);
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(w->BitwiseEquals(Ramp({4, 3, 3, 3})));
+  EXPECT_EQ((*f)->Info("unet", "conv_in.bias")->stored, mesh::DType::kBF16);
+  auto b = (*f)->ReadTensor("unet", "conv_in.bias", mesh::DType::kF32);
+  const mesh::Array want = Ramp({4});
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(b->data<float>()[i], kernels::RoundToBf16(want.data<float>()[i])) << "index " << i;
+  auto missing = (*f)->ReadTensor("unet", "nope.weight", mesh::DType::kF32);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("missing tensor unet/nope.weight"));
+  EXPECT_FALSE((*f)->Has("vae/config.json"));
+  EXPECT_EQ((*f)->TensorNames("vae").status().code(), StatusCode::kNotFound);
+}
+
+TEST(ModelFileTest, NoPartialFileWithoutCommit) {
+  const std::string path = Dir() + "/partial.h5";
+  fs::remove(path);
+  {
+    auto w = ModelFileWriter::Create(path);
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->WriteTensor("unet", "x", Ramp({8}), mesh::DType::kF32).ok());
+    // Destroyed without Commit, as on an error.
+  }
+  EXPECT_FALSE(fs::exists(path));
+  for (const auto& e : fs::directory_iterator(Dir()))
+    EXPECT_THAT(e.path().filename().string(), ::testing::Not(HasSubstr("partial.h5.tmp")));
+}
+
+TEST(ModelFileTest, BadFiles) {
+  EXPECT_EQ(ModelFile::Open(Dir() + "/absent.h5").status().code(), StatusCode::kNotFound);
+  const std::string text = Dir() + "/text.h5";
+  std::ofstream(text) << "hello";
+  EXPECT_THAT(ModelFile::Open(text).status().message(), HasSubstr("not an HDF5 file"));
+  // A valid model file cut in half.
+  const std::string good = Dir() + "/good.h5";
+  {
+    auto w = ModelFileWriter::Create(good);
+    ASSERT_TRUE((*w)->WriteTensor("unet", "x", Ramp({100000}), mesh::DType::kF32).ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  const std::string cut = Dir() + "/cut.h5";
+  fs::copy_file(good, cut, fs::copy_options::overwrite_existing);
+  fs::resize_file(cut, fs::file_size(good) / 2);
+  auto f = ModelFile::Open(cut);
+  if (f.ok()) {
+    EXPECT_EQ((*f)->ReadTensor("unet", "x", mesh::DType::kF32).status().code(), StatusCode::kDataLoss);
+  } else {
+    EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_THAT(ModelFileWriter::Create("/nonexistent-dir/x.h5").status().message(),
+              HasSubstr("does not exist"));
+}
+
+}  // namespace
+}  // namespace tpumesh::pipeline
