@@ -15,6 +15,7 @@ namespace tpumesh::tools {
 using RunFn = std::function<Status()>;
 
 void RegisterDevices(CLI::App& app, RunFn* run);
+void RegisterConvert(CLI::App& app, RunFn* run);
 
 }  // namespace tpumesh::tools
 
