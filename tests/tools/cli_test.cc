@@ -1,5 +1,6 @@
 // Runs the tpumesh binary as a user would.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -95,6 +96,34 @@ TEST(CliTest, BadInputIsOneLineAndNonZero) {
   }
   Result r = RunTpumesh("devices --chip v9");
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CliTest, ConvertWritesAModelAndRefusesBadInput) {
+  const std::string ref = std::string(TPUMESH_SOURCE_DIR) + "/../shared/refdata/tiny-sd-a";
+  if (access((ref + "/model_index.json").c_str(), R_OK) != 0) GTEST_SKIP() << "reference data absent";
+  const std::string out = ::testing::TempDir() + "/cli_convert.h5";
+  std::remove(out.c_str());
+  Result r = RunTpumesh("convert " + ref + " -o " + out + " --dtype bf16");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("512 tensors, 2153860 parameters"));
+  EXPECT_THAT(r.out, HasSubstr("as bf16"));
+  EXPECT_EQ(access(out.c_str(), R_OK), 0);
+
+  const std::string none = ::testing::TempDir() + "/cli_convert_none.h5";
+  Result bad = RunTpumesh("convert /nonexistent -o " + none);
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("tpumesh: error: /nonexistent: not a directory"));
+  EXPECT_NE(access(none.c_str(), F_OK), 0);
+  Result dtype = RunTpumesh("convert " + ref + " -o " + none + " --dtype int32");
+  EXPECT_EQ(dtype.code, 1);
+  EXPECT_THAT(dtype.err, HasSubstr("--dtype must be f32 or bf16"));
+  Result missing = RunTpumesh("convert " + ref);
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("--output is required"));
 }
 
 }  // namespace
