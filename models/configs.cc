@@ -1,0 +1,455 @@
+#include "models/configs.h"
+
+#include <cmath>
+#include <set>
+
+#include "nlohmann/json.hpp"
+
+namespace tpumesh::models {
+namespace {
+
+using Json = nlohmann::json;
+
+// Typed access to one config object; errors name the file and the key.
+class Reader {
+ public:
+  Reader(const Json& j, std::string_view origin) : j_(j), origin_(origin) {}
+
+  Status Error(const std::string& key, const std::string& why) const {
+    return InvalidArgumentError(origin_ + ": '" + key + "' " + why);
+  }
+  bool Has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+
+  Status Int(const char* key, int* out) const {
+    if (!Has(key)) return OkStatus();
+    const Json& v = j_[key];
+    if (!v.is_number_integer()) return Error(key, "must be an integer, got " + v.dump());
+    *out = v.get<int>();
+    return OkStatus();
+  }
+  Status Float(const char* key, float* out) const {
+    if (!Has(key)) return OkStatus();
+    const Json& v = j_[key];
+    if (!v.is_number()) return Error(key, "must be a number, got " + v.dump());
+    *out = v.get<float>();
+    return OkStatus();
+  }
+  Status Bool(const char* key, bool* out) const {
+    if (!Has(key)) return OkStatus();
+    const Json& v = j_[key];
+    if (!v.is_boolean()) return Error(key, "must be true or false, got " + v.dump());
+    *out = v.get<bool>();
+    return OkStatus();
+  }
+  Status Strings(const char* key, std::vector<std::string>* out, bool required) const {
+    if (!Has(key)) return required ? Error(key, "is missing") : OkStatus();
+    const Json& v = j_[key];
+    if (!v.is_array()) return Error(key, "must be a list of strings");
+    out->clear();
+    for (const Json& s : v) {
+      if (!s.is_string()) return Error(key, "must be a list of strings");
+      out->push_back(s.get<std::string>());
+    }
+    return OkStatus();
+  }
+  // An int, or a list of ints of length n (an int is repeated n times).
+  Status IntOrList(const char* key, size_t n, std::vector<int>* out) const {
+    if (!Has(key)) return OkStatus();
+    const Json& v = j_[key];
+    if (v.is_number_integer()) {
+      out->assign(n, v.get<int>());
+      return OkStatus();
+    }
+    if (!v.is_array() || v.size() != n)
+      return Error(key, "must be an integer or a list of " + std::to_string(n) + " integers, got " + v.dump());
+    out->clear();
+    for (const Json& e : v) {
+      if (!e.is_number_integer()) return Error(key, "must hold integers, got " + v.dump());
+      out->push_back(e.get<int>());
+    }
+    return OkStatus();
+  }
+  Status Ints(const char* key, std::vector<int>* out, bool required) const {
+    if (!Has(key)) return required ? Error(key, "is missing") : OkStatus();
+    const Json& v = j_[key];
+    if (!v.is_array() || v.empty()) return Error(key, "must be a non-empty list of integers");
+    out->clear();
+    for (const Json& e : v) {
+      if (!e.is_number_integer() || e.get<int>() < 1) return Error(key, "must hold positive integers, got " + v.dump());
+      out->push_back(e.get<int>());
+    }
+    return OkStatus();
+  }
+  // The key, when present and not null, must equal one of `allowed`.
+  Status OneOf(const char* key, std::initializer_list<const char*> allowed) const {
+    if (!Has(key)) return OkStatus();
+    const Json& v = j_[key];
+    const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+    for (const char* a : allowed)
+      if (s == a) return OkStatus();
+    std::string list;
+    for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+    return Error(key, "= " + v.dump() + " is not supported (supported: " + list + ")");
+  }
+  // The key must be absent, null, or equal to `value` (as JSON).
+  Status Default(const char* key, const Json& value) const {
+    if (!Has(key) || j_[key] == value) return OkStatus();
+    if (value.is_number() && j_[key].is_number() && j_[key].get<double>() == value.get<double>()) return OkStatus();
+    return Error(key, "= " + j_[key].dump() + " is not supported (only " + value.dump() + ")");
+  }
+
+ private:
+  const Json& j_;
+  std::string origin_;
+};
+
+StatusOr<Json> ParseObject(std::string_view text, std::string_view origin) {
+  Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded()) return InvalidArgumentError(std::string(origin) + ": not valid JSON");
+  if (!j.is_object()) return InvalidArgumentError(std::string(origin) + ": not a JSON object");
+  return j;
+}
+
+Status CheckClass(const Json& j, std::string_view origin, const char* want) {
+  if (j.contains("_class_name") && j["_class_name"] != want)
+    return InvalidArgumentError(std::string(origin) + ": _class_name " + j["_class_name"].dump() +
+                                " is not " + want);
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<ClipTextConfig> ParseClipTextConfig(std::string_view json, std::string_view origin) {
+  TPUMESH_ASSIGN_OR_RETURN(Json j, ParseObject(json, origin));
+  Reader r(j, origin);
+  ClipTextConfig c;
+  TPUMESH_RETURN_IF_ERROR(r.OneOf("model_type", {"clip_text_model"}));
+  TPUMESH_RETURN_IF_ERROR(r.Int("vocab_size", &c.vocab_size));
+  TPUMESH_RETURN_IF_ERROR(r.Int("hidden_size", &c.hidden_size));
+  TPUMESH_RETURN_IF_ERROR(r.Int("intermediate_size", &c.intermediate_size));
+  TPUMESH_RETURN_IF_ERROR(r.Int("num_hidden_layers", &c.num_hidden_layers));
+  TPUMESH_RETURN_IF_ERROR(r.Int("num_attention_heads", &c.num_attention_heads));
+  TPUMESH_RETURN_IF_ERROR(r.Int("max_position_embeddings", &c.max_position_embeddings));
+  TPUMESH_RETURN_IF_ERROR(r.Float("layer_norm_eps", &c.layer_norm_eps));
+  TPUMESH_RETURN_IF_ERROR(r.Int("projection_dim", &c.projection_dim));
+  TPUMESH_RETURN_IF_ERROR(r.OneOf("hidden_act", {"quick_gelu", "gelu"}));
+  if (r.Has("hidden_act")) c.hidden_act = j["hidden_act"] == "gelu" ? Activation::kGelu : Activation::kQuickGelu;
+  for (auto [key, v] : {std::pair{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size},
+                        {"intermediate_size", c.intermediate_size},
+                        {"num_hidden_layers", c.num_hidden_layers},
+                        {"num_attention_heads", c.num_attention_heads},
+                        {"max_position_embeddings", c.max_position_embeddings}}) {
+    if (v < 1) return r.Error(key, "must be >= 1");
+  }
+  if (c.hidden_size % c.num_attention_heads != 0)
+    return r.Error("num_attention_heads", "must divide hidden_size " + std::to_string(c.hidden_size));
+  return c;
+}
+
+StatusOr<UNetConfig> ParseUNetConfig(std::string_view json, std::string_view origin) {
+  TPUMESH_ASSIGN_OR_RETURN(Json j, ParseObject(json, origin));
+  TPUMESH_RETURN_IF_ERROR(CheckClass(j, origin, "UNet2DConditionModel"));
+  Reader r(j, origin);
+  UNetConfig c;
+  TPUMESH_RETURN_IF_ERROR(r.Strings("down_block_types", &c.down_block_types, true));
+  TPUMESH_RETURN_IF_ERROR(r.Strings("up_block_types", &c.up_block_types, true));
+  TPUMESH_RETURN_IF_ERROR(r.Ints("block_out_channels", &c.block_out_channels, true));
+  const size_t n = c.block_out_channels.size();
+  if (c.down_block_types.size() != n || c.up_block_types.size() != n)
+    return r.Error("down_block_types", "and up_block_types must have one entry per block_out_channels entry");
+  for (const auto& t : c.down_block_types)
+    if (t != "DownBlock2D" && t != "CrossAttnDownBlock2D")
+      return r.Error("down_block_types", "entry '" + t + "' is not supported (DownBlock2D, CrossAttnDownBlock2D)");
+  for (const auto& t : c.up_block_types)
+    if (t != "UpBlock2D" && t != "CrossAttnUpBlock2D")
+      return r.Error("up_block_types", "entry '" + t + "' is not supported (UpBlock2D, CrossAttnUpBlock2D)");
+  TPUMESH_RETURN_IF_ERROR(r.OneOf("mid_block_type", {"UNetMidBlock2DCrossAttn"}));
+  TPUMESH_RETURN_IF_ERROR(r.OneOf("act_fn", {"silu"}));
+  TPUMESH_RETURN_IF_ERROR(r.OneOf("time_embedding_type", {"positional"}));
+  TPUMESH_RETURN_IF_ERROR(r.OneOf("resnet_time_scale_shift", {"default"}));
+  TPUMESH_RETURN_IF_ERROR(r.OneOf("attention_type", {"default"}));
+  TPUMESH_RETURN_IF_ERROR(r.OneOf("addition_embed_type", {"text_time"}));
+  for (const char* key : {"class_embed_type", "encoder_hid_dim", "encoder_hid_dim_type", "num_class_embeds",
+                          "time_cond_proj_dim", "timestep_post_act", "time_embedding_act_fn",
+                          "cross_attention_norm", "reverse_transformer_layers_per_block"})
+    TPUMESH_RETURN_IF_ERROR(r.Default(key, nullptr));
+  for (const char* key : {"center_input_sample", "dual_cross_attention", "resnet_skip_time_act",
+                          "class_embeddings_concat", "mid_block_only_cross_attention"})
+    TPUMESH_RETURN_IF_ERROR(r.Default(key, false));
+  TPUMESH_RETURN_IF_ERROR(r.Default("resnet_out_scale_factor", 1.0));
+  TPUMESH_RETURN_IF_ERROR(r.Default("only_cross_attention", false));
+  TPUMESH_RETURN_IF_ERROR(r.Int("sample_size", &c.sample_size));
+  TPUMESH_RETURN_IF_ERROR(r.Int("in_channels", &c.in_channels));
+  TPUMESH_RETURN_IF_ERROR(r.Int("out_channels", &c.out_channels));
+  TPUMESH_RETURN_IF_ERROR(r.Int("layers_per_block", &c.layers_per_block));
+  c.transformer_layers_per_block.assign(n, 1);
+  TPUMESH_RETURN_IF_ERROR(r.IntOrList("transformer_layers_per_block", n, &c.transformer_layers_per_block));
+  c.cross_attention_dim.assign(n, 1280);
+  TPUMESH_RETURN_IF_ERROR(r.IntOrList("cross_attention_dim", n, &c.cross_attention_dim));
+  c.num_attention_heads.assign(n, 8);
+  TPUMESH_RETURN_IF_ERROR(r.IntOrList("attention_head_dim", n, &c.num_attention_heads));
+  TPUMESH_RETURN_IF_ERROR(r.IntOrList("num_attention_heads", n, &c.num_attention_heads));
+  TPUMESH_RETURN_IF_ERROR(r.Bool("use_linear_projection", &c.use_linear_projection));
+  TPUMESH_RETURN_IF_ERROR(r.Bool("upcast_attention", &c.upcast_attention));
+  TPUMESH_RETURN_IF_ERROR(r.Int("norm_num_groups", &c.norm_num_groups));
+  TPUMESH_RETURN_IF_ERROR(r.Float("norm_eps", &c.norm_eps));
+  TPUMESH_RETURN_IF_ERROR(r.Bool("flip_sin_to_cos", &c.flip_sin_to_cos));
+  TPUMESH_RETURN_IF_ERROR(r.Int("freq_shift", &c.freq_shift));
+  TPUMESH_RETURN_IF_ERROR(r.Int("time_embedding_dim", &c.time_embedding_dim));
+  TPUMESH_RETURN_IF_ERROR(r.Int("conv_in_kernel", &c.conv_in_kernel));
+  TPUMESH_RETURN_IF_ERROR(r.Int("conv_out_kernel", &c.conv_out_kernel));
+  TPUMESH_RETURN_IF_ERROR(r.Int("downsample_padding", &c.downsample_padding));
+  TPUMESH_RETURN_IF_ERROR(r.Float("mid_block_scale_factor", &c.mid_block_scale_factor));
+  if (r.Has("addition_embed_type")) {
+    c.text_time_embedding = true;
+    TPUMESH_RETURN_IF_ERROR(r.Int("addition_time_embed_dim", &c.addition_time_embed_dim));
+    TPUMESH_RETURN_IF_ERROR(
+        r.Int("projection_class_embeddings_input_dim", &c.projection_class_embeddings_input_dim));
+    if (c.addition_time_embed_dim < 1 || c.projection_class_embeddings_input_dim < 1)
+      return r.Error("addition_embed_type", "text_time needs addition_time_embed_dim and "
+                     "projection_class_embeddings_input_dim");
+  }
+  if (c.in_channels < 1 || c.out_channels < 1) return r.Error("in_channels", "and out_channels must be >= 1");
+  if (c.layers_per_block < 1) return r.Error("layers_per_block", "must be >= 1");
+  if (c.conv_in_kernel % 2 == 0 || c.conv_out_kernel % 2 == 0)
+    return r.Error("conv_in_kernel", "and conv_out_kernel must be odd");
+  if (c.norm_num_groups < 1) return r.Error("norm_num_groups", "must be >= 1");
+  for (size_t i = 0; i < n; ++i) {
+    const int ch = c.block_out_channels[i];
+    if (ch % c.norm_num_groups != 0)
+      return r.Error("block_out_channels", "entry " + std::to_string(ch) + " is not divisible by norm_num_groups " +
+                     std::to_string(c.norm_num_groups));
+    if (c.num_attention_heads[i] < 1 || ch % c.num_attention_heads[i] != 0)
+      return r.Error("attention_head_dim", "(heads) " + std::to_string(c.num_attention_heads[i]) +
+                     " must divide the block's " + std::to_string(ch) + " channels");
+    if (c.transformer_layers_per_block[i] < 1) return r.Error("transformer_layers_per_block", "must be >= 1");
+    if (c.cross_attention_dim[i] < 1) return r.Error("cross_attention_dim", "must be >= 1");
+  }
+  return c;
+}
+
+StatusOr<VaeConfig> ParseVaeConfig(std::string_view json, std::string_view origin) {
+  TPUMESH_ASSIGN_OR_RETURN(Json j, ParseObject(json, origin));
+  TPUMESH_RETURN_IF_ERROR(CheckClass(j, origin, "AutoencoderKL"));
+  Reader r(j, origin);
+  VaeConfig c;
+  TPUMESH_RETURN_IF_ERROR(r.Ints("block_out_channels", &c.block_out_channels, true));
+  std::vector<std::string> down, up;
+  TPUMESH_RETURN_IF_ERROR(r.Strings("down_block_types", &down, false));
+  TPUMESH_RETURN_IF_ERROR(r.Strings("up_block_types", &up, false));
+  for (const auto& t : down)
+    if (t != "DownEncoderBlock2D") return r.Error("down_block_types", "entry '" + t + "' is not supported (DownEncoderBlock2D)");
+  for (const auto& t : up)
+    if (t != "UpDecoderBlock2D") return r.Error("up_block_types", "entry '" + t + "' is not supported (UpDecoderBlock2D)");
+  if ((!down.empty() && down.size() != c.block_out_channels.size()) ||
+      (!up.empty() && up.size() != c.block_out_channels.size()))
+    return r.Error("down_block_types", "and up_block_types must have one entry per block_out_channels entry");
+  TPUMESH_RETURN_IF_ERROR(r.OneOf("act_fn", {"silu"}));
+  for (const char* key : {"latents_mean", "latents_std", "shift_factor"}) TPUMESH_RETURN_IF_ERROR(r.Default(key, nullptr));
+  TPUMESH_RETURN_IF_ERROR(r.Int("in_channels", &c.in_channels));
+  TPUMESH_RETURN_IF_ERROR(r.Int("out_channels", &c.out_channels));
+  TPUMESH_RETURN_IF_ERROR(r.Int("latent_channels", &c.latent_channels));
+  TPUMESH_RETURN_IF_ERROR(r.Int("layers_per_block", &c.layers_per_block));
+  TPUMESH_RETURN_IF_ERROR(r.Int("norm_num_groups", &c.norm_num_groups));
+  TPUMESH_RETURN_IF_ERROR(r.Int("sample_size", &c.sample_size));
+  TPUMESH_RETURN_IF_ERROR(r.Float("scaling_factor", &c.scaling_factor));
+  TPUMESH_RETURN_IF_ERROR(r.Bool("mid_block_add_attention", &c.mid_block_add_attention));
+  TPUMESH_RETURN_IF_ERROR(r.Bool("use_quant_conv", &c.use_quant_conv));
+  TPUMESH_RETURN_IF_ERROR(r.Bool("use_post_quant_conv", &c.use_post_quant_conv));
+  if (c.layers_per_block < 1) return r.Error("layers_per_block", "must be >= 1");
+  if (!(c.scaling_factor > 0)) return r.Error("scaling_factor", "must be > 0");
+  for (int ch : c.block_out_channels)
+    if (ch % c.norm_num_groups != 0)
+      return r.Error("block_out_channels", "entry " + std::to_string(ch) + " is not divisible by norm_num_groups " +
+                     std::to_string(c.norm_num_groups));
+  return c;
+}
+
+// ---------------------------------------------------------------------------
+// Manifests
+
+namespace {
+
+using Params = std::vector<ParamSpec>;
+
+void Add(Params& p, const std::string& name, mesh::Shape shape) { p.push_back({name, std::move(shape)}); }
+void Linear(Params& p, const std::string& name, int64_t out, int64_t in, bool bias = true) {
+  Add(p, name + ".weight", {out, in});
+  if (bias) Add(p, name + ".bias", {out});
+}
+void Conv(Params& p, const std::string& name, int64_t out, int64_t in, int64_t k) {
+  Add(p, name + ".weight", {out, in, k, k});
+  Add(p, name + ".bias", {out});
+}
+void Norm(Params& p, const std::string& name, int64_t c) {
+  Add(p, name + ".weight", {c});
+  Add(p, name + ".bias", {c});
+}
+
+// ResnetBlock2D; temb_channels 0 means no time embedding projection.
+void Resnet(Params& p, const std::string& name, int64_t in, int64_t out, int64_t temb) {
+  Norm(p, name + ".norm1", in);
+  Conv(p, name + ".conv1", out, in, 3);
+  if (temb > 0) Linear(p, name + ".time_emb_proj", out, temb);
+  Norm(p, name + ".norm2", out);
+  Conv(p, name + ".conv2", out, out, 3);
+  if (in != out) Conv(p, name + ".conv_shortcut", out, in, 1);
+}
+
+// Transformer2DModel with `layers` BasicTransformerBlocks (self-attention,
+// cross-attention, GEGLU feed-forward of 4x width).
+void Transformer(Params& p, const std::string& name, int64_t c, int64_t cross, int layers, bool linear_proj) {
+  Norm(p, name + ".norm", c);
+  if (linear_proj) Linear(p, name + ".proj_in", c, c);
+  else Conv(p, name + ".proj_in", c, c, 1);
+  for (int l = 0; l < layers; ++l) {
+    const std::string b = name + ".transformer_blocks." + std::to_string(l);
+    Norm(p, b + ".norm1", c);
+    Linear(p, b + ".attn1.to_q", c, c, false);
+    Linear(p, b + ".attn1.to_k", c, c, false);
+    Linear(p, b + ".attn1.to_v", c, c, false);
+    Linear(p, b + ".attn1.to_out.0", c, c);
+    Norm(p, b + ".norm2", c);
+    Linear(p, b + ".attn2.to_q", c, c, false);
+    Linear(p, b + ".attn2.to_k", c, cross, false);
+    Linear(p, b + ".attn2.to_v", c, cross, false);
+    Linear(p, b + ".attn2.to_out.0", c, c);
+    Norm(p, b + ".norm3", c);
+    Linear(p, b + ".ff.net.0.proj", 8 * c, c);
+    Linear(p, b + ".ff.net.2", c, 4 * c);
+  }
+  if (linear_proj) Linear(p, name + ".proj_out", c, c);
+  else Conv(p, name + ".proj_out", c, c, 1);
+}
+
+// The VAE's single-head mid-block attention.
+void VaeAttention(Params& p, const std::string& name, int64_t c) {
+  Norm(p, name + ".group_norm", c);
+  Linear(p, name + ".to_q", c, c);
+  Linear(p, name + ".to_k", c, c);
+  Linear(p, name + ".to_v", c, c);
+  Linear(p, name + ".to_out.0", c, c);
+}
+
+}  // namespace
+
+std::vector<ParamSpec> ClipTextParams(const ClipTextConfig& c) {
+  Params p;
+  const int64_t h = c.hidden_size;
+  Add(p, "text_model.embeddings.token_embedding.weight", {c.vocab_size, h});
+  Add(p, "text_model.embeddings.position_embedding.weight", {c.max_position_embeddings, h});
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string b = "text_model.encoder.layers." + std::to_string(l);
+    for (const char* proj : {"k_proj", "v_proj", "q_proj", "out_proj"}) Linear(p, b + ".self_attn." + proj, h, h);
+    Norm(p, b + ".layer_norm1", h);
+    Linear(p, b + ".mlp.fc1", c.intermediate_size, h);
+    Linear(p, b + ".mlp.fc2", h, c.intermediate_size);
+    Norm(p, b + ".layer_norm2", h);
+  }
+  Norm(p, "text_model.final_layer_norm", h);
+  return p;
+}
+
+std::vector<ParamSpec> UNetParams(const UNetConfig& c) {
+  Params p;
+  const int n = static_cast<int>(c.block_out_channels.size());
+  const int64_t c0 = c.block_out_channels[0];
+  const int64_t temb = c.time_embed_dim();
+  Conv(p, "conv_in", c0, c.in_channels, c.conv_in_kernel);
+  Linear(p, "time_embedding.linear_1", temb, c0);
+  Linear(p, "time_embedding.linear_2", temb, temb);
+  if (c.text_time_embedding) {
+    Linear(p, "add_embedding.linear_1", temb, c.projection_class_embeddings_input_dim);
+    Linear(p, "add_embedding.linear_2", temb, temb);
+  }
+  int64_t out = c0;
+  for (int i = 0; i < n; ++i) {
+    const int64_t in = out;
+    out = c.block_out_channels[i];
+    const std::string b = "down_blocks." + std::to_string(i);
+    const bool attn = c.down_block_types[i] == "CrossAttnDownBlock2D";
+    for (int j = 0; j < c.layers_per_block; ++j) {
+      Resnet(p, b + ".resnets." + std::to_string(j), j == 0 ? in : out, out, temb);
+      if (attn)
+        Transformer(p, b + ".attentions." + std::to_string(j), out, c.cross_attention_dim[i],
+                    c.transformer_layers_per_block[i], c.use_linear_projection);
+    }
+    if (i < n - 1) Conv(p, b + ".downsamplers.0.conv", out, out, 3);
+  }
+  const int64_t mid = c.block_out_channels.back();
+  Resnet(p, "mid_block.resnets.0", mid, mid, temb);
+  Transformer(p, "mid_block.attentions.0", mid, c.cross_attention_dim.back(),
+              c.transformer_layers_per_block.back(), c.use_linear_projection);
+  Resnet(p, "mid_block.resnets.1", mid, mid, temb);
+  int64_t prev = mid;
+  for (int i = 0; i < n; ++i) {
+    const int r = n - 1 - i;  // the matching down block
+    const int64_t o = c.block_out_channels[r];
+    const int64_t skip_in = c.block_out_channels[std::max(r - 1, 0)];
+    const std::string b = "up_blocks." + std::to_string(i);
+    const bool attn = c.up_block_types[i] == "CrossAttnUpBlock2D";
+    for (int j = 0; j <= c.layers_per_block; ++j) {
+      const int64_t skip = j == c.layers_per_block ? skip_in : o;
+      const int64_t res_in = j == 0 ? prev : o;
+      Resnet(p, b + ".resnets." + std::to_string(j), res_in + skip, o, temb);
+      if (attn)
+        Transformer(p, b + ".attentions." + std::to_string(j), o, c.cross_attention_dim[r],
+                    c.transformer_layers_per_block[r], c.use_linear_projection);
+    }
+    if (i < n - 1) Conv(p, b + ".upsamplers.0.conv", o, o, 3);
+    prev = o;
+  }
+  Norm(p, "conv_norm_out", c0);
+  Conv(p, "conv_out", c.out_channels, c0, c.conv_out_kernel);
+  return p;
+}
+
+std::vector<ParamSpec> VaeParams(const VaeConfig& c) {
+  Params p;
+  const int n = static_cast<int>(c.block_out_channels.size());
+  const int64_t c0 = c.block_out_channels[0];
+  const int64_t last = c.block_out_channels.back();
+  // Encoder.
+  Conv(p, "encoder.conv_in", c0, c.in_channels, 3);
+  int64_t out = c0;
+  for (int i = 0; i < n; ++i) {
+    const int64_t in = out;
+    out = c.block_out_channels[i];
+    const std::string b = "encoder.down_blocks." + std::to_string(i);
+    for (int j = 0; j < c.layers_per_block; ++j)
+      Resnet(p, b + ".resnets." + std::to_string(j), j == 0 ? in : out, out, 0);
+    if (i < n - 1) Conv(p, b + ".downsamplers.0.conv", out, out, 3);
+  }
+  Resnet(p, "encoder.mid_block.resnets.0", last, last, 0);
+  if (c.mid_block_add_attention) VaeAttention(p, "encoder.mid_block.attentions.0", last);
+  Resnet(p, "encoder.mid_block.resnets.1", last, last, 0);
+  Norm(p, "encoder.conv_norm_out", last);
+  Conv(p, "encoder.conv_out", 2 * c.latent_channels, last, 3);
+  // Decoder.
+  Conv(p, "decoder.conv_in", last, c.latent_channels, 3);
+  Resnet(p, "decoder.mid_block.resnets.0", last, last, 0);
+  if (c.mid_block_add_attention) VaeAttention(p, "decoder.mid_block.attentions.0", last);
+  Resnet(p, "decoder.mid_block.resnets.1", last, last, 0);
+  int64_t prev = last;
+  for (int i = 0; i < n; ++i) {
+    const int64_t o = c.block_out_channels[n - 1 - i];
+    const std::string b = "decoder.up_blocks." + std::to_string(i);
+    for (int j = 0; j <= c.layers_per_block; ++j)
+      Resnet(p, b + ".resnets." + std::to_string(j), j == 0 ? prev : o, o, 0);
+    if (i < n - 1) Conv(p, b + ".upsamplers.0.conv", o, o, 3);
+    prev = o;
+  }
+  Norm(p, "decoder.conv_norm_out", c0);
+  Conv(p, "decoder.conv_out", c.out_channels, c0, 3);
+  if (c.use_quant_conv) Conv(p, "quant_conv", 2 * c.latent_channels, 2 * c.latent_channels, 1);
+  if (c.use_post_quant_conv) Conv(p, "post_quant_conv", c.latent_channels, c.latent_channels, 1);
+  return p;
+}
+
+int64_t CountParameters(const std::vector<ParamSpec>& params) {
+  int64_t n = 0;
+  for (const auto& p : params) n += mesh::NumElements(p.shape);
+  return n;
+}
+
+}  // namespace tpumesh::models

@@ -1,0 +1,111 @@
+// Typed configs of the three Stable Diffusion components, parsed from the
+// config.json that diffusers / transformers write, and the parameter
+// manifest each config implies (every parameter's checkpoint name and shape).
+//
+// Contract: Parse* read every key that changes the computation; a value
+// tpumesh does not implement (a block type, an activation, an embedding type)
+// is InvalidArgument naming the file, the key and the value, never silently
+// ignored. Keys that do not change inference (dropout, _diffusers_version,
+// initializer ranges, ...) are ignored. The manifests follow diffusers'
+// module structure exactly, so a checkpoint's names and shapes can be checked
+// against them before any compute (tests compare them with real checkpoints).
+#ifndef TPUMESH_MODELS_CONFIGS_H_
+#define TPUMESH_MODELS_CONFIGS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "mesh/array.h"
+
+namespace tpumesh::models {
+
+enum class Activation { kSilu, kGelu, kQuickGelu };
+
+// transformers' CLIPTextConfig.
+struct ClipTextConfig {
+  int vocab_size = 49408;
+  int hidden_size = 768;
+  int intermediate_size = 3072;
+  int num_hidden_layers = 12;
+  int num_attention_heads = 12;
+  int max_position_embeddings = 77;
+  float layer_norm_eps = 1e-5f;
+  Activation hidden_act = Activation::kQuickGelu;  // "quick_gelu" or "gelu"
+  int projection_dim = 0;  // only CLIPTextModelWithProjection uses it
+};
+
+// diffusers' UNet2DConditionModel (the SD 1.x / 2.x subset, plus SDXL's
+// added time/text conditioning for pricing).
+struct UNetConfig {
+  int sample_size = 64;
+  int in_channels = 4;
+  int out_channels = 4;
+  std::vector<std::string> down_block_types;  // DownBlock2D | CrossAttnDownBlock2D
+  std::vector<std::string> up_block_types;    // UpBlock2D | CrossAttnUpBlock2D
+  std::vector<int> block_out_channels;
+  int layers_per_block = 2;
+  std::vector<int> transformer_layers_per_block;  // per down block
+  std::vector<int> cross_attention_dim;           // per down block
+  // Heads per down block. diffusers reads `attention_head_dim` as the NUMBER
+  // of heads when `num_attention_heads` is null (a historical naming quirk).
+  std::vector<int> num_attention_heads;
+  bool use_linear_projection = false;
+  bool upcast_attention = false;
+  bool only_cross_attention = false;
+  int norm_num_groups = 32;
+  float norm_eps = 1e-5f;
+  bool flip_sin_to_cos = true;
+  int freq_shift = 0;
+  int time_embedding_dim = 0;  // 0: 4 x block_out_channels[0]
+  int conv_in_kernel = 3;
+  int conv_out_kernel = 3;
+  int downsample_padding = 1;
+  float mid_block_scale_factor = 1.0f;
+  // SDXL: addition_embed_type "text_time".
+  bool text_time_embedding = false;
+  int addition_time_embed_dim = 0;
+  int projection_class_embeddings_input_dim = 0;
+
+  int time_embed_dim() const {
+    return time_embedding_dim > 0 ? time_embedding_dim : 4 * block_out_channels[0];
+  }
+};
+
+// diffusers' AutoencoderKL.
+struct VaeConfig {
+  int in_channels = 3;
+  int out_channels = 3;
+  int latent_channels = 4;
+  std::vector<int> block_out_channels;
+  int layers_per_block = 2;
+  int norm_num_groups = 32;
+  int sample_size = 512;
+  float scaling_factor = 0.18215f;
+  bool mid_block_add_attention = true;
+  bool use_quant_conv = true;
+  bool use_post_quant_conv = true;
+
+  // Image pixels per latent pixel: 2^(blocks - 1).
+  int scale_factor() const { return 1 << (static_cast<int>(block_out_channels.size()) - 1); }
+};
+
+// `origin` names the file in error messages ("unet/config.json").
+StatusOr<ClipTextConfig> ParseClipTextConfig(std::string_view json, std::string_view origin);
+StatusOr<UNetConfig> ParseUNetConfig(std::string_view json, std::string_view origin);
+StatusOr<VaeConfig> ParseVaeConfig(std::string_view json, std::string_view origin);
+
+struct ParamSpec {
+  std::string name;  // as in the checkpoint
+  mesh::Shape shape;
+};
+std::vector<ParamSpec> ClipTextParams(const ClipTextConfig& c);
+std::vector<ParamSpec> UNetParams(const UNetConfig& c);
+std::vector<ParamSpec> VaeParams(const VaeConfig& c);
+int64_t CountParameters(const std::vector<ParamSpec>& params);
+
+}  // namespace tpumesh::models
+
+#endif  // TPUMESH_MODELS_CONFIGS_H_
