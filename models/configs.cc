@@ -133,6 +133,13 @@ StatusOr<ClipTextConfig> ParseClipTextConfig(std::string_view json, std::string_
   TPUMESH_RETURN_IF_ERROR(r.Float("layer_norm_eps", &c.layer_norm_eps));
   TPUMESH_RETURN_IF_ERROR(r.Int("projection_dim", &c.projection_dim));
   TPUMESH_RETURN_IF_ERROR(r.OneOf("hidden_act", {"quick_gelu", "gelu"}));
+  if (j.contains("architectures") && j["architectures"].is_array()) {
+    for (const auto& a : j["architectures"]) {
+      if (a == "CLIPTextModelWithProjection") c.with_projection = true;
+      else if (a != "CLIPTextModel") return r.Error("architectures", "entry " + a.dump() + " is not supported");
+    }
+  }
+  if (c.with_projection && c.projection_dim < 1) return r.Error("projection_dim", "must be >= 1 with a projection");
   if (r.Has("hidden_act")) c.hidden_act = j["hidden_act"] == "gelu" ? Activation::kGelu : Activation::kQuickGelu;
   for (auto [key, v] : {std::pair{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size},
                         {"intermediate_size", c.intermediate_size},
@@ -347,6 +354,7 @@ std::vector<ParamSpec> ClipTextParams(const ClipTextConfig& c) {
     Norm(p, b + ".layer_norm2", h);
   }
   Norm(p, "text_model.final_layer_norm", h);
+  if (c.with_projection) Linear(p, "text_projection", c.projection_dim, h, false);
   return p;
 }
 

@@ -34,7 +34,10 @@ struct ClipTextConfig {
   int max_position_embeddings = 77;
   float layer_norm_eps = 1e-5f;
   Activation hidden_act = Activation::kQuickGelu;  // "quick_gelu" or "gelu"
-  int projection_dim = 0;  // only CLIPTextModelWithProjection uses it
+  int projection_dim = 0;
+  // CLIPTextModelWithProjection (SDXL's second encoder): adds
+  // text_projection [projection_dim, hidden_size], no bias.
+  bool with_projection = false;
 };
 
 // diffusers' UNet2DConditionModel (the SD 1.x / 2.x subset, plus SDXL's
