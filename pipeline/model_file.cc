@@ -109,7 +109,9 @@ ModelFileWriter::~ModelFileWriter() {
 
 Status ModelFileWriter::EnsureGroup(const std::string& group) {
   if (group.empty() || H5Lexists(file_, group.c_str(), H5P_DEFAULT) > 0) return OkStatus();
-  Handle g(H5Gcreate2(file_, group.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+  Handle gcpl(H5Pcreate(H5P_GROUP_CREATE), H5Pclose);
+  H5Pset_obj_track_times(gcpl.get(), false);
+  Handle g(H5Gcreate2(file_, group.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), H5Gclose);
   if (!g.ok()) return InternalError(path_ + ": cannot create group " + group);
   return OkStatus();
 }
@@ -121,7 +123,9 @@ Status ModelFileWriter::WriteText(const std::string& dataset, const std::string&
   H5Tset_size(type.get(), H5T_VARIABLE);
   H5Tset_cset(type.get(), H5T_CSET_UTF8);
   Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-  Handle ds(H5Dcreate2(file_, dataset.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT,
+  Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  H5Pset_obj_track_times(dcpl.get(), false);
+  Handle ds(H5Dcreate2(file_, dataset.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(),
                        H5P_DEFAULT),
             H5Dclose);
   if (!ds.ok()) return InternalError(path_ + ": cannot create dataset " + dataset);
@@ -146,7 +150,9 @@ Status ModelFileWriter::WriteTensor(const std::string& component, const std::str
                             : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
                H5Sclose);
   const hid_t file_type = store_as == mesh::DType::kF32 ? H5T_IEEE_F32LE : H5T_STD_U16LE;
-  Handle ds(H5Dcreate2(file_, dataset.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT,
+  Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  H5Pset_obj_track_times(dcpl.get(), false);  // same inputs -> same file bytes
+  Handle ds(H5Dcreate2(file_, dataset.c_str(), file_type, space.get(), H5P_DEFAULT, dcpl.get(),
                        H5P_DEFAULT),
             H5Dclose);
   if (!ds.ok()) return InternalError(path_ + ": cannot create dataset " + dataset + " (duplicate name?)");
