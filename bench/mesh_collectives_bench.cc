@@ -2,8 +2,8 @@
 // 256 MB, printed beside the modelled time of the same collective on a v5e
 // 2x4 slice.
 //
-//   ./build/release/bench/mesh_collectives_bench --benchmark_repetitions=3 \
-//       --benchmark_report_aggregates_only=true
+//   ./build/release/bench/mesh_collectives_bench --benchmark_repetitions=3
+//       --benchmark_report_aggregates_only=true   (one command line)
 //
 // Sizes are the array size each device ends with: all_gather's output
 // (each device contributes 1/8 of it), psum's input and output. Counters:

@@ -24,7 +24,9 @@ class ConvertTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(kRef + "/model_index.json")) GTEST_SKIP() << "reference data absent: " << kRef;
-    dir_ = ::testing::TempDir() + "/convert_test";
+    // One folder per test: ctest runs the tests of this binary in parallel.
+    dir_ = ::testing::TempDir() + "/convert_test_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
