@@ -30,7 +30,7 @@ ChipSpec V5eChip() {
   c.hbm_bandwidth = 819e9;
   c.vmem_bytes = 128 * kMiB;
   c.ici_ports = 4;
-  c.ici_link_bandwidth = 45e9;
+  c.ici_link_bandwidth = 50e9;  // 400 GB/s bidirectional per chip over 4 ports
   c.ici_hop_latency_s = 1e-6;
   c.torus_wrap_size = 16;
   c.default_topology = {2, 4};

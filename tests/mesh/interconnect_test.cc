@@ -9,7 +9,7 @@
 namespace tpumesh::mesh {
 namespace {
 
-constexpr double kB = 45e9;   // v5e one-way link bandwidth (chip_spec.cc)
+constexpr double kB = 50e9;   // v5e one-way link bandwidth (chip_spec.cc)
 constexpr double kL = 1e-6;   // per-hop latency
 constexpr int64_t kS = 1 << 20;
 
