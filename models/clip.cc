@@ -1,0 +1,53 @@
+#include "models/clip.h"
+
+#include <cstring>
+
+namespace tpumesh::models {
+
+StatusOr<ClipTextModel> ClipTextModel::Create(const ClipTextConfig& config, ParamMap params) {
+  TPUMESH_RETURN_IF_ERROR(params.Check(ClipTextParams(config), "text_encoder"));
+  return ClipTextModel(config, std::move(params));
+}
+
+StatusOr<Array> ClipTextModel::Forward(const Ctx& ctx, const Array& ids) const {
+  const ClipTextConfig& c = config_;
+  if (ids.dtype() != mesh::DType::kI32 || ids.rank() != 2 || ids.dim(1) > c.max_position_embeddings)
+    return InvalidArgumentError("text_encoder: input_ids must be int32 [B, L<=" +
+                                std::to_string(c.max_position_embeddings) + "], got " + ids.ToString());
+  const int64_t b = ids.dim(0), l = ids.dim(1), h = c.hidden_size;
+  const auto& P = params_;
+  // x: [B, L, H] = token_embedding[ids] + position_embedding[0..L)
+  TPUMESH_ASSIGN_OR_RETURN(Array x, ctx.Alloc({b, l, h}, "embeddings"));
+  const float* tok = P["text_model.embeddings.token_embedding.weight"].data<float>();
+  const float* pos = P["text_model.embeddings.position_embedding.weight"].data<float>();
+  for (int64_t i = 0; i < b * l; ++i) {
+    const int32_t id = ids.data<int32_t>()[i];
+    if (id < 0 || id >= c.vocab_size)
+      return InvalidArgumentError("text_encoder: token id " + std::to_string(id) + " at position " +
+                                  std::to_string(i) + " is outside the vocabulary of " + std::to_string(c.vocab_size));
+    float* row = x.mutable_data<float>() + i * h;
+    for (int64_t j = 0; j < h; ++j) row[j] = tok[id * h + j] + pos[(i % l) * h + j];
+  }
+  for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
+    const std::string p = "text_model.encoder.layers." + std::to_string(layer);
+    TPUMESH_ASSIGN_OR_RETURN(Array n1, LayerNorm(ctx, x, P[p + ".layer_norm1.weight"], P[p + ".layer_norm1.bias"],
+                                                 c.layer_norm_eps));
+    TPUMESH_ASSIGN_OR_RETURN(Array q, Linear(ctx, n1, P[p + ".self_attn.q_proj.weight"], &P[p + ".self_attn.q_proj.bias"]));
+    TPUMESH_ASSIGN_OR_RETURN(Array k, Linear(ctx, n1, P[p + ".self_attn.k_proj.weight"], &P[p + ".self_attn.k_proj.bias"]));
+    TPUMESH_ASSIGN_OR_RETURN(Array v, Linear(ctx, n1, P[p + ".self_attn.v_proj.weight"], &P[p + ".self_attn.v_proj.bias"]));
+    TPUMESH_ASSIGN_OR_RETURN(Array a, Attention(ctx, q, k, v, c.num_attention_heads, /*causal=*/true));
+    TPUMESH_ASSIGN_OR_RETURN(Array o, Linear(ctx, a, P[p + ".self_attn.out_proj.weight"], &P[p + ".self_attn.out_proj.bias"]));
+    TPUMESH_RETURN_IF_ERROR(AddInPlace(x, o));
+    TPUMESH_ASSIGN_OR_RETURN(Array n2, LayerNorm(ctx, x, P[p + ".layer_norm2.weight"], P[p + ".layer_norm2.bias"],
+                                                 c.layer_norm_eps));
+    TPUMESH_ASSIGN_OR_RETURN(Array f1, Linear(ctx, n2, P[p + ".mlp.fc1.weight"], &P[p + ".mlp.fc1.bias"]));
+    if (c.hidden_act == Activation::kGelu) GeluInPlace(f1);
+    else QuickGeluInPlace(f1);
+    TPUMESH_ASSIGN_OR_RETURN(Array f2, Linear(ctx, f1, P[p + ".mlp.fc2.weight"], &P[p + ".mlp.fc2.bias"]));
+    TPUMESH_RETURN_IF_ERROR(AddInPlace(x, f2));
+  }
+  return LayerNorm(ctx, x, P["text_model.final_layer_norm.weight"], P["text_model.final_layer_norm.bias"],
+                   c.layer_norm_eps);
+}
+
+}  // namespace tpumesh::models

@@ -1,0 +1,363 @@
+#include "models/nn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/bf16.h"
+#include "kernels/gemm_f32.h"
+
+namespace tpumesh::models {
+namespace {
+
+using mesh::DType;
+using mesh::Shape;
+using mesh::ShapeToString;
+
+// Under Precision::kDefault, a bf16-rounded copy of p[0..n) (the MXU's operand
+// rounding); otherwise p itself.
+const float* Operand(const Ctx& ctx, const float* p, int64_t n, std::vector<float>& tmp) {
+  if (ctx.precision == Precision::kHighest) return p;
+  tmp.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) tmp[i] = kernels::RoundToBf16(p[i]);
+  return tmp.data();
+}
+
+Status CheckF32(const Array& a, std::string_view op, std::string_view what) {
+  if (a.dtype() != DType::kF32)
+    return InvalidArgumentError(std::string(op) + ": " + std::string(what) + " is " + a.ToString() +
+                                ", expected f32");
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<Precision> ParsePrecision(std::string_view s) {
+  if (s == "default") return Precision::kDefault;
+  if (s == "highest") return Precision::kHighest;
+  return InvalidArgumentError("unknown precision '" + std::string(s) + "' (default or highest)");
+}
+
+StatusOr<Array> Ctx::Alloc(Shape shape, std::string_view what) const {
+  if (device != nullptr) return Array::Allocate(*device, DType::kF32, std::move(shape), what);
+  return Array::Host(DType::kF32, std::move(shape));
+}
+
+StatusOr<Array> Linear(const Ctx& ctx, const Array& x, const Array& w, const Array* b) {
+  TPUMESH_RETURN_IF_ERROR(CheckF32(x, "linear", "input"));
+  if (w.rank() != 2 || x.rank() < 1 || x.dim(x.rank() - 1) != w.dim(1) ||
+      (b != nullptr && (b->rank() != 1 || b->dim(0) != w.dim(0)))) {
+    return InvalidArgumentError("linear: input " + ShapeToString(x.shape()) + " does not fit weight " +
+                                ShapeToString(w.shape()) +
+                                (b ? " and bias " + ShapeToString(b->shape()) : std::string()));
+  }
+  const int64_t in = w.dim(1), out = w.dim(0), rows = x.num_elements() / std::max<int64_t>(in, 1);
+  Shape s = x.shape();
+  s.back() = out;
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(s, "linear"));
+  std::vector<float> xt, wt;
+  const float* xp = Operand(ctx, x.data<float>(), x.num_elements(), xt);
+  const float* wp = Operand(ctx, w.data<float>(), w.num_elements(), wt);
+  float* yp = y.mutable_data<float>();
+  kernels::GemmF32(rows, out, in, xp, in, wp, in, /*b_transposed=*/true, yp, out);
+  if (b != nullptr) {
+    const float* bp = b->data<float>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = 0; o < out; ++o) yp[r * out + o] += bp[o];
+  }
+  return y;
+}
+
+StatusOr<Array> Conv2d(const Ctx& ctx, const Array& x, const Array& w, const Array* b, int stride,
+                       int pt, int pl, int pb, int pr) {
+  TPUMESH_RETURN_IF_ERROR(CheckF32(x, "conv2d", "input"));
+  if (x.rank() != 4 || w.rank() != 4 || x.dim(1) != w.dim(1) ||
+      (b != nullptr && (b->rank() != 1 || b->dim(0) != w.dim(0))) || stride < 1) {
+    return InvalidArgumentError("conv2d: input " + ShapeToString(x.shape()) + " does not fit weight " +
+                                ShapeToString(w.shape()));
+  }
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), wd = x.dim(3);
+  const int64_t o = w.dim(0), kh = w.dim(2), kw = w.dim(3);
+  const int64_t ho = (h + pt + pb - kh) / stride + 1, wo = (wd + pl + pr - kw) / stride + 1;
+  if (ho < 1 || wo < 1)
+    return InvalidArgumentError("conv2d: input " + ShapeToString(x.shape()) + " is smaller than kernel " +
+                                ShapeToString(w.shape()));
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({n, o, ho, wo}, "conv2d"));
+  std::vector<float> wt, xt;
+  const float* wp = Operand(ctx, w.data<float>(), w.num_elements(), wt);
+  const float* xp = Operand(ctx, x.data<float>(), x.num_elements(), xt);
+  const int64_t kdim = c * kh * kw, pix = ho * wo;
+  const bool direct = kh == 1 && kw == 1 && stride == 1 && pt == 0 && pl == 0 && pb == 0 && pr == 0;
+  std::vector<float> col(direct ? 0 : static_cast<size_t>(kdim * pix));
+  for (int64_t img = 0; img < n; ++img) {
+    const float* xi = xp + img * c * h * wd;
+    const float* bmat = xi;  // [C, H*W] for a 1x1 conv
+    if (!direct) {
+      // im2col: row (ci, dy, dx), column (oy, ox).
+      for (int64_t ci = 0; ci < c; ++ci)
+        for (int64_t dy = 0; dy < kh; ++dy)
+          for (int64_t dx = 0; dx < kw; ++dx) {
+            float* row = col.data() + ((ci * kh + dy) * kw + dx) * pix;
+            for (int64_t oy = 0; oy < ho; ++oy) {
+              const int64_t iy = oy * stride + dy - pt;
+              float* dst = row + oy * wo;
+              if (iy < 0 || iy >= h) {
+                std::memset(dst, 0, wo * sizeof(float));
+                continue;
+              }
+              const float* src = xi + (ci * h + iy) * wd;
+              for (int64_t ox = 0; ox < wo; ++ox) {
+                const int64_t ix = ox * stride + dx - pl;
+                dst[ox] = (ix >= 0 && ix < wd) ? src[ix] : 0.0f;
+              }
+            }
+          }
+      bmat = col.data();
+    }
+    float* yi = y.mutable_data<float>() + img * o * pix;
+    kernels::GemmF32(o, pix, kdim, wp, kdim, bmat, pix, false, yi, pix);
+    if (b != nullptr)
+      for (int64_t oc = 0; oc < o; ++oc) {
+        const float bv = b->data<float>()[oc];
+        float* p = yi + oc * pix;
+        for (int64_t i = 0; i < pix; ++i) p[i] += bv;
+      }
+  }
+  return y;
+}
+
+StatusOr<Array> GroupNorm(const Ctx& ctx, const Array& x, int groups, const Array& gamma,
+                          const Array& beta, float eps, bool silu) {
+  TPUMESH_RETURN_IF_ERROR(CheckF32(x, "group_norm", "input"));
+  if (x.rank() < 2 || groups < 1 || x.dim(1) % groups != 0 || gamma.num_elements() != x.dim(1) ||
+      beta.num_elements() != x.dim(1)) {
+    return InvalidArgumentError("group_norm: input " + ShapeToString(x.shape()) + " with " +
+                                std::to_string(groups) + " groups and scale " + ShapeToString(gamma.shape()));
+  }
+  const int64_t n = x.dim(0), c = x.dim(1), inner = x.num_elements() / (n * c), cg = c / groups;
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(x.shape(), "group_norm"));
+  const float* xp = x.data<float>();
+  float* yp = y.mutable_data<float>();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t base = (i * c + g * cg) * inner, cnt = cg * inner;
+      double s = 0, s2 = 0;
+      for (int64_t e = 0; e < cnt; ++e) s += xp[base + e];
+      const double mean = s / cnt;
+      for (int64_t e = 0; e < cnt; ++e) {
+        const double d = xp[base + e] - mean;
+        s2 += d * d;
+      }
+      const float rstd = static_cast<float>(1.0 / std::sqrt(s2 / cnt + eps));
+      const float m = static_cast<float>(mean);
+      for (int64_t ch = 0; ch < cg; ++ch) {
+        const float ga = gamma.data<float>()[g * cg + ch], be = beta.data<float>()[g * cg + ch];
+        const int64_t off = base + ch * inner;
+        for (int64_t e = 0; e < inner; ++e) {
+          float v = (xp[off + e] - m) * rstd * ga + be;
+          if (silu) v = v / (1.0f + std::exp(-v));
+          yp[off + e] = v;
+        }
+      }
+    }
+  return y;
+}
+
+StatusOr<Array> LayerNorm(const Ctx& ctx, const Array& x, const Array& gamma, const Array& beta,
+                          float eps) {
+  TPUMESH_RETURN_IF_ERROR(CheckF32(x, "layer_norm", "input"));
+  const int64_t d = x.rank() ? x.dim(x.rank() - 1) : 0;
+  if (d == 0 || gamma.num_elements() != d || beta.num_elements() != d)
+    return InvalidArgumentError("layer_norm: input " + ShapeToString(x.shape()) + " and scale " +
+                                ShapeToString(gamma.shape()));
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(x.shape(), "layer_norm"));
+  const int64_t rows = x.num_elements() / d;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.data<float>() + r * d;
+    float* yr = y.mutable_data<float>() + r * d;
+    double s = 0, s2 = 0;
+    for (int64_t i = 0; i < d; ++i) s += xr[i];
+    const double mean = s / d;
+    for (int64_t i = 0; i < d; ++i) s2 += (xr[i] - mean) * (xr[i] - mean);
+    const float rstd = static_cast<float>(1.0 / std::sqrt(s2 / d + eps));
+    for (int64_t i = 0; i < d; ++i)
+      yr[i] = (xr[i] - static_cast<float>(mean)) * rstd * gamma.data<float>()[i] + beta.data<float>()[i];
+  }
+  return y;
+}
+
+void SiluInPlace(Array& x) {
+  float* p = x.mutable_data<float>();
+  for (int64_t i = 0; i < x.num_elements(); ++i) p[i] = p[i] / (1.0f + std::exp(-p[i]));
+}
+
+void GeluInPlace(Array& x) {
+  float* p = x.mutable_data<float>();
+  for (int64_t i = 0; i < x.num_elements(); ++i)
+    p[i] = 0.5f * p[i] * (1.0f + std::erf(p[i] * static_cast<float>(M_SQRT1_2)));
+}
+
+void QuickGeluInPlace(Array& x) {
+  float* p = x.mutable_data<float>();
+  for (int64_t i = 0; i < x.num_elements(); ++i) p[i] = p[i] / (1.0f + std::exp(-1.702f * p[i]));
+}
+
+StatusOr<Array> GegluSplit(const Ctx& ctx, const Array& x) {
+  const int64_t d2 = x.rank() ? x.dim(x.rank() - 1) : 0;
+  if (d2 % 2 != 0 || d2 == 0)
+    return InvalidArgumentError("geglu: last dimension of " + ShapeToString(x.shape()) + " must be even");
+  const int64_t f = d2 / 2, rows = x.num_elements() / d2;
+  Shape s = x.shape();
+  s.back() = f;
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(s, "geglu"));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* a = x.data<float>() + r * d2;
+    float* o = y.mutable_data<float>() + r * f;
+    for (int64_t i = 0; i < f; ++i) {
+      const float g = a[f + i];
+      o[i] = a[i] * (0.5f * g * (1.0f + std::erf(g * static_cast<float>(M_SQRT1_2))));
+    }
+  }
+  return y;
+}
+
+StatusOr<Array> Attention(const Ctx& ctx, const Array& q, const Array& k, const Array& v, int heads,
+                          bool causal) {
+  if (q.rank() != 3 || k.rank() != 3 || v.shape() != k.shape() || q.dim(0) != k.dim(0) ||
+      q.dim(2) != k.dim(2) || heads < 1 || q.dim(2) % heads != 0) {
+    return InvalidArgumentError("attention: q " + ShapeToString(q.shape()) + ", k " + ShapeToString(k.shape()) +
+                                ", v " + ShapeToString(v.shape()) + " with " + std::to_string(heads) + " heads");
+  }
+  const int64_t bsz = q.dim(0), lq = q.dim(1), lk = k.dim(1), hd = q.dim(2), d = hd / heads;
+  TPUMESH_ASSIGN_OR_RETURN(Array out, ctx.Alloc(q.shape(), "attention"));
+  std::vector<float> qt, kt, vt;
+  const float* qp = Operand(ctx, q.data<float>(), q.num_elements(), qt);
+  const float* kp = Operand(ctx, k.data<float>(), k.num_elements(), kt);
+  const float* vp = Operand(ctx, v.data<float>(), v.num_elements(), vt);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  constexpr int64_t kBlock = 128;
+  std::vector<float> s(static_cast<size_t>(kBlock * lk));
+  for (int64_t b = 0; b < bsz; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* qh = qp + b * lq * hd + h * d;
+      const float* kh = kp + b * lk * hd + h * d;
+      const float* vh = vp + b * lk * hd + h * d;
+      float* oh = out.mutable_data<float>() + b * lq * hd + h * d;
+      for (int64_t i0 = 0; i0 < lq; i0 += kBlock) {
+        const int64_t rows = std::min(kBlock, lq - i0);
+        // scores = Q_blk K^T
+        kernels::GemmF32(rows, lk, d, qh + i0 * hd, hd, kh, hd, /*b_transposed=*/true, s.data(), lk);
+        for (int64_t r = 0; r < rows; ++r) {
+          float* row = s.data() + r * lk;
+          const int64_t valid = causal ? std::min(lk, i0 + r + 1) : lk;
+          float mx = -std::numeric_limits<float>::infinity();
+          for (int64_t j = 0; j < valid; ++j) mx = std::max(mx, row[j] * scale);
+          double sum = 0;
+          for (int64_t j = 0; j < valid; ++j) {
+            row[j] = std::exp(row[j] * scale - mx);
+            sum += row[j];
+          }
+          const float inv = static_cast<float>(1.0 / sum);
+          for (int64_t j = 0; j < valid; ++j) {
+            row[j] *= inv;
+            if (ctx.precision == Precision::kDefault) row[j] = kernels::RoundToBf16(row[j]);
+          }
+          for (int64_t j = valid; j < lk; ++j) row[j] = 0.0f;
+        }
+        // out_blk = P V
+        kernels::GemmF32(rows, d, lk, s.data(), lk, vh, hd, false, oh + i0 * hd, hd);
+      }
+    }
+  return out;
+}
+
+StatusOr<Array> UpsampleNearest2x(const Ctx& ctx, const Array& x) {
+  if (x.rank() != 4) return InvalidArgumentError("upsample: input " + ShapeToString(x.shape()) + " is not NCHW");
+  const int64_t nc = x.dim(0) * x.dim(1), h = x.dim(2), w = x.dim(3);
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({x.dim(0), x.dim(1), 2 * h, 2 * w}, "upsample"));
+  for (int64_t p = 0; p < nc; ++p)
+    for (int64_t oy = 0; oy < 2 * h; ++oy) {
+      const float* src = x.data<float>() + (p * h + oy / 2) * w;
+      float* dst = y.mutable_data<float>() + (p * 2 * h + oy) * 2 * w;
+      for (int64_t ox = 0; ox < 2 * w; ++ox) dst[ox] = src[ox / 2];
+    }
+  return y;
+}
+
+StatusOr<Array> ConcatChannels(const Ctx& ctx, const Array& a, const Array& b) {
+  if (a.rank() != 4 || b.rank() != 4 || a.dim(0) != b.dim(0) || a.dim(2) != b.dim(2) || a.dim(3) != b.dim(3))
+    return InvalidArgumentError("concat: " + ShapeToString(a.shape()) + " and " + ShapeToString(b.shape()));
+  const int64_t n = a.dim(0), hw = a.dim(2) * a.dim(3), ca = a.dim(1), cb = b.dim(1);
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({n, ca + cb, a.dim(2), a.dim(3)}, "concat"));
+  for (int64_t i = 0; i < n; ++i) {
+    float* dst = y.mutable_data<float>() + i * (ca + cb) * hw;
+    std::memcpy(dst, a.data<float>() + i * ca * hw, ca * hw * sizeof(float));
+    std::memcpy(dst + ca * hw, b.data<float>() + i * cb * hw, cb * hw * sizeof(float));
+  }
+  return y;
+}
+
+Status AddInPlace(Array& x, const Array& y) {
+  if (x.shape() != y.shape())
+    return InvalidArgumentError("add: " + ShapeToString(x.shape()) + " and " + ShapeToString(y.shape()));
+  float* p = x.mutable_data<float>();
+  const float* q = y.data<float>();
+  for (int64_t i = 0; i < x.num_elements(); ++i) p[i] += q[i];
+  return OkStatus();
+}
+
+Status AddPerChannelInPlace(Array& x, const Array& v) {
+  if (x.rank() < 2 || v.rank() != 2 || v.dim(0) != x.dim(0) || v.dim(1) != x.dim(1))
+    return InvalidArgumentError("add per channel: " + ShapeToString(x.shape()) + " and " + ShapeToString(v.shape()));
+  const int64_t nc = x.dim(0) * x.dim(1), inner = x.num_elements() / nc;
+  float* p = x.mutable_data<float>();
+  for (int64_t i = 0; i < nc; ++i)
+    for (int64_t e = 0; e < inner; ++e) p[i * inner + e] += v.data<float>()[i];
+  return OkStatus();
+}
+
+StatusOr<Array> NchwToNlc(const Ctx& ctx, const Array& x) {
+  if (x.rank() != 4) return InvalidArgumentError("nchw->nlc: " + ShapeToString(x.shape()));
+  const int64_t n = x.dim(0), c = x.dim(1), hw = x.dim(2) * x.dim(3);
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({n, hw, c}, "transpose"));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p)
+        y.mutable_data<float>()[(i * hw + p) * c + ch] = x.data<float>()[(i * c + ch) * hw + p];
+  return y;
+}
+
+StatusOr<Array> NlcToNchw(const Ctx& ctx, const Array& x, int64_t h, int64_t w) {
+  if (x.rank() != 3 || x.dim(1) != h * w) return InvalidArgumentError("nlc->nchw: " + ShapeToString(x.shape()));
+  const int64_t n = x.dim(0), c = x.dim(2), hw = h * w;
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({n, c, h, w}, "transpose"));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t p = 0; p < hw; ++p)
+      for (int64_t ch = 0; ch < c; ++ch)
+        y.mutable_data<float>()[(i * c + ch) * hw + p] = x.data<float>()[(i * hw + p) * c + ch];
+  return y;
+}
+
+StatusOr<Array> TimestepEmbedding(const Ctx& ctx, const std::vector<float>& timesteps, int dim,
+                                  bool flip_sin_to_cos, float shift) {
+  if (dim < 2) return InvalidArgumentError("timestep embedding: dim must be >= 2");
+  const int64_t b = static_cast<int64_t>(timesteps.size()), half = dim / 2;
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({b, dim}, "time_proj"));
+  // As diffusers (float32 torch): exponent = -ln(10000) * i / (half - shift).
+  const float log_max = std::log(10000.0f);
+  for (int64_t r = 0; r < b; ++r) {
+    float* row = y.mutable_data<float>() + r * dim;
+    for (int64_t i = 0; i < half; ++i) {
+      const float exponent = (-log_max * static_cast<float>(i)) / (static_cast<float>(half) - shift);
+      const float arg = timesteps[r] * std::exp(exponent);
+      const float sn = std::sin(arg), cs = std::cos(arg);
+      row[flip_sin_to_cos ? half + i : i] = sn;
+      row[flip_sin_to_cos ? i : half + i] = cs;
+    }
+    if (dim % 2 == 1) row[dim - 1] = 0.0f;
+  }
+  return y;
+}
+
+}  // namespace tpumesh::models

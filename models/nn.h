@@ -1,0 +1,80 @@
+// The layers the Stable Diffusion models are built from, on host-memory
+// mesh::Arrays in f32, with PyTorch's layouts (NCHW activations, Linear
+// weights [out, in], conv weights [out, in, kh, kw]).
+//
+// Contract: every function checks shapes before computing (InvalidArgument
+// naming the layer and both shapes) and allocates its output through the Ctx
+// — on the Ctx's device, counted against its HBM (ResourceExhausted when it
+// is full), or on the host. Matrix products follow the precision of the Ctx:
+// kHighest is f32 throughout; kDefault is the MXU's — both operands rounded
+// to bf16 (round-to-nearest-even), products accumulated in f32 (exactly: a
+// bf16 x bf16 product is exact in f32), as jax.lax.Precision.DEFAULT on a
+// TPU. Norms, softmax and activations run in f32 either way. Results do not
+// depend on the host's thread count.
+#ifndef TPUMESH_MODELS_NN_H_
+#define TPUMESH_MODELS_NN_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "mesh/array.h"
+
+namespace tpumesh::models {
+
+enum class Precision { kDefault, kHighest };
+StatusOr<Precision> ParsePrecision(std::string_view s);  // "default" | "highest"
+
+struct Ctx {
+  mesh::Device* device = nullptr;  // where outputs live; nullptr: the host
+  Precision precision = Precision::kHighest;
+  StatusOr<mesh::Array> Alloc(mesh::Shape shape, std::string_view what) const;
+};
+
+using mesh::Array;
+
+// y[..., out] = x[..., in] W^T + b (b may be null).
+StatusOr<Array> Linear(const Ctx& ctx, const Array& x, const Array& w, const Array* b);
+// x [N, C, H, W] -> [N, O, Ho, Wo] with w [O, C, kh, kw]; padding per side.
+StatusOr<Array> Conv2d(const Ctx& ctx, const Array& x, const Array& w, const Array* b, int stride,
+                       int pad_top, int pad_left, int pad_bottom, int pad_right);
+inline StatusOr<Array> Conv2d(const Ctx& ctx, const Array& x, const Array& w, const Array* b,
+                              int stride = 1, int pad = 0) {
+  return Conv2d(ctx, x, w, b, stride, pad, pad, pad, pad);
+}
+// GroupNorm over [N, C, ...]; optional SiLU after it (the common pairing).
+StatusOr<Array> GroupNorm(const Ctx& ctx, const Array& x, int groups, const Array& gamma,
+                          const Array& beta, float eps, bool silu = false);
+// LayerNorm over the last dimension.
+StatusOr<Array> LayerNorm(const Ctx& ctx, const Array& x, const Array& gamma, const Array& beta,
+                          float eps);
+void SiluInPlace(Array& x);
+void GeluInPlace(Array& x);       // exact (erf)
+void QuickGeluInPlace(Array& x);  // x * sigmoid(1.702 x)
+// diffusers GEGLU after its projection: x [..., 2F] -> a * gelu(b), a, b = split.
+StatusOr<Array> GegluSplit(const Ctx& ctx, const Array& x);
+// Multi-head scaled-dot-product attention. q [B, Lq, H*D], k and v [B, Lk,
+// H*D], heads interleaved in the last dimension as diffusers reshapes them;
+// scale 1/sqrt(D); causal masks key j > query i. Query blocks of 128 rows:
+// never more than 128 x Lk scores at once.
+StatusOr<Array> Attention(const Ctx& ctx, const Array& q, const Array& k, const Array& v, int heads,
+                          bool causal);
+// x [N, C, H, W] -> [N, C, 2H, 2W], nearest.
+StatusOr<Array> UpsampleNearest2x(const Ctx& ctx, const Array& x);
+// [N, Ca, H, W] ++ [N, Cb, H, W] -> [N, Ca+Cb, H, W].
+StatusOr<Array> ConcatChannels(const Ctx& ctx, const Array& a, const Array& b);
+// x += y (same shape).
+Status AddInPlace(Array& x, const Array& y);
+// x [N, C, ...] += v [N, C] broadcast over the trailing dimensions.
+Status AddPerChannelInPlace(Array& x, const Array& v);
+// [N, C, H, W] <-> [N, H*W, C].
+StatusOr<Array> NchwToNlc(const Ctx& ctx, const Array& x);
+StatusOr<Array> NlcToNchw(const Ctx& ctx, const Array& x, int64_t h, int64_t w);
+// diffusers get_timestep_embedding: [B] timesteps -> [B, dim].
+StatusOr<Array> TimestepEmbedding(const Ctx& ctx, const std::vector<float>& timesteps, int dim,
+                                  bool flip_sin_to_cos, float downscale_freq_shift);
+
+}  // namespace tpumesh::models
+
+#endif  // TPUMESH_MODELS_NN_H_

@@ -1,0 +1,64 @@
+// Test helpers: read datasets of the reference HDF5 files (../shared/refdata)
+// and compare arrays the way the issues state tolerances.
+#ifndef TPUMESH_TESTS_TESTING_GOLDEN_H_
+#define TPUMESH_TESTS_TESTING_GOLDEN_H_
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "hdf5.h"
+#include "mesh/array.h"
+
+namespace tpumesh::testing {
+
+inline std::string RefdataDir() { return std::string(TPUMESH_SOURCE_DIR) + "/../shared/refdata"; }
+inline bool Exists(const std::string& p) { return access(p.c_str(), R_OK) == 0; }
+
+// Reads a numeric dataset as f32 (floats) or s32 (integers). Empty array
+// with shape {0} on failure.
+inline mesh::Array ReadDataset(const std::string& file, const std::string& name) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  mesh::Array out;
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return out;
+  hid_t ds = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
+  if (ds >= 0) {
+    hid_t space = H5Dget_space(ds);
+    const int rank = H5Sget_simple_extent_ndims(space);
+    std::vector<hsize_t> dims(std::max(rank, 0));
+    H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+    mesh::Shape shape(dims.begin(), dims.end());
+    hid_t t = H5Dget_type(ds);
+    if (H5Tget_class(t) == H5T_FLOAT) {
+      out = mesh::Array::Host(mesh::DType::kF32, shape);
+      H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.mutable_raw());
+    } else if (H5Tget_class(t) == H5T_INTEGER) {
+      out = mesh::Array::Host(mesh::DType::kI32, shape);
+      H5Dread(ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.mutable_raw());
+    }
+    H5Tclose(t);
+    H5Sclose(space);
+    H5Dclose(ds);
+  }
+  H5Fclose(f);
+  return out;
+}
+
+// max |got - want| / max |want|, the issues' relative error.
+inline double RelativeError(const mesh::Array& got, const mesh::Array& want) {
+  double err = 0, ref = 0;
+  const int64_t n = std::min(got.num_elements(), want.num_elements());
+  for (int64_t i = 0; i < n; ++i) {
+    err = std::max(err, std::fabs(static_cast<double>(got.data<float>()[i]) - want.data<float>()[i]));
+    ref = std::max(ref, std::fabs(static_cast<double>(want.data<float>()[i])));
+  }
+  return ref > 0 ? err / ref : err;
+}
+
+}  // namespace tpumesh::testing
+
+#endif  // TPUMESH_TESTS_TESTING_GOLDEN_H_
