@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "models/clip.h"
 #include "models/configs.h"
+#include "models/unet.h"
 #include "pipeline/safetensors.h"
 #include "tests/testing/golden.h"
 
@@ -64,6 +65,37 @@ TEST_P(ParityTest, TextEncoder) {
   const double rel = RelativeError(*got, want);
   std::printf("text_encoder relative error: %.3g\n", rel);
   EXPECT_LT(rel, Tolerance());
+}
+
+TEST_P(ParityTest, UNetAtThreeTimestepSettings) {
+  auto cfg = ParseUNetConfig(Slurp(kRef + "/unet/config.json"), "unet/config.json");
+  ASSERT_TRUE(cfg.ok());
+  auto model = UNetModel::Create(*cfg, LoadParams(kRef + "/unet/diffusion_pytorch_model.safetensors"));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const mesh::Array sample = ReadDataset(kGolden, "unet/sample");
+  const mesh::Array ehs = ReadDataset(kGolden, "unet/encoder_hidden_states");
+  Ctx ctx{nullptr, GetParam()};
+  for (const char* group : {"t981", "t1", "tpair"}) {
+    const mesh::Array t = ReadDataset(kGolden, std::string("unet/") + group + "/timestep");
+    std::vector<float> ts;
+    for (int64_t i = 0; i < sample.dim(0); ++i) {
+      const int64_t j = t.num_elements() == 1 ? 0 : i;
+      ts.push_back(t.dtype() == mesh::DType::kF32 ? t.data<float>()[j] : static_cast<float>(t.data<int32_t>()[j]));
+    }
+    const mesh::Array want = ReadDataset(kGolden, std::string("unet/") + group + "/noise_pred");
+    auto got = model->Forward(ctx, sample, ts, ehs, [&](const std::string& module, const mesh::Array& out) {
+      const mesh::Array ref = ReadDataset(kGolden, std::string("unet/") + group + "/intermediates/" + module);
+      if (ref.num_elements() <= 1) return;  // not stored for this group
+      EXPECT_EQ(out.shape(), ref.shape()) << module;
+      const double r = RelativeError(out, ref);
+      EXPECT_LT(r, Tolerance()) << group << " " << module;
+    });
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->shape(), want.shape());
+    const double rel = RelativeError(*got, want);
+    std::printf("unet %s relative error: %.3g\n", group, rel);
+    EXPECT_LT(rel, Tolerance()) << group;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, ParityTest, ::testing::Values(Precision::kHighest, Precision::kDefault),

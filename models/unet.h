@@ -1,0 +1,50 @@
+// UNet2DConditionModel as diffusers computes it (the SD 1.x / 2.x subset:
+// positional time embedding, DownBlock2D / CrossAttnDownBlock2D,
+// UNetMidBlock2DCrossAttn, UpBlock2D / CrossAttnUpBlock2D, ResnetBlock2D,
+// Transformer2DModel with conv or linear projections, GEGLU feed-forward).
+// Every size comes from the config; attention_head_dim is read as diffusers
+// reads it (the number of heads).
+#ifndef TPUMESH_MODELS_UNET_H_
+#define TPUMESH_MODELS_UNET_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "models/configs.h"
+#include "models/nn.h"
+#include "models/params.h"
+
+namespace tpumesh::models {
+
+class UNetModel {
+ public:
+  // Unimplemented for configs only `simulate` can price (SDXL's text_time
+  // conditioning).
+  static StatusOr<UNetModel> Create(const UNetConfig& config, ParamMap params);
+  const UNetConfig& config() const { return config_; }
+
+  // sample [B, C_in, h, w] f32 (h, w multiples of 2^(blocks-1)); timesteps:
+  // one per sample; encoder_hidden_states [B, L, cross_attention_dim].
+  // Returns the model output [B, C_out, h, w].
+  // tap, when set, sees each stage's output by its diffusers module name
+  // ("time_proj", "time_embedding", "conv_in", "down_blocks.0", ...,
+  // "mid_block", "up_blocks.0", ..., "conv_norm_out", "conv_out").
+  using Tap = std::function<void(const std::string& module, const Array& output)>;
+  StatusOr<Array> Forward(const Ctx& ctx, const Array& sample, const std::vector<float>& timesteps,
+                          const Array& encoder_hidden_states, const Tap& tap = {}) const;
+
+ private:
+  UNetModel(const UNetConfig& c, ParamMap p) : config_(c), params_(std::move(p)) {}
+  StatusOr<Array> Resnet(const Ctx& ctx, const std::string& p, const Array& x, const Array& temb) const;
+  StatusOr<Array> Transformer(const Ctx& ctx, const std::string& p, const Array& x, const Array& ehs,
+                              int heads, int layers) const;
+
+  UNetConfig config_;
+  ParamMap params_;
+};
+
+}  // namespace tpumesh::models
+
+#endif  // TPUMESH_MODELS_UNET_H_
