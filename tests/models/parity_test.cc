@@ -8,6 +8,7 @@
 #include "models/clip.h"
 #include "models/configs.h"
 #include "models/unet.h"
+#include "models/vae.h"
 #include "pipeline/safetensors.h"
 #include "tests/testing/golden.h"
 
@@ -96,6 +97,36 @@ TEST_P(ParityTest, UNetAtThreeTimestepSettings) {
     std::printf("unet %s relative error: %.3g\n", group, rel);
     EXPECT_LT(rel, Tolerance()) << group;
   }
+}
+
+TEST_P(ParityTest, VaeDecoderAndEncoder) {
+  auto cfg = ParseVaeConfig(Slurp(kRef + "/vae/config.json"), "vae/config.json");
+  ASSERT_TRUE(cfg.ok());
+  auto model = VaeModel::Create(*cfg, LoadParams(kRef + "/vae/diffusion_pytorch_model.safetensors"));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  Ctx ctx{nullptr, GetParam()};
+  const mesh::Array z = ReadDataset(kGolden, "vae_decode/decoder_input");
+  const mesh::Array want = ReadDataset(kGolden, "vae_decode/decoded");
+  auto got = model->Decode(ctx, z, [&](const std::string& module, const mesh::Array& out) {
+    const mesh::Array ref = ReadDataset(kGolden, "vae_decode/intermediates/" + module);
+    if (ref.num_elements() <= 1) return;
+    EXPECT_EQ(out.shape(), ref.shape()) << module;
+    EXPECT_LT(RelativeError(out, ref), Tolerance()) << module;
+  });
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->shape(), want.shape());
+  const double rel = RelativeError(*got, want);
+  std::printf("vae decoder relative error: %.3g\n", rel);
+  EXPECT_LT(rel, Tolerance());
+
+  const mesh::Array image = ReadDataset(kGolden, "vae_encode/image");
+  const mesh::Array mean = ReadDataset(kGolden, "vae_encode/mean");
+  auto enc = model->EncodeMean(ctx, image);
+  ASSERT_TRUE(enc.ok()) << enc.status().ToString();
+  ASSERT_EQ(enc->shape(), mean.shape());
+  const double rel_enc = RelativeError(*enc, mean);
+  std::printf("vae encoder relative error: %.3g\n", rel_enc);
+  EXPECT_LT(rel_enc, Tolerance());
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, ParityTest, ::testing::Values(Precision::kHighest, Precision::kDefault),
