@@ -172,7 +172,7 @@ bool CollectiveCall::SameAs(const CollectiveCall& o) const {
 // ---------------------------------------------------------------------------
 // CollectiveHub
 
-CollectiveHub::CollectiveHub(Mesh& mesh, std::counting_semaphore<>& host_cores)
+CollectiveHub::CollectiveHub(Mesh& mesh, HostCores& host_cores)
     : mesh_(mesh),
       host_cores_(host_cores),
       finished_(mesh.num_devices(), -1),
@@ -183,10 +183,10 @@ void CollectiveHub::WaitLocked(std::unique_lock<std::mutex>& lock,
                                const std::function<bool()>& done) {
   if (done()) return;
   // Give this device's host core to another device while parked here.
-  host_cores_.release();
+  host_cores_.Release();
   cv_.wait(lock, done);
   lock.unlock();
-  host_cores_.acquire();
+  host_cores_.Acquire();
   lock.lock();
 }
 

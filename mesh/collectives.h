@@ -22,13 +22,13 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
-#include <semaphore>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "mesh/array.h"
+#include "mesh/host_cores.h"
 #include "mesh/interconnect.h"
 #include "mesh/mesh.h"
 
@@ -56,7 +56,7 @@ struct CollectiveCall {
 // Internal to Mesh::Pmap: the rendezvous of one pmap's collectives.
 class CollectiveHub {
  public:
-  CollectiveHub(Mesh& mesh, std::counting_semaphore<>& host_cores);
+  CollectiveHub(Mesh& mesh, HostCores& host_cores);
 
   // Blocks until every device has entered its `seq`-th collective. Then
   // `calls` holds every device's call (indexed by device id) and the clocks
@@ -89,7 +89,7 @@ class CollectiveHub {
   void AdvanceClocksLocked(const Slot& slot);
 
   Mesh& mesh_;
-  std::counting_semaphore<>& host_cores_;
+  HostCores& host_cores_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<int, Slot> slots_;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <exception>
-#include <semaphore>
 #include <set>
 #include <thread>
 
@@ -201,7 +200,7 @@ StatusOr<std::vector<DistributedArray>> Mesh::Pmap(const PmapFn& fn,
     }
   }
 
-  std::counting_semaphore<> cores(std::min(host_cores_, n));
+  HostCores cores(std::min(host_cores_, n));
   CollectiveHub hub(*this, cores);
   std::vector<StatusOr<std::vector<Array>>> results(n, InternalError("not run"));
   {
@@ -213,7 +212,7 @@ StatusOr<std::vector<DistributedArray>> Mesh::Pmap(const PmapFn& fn,
         my_args.reserve(args.size());
         for (const auto& a : args) my_args.push_back(a.shards[d]);
         DeviceContext ctx(*this, d, &hub);
-        cores.acquire();
+        cores.Acquire();
         devices_[d]->arena().execute([&] {
           try {
             results[d] = fn(ctx, my_args);
@@ -223,7 +222,7 @@ StatusOr<std::vector<DistributedArray>> Mesh::Pmap(const PmapFn& fn,
             results[d] = InternalError("unknown exception");
           }
         });
-        cores.release();
+        cores.Release();
         hub.Finish(d, ctx.collectives_entered(), results[d].status());
       });
     }
