@@ -7,6 +7,7 @@ find_package(PNG REQUIRED)
 find_package(HDF5 REQUIRED COMPONENTS C CXX)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
+find_package(ICU REQUIRED COMPONENTS uc)
 
 # BLIS ships neither a CMake nor a pkg-config file (TOOLCHAIN.md).
 find_path(BLIS_INCLUDE_DIR blis.h PATH_SUFFIXES blis-openmp blis-pthread blis-serial blis)

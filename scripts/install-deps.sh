@@ -16,6 +16,7 @@ PACKAGES=(
   libbenchmark-dev  # Google Benchmark
   libcli11-dev      # command-line parsing
   nlohmann-json3-dev  # JSON (chip files, configs, reports)
+  libicu-dev        # Unicode categories, case mapping, NFC (tokenizer)
 )
 
 missing=()
