@@ -29,6 +29,21 @@ StatusOr<std::vector<int>> Topology::ParseDims(std::string_view text) {
   return dims;
 }
 
+StatusOr<std::vector<int>> Topology::DimsForDevices(const ChipSpec& chip, int devices) {
+  if (devices < 1 || devices % chip.devices_per_chip != 0)
+    return InvalidArgumentError(std::to_string(devices) + " devices: a " + chip.name + " chip holds " +
+                                std::to_string(chip.devices_per_chip) + " devices, so the count must be a positive multiple of it");
+  const int chips = devices / chip.devices_per_chip;
+  int def = 1;
+  for (int d : chip.default_topology) def *= d;
+  if (def == chips) return chip.default_topology;
+  int a = 1;
+  for (int f = 1; f * f <= chips; ++f)
+    if (chips % f == 0) a = f;
+  if (a == 1) return std::vector<int>{chips};
+  return std::vector<int>{a, chips / a};
+}
+
 StatusOr<Topology> Topology::Create(const ChipSpec& chip, std::vector<int> chip_dims) {
   if (chip_dims.empty() || chip_dims.size() > 3) {
     return InvalidArgumentError("topology must have 1 to 3 axes, got " +

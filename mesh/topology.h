@@ -29,6 +29,9 @@ class Topology {
  public:
   // chip_dims: chips per axis, 1 to 3 axes, each >= 1.
   static StatusOr<Topology> Create(const ChipSpec& chip, std::vector<int> chip_dims);
+  // Chips per axis for `devices` devices: the chip's default slice when it
+  // has that many, else the squarest 2-D grid (1-D for a prime count).
+  static StatusOr<std::vector<int>> DimsForDevices(const ChipSpec& chip, int devices);
   // "2x4" -> {2, 4}; "4x4x8" -> {4, 4, 8}.
   static StatusOr<std::vector<int>> ParseDims(std::string_view text);
 

@@ -24,6 +24,7 @@ class UNetModel {
   // conditioning).
   static StatusOr<UNetModel> Create(const UNetConfig& config, ParamMap params);
   const UNetConfig& config() const { return config_; }
+  const ParamMap& params() const { return params_; }
 
   // sample [B, C_in, h, w] f32 (h, w multiples of 2^(blocks-1)); timesteps:
   // one per sample; encoder_hidden_states [B, L, cross_attention_dim].

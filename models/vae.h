@@ -20,6 +20,7 @@ class VaeModel {
  public:
   static StatusOr<VaeModel> Create(const VaeConfig& config, ParamMap params);
   const VaeConfig& config() const { return config_; }
+  const ParamMap& params() const { return params_; }
 
   using Tap = std::function<void(const std::string& module, const Array& output)>;
   // latents [B, latent_channels, h, w], already divided by scaling_factor ->

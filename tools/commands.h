@@ -17,6 +17,7 @@ using RunFn = std::function<Status()>;
 void RegisterDevices(CLI::App& app, RunFn* run);
 void RegisterConvert(CLI::App& app, RunFn* run);
 void RegisterInit(CLI::App& app, RunFn* run);
+void RegisterEval(CLI::App& app, RunFn* run);
 
 }  // namespace tpumesh::tools
 

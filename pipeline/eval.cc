@@ -1,0 +1,150 @@
+#include "pipeline/eval.h"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include "mesh/collectives.h"
+#include "mesh/mesh.h"
+#include "pipeline/h5io.h"
+#include "pipeline/loader.h"
+
+namespace tpumesh::pipeline {
+namespace {
+
+using mesh::Array;
+using mesh::DistributedArray;
+
+// Keeps every parameter replicated on every device for as long as it lives,
+// so each device's HBM holds the model, as after jax's replicate(params).
+StatusOr<std::vector<DistributedArray>> ReplicateParams(mesh::Mesh& m, const models::ParamMap& params) {
+  std::vector<DistributedArray> out;
+  for (const auto& [name, a] : params.all()) {
+    auto r = m.Replicate(a);
+    if (!r.ok()) return r.status().WithContext("replicating parameter " + name);
+    out.push_back(std::move(r).value());
+  }
+  return out;
+}
+
+// Shards `inputs` (all [B, ...]) over the mesh, runs body per device, and
+// returns the output restacked to [B, ...].
+StatusOr<Array> ShardedRun(mesh::Mesh& m, const std::vector<Array>& inputs,
+                           const std::function<StatusOr<Array>(const models::Ctx&, std::span<const Array>)>& body,
+                           models::Precision precision) {
+  std::vector<DistributedArray> sharded;
+  for (const Array& x : inputs) {
+    TPUMESH_ASSIGN_OR_RETURN(DistributedArray d, m.Shard(x));
+    sharded.push_back(std::move(d));
+  }
+  TPUMESH_ASSIGN_OR_RETURN(
+      auto outs, m.Pmap(
+                     [&](mesh::DeviceContext& ctx, std::span<const Array> args) -> StatusOr<std::vector<Array>> {
+                       models::Ctx mctx{&ctx.device(), precision};
+                       TPUMESH_ASSIGN_OR_RETURN(Array y, body(mctx, args));
+                       return std::vector<Array>{y};
+                     },
+                     sharded));
+  TPUMESH_ASSIGN_OR_RETURN(Array stacked, outs[0].Gather());
+  mesh::Shape s = stacked.shape();
+  s[1] *= s[0];
+  s.erase(s.begin());
+  return stacked.Reshape(s);
+}
+
+StatusOr<Array> Need(const std::string& file, const std::string& name) { return H5ReadArray(file, name); }
+
+}  // namespace
+
+StatusOr<EvalStats> RunEval(const EvalOptions& o) {
+  EvalStats stats;
+  TPUMESH_ASSIGN_OR_RETURN(auto file, ModelFile::Open(o.model));
+  if (o.component == "tokenizer") {
+    TPUMESH_ASSIGN_OR_RETURN(ClipTokenizer tok, LoadTokenizer(*file));
+    TPUMESH_ASSIGN_OR_RETURN(std::vector<std::string> prompts, H5ReadStrings(o.input, "prompts"));
+    Array ids = Array::Host(mesh::DType::kI32, {static_cast<int64_t>(prompts.size()), 77});
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      auto row = tok.EncodePadded(prompts[i], 77);
+      if (!row.ok()) return row.status().WithContext(o.input + ": prompts[" + std::to_string(i) + "]");
+      std::copy(row->begin(), row->end(), ids.mutable_data<int32_t>() + i * 77);
+    }
+    TPUMESH_ASSIGN_OR_RETURN(auto w, H5Writer::Create(o.output));
+    TPUMESH_RETURN_IF_ERROR(w->Write("input_ids", ids));
+    TPUMESH_RETURN_IF_ERROR(w->Commit());
+    stats.batch = static_cast<int64_t>(prompts.size());
+    return stats;
+  }
+
+  // Created first so an unwritable output fails before any compute; the file
+  // appears only on Commit.
+  TPUMESH_ASSIGN_OR_RETURN(auto writer, H5Writer::Create(o.output));
+  TPUMESH_ASSIGN_OR_RETURN(mesh::ChipSpec chip, mesh::LoadChipSpec(o.chip));
+  TPUMESH_ASSIGN_OR_RETURN(std::vector<int> dims, mesh::Topology::DimsForDevices(chip, o.devices));
+  TPUMESH_ASSIGN_OR_RETURN(auto m, mesh::Mesh::Create(chip, dims, {{"data", o.devices}}));
+
+  auto check_batch = [&](const Array& x, const std::string& name) -> Status {
+    if (x.rank() < 1 || x.dim(0) % o.devices != 0)
+      return InvalidArgumentError(o.input + ": '" + name + "' has batch " + (x.rank() ? std::to_string(x.dim(0)) : "none") +
+                                  ", not divisible by --devices " + std::to_string(o.devices));
+    stats.batch = x.dim(0);
+    return OkStatus();
+  };
+  std::string out_name;
+  Array result;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (o.component == "text_encoder") {
+    TPUMESH_ASSIGN_OR_RETURN(auto model, LoadTextEncoder(*file));
+    TPUMESH_ASSIGN_OR_RETURN(Array ids, Need(o.input, "input_ids"));
+    if (ids.dtype() != mesh::DType::kI32) return InvalidArgumentError(o.input + ": 'input_ids' must be integers");
+    TPUMESH_RETURN_IF_ERROR(check_batch(ids, "input_ids"));
+    TPUMESH_ASSIGN_OR_RETURN(auto replicas, ReplicateParams(*m, model.params()));
+    TPUMESH_ASSIGN_OR_RETURN(result, ShardedRun(*m, {ids}, [&](const models::Ctx& c, std::span<const Array> a) {
+      return model.Forward(c, a[0]);
+    }, o.precision));
+    out_name = "last_hidden_state";
+  } else if (o.component == "unet") {
+    TPUMESH_ASSIGN_OR_RETURN(auto model, LoadUNet(*file));
+    TPUMESH_ASSIGN_OR_RETURN(Array sample, Need(o.input, "sample"));
+    TPUMESH_ASSIGN_OR_RETURN(Array ehs, Need(o.input, "encoder_hidden_states"));
+    TPUMESH_ASSIGN_OR_RETURN(Array t, Need(o.input, "timestep"));
+    TPUMESH_RETURN_IF_ERROR(check_batch(sample, "sample"));
+    if (sample.dtype() != mesh::DType::kF32 || ehs.dtype() != mesh::DType::kF32)
+      return InvalidArgumentError(o.input + ": 'sample' and 'encoder_hidden_states' must be floats");
+    const int64_t b = sample.dim(0);
+    if (t.num_elements() != 1 && t.num_elements() != b)
+      return InvalidArgumentError(o.input + ": 'timestep' must be a scalar or have " + std::to_string(b) + " entries");
+    Array ts = Array::Host(mesh::DType::kF32, {b});
+    for (int64_t i = 0; i < b; ++i) {
+      const int64_t j = t.num_elements() == 1 ? 0 : i;
+      ts.mutable_data<float>()[i] = t.dtype() == mesh::DType::kF32 ? t.data<float>()[j]
+                                                                    : static_cast<float>(t.data<int32_t>()[j]);
+    }
+    TPUMESH_ASSIGN_OR_RETURN(auto replicas, ReplicateParams(*m, model.params()));
+    TPUMESH_ASSIGN_OR_RETURN(result, ShardedRun(*m, {sample, ts, ehs}, [&](const models::Ctx& c, std::span<const Array> a) {
+      const std::vector<float> tv = a[1].ToVector<float>();
+      return model.Forward(c, a[0], tv, a[2]);
+    }, o.precision));
+    out_name = "out_sample";
+  } else if (o.component == "vae_decoder" || o.component == "vae_encoder") {
+    TPUMESH_ASSIGN_OR_RETURN(auto model, LoadVae(*file));
+    const bool decode = o.component == "vae_decoder";
+    TPUMESH_ASSIGN_OR_RETURN(Array x, Need(o.input, decode ? "latents" : "sample"));
+    if (x.dtype() != mesh::DType::kF32) return InvalidArgumentError(o.input + ": input must be floats");
+    TPUMESH_RETURN_IF_ERROR(check_batch(x, decode ? "latents" : "sample"));
+    TPUMESH_ASSIGN_OR_RETURN(auto replicas, ReplicateParams(*m, model.params()));
+    TPUMESH_ASSIGN_OR_RETURN(result, ShardedRun(*m, {x}, [&](const models::Ctx& c, std::span<const Array> a) {
+      return decode ? model.Decode(c, a[0]) : model.EncodeMean(c, a[0]);
+    }, o.precision));
+    out_name = decode ? "sample" : "latent_mean";
+  } else {
+    return InvalidArgumentError("unknown component '" + o.component +
+                                "' (tokenizer, text_encoder, unet, vae_decoder, vae_encoder)");
+  }
+  stats.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats.modelled_seconds = m->MaxClockSeconds();
+  TPUMESH_RETURN_IF_ERROR(writer->Write(out_name, result));
+  TPUMESH_RETURN_IF_ERROR(writer->Commit());
+  return stats;
+}
+
+}  // namespace tpumesh::pipeline

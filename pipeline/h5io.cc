@@ -1,0 +1,168 @@
+#include "pipeline/h5io.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+#include "hdf5.h"
+
+namespace tpumesh::pipeline {
+namespace {
+
+struct File {
+  hid_t id = -1;
+  ~File() {
+    if (id >= 0) H5Fclose(id);
+  }
+};
+
+StatusOr<hid_t> OpenDataset(const std::string& file, const std::string& name, File& f) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  if (access(file.c_str(), R_OK) != 0) return NotFoundError(file + ": no such file");
+  if (H5Fis_hdf5(file.c_str()) <= 0) return InvalidArgumentError(file + ": not an HDF5 file");
+  f.id = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f.id < 0) return InvalidArgumentError(file + ": cannot open (corrupt?)");
+  if (H5Lexists(f.id, name.c_str(), H5P_DEFAULT) <= 0) return NotFoundError(file + ": no dataset '" + name + "'");
+  hid_t ds = H5Dopen2(f.id, name.c_str(), H5P_DEFAULT);
+  if (ds < 0) return InvalidArgumentError(file + ": '" + name + "' is not a dataset");
+  return ds;
+}
+
+}  // namespace
+
+bool H5HasDataset(const std::string& file, const std::string& name) {
+  File f;
+  auto ds = OpenDataset(file, name, f);
+  if (!ds.ok()) return false;
+  H5Dclose(*ds);
+  return true;
+}
+
+StatusOr<mesh::Array> H5ReadArray(const std::string& file, const std::string& name) {
+  File f;
+  TPUMESH_ASSIGN_OR_RETURN(hid_t ds, OpenDataset(file, name, f));
+  hid_t space = H5Dget_space(ds), type = H5Dget_type(ds);
+  const int rank = H5Sget_simple_extent_ndims(space);
+  std::vector<hsize_t> dims(std::max(rank, 0));
+  H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  const H5T_class_t cls = H5Tget_class(type);
+  StatusOr<mesh::Array> out = InvalidArgumentError(file + ": dataset '" + name + "' is not numeric");
+  mesh::Shape shape(dims.begin(), dims.end());
+  if (cls == H5T_FLOAT) {
+    mesh::Array a = mesh::Array::Host(mesh::DType::kF32, shape);
+    if (H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.mutable_raw()) < 0)
+      out = DataLossError(file + ": cannot read '" + name + "'");
+    else
+      out = a;
+  } else if (cls == H5T_INTEGER) {
+    std::vector<int64_t> tmp(static_cast<size_t>(mesh::NumElements(shape)));
+    if (H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, tmp.data()) < 0) {
+      out = DataLossError(file + ": cannot read '" + name + "'");
+    } else {
+      mesh::Array a = mesh::Array::Host(mesh::DType::kI32, shape);
+      out = a;
+      for (size_t i = 0; i < tmp.size(); ++i) {
+        if (tmp[i] < std::numeric_limits<int32_t>::min() || tmp[i] > std::numeric_limits<int32_t>::max()) {
+          out = InvalidArgumentError(file + ": '" + name + "' holds " + std::to_string(tmp[i]) +
+                                     ", outside int32");
+          break;
+        }
+        a.mutable_data<int32_t>()[i] = static_cast<int32_t>(tmp[i]);
+      }
+    }
+  }
+  H5Tclose(type);
+  H5Sclose(space);
+  H5Dclose(ds);
+  return out;
+}
+
+StatusOr<std::vector<std::string>> H5ReadStrings(const std::string& file, const std::string& name) {
+  File f;
+  TPUMESH_ASSIGN_OR_RETURN(hid_t ds, OpenDataset(file, name, f));
+  hid_t type = H5Dget_type(ds), space = H5Dget_space(ds);
+  StatusOr<std::vector<std::string>> out = InvalidArgumentError(file + ": dataset '" + name + "' is not strings");
+  if (H5Tget_class(type) == H5T_STRING) {
+    const hssize_t n = H5Sget_simple_extent_npoints(space);
+    std::vector<std::string> v;
+    hid_t mtype = H5Tcopy(H5T_C_S1);
+    H5Tset_cset(mtype, H5Tget_cset(type));
+    if (H5Tis_variable_str(type) > 0) {
+      H5Tset_size(mtype, H5T_VARIABLE);
+      std::vector<char*> ptrs(n, nullptr);
+      if (H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) >= 0) {
+        for (char* p : ptrs) v.emplace_back(p ? p : "");
+        H5Dvlen_reclaim(mtype, space, H5P_DEFAULT, ptrs.data());
+        out = v;
+      }
+    } else {
+      const size_t len = H5Tget_size(type);
+      H5Tset_size(mtype, len);
+      std::vector<char> buf(n * len);
+      if (H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) >= 0) {
+        for (hssize_t i = 0; i < n; ++i) v.emplace_back(buf.data() + i * len, strnlen(buf.data() + i * len, len));
+        out = v;
+      }
+    }
+    H5Tclose(mtype);
+  }
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Dclose(ds);
+  return out;
+}
+
+StatusOr<std::unique_ptr<H5Writer>> H5Writer::Create(const std::string& path) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  std::unique_ptr<H5Writer> w(new H5Writer());
+  w->path_ = path;
+  const std::filesystem::path p(path);
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return NotFoundError(path + ": directory " + dir.string() + " does not exist");
+  w->temp_ = (dir / ("." + p.filename().string() + ".tmp-" + std::to_string(getpid()))).string();
+  w->file_ = H5Fcreate(w->temp_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (w->file_ < 0) return InvalidArgumentError(path + ": cannot create (is the directory writable?)");
+  return w;
+}
+
+H5Writer::~H5Writer() {
+  if (file_ >= 0) H5Fclose(file_);
+  if (!committed_ && !temp_.empty()) std::remove(temp_.c_str());
+}
+
+Status H5Writer::Write(const std::string& name, const mesh::Array& a) {
+  std::vector<hsize_t> dims(a.shape().begin(), a.shape().end());
+  hid_t space = dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  const bool f32 = a.dtype() == mesh::DType::kF32;
+  if (!f32 && a.dtype() != mesh::DType::kI32) {
+    H5Sclose(space);
+    return InvalidArgumentError(name + ": only f32 and int32 arrays are written");
+  }
+  hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(lcpl, 1);
+  hid_t ds = H5Dcreate2(file_, name.c_str(), f32 ? H5T_IEEE_F32LE : H5T_STD_I32LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+  H5Pclose(lcpl);
+  H5Sclose(space);
+  if (ds < 0) return InternalError(path_ + ": cannot create dataset " + name);
+  const herr_t rc = H5Dwrite(ds, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.raw());
+  H5Dclose(ds);
+  if (rc < 0) return DataLossError(path_ + ": cannot write " + name + " (disk full?)");
+  return OkStatus();
+}
+
+Status H5Writer::Commit() {
+  const herr_t rc = H5Fclose(file_);
+  file_ = -1;
+  if (rc < 0) return DataLossError(path_ + ": cannot finish the file (disk full?)");
+  std::error_code ec;
+  std::filesystem::rename(temp_, path_, ec);
+  if (ec) return InvalidArgumentError(path_ + ": cannot move the finished file into place: " + ec.message());
+  committed_ = true;
+  return OkStatus();
+}
+
+}  // namespace tpumesh::pipeline

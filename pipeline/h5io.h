@@ -1,0 +1,42 @@
+// Plain HDF5 datasets in and out, for `tpumesh eval` inputs/outputs and
+// --latents / --save-latents: f32 and int32 arrays and UTF-8 string lists.
+//
+// Contract: readers name the file and dataset in every error (NotFound for a
+// missing file or dataset, InvalidArgument for a wrong type); integer
+// datasets of any width are read as int32 (values outside int32 are an
+// error). H5Writer writes to a temporary file and renames it on Commit():
+// never a partial output file.
+#ifndef TPUMESH_PIPELINE_H5IO_H_
+#define TPUMESH_PIPELINE_H5IO_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "mesh/array.h"
+
+namespace tpumesh::pipeline {
+
+bool H5HasDataset(const std::string& file, const std::string& name);
+// f32 for float datasets (any width), s32 for integer ones.
+StatusOr<mesh::Array> H5ReadArray(const std::string& file, const std::string& name);
+StatusOr<std::vector<std::string>> H5ReadStrings(const std::string& file, const std::string& name);
+
+class H5Writer {
+ public:
+  static StatusOr<std::unique_ptr<H5Writer>> Create(const std::string& path);
+  ~H5Writer();
+  Status Write(const std::string& name, const mesh::Array& a);  // f32 or s32
+  Status Commit();
+
+ private:
+  H5Writer() = default;
+  std::string path_, temp_;
+  int64_t file_ = -1;
+  bool committed_ = false;
+};
+
+}  // namespace tpumesh::pipeline
+
+#endif  // TPUMESH_PIPELINE_H5IO_H_
