@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 #include "models/architectures.h"
 #include "models/configs.h"
 #include "pipeline/model_file.h"
@@ -18,9 +19,7 @@ using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 std::string Dir() {
-  const std::string d = ::testing::TempDir() + "/init_model_test";
-  fs::create_directories(d);
-  return d;
+  return tpumesh::testing::TestTempDir();
 }
 
 std::string Bytes(const std::string& path) {

@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -15,9 +16,7 @@ using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 std::string Dir() {
-  const std::string d = ::testing::TempDir() + "/model_file_test";
-  fs::create_directories(d);
-  return d;
+  return tpumesh::testing::TestTempDir();
 }
 
 mesh::Array Ramp(mesh::Shape shape) {

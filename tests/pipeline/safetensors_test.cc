@@ -9,13 +9,14 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace tpumesh::pipeline {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string TempPath(const std::string& name) { return ::testing::TempDir() + "/" + name; }
+std::string TempPath(const std::string& name) { return tpumesh::testing::TestTempDir() + "/" + name; }
 
 // Writes an 8-byte little-endian length, the header and the data.
 std::string WriteFile(const std::string& name, const std::string& header, const std::string& data,

@@ -23,7 +23,11 @@ struct Result {
 };
 
 Result RunTpumesh(const std::string& args) {
-  const std::string err_file = ::testing::TempDir() + "/tpumesh_cli_stderr.txt";
+  // A file of its own per call: ctest runs the tests of this binary as
+  // parallel processes that share TempDir().
+  std::string err_file = ::testing::TempDir() + "/tpumesh_cli_stderr_XXXXXX";
+  const int fd = mkstemp(err_file.data());
+  if (fd >= 0) close(fd);
   const std::string cmd = std::string(TPUMESH_BIN) + " " + args + " 2>" + err_file;
   Result r{-1, "", ""};
   FILE* p = popen(cmd.c_str(), "r");
@@ -37,6 +41,7 @@ Result RunTpumesh(const std::string& args) {
     while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), n);
     fclose(f);
   }
+  std::remove(err_file.c_str());
   return r;
 }
 

@@ -1,0 +1,27 @@
+// A scratch folder of the running test's own. ctest runs every test of a
+// binary as its own process, in parallel, and they all share TempDir(); a
+// folder named by suite, test and pid keeps their files apart.
+#ifndef TPUMESH_TESTS_TESTING_TEMP_DIR_H_
+#define TPUMESH_TESTS_TESTING_TEMP_DIR_H_
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace tpumesh::testing {
+
+inline std::string TestTempDir() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string d = ::testing::TempDir() + "/tpumesh_" +
+                  (info ? std::string(info->test_suite_name()) + "." + info->name() : "global") + "." +
+                  std::to_string(getpid());
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+}  // namespace tpumesh::testing
+
+#endif  // TPUMESH_TESTS_TESTING_TEMP_DIR_H_
