@@ -15,67 +15,79 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 
 }  // namespace
 
-// Figures and their sources: docs/chips.md.
+// Figures and their sources: docs/chips.md (one row per field). Tags below:
+// [GC] the Google Cloud TPU page of that version, [SB] "How to Scale Your
+// Model", ch. "How to Think About TPUs", [JAX] jax/_src/pallas/mosaic/tpu_info.py,
+// [V4] Jouppi et al., ISCA 2023, [HC20] the Hot Chips 2020 TPUv2/v3 talk (Norrie
+// et al., IEEE Micro 2021) as live-blogged by AnandTech.
+// Per-link ICI bandwidth is one direction; for v5e and v4 it equals the [GC]
+// page's "all-reduce bandwidth per Pod" / chips / ICI ports.
 ChipSpec V5eChip() {
   ChipSpec c;
   c.name = "v5e";
-  c.device_kind = "TPU v5 lite";
-  c.tensorcores_per_chip = 1;
+  c.device_kind = "TPU v5 lite";  // [JAX]
+  c.tensorcores_per_chip = 1;     // [GC] "Each v5e chip contains one TensorCore"
   c.devices_per_chip = 1;
-  c.mxus_per_tensorcore = 4;
-  c.mxu_rows = c.mxu_cols = 128;
-  c.clock_hz = 1.5e9;
-  c.peak_bf16_flops = 197e12;
-  c.hbm_bytes = 16 * kGiB;
-  c.hbm_bandwidth = 819e9;
-  c.vmem_bytes = 128 * kMiB;
-  c.ici_ports = 4;
-  c.ici_link_bandwidth = 50e9;  // 400 GB/s bidirectional per chip over 4 ports
-  c.ici_hop_latency_s = 1e-6;
-  c.torus_wrap_size = 16;
-  c.default_topology = {2, 4};
+  c.mxus_per_tensorcore = 4;      // [GC], [JAX] num_mxus
+  c.mxu_rows = c.mxu_cols = 128;  // [SB], [JAX]
+  c.clock_hz = 1.5e9;             // [SB] "1.5GHz"; 197e12 / (2*4*128*128) = 1.503 GHz
+  c.peak_bf16_flops = 197e12;     // [GC], [SB], [JAX]
+  c.hbm_bytes = 16 * kGiB;        // [GC] "16 GB"; [SB] 16 GiB; [JAX] 17.2e9 bytes
+  c.hbm_bandwidth = 819e9;        // [GC]
+  c.vmem_bytes = 128 * kMiB;      // [SB], [JAX]
+  c.ici_ports = 4;                // [GC] "ICI ports per chip: 4"
+  // [GC]: 400 GB/s bidirectional per chip = 4 ports x 2 directions x 50 GB/s;
+  // 51.2 TB/s all-reduce / 256 chips / 4 ports = 50 GB/s. [SB] gives 4.5e10.
+  c.ici_link_bandwidth = 50e9;
+  c.ici_hop_latency_s = 1e-6;     // [SB] worked problem: "about 1us" per hop
+  c.torus_wrap_size = 16;         // [SB] no wraparound on axes of fewer than 16
+  c.default_topology = {2, 4};    // [GC] v5litepod-8: 2x4
   return c;
 }
 
 ChipSpec V4Chip() {
   ChipSpec c;
   c.name = "v4";
-  c.device_kind = "TPU v4";
-  c.tensorcores_per_chip = 2;
-  c.devices_per_chip = 1;  // megacore: both TensorCores form one JAX device
-  c.mxus_per_tensorcore = 4;
-  c.mxu_rows = c.mxu_cols = 128;
-  c.clock_hz = 1.05e9;
-  c.peak_bf16_flops = 275e12;
-  c.hbm_bytes = 32 * kGiB;
-  c.hbm_bandwidth = 1200e9;
-  c.vmem_bytes = 32 * kMiB;
-  c.ici_ports = 6;
+  c.device_kind = "TPU v4";       // [JAX]
+  c.tensorcores_per_chip = 2;     // [GC]
+  c.devices_per_chip = 1;         // megacore: both TensorCores form one JAX device [SB]
+  c.mxus_per_tensorcore = 4;      // [GC], [JAX] num_mxus
+  c.mxu_rows = c.mxu_cols = 128;  // [SB], [JAX]
+  c.clock_hz = 1.05e9;            // [V4]; 275e12 / (2*8*128*128) = 1.049 GHz
+  c.peak_bf16_flops = 275e12;     // [GC], [SB], [JAX]
+  c.hbm_bytes = 32 * kGiB;        // [GC] "32 GiB"
+  c.hbm_bandwidth = 1200e9;       // [GC] "1200 GBps"; [SB], [JAX] 1.23e12
+  c.vmem_bytes = 16 * kMiB;       // [JAX] "16 MiB per core" (plus 128 MiB CMEM per chip, not modelled)
+  c.ici_ports = 6;                // [SB] 6 nearest neighbours, 3-D torus
+  // [SB] 4.5e10 one way; [GC] 1.1 PB/s all-reduce / 4096 chips / 6 ports = 44.8 GB/s.
   c.ici_link_bandwidth = 45e9;
-  c.ici_hop_latency_s = 1e-6;
-  c.torus_wrap_size = 4;
-  c.default_topology = {2, 2, 1};
+  c.ici_hop_latency_s = 1e-6;     // as v5e; no v4 figure published
+  c.torus_wrap_size = 4;          // [GC], [SB] wraparound on multiples of the 4x4x4 cube
+  c.default_topology = {2, 2, 1}; // [SB] v4-8 = 4 chips, 2x2x1
   return c;
 }
 
 ChipSpec V2Chip() {
   ChipSpec c;
   c.name = "v2";
-  c.device_kind = "TPU v2";
-  c.tensorcores_per_chip = 2;
-  c.devices_per_chip = 2;  // a v2-8 is 4 chips = 8 cores = 8 JAX devices
-  c.mxus_per_tensorcore = 1;
-  c.mxu_rows = c.mxu_cols = 128;
-  c.clock_hz = 700e6;
-  c.peak_bf16_flops = 46e12;
-  c.hbm_bytes = 16 * kGiB;
-  c.hbm_bandwidth = 700e9;
-  c.vmem_bytes = 16 * kMiB;
-  c.ici_ports = 4;
-  c.ici_link_bandwidth = 31e9;
-  c.ici_hop_latency_s = 1e-6;
-  c.torus_wrap_size = 16;
-  c.default_topology = {2, 2};
+  c.device_kind = "TPU v2";       // [JAX]
+  c.tensorcores_per_chip = 2;     // [JAX], [SB]
+  c.devices_per_chip = 2;         // a v2-8 is 4 chips = 8 cores = 8 JAX devices [SB]
+  c.mxus_per_tensorcore = 1;      // [JAX] num_mxus = 1; [HC20] v3 doubled them
+  c.mxu_rows = c.mxu_cols = 128;  // [HC20] "128x128 systolic array"
+  c.clock_hz = 700e6;             // [HC20] "Clock 700 to 940 MHz" (v2 to v3)
+  c.peak_bf16_flops = 46e12;      // [JAX] 4.6e13 per chip; Cloud docs round to 45
+  c.hbm_bytes = 16 * kGiB;        // 2 x 8 GiB HBM stacks; [JAX] 16e9 bytes per chip
+  c.hbm_bandwidth = 700e9;        // [HC20] "700 GB/s per chip"; [JAX] 7.16e11
+  c.vmem_bytes = 16 * kMiB;       // [JAX] "16 MiB per core"
+  c.ici_ports = 4;                // [SB] 4 nearest neighbours, 2-D torus
+  // 496 Gbit/s per link per direction (TPUv2 papers, as recalled; not confirmed
+  // from a stored source). Same convention as v3's 656 Gbit/s, which matches
+  // Cloud's v3 340 TB/s all-reduce / 1024 chips / 4 ports = 83 GB/s.
+  c.ici_link_bandwidth = 62e9;
+  c.ici_hop_latency_s = 1e-6;     // assumed, as v5e
+  c.torus_wrap_size = 16;         // the v2 pod is a 16x16 2-D torus; assumed full-pod axes only
+  c.default_topology = {2, 2};    // v2-8: 4 chips
   return c;
 }
 

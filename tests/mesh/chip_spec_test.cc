@@ -1,8 +1,9 @@
 #include "mesh/chip_spec.h"
 
-#include <cmath>
-#include <fstream>
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -13,66 +14,227 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(ChipSpecTest, PresetsAreConsistent) {
-  for (const std::string& name : ChipPresetNames()) {
-    auto c = LoadChipSpec(name);
-    ASSERT_TRUE(c.ok()) << name;
-    EXPECT_TRUE(c->Validate().ok()) << name;
-    EXPECT_EQ(c->name, name);
-    // The MXU arithmetic explains the published peak to within 1%.
-    EXPECT_NEAR(c->mxu_peak_flops() / c->peak_bf16_flops, 1.0, 0.01) << name;
+constexpr int64_t kGiB = int64_t{1} << 30;
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+TEST(ChipSpecTest, PresetsValidate) {
+  EXPECT_EQ(ChipPresetNames(), (std::vector<std::string>{"v5e", "v4", "v2"}));
+  for (const ChipSpec& c : {V5eChip(), V4Chip(), V2Chip()}) {
+    Status s = c.Validate();
+    EXPECT_TRUE(s.ok()) << c.name << ": " << s.ToString();
+  }
+}
+
+TEST(ChipSpecTest, MxuArithmeticExplainsThePublishedPeak) {
+  for (const ChipSpec& c : {V5eChip(), V4Chip(), V2Chip()}) {
+    EXPECT_NEAR(c.mxu_peak_flops() / c.peak_bf16_flops, 1.0, 0.01) << c.name;
   }
   EXPECT_EQ(V5eChip().mxus_per_chip(), 4);
   EXPECT_EQ(V4Chip().mxus_per_chip(), 8);
-  // v2: a device is one of the chip's two cores.
+  EXPECT_EQ(V2Chip().mxus_per_chip(), 2);
+}
+
+TEST(ChipSpecTest, PresetFigures) {
+  const ChipSpec v5e = V5eChip();
+  EXPECT_EQ(v5e.device_kind, "TPU v5 lite");
+  EXPECT_DOUBLE_EQ(v5e.peak_bf16_flops, 197e12);
+  EXPECT_EQ(v5e.hbm_bytes, 16 * kGiB);
+  EXPECT_DOUBLE_EQ(v5e.hbm_bandwidth, 819e9);
+  EXPECT_EQ(v5e.vmem_bytes, 128 * kMiB);
+  EXPECT_EQ(v5e.ici_ports, 4);
+  EXPECT_EQ(v5e.torus_wrap_size, 16);
+  EXPECT_EQ(v5e.default_topology, (std::vector<int>{2, 4}));
+
+  const ChipSpec v4 = V4Chip();
+  EXPECT_EQ(v4.device_kind, "TPU v4");
+  EXPECT_EQ(v4.tensorcores_per_chip, 2);
+  EXPECT_EQ(v4.hbm_bytes, 32 * kGiB);
+  EXPECT_DOUBLE_EQ(v4.hbm_bandwidth, 1200e9);
+  EXPECT_EQ(v4.ici_ports, 6);
+  EXPECT_EQ(v4.torus_wrap_size, 4);
+  EXPECT_EQ(v4.default_topology, (std::vector<int>{2, 2, 1}));
+
   const ChipSpec v2 = V2Chip();
-  EXPECT_EQ(v2.hbm_bytes_per_device(), v2.hbm_bytes / 2);
+  EXPECT_EQ(v2.device_kind, "TPU v2");
+  EXPECT_EQ(v2.mxus_per_tensorcore, 1);
+  EXPECT_DOUBLE_EQ(v2.clock_hz, 700e6);
+  EXPECT_EQ(v2.default_topology, (std::vector<int>{2, 2}));
+}
+
+TEST(ChipSpecTest, PerDeviceFigures) {
+  // v5e and v4 (megacore): one device per chip, so per device == per chip.
+  for (const ChipSpec& c : {V5eChip(), V4Chip()}) {
+    EXPECT_EQ(c.devices_per_chip, 1) << c.name;
+    EXPECT_DOUBLE_EQ(c.peak_bf16_flops_per_device(), c.peak_bf16_flops) << c.name;
+    EXPECT_EQ(c.hbm_bytes_per_device(), c.hbm_bytes) << c.name;
+    EXPECT_DOUBLE_EQ(c.hbm_bandwidth_per_device(), c.hbm_bandwidth) << c.name;
+  }
+  // v2: a device is one of the chip's two cores and gets half of everything.
+  const ChipSpec v2 = V2Chip();
+  EXPECT_EQ(v2.devices_per_chip, 2);
   EXPECT_DOUBLE_EQ(v2.peak_bf16_flops_per_device(), 23e12);
+  EXPECT_EQ(v2.hbm_bytes_per_device(), 8 * kGiB);
+  EXPECT_DOUBLE_EQ(v2.hbm_bandwidth_per_device(), 350e9);
+}
+
+void ExpectSameSpec(const ChipSpec& a, const ChipSpec& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.device_kind, b.device_kind);
+  EXPECT_EQ(a.tensorcores_per_chip, b.tensorcores_per_chip);
+  EXPECT_EQ(a.devices_per_chip, b.devices_per_chip);
+  EXPECT_EQ(a.mxus_per_tensorcore, b.mxus_per_tensorcore);
+  EXPECT_EQ(a.mxu_rows, b.mxu_rows);
+  EXPECT_EQ(a.mxu_cols, b.mxu_cols);
+  EXPECT_EQ(a.clock_hz, b.clock_hz);  // exact: the JSON must round-trip doubles
+  EXPECT_EQ(a.peak_bf16_flops, b.peak_bf16_flops);
+  EXPECT_EQ(a.hbm_bytes, b.hbm_bytes);
+  EXPECT_EQ(a.hbm_bandwidth, b.hbm_bandwidth);
+  EXPECT_EQ(a.vmem_bytes, b.vmem_bytes);
+  EXPECT_EQ(a.ici_ports, b.ici_ports);
+  EXPECT_EQ(a.ici_link_bandwidth, b.ici_link_bandwidth);
+  EXPECT_EQ(a.ici_hop_latency_s, b.ici_hop_latency_s);
+  EXPECT_EQ(a.torus_wrap_size, b.torus_wrap_size);
+  EXPECT_EQ(a.default_topology, b.default_topology);
 }
 
 TEST(ChipSpecTest, JsonRoundTrip) {
-  const ChipSpec c = V4Chip();
-  auto back = ChipSpecFromJson(c.ToJson(), "v4.json");
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(back->ToJson(), c.ToJson());
-  EXPECT_EQ(back->default_topology, (std::vector<int>{2, 2, 1}));
+  for (const ChipSpec& c : {V5eChip(), V4Chip(), V2Chip()}) {
+    const std::string json = c.ToJson();
+    auto back = ChipSpecFromJson(json, c.name + ".json");
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    ExpectSameSpec(*back, c);
+    EXPECT_EQ(back->ToJson(), json);
+  }
+}
+
+TEST(ChipSpecTest, ToJsonWritesEveryFieldByName) {
+  const nlohmann::json j = nlohmann::json::parse(V4Chip().ToJson());
+  const std::vector<std::string> fields = {
+      "name", "device_kind", "tensorcores_per_chip", "devices_per_chip",
+      "mxus_per_tensorcore", "mxu_rows", "mxu_cols", "clock_hz",
+      "peak_bf16_flops", "hbm_bytes", "hbm_bandwidth", "vmem_bytes",
+      "ici_ports", "ici_link_bandwidth", "ici_hop_latency_s",
+      "torus_wrap_size", "default_topology"};
+  EXPECT_EQ(j.size(), fields.size());
+  for (const std::string& f : fields) EXPECT_TRUE(j.contains(f)) << f;
+  EXPECT_EQ(j["default_topology"], nlohmann::json({2, 2, 1}));
 }
 
 TEST(ChipSpecTest, BadJsonNamesTheField) {
   const nlohmann::json good = nlohmann::json::parse(V5eChip().ToJson());
   struct Case {
+    std::string what;
     std::function<void(nlohmann::json&)> edit;
     std::string message;
   };
   const std::vector<Case> cases = {
-      {[](nlohmann::json& j) { j["mxu_size"] = 128; }, "unknown field 'mxu_size'"},
-      {[](nlohmann::json& j) { j.erase("clock_hz"); }, "missing field 'clock_hz'"},
-      {[](nlohmann::json& j) { j["clock_hz"] = "fast"; }, "field 'clock_hz' must be a number"},
-      {[](nlohmann::json& j) { j["ici_ports"] = 2.5; }, "field 'ici_ports' must be an integer"},
-      {[](nlohmann::json& j) { j["hbm_bandwidth"] = -1; }, "field 'hbm_bandwidth' must be > 0"},
-      {[](nlohmann::json& j) { j["devices_per_chip"] = 3; }, "'devices_per_chip' must be >= 1 and divide"},
-      {[](nlohmann::json& j) { j["default_topology"] = {2, 2, 2, 2}; }, "'default_topology' must have 1 to 3 axes"},
-      {[](nlohmann::json& j) { j["name"] = 7; }, "field 'name' must be a string"},
+      {"unknown field", [](nlohmann::json& j) { j["mxu_size"] = 128; },
+       "unknown field 'mxu_size'"},
+      {"missing field", [](nlohmann::json& j) { j.erase("clock_hz"); },
+       "missing field 'clock_hz'"},
+      {"missing topology", [](nlohmann::json& j) { j.erase("default_topology"); },
+       "missing field 'default_topology'"},
+      {"string for a number", [](nlohmann::json& j) { j["clock_hz"] = "fast"; },
+       "field 'clock_hz' must be a number"},
+      {"string for an integer", [](nlohmann::json& j) { j["ici_ports"] = "four"; },
+       "field 'ici_ports' must be a number"},
+      {"number for a string", [](nlohmann::json& j) { j["name"] = 7; },
+       "field 'name' must be a string"},
+      {"null for a string", [](nlohmann::json& j) { j["device_kind"] = nullptr; },
+       "field 'device_kind' must be a string"},
+      {"object for a topology", [](nlohmann::json& j) { j["default_topology"] = {{"x", 2}}; },
+       "field 'default_topology' must be an array of integers"},
+      {"non-integer topology axis", [](nlohmann::json& j) { j["default_topology"] = {2, 4.5}; },
+       "field 'default_topology' must be an array of integers"},
+      {"non-integer int", [](nlohmann::json& j) { j["ici_ports"] = 2.5; },
+       "field 'ici_ports' must be an integer"},
+      {"non-integer bytes", [](nlohmann::json& j) { j["hbm_bytes"] = 1.5e9 + 0.5; },
+       "field 'hbm_bytes' must be an integer"},
+      {"negative bandwidth", [](nlohmann::json& j) { j["hbm_bandwidth"] = -1; },
+       "field 'hbm_bandwidth' must be > 0"},
+      {"negative vmem", [](nlohmann::json& j) { j["vmem_bytes"] = -1; },
+       "field 'vmem_bytes' must be >= 0"},
+      {"negative ports", [](nlohmann::json& j) { j["ici_ports"] = -4; },
+       "field 'ici_ports' must be >= 0"},
+      {"negative latency", [](nlohmann::json& j) { j["ici_hop_latency_s"] = -1e-6; },
+       "field 'ici_hop_latency_s' must be >= 0"},
+      {"negative wrap", [](nlohmann::json& j) { j["torus_wrap_size"] = -16; },
+       "field 'torus_wrap_size' must be >= 0"},
+      {"zero clock", [](nlohmann::json& j) { j["clock_hz"] = 0; },
+       "field 'clock_hz' must be > 0"},
+      {"zero cores", [](nlohmann::json& j) { j["tensorcores_per_chip"] = 0; },
+       "field 'tensorcores_per_chip' must be >= 1"},
+      {"devices not dividing cores", [](nlohmann::json& j) { j["devices_per_chip"] = 3; },
+       "field 'devices_per_chip' must be >= 1 and divide"},
+      {"four axes", [](nlohmann::json& j) { j["default_topology"] = {2, 2, 2, 2}; },
+       "field 'default_topology' must have 1 to 3 axes"},
+      {"zero axis", [](nlohmann::json& j) { j["default_topology"] = {2, 0}; },
+       "field 'default_topology' axes must be >= 1"},
   };
   for (const Case& c : cases) {
     nlohmann::json j = good;
     c.edit(j);
     auto r = ChipSpecFromJson(j.dump(), "chip.json");
-    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << j.dump();
-    EXPECT_THAT(r.status().message(), HasSubstr(c.message));
-    EXPECT_THAT(r.status().message(), HasSubstr("chip.json"));
+    ASSERT_FALSE(r.ok()) << c.what;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << c.what;
+    EXPECT_THAT(r.status().message(), HasSubstr(c.message)) << c.what;
+    EXPECT_THAT(r.status().message(), HasSubstr("chip.json")) << c.what;
   }
-  EXPECT_THAT(ChipSpecFromJson("{", "x.json").status().message(), HasSubstr("x.json: not valid JSON"));
-  EXPECT_THAT(ChipSpecFromJson("[1]", "x.json").status().message(), HasSubstr("must hold a JSON object"));
 }
 
-TEST(ChipSpecTest, FilesAndPresets) {
-  auto missing = LoadChipSpec("/nonexistent/chip.json");
+TEST(ChipSpecTest, NotJsonOrNotAnObject) {
+  for (const char* text : {"{", "", "clock_hz = 1", "{\"name\": \"x\",}"}) {
+    auto r = ChipSpecFromJson(text, "x.json");
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(r.status().message(), HasSubstr("x.json: not valid JSON")) << text;
+  }
+  for (const char* text : {"[1]", "42", "\"v5e\"", "null"}) {
+    auto r = ChipSpecFromJson(text, "x.json");
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(r.status().message(), HasSubstr("x.json: a chip file must hold a JSON object"))
+        << text;
+  }
+}
+
+TEST(ChipSpecTest, IntegralFloatsAreAcceptedAsIntegers) {
+  nlohmann::json j = nlohmann::json::parse(V5eChip().ToJson());
+  j["ici_ports"] = 4.0;
+  auto r = ChipSpecFromJson(j.dump(), "chip.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->ici_ports, 4);
+}
+
+TEST(ChipSpecTest, LoadPresetByName) {
+  for (const std::string& name : ChipPresetNames()) {
+    auto c = LoadChipSpec(name);
+    ASSERT_TRUE(c.ok()) << name << ": " << c.status().ToString();
+    EXPECT_EQ(c->name, name);
+  }
+  auto v5e = LoadChipSpec("v5e");
+  ASSERT_TRUE(v5e.ok());
+  ExpectSameSpec(*v5e, V5eChip());
+}
+
+TEST(ChipSpecTest, MissingFileIsNotFoundNamingThePath) {
+  const std::string path = "/nonexistent/dir/chip.json";
+  auto missing = LoadChipSpec(path);
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
-  EXPECT_THAT(missing.status().message(), HasSubstr("/nonexistent/chip.json"));
-  auto custom = LoadChipSpec(std::string(TPUMESH_SOURCE_DIR) + "/docs/examples/custom_chip.json");
+  EXPECT_THAT(missing.status().message(), HasSubstr(path));
+  // A misspelt preset name is looked up as a path and fails the same way.
+  auto typo = LoadChipSpec("v5p");
+  EXPECT_EQ(typo.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(typo.status().message(), HasSubstr("'v5p'"));
+}
+
+TEST(ChipSpecTest, ExampleCustomChipLoads) {
+  const std::string path = std::string(TPUMESH_SOURCE_DIR) + "/docs/examples/custom_chip.json";
+  auto custom = LoadChipSpec(path);
   ASSERT_TRUE(custom.ok()) << custom.status().ToString();
   EXPECT_EQ(custom->name, "v5e-half-clock");
+  EXPECT_TRUE(custom->Validate().ok());
+  EXPECT_DOUBLE_EQ(custom->clock_hz, V5eChip().clock_hz / 2);
+  EXPECT_EQ(custom->hbm_bytes, V5eChip().hbm_bytes);
+  EXPECT_EQ(custom->default_topology, (std::vector<int>{2, 4}));
   EXPECT_NEAR(custom->mxu_peak_flops() / custom->peak_bf16_flops, 1.0, 0.01);
 }
 
