@@ -1,0 +1,74 @@
+// Internals of pipeline/schedulers.*: the numpy and torch routines diffusers'
+// schedulers call, reproduced operation by operation, and each scheduler
+// family's factory. Not part of the pipeline's API; tests may use it.
+//
+// Contract: every function returns what the named numpy 1.24 / torch 1.13
+// (CPU, AVX2) routine returns, bit for bit, for the arguments diffusers
+// passes; the comments say which routine and where the reproduction stops
+// being exact.
+#ifndef TPUMESH_PIPELINE_SCHEDULERS_INTERNAL_H_
+#define TPUMESH_PIPELINE_SCHEDULERS_INTERNAL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "pipeline/schedulers.h"
+
+namespace tpumesh::pipeline::internal {
+
+// torch.linspace(start, end, steps, dtype=torch.float32) on the CPU. Its AVX2
+// kernel writes 8-lane vectors base + j*step whose base, start + step*idx, GCC
+// contracted into an FMA (as is the scalar tail); this reproduces that.
+std::vector<float> TorchLinspaceF32(double start, double end, int64_t steps);
+// np.linspace(start, stop, num) in float64 (endpoint=True).
+std::vector<double> NumpyLinspace(double start, double stop, int64_t num);
+// np.arange(start, stop, step) for a float step: the length is
+// ceil((stop - start) / step) and element i is start + i * delta with
+// delta = (start + step) - start, as numpy's fill does.
+std::vector<double> NumpyArange(double start, double stop, double step);
+// np.round / ndarray.round(): half to even.
+double NumpyRound(double x);
+// np.interp(x, np.arange(len(fp)), fp) for one x (float64).
+double InterpUnitGrid(double x, const std::vector<double>& fp);
+// torch.cumprod(x, 0) for f32 on the CPU: the product accumulates in double.
+std::vector<float> TorchCumprodF32(const std::vector<float>& x);
+
+// ((1 - alphas_cumprod) / alphas_cumprod) ** 0.5 in f32 torch, as float64
+// (what np.array() of it gives to np.interp).
+std::vector<double> TrainSigmas(const std::vector<float>& alphas_cumprod);
+
+// The integral scipy.integrate.quad(f, a, b, epsrel=1e-4) returns for LMS's
+// Lagrange basis polynomial f, evaluated as diffusers does: f32 torch scalars
+// (tau rounded to f32, then (tau - s_k) / (s_c - s_k) multiplied up). QUADPACK
+// (dqagse) accepts its first 21-point Gauss-Kronrod pass for these
+// polynomials, or rarely its first bisection, both reproduced; were it to go
+// further, the exact integral (within f32 noise of the adaptive answer) is
+// returned instead.
+double LmsCoefficient(const std::vector<float>& sigmas, int order, int t, int current_order);
+
+// prediction_type, resolved once per scheduler ("original_sample" is
+// Euler's alias of "sample").
+enum class Prediction { kEpsilon, kVPrediction, kSample };
+inline Prediction ToPrediction(const std::string& prediction_type) {
+  return prediction_type == "epsilon"        ? Prediction::kEpsilon
+         : prediction_type == "v_prediction" ? Prediction::kVPrediction
+                                             : Prediction::kSample;
+}
+
+// One error line for a key/value the picked scheduler cannot run.
+Status Unsupported(std::string_view scheduler, std::string_view key, std::string_view value,
+                   std::string_view why);
+
+StatusOr<std::unique_ptr<Scheduler>> MakePndm(const SchedulerConfig& c);
+StatusOr<std::unique_ptr<Scheduler>> MakeDdim(const SchedulerConfig& c);
+StatusOr<std::unique_ptr<Scheduler>> MakeLms(const SchedulerConfig& c);
+StatusOr<std::unique_ptr<Scheduler>> MakeEuler(const SchedulerConfig& c);
+StatusOr<std::unique_ptr<Scheduler>> MakeEulerAncestral(const SchedulerConfig& c);
+StatusOr<std::unique_ptr<Scheduler>> MakeDpmSolverMultistep(const SchedulerConfig& c);
+
+}  // namespace tpumesh::pipeline::internal
+
+#endif  // TPUMESH_PIPELINE_SCHEDULERS_INTERNAL_H_
