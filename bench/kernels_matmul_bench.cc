@@ -1,0 +1,129 @@
+// Matmul throughput per provider, precision and thread count, on 2048^3 and
+// the matmul shapes of Stable Diffusion 1.5 (M x N x K):
+//   4096 x 320 x 2880    UNet 64x64 conv 3x3, 320 -> 320 channels (im2col)
+//   4096 x 1280 x 320    UNet 64x64 GEGLU/FF projection, 320 -> 1280
+//   1024 x 640 x 5760    UNet 32x32 conv 3x3, 640 -> 640 (K = 640 * 9)
+//   256 x 1280 x 11520   UNet 16x16 conv 3x3, 1280 -> 1280 (K = 1280 * 9)
+//   77 x 768 x 3072      CLIP text encoder MLP fc2
+// B is packed once outside the timed loop (as a plan would); the time is one
+// Matmul call. BM_Pack times that plan-time packing alone. Counters: FLOP/s (2MNK per second, a rate), and the cost
+// model's time on a v5e (4 MXUs of 128x128 at 1.5 GHz) and MXU utilisation.
+//
+//   build-kernels/bench/kernels_matmul_bench --benchmark_repetitions=5
+//       --benchmark_report_aggregates_only=true --benchmark_filter='bf16/default'
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_cost.h"
+
+namespace tpumesh::kernels {
+namespace {
+
+struct BenchShape {
+  int64_t m, n, k;
+};
+
+const BenchShape kShapes[] = {
+    {2048, 2048, 2048}, {4096, 320, 2880}, {4096, 1280, 320},
+    {1024, 640, 5760},  {256, 1280, 11520}, {77, 768, 3072},
+};
+
+std::vector<float> Random(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+void BM_Matmul(benchmark::State& state, Provider provider, Precision precision, int threads) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const std::vector<float> a = Random(m * k, 1), b = Random(k * n, 2);
+  std::vector<float> c(static_cast<size_t>(m * n));
+  StatusOr<PackedMatrix> packed = PackedMatrix::Pack(k, n, b.data(), n, {precision, provider});
+  if (!packed.ok()) {
+    state.SkipWithError(packed.status().ToString().c_str());
+    return;
+  }
+  for (auto _ : state) {
+    const Status s = Matmul(m, a.data(), k, *packed, c.data(), n, threads);
+    if (!s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops = 2.0 * static_cast<double>(m) * n * k;
+  state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  // The v5e's numbers (mesh::ChipSpec's v5e preset will feed these later).
+  const MatmulCostFigures v5e = MatmulCost(m, n, k, precision, SystolicArray(128, 128, 4, 1.5e9));
+  state.counters["v5e_us"] = v5e.seconds * 1e6;
+  state.counters["v5e_util"] = v5e.utilisation;
+}
+
+// Plan time: packing B (K x N) once, per layout.
+void BM_Pack(benchmark::State& state, Provider provider, Precision precision) {
+  const int64_t n = state.range(1), k = state.range(2);
+  const std::vector<float> b = Random(k * n, 2);
+  for (auto _ : state) {
+    StatusOr<PackedMatrix> packed = PackedMatrix::Pack(k, n, b.data(), n, {precision, provider});
+    if (!packed.ok()) {
+      state.SkipWithError(packed.status().ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(packed->internal_data());
+  }
+  state.counters["B_elems/s"] =
+      benchmark::Counter(static_cast<double>(k) * n, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void RegisterAll() {
+  struct Config {
+    Provider provider;
+    Precision precision;
+  };
+  const Config configs[] = {
+      {Provider::kBf16, Precision::kDefault},    {Provider::kHighway, Precision::kDefault},
+      {Provider::kBlis, Precision::kDefault},    {Provider::kBf16, Precision::kHigh},
+      {Provider::kHighway, Precision::kHighest}, {Provider::kBlis, Precision::kHighest},
+  };
+  for (const Config& cfg : configs) {
+    if (cfg.provider == Provider::kBf16 && !CpuHasAvx512Bf16()) continue;
+    for (int threads : {1, 2}) {
+      const std::string name = "BM_Matmul/" + std::string(ProviderName(cfg.provider)) + "/" +
+                               std::string(PrecisionName(cfg.precision)) + "/t" +
+                               std::to_string(threads);
+      auto* bm = benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, cfg.provider, cfg.precision,
+                                              threads);
+      bm->ArgNames({"M", "N", "K"})->Unit(benchmark::kMillisecond)->UseRealTime();
+      for (const BenchShape& s : kShapes) bm->Args({s.m, s.n, s.k});
+    }
+    if (cfg.provider != Provider::kBf16 || cfg.precision == Precision::kHigh) {
+      // kBf16 and kHighway share the pair layout at kDefault: one Pack entry.
+      const std::string name = "BM_Pack/" + std::string(ProviderName(cfg.provider)) + "/" +
+                               std::string(PrecisionName(cfg.precision));
+      auto* bm = benchmark::RegisterBenchmark(name.c_str(), BM_Pack, cfg.provider, cfg.precision);
+      bm->ArgNames({"M", "N", "K"})->Unit(benchmark::kMillisecond)->UseRealTime();
+      for (const BenchShape& s : kShapes) bm->Args({s.m, s.n, s.k});
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tpumesh::kernels
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  tpumesh::kernels::RegisterAll();
+  benchmark::AddCustomContext("highway_target", std::string(tpumesh::kernels::HighwayTargetName()));
+  benchmark::AddCustomContext("avx512_bf16", tpumesh::kernels::CpuHasAvx512Bf16() ? "yes" : "no");
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

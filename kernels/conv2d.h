@@ -1,0 +1,89 @@
+// 2-D convolution, NCHW f32, as im2col + a GEMM supplied by the caller: the
+// convolution owns the data movement, the GEMM (BLIS today, the MXU kernel of
+// kernels/matmul* later) owns the arithmetic.
+//
+// Layouts are PyTorch's, so diffusers checkpoints load unchanged: x [N, C_in,
+// H, W], w [C_out, C_in, kh, kw] (= a row-major [C_out, K] matrix, K = C_in *
+// kh * kw), bias [C_out] or null, y [N, C_out, Ho, Wo], Ho = (H + pad_top +
+// pad_bottom - kh) / stride + 1 (Wo alike). Per image the op is one matrix
+// product y_img[C_out, Ho*Wo] = w[C_out, K] * col[K, Ho*Wo], where col row
+// (ci, dy, dx) holds x[ci, oy*stride + dy - pad_top, ox*stride + dx - pad_left]
+// (zero outside the image). NCHW makes the output's natural GEMM layout the
+// activation layout itself: no transpose on the way out, and a 1x1 stride-1
+// unpadded conv needs no im2col at all (col = x_img). The pixels of an image
+// are cut into chunks of whole output rows (col near 1.5 MiB, at least 128
+// pixels) and the GEMM is called once per chunk with ldc = Ho*Wo; images
+// with fewer than 2 chunks (SD's 8x8 and 16x16 levels) also split C_out into
+// blocks of >= 128 rows, so that two threads find work at batch 1.
+//
+// Contract: CheckConv2d runs before any compute (InvalidArgument naming the
+// field). Any kh, kw, stride >= 1 and padding >= 0 are supported (SIMD
+// im2col for stride 1 and 2, a scalar gather for larger strides). y must not
+// overlap x, w or bias. Threads as kernels/ops_parallel.h: the chunks are the
+// same for every thread count, so y is bit-identical for every num_threads —
+// provided the GEMM is deterministic per call; with num_threads != 1 the GEMM
+// is called from several threads at once and must be thread-safe.
+#ifndef TPUMESH_KERNELS_CONV2D_H_
+#define TPUMESH_KERNELS_CONV2D_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "base/status.h"
+#include "kernels/cost.h"
+
+namespace tpumesh::kernels {
+
+// C[m, n] = A[m, k] * B[k, n]; all row-major with leading dimensions lda, ldb,
+// ldc >= the row length. C is overwritten and never read (beta = 0). k may be
+// 0 (C becomes zero).
+using GemmFn = std::function<void(int64_t m, int64_t n, int64_t k,
+                                  const float* a, int64_t lda, const float* b,
+                                  int64_t ldb, float* c, int64_t ldc)>;
+
+// The default GemmFn: BLIS sgemm with one thread per call (kernels/gemm_f32.h).
+void GemmF32Blis(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float* c, int64_t ldc);
+
+struct Conv2dShape {
+  int64_t batch = 1;
+  int64_t in_channels = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t out_channels = 0;
+  int64_t kernel_h = 3;
+  int64_t kernel_w = 3;
+  int64_t stride = 1;
+  int64_t pad_top = 0;
+  int64_t pad_left = 0;
+  int64_t pad_bottom = 0;
+  int64_t pad_right = 0;
+
+  int64_t out_height() const {
+    return (height + pad_top + pad_bottom - kernel_h) / stride + 1;
+  }
+  int64_t out_width() const {
+    return (width + pad_left + pad_right - kernel_w) / stride + 1;
+  }
+  int64_t gemm_k() const { return in_channels * kernel_h * kernel_w; }
+};
+
+// A conv with the same padding on every side, as torch.nn.Conv2d(padding=p).
+Conv2dShape MakeConv2dShape(int64_t batch, int64_t in_channels, int64_t height,
+                            int64_t width, int64_t out_channels, int64_t kernel,
+                            int64_t stride, int64_t pad);
+
+Status CheckConv2d(const Conv2dShape& s);
+
+// y = conv(x, w) + bias. An empty gemm means GemmF32Blis.
+Status Conv2dF32(const Conv2dShape& s, const float* x, const float* w,
+                 const float* bias, float* y, const GemmFn& gemm = {},
+                 int num_threads = 1);
+
+// flops = 2 N C_out Ho Wo K (+ N C_out Ho Wo with a bias); reads x, w, bias
+// once; writes y once. The im2col copy is this host's overhead, not counted.
+OpCost Conv2dCost(const Conv2dShape& s, bool has_bias = true);
+
+}  // namespace tpumesh::kernels
+
+#endif  // TPUMESH_KERNELS_CONV2D_H_

@@ -1,0 +1,332 @@
+// Per-target body of the kHighway matmul provider (kernels/matmul.h), compiled
+// once per Highway target by kernels/matmul_highway.cc. Portable, and the
+// reference the AVX512-BF16 kernel is checked against bit for bit.
+//
+// Micro-kernels (kV = 2 vectors of L lanes per row, so kCols = 2L columns of
+// a 32-column panel: 32 on AVX3, 16 on AVX2, 8 on SSE4, 2 on SCALAR; kMr rows,
+// 12 where there are 32 vector registers, else 4):
+//   f32_gemm_{kMr}x{kCols}c2  pair layout (kDefault/kHigh): per pair of k it
+//       splits the 32-bit B words into the odd-k bf16 (high half, as f32 by
+//       masking) and the even-k bf16 (low half, shifted up), then for each
+//       row acc += a[k+1]*b_odd; acc += a[k]*b_even. A product of two bf16
+//       values is exact in f32, so FMA or multiply-then-add give the same
+//       bits, and the order matches vdpbf16ps.
+//   f32_gemm_{kMr}x{kCols}  f32 panels (kHighest): acc += a[k] * b[k].
+// A is packed per call into f32 rows (already rounded / split / expanded), B
+// comes packed from PackedMatrix. Edges: rows by template (1..kMr), columns
+// through a small tile buffer, K odd by the zero pad of the pair layout. Each
+// C element is one chain over k whatever the blocking (partial sums between
+// K blocks resume the chain), so the bits equal the AVX512-BF16 kernel's.
+
+#if defined(TPUMESH_KERNELS_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TPUMESH_KERNELS_MATMUL_INL_H_
+#undef TPUMESH_KERNELS_MATMUL_INL_H_
+#else
+#define TPUMESH_KERNELS_MATMUL_INL_H_
+#endif
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "hwy/highway.h"
+#include "kernels/bf16-inl.h"
+#include "kernels/matmul_internal.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tpumesh::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+namespace mi = ::tpumesh::kernels::matmul_internal;
+
+namespace matmul_hwy {
+
+using DF = hn::ScalableTag<float>;
+inline constexpr int64_t kL = HWY_LANES(float);
+inline constexpr int64_t kV = 2;
+inline constexpr int64_t kCols = kV * kL;
+static_assert(mi::kPanelWidth % kCols == 0, "a micro-tile must divide a panel");
+inline constexpr int kMr = HWY_MAX_BYTES >= 64 ? 12 : 4;
+// Pairs of k per block (B micro-panel kKcPairs x 32 words = 16 KiB, in L1).
+inline constexpr int64_t kKcPairs = 128;
+// Packed A row stride in floats: 2 per pair, plus 16 so rows spread over L1 sets.
+inline constexpr int64_t kAStride = 2 * kKcPairs + 16;
+inline constexpr int64_t kMc = kMr * 16;
+// Columns per block (the partial sums: kMc x kNc floats, 768 KiB on AVX3).
+inline constexpr int64_t kNc = 1024;
+// kHighest: k per block and A rows stride for bf16 A converted to f32.
+inline constexpr int64_t kKc = 256;
+inline constexpr int64_t kAStrideF32 = kKc + 16;
+
+// Both kernels: accumulators start from `in` (a partial-sum tile of row
+// stride kCols) or zero when in is null, and end in `out` (row stride ld_out).
+template <int kRows>
+HWY_NOINLINE void PairKernel(int64_t pairs, const float* HWY_RESTRICT a, int64_t as,
+                             const uint32_t* HWY_RESTRICT b, const float* HWY_RESTRICT in,
+                             float* HWY_RESTRICT out, int64_t ld_out) {
+  const DF d;
+  const hn::RebindToUnsigned<DF> du;
+  using V = hn::Vec<DF>;
+  V acc[kRows][kV];
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kV; ++v) {
+      acc[r][v] = in != nullptr ? hn::LoadU(d, in + r * kCols + v * kL) : hn::Zero(d);
+    }
+  }
+  const auto high_half = hn::Set(du, 0xffff0000u);
+  for (int64_t p = 0; p < pairs; ++p) {
+    V b_odd[kV], b_even[kV];
+    for (int v = 0; v < kV; ++v) {
+      const auto w = hn::Load(du, b + p * mi::kPanelWidth + v * kL);
+      b_odd[v] = hn::BitCast(d, hn::And(w, high_half));
+      b_even[v] = hn::BitCast(d, hn::ShiftLeft<16>(w));
+    }
+    for (int r = 0; r < kRows; ++r) {
+      const V a_odd = hn::Set(d, a[r * as + 2 * p + 1]);
+      const V a_even = hn::Set(d, a[r * as + 2 * p]);
+      for (int v = 0; v < kV; ++v) {
+        acc[r][v] = hn::MulAdd(a_odd, b_odd[v], acc[r][v]);
+        acc[r][v] = hn::MulAdd(a_even, b_even[v], acc[r][v]);
+      }
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kV; ++v) hn::StoreU(acc[r][v], d, out + r * ld_out + v * kL);
+  }
+}
+
+template <int kRows>
+HWY_NOINLINE void F32Kernel(int64_t ks, const float* HWY_RESTRICT a, int64_t as,
+                            const float* HWY_RESTRICT b, const float* HWY_RESTRICT in,
+                            float* HWY_RESTRICT out, int64_t ld_out) {
+  const DF d;
+  using V = hn::Vec<DF>;
+  V acc[kRows][kV];
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kV; ++v) {
+      acc[r][v] = in != nullptr ? hn::LoadU(d, in + r * kCols + v * kL) : hn::Zero(d);
+    }
+  }
+  for (int64_t k = 0; k < ks; ++k) {
+    V bv[kV];
+    for (int v = 0; v < kV; ++v) bv[v] = hn::Load(d, b + k * mi::kPanelWidth + v * kL);
+    for (int r = 0; r < kRows; ++r) {
+      const V av = hn::Set(d, a[r * as + k]);
+      for (int v = 0; v < kV; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kV; ++v) hn::StoreU(acc[r][v], d, out + r * ld_out + v * kL);
+  }
+}
+
+template <typename TB>
+using KernelFn = void (*)(int64_t, const float*, int64_t, const TB*, const float*, float*, int64_t);
+
+template <int... kRows>
+constexpr std::array<KernelFn<uint32_t>, sizeof...(kRows)> PairKernels(
+    std::integer_sequence<int, kRows...>) {
+  return {&PairKernel<kRows + 1>...};
+}
+template <int... kRows>
+constexpr std::array<KernelFn<float>, sizeof...(kRows)> F32Kernels(
+    std::integer_sequence<int, kRows...>) {
+  return {&F32Kernel<kRows + 1>...};
+}
+
+// Runs kernel on rows x cols of out (cols <= kCols); a partial column tile
+// goes through a local buffer so the kernel always writes kCols columns.
+template <typename TB>
+HWY_INLINE void RunTile(KernelFn<TB> kernel, int64_t ks, const float* a, int64_t as, const TB* b,
+                        const float* in, float* out, int64_t ld_out, int64_t rows, int64_t cols) {
+  if (cols == kCols) {
+    kernel(ks, a, as, b, in, out, ld_out);
+    return;
+  }
+  HWY_ALIGN float tile[kMr * kCols];
+  kernel(ks, a, as, b, in, tile, kCols);
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(out + r * ld_out, tile + r * kCols, cols * sizeof(float));
+}
+
+// Rounds n f32 (or widens n bf16) into dst as bf16 values held in f32.
+HWY_INLINE void RoundRow(const mi::CallArgs& args, int64_t row, int64_t e0, int64_t n, float* dst) {
+  const DF d;
+  int64_t e = 0;
+  if (args.a_f32 != nullptr) {
+    const float* src = args.a_f32 + row * args.lda + e0;
+    for (; e + kL <= n; e += kL) hn::StoreU(RoundToBf16(d, hn::LoadU(d, src + e)), d, dst + e);
+    for (; e < n; ++e) dst[e] = kernels::RoundToBf16(src[e]);
+  } else {
+    const bf16* src = args.a_bf16 + row * args.lda + e0;
+    const uint16_t* bits = reinterpret_cast<const uint16_t*>(src);
+    for (; e + kL <= n; e += kL) hn::StoreU(Bf16BitsToF32(d, bits + e), d, dst + e);
+    for (; e < n; ++e) dst[e] = Bf16ToF32(src[e]);
+  }
+}
+
+// Packs rows [i0, i0 + rows) of A, expanded pairs [p0, p0 + np), as f32 rows
+// of 2*np values at dst + r*kAStride (see matmul_internal.h for the expansion).
+inline void PackAPairs(const mi::CallArgs& args, int64_t i0, int64_t rows, int64_t p0, int64_t np,
+                       float* dst) {
+  const DF d;
+  const int64_t k = args.b->k;
+  if (args.b->precision != Precision::kHigh) {
+    const int64_t e0 = 2 * p0;
+    const int64_t ne = std::min<int64_t>(2 * np, k - e0);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* out = dst + r * kAStride;
+      RoundRow(args, i0 + r, e0, ne, out);
+      for (int64_t e = ne; e < 2 * np; ++e) out[e] = 0.0f;
+    }
+    return;
+  }
+  const int64_t q0 = p0 / 3, nq = np / 3;  // whole original pairs
+  const int64_t e0 = 2 * q0;
+  const int64_t ne = std::min<int64_t>(2 * nq, k - e0);
+  HWY_ALIGN float hi[2 * kKcPairs], lo[2 * kKcPairs];
+  for (int64_t r = 0; r < rows; ++r) {
+    RoundRow(args, i0 + r, e0, ne, hi);
+    for (int64_t e = ne; e < 2 * nq; ++e) hi[e] = 0.0f;
+    if (args.a_f32 != nullptr) {
+      const float* src = args.a_f32 + (i0 + r) * args.lda + e0;
+      int64_t e = 0;
+      for (; e + kL <= ne; e += kL) {
+        const auto x = hn::LoadU(d, src + e);
+        const auto h = hn::Load(d, hi + e);
+        // lo = 0 where hi is Inf or NaN, as matmul_internal::SplitBf16.
+        hn::Store(RoundToBf16(d, hn::IfThenElseZero(hn::IsFinite(h), hn::Sub(x, h))), d, lo + e);
+      }
+      for (; e < ne; ++e) lo[e] = std::isfinite(hi[e]) ? kernels::RoundToBf16(src[e] - hi[e]) : 0.0f;
+      for (; e < 2 * nq; ++e) lo[e] = 0.0f;
+    } else {
+      std::fill(lo, lo + 2 * nq, 0.0f);
+    }
+    float* out = dst + r * kAStride;
+    for (int64_t q = 0; q < nq; ++q) {
+      out[6 * q + 0] = hi[2 * q];
+      out[6 * q + 1] = hi[2 * q + 1];
+      out[6 * q + 2] = std::isfinite(hi[2 * q]) ? hi[2 * q] : 0.0f;  // cross
+      out[6 * q + 3] = std::isfinite(hi[2 * q + 1]) ? hi[2 * q + 1] : 0.0f;
+      out[6 * q + 4] = lo[2 * q];
+      out[6 * q + 5] = lo[2 * q + 1];
+    }
+  }
+}
+
+template <int kSlot>
+float* Scratch(size_t floats) {
+  thread_local mi::AlignedArray<float> buffer;
+  thread_local size_t capacity = 0;
+  if (floats > capacity) {
+    buffer = mi::AllocateAligned<float>(floats);
+    capacity = floats;
+  }
+  return buffer.get();
+}
+
+// Both drivers: column blocks of kNc > row blocks of kMc > K blocks > column
+// tiles > row groups. Between K blocks the sums wait in a private panel-major
+// buffer (tile (column tile, row) at partial + (col - jb) * kMc + row * kCols),
+// not in C: C is never read (beta = 0), and the next row group's loads do not
+// 4 KiB-alias the previous group's pending stores (see matmul_bf16.cc).
+inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  static constexpr auto kKernels = PairKernels(std::make_integer_sequence<int, kMr>{});
+  const mi::PackedData& b = *args.b;
+  const int64_t kc =
+      mi::PairBlockSize(b.pairs, kKcPairs, b.precision == Precision::kHigh ? 3 : 1);
+  float* a_block = Scratch<0>(static_cast<size_t>(kMc * kAStride));
+  float* partial = b.pairs > kc ? Scratch<1>(static_cast<size_t>(kMc * kNc)) : nullptr;
+  for (int64_t jb = j0; jb < j1; jb += kNc) {
+    const int64_t je = std::min(j1, jb + kNc);
+    for (int64_t ib = i0; ib < i1; ib += kMc) {
+      const int64_t rows = std::min<int64_t>(kMc, i1 - ib);
+      for (int64_t p0 = 0; p0 < b.pairs; p0 += kc) {
+        const int64_t np = std::min(kc, b.pairs - p0);
+        const bool first = p0 == 0, last = p0 + np == b.pairs;
+        PackAPairs(args, ib, rows, p0, np, a_block);
+        for (int64_t col = jb; col < je; col += kCols) {
+          const uint32_t* panel = b.pair_panel(col / mi::kPanelWidth) + p0 * mi::kPanelWidth +
+                                  col % mi::kPanelWidth;
+          float* tile = partial == nullptr ? nullptr : partial + (col - jb) * kMc;
+          for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
+            const int64_t mr = std::min<int64_t>(kMr, rows - r0);
+            const float* in = first ? nullptr : tile + r0 * kCols;
+            if (last) {
+              RunTile(kKernels[mr - 1], np, a_block + r0 * kAStride, kAStride, panel, in,
+                      args.c + (ib + r0) * args.ldc + col, args.ldc, mr, std::min(kCols, je - col));
+            } else {
+              kKernels[mr - 1](np, a_block + r0 * kAStride, kAStride, panel, in, tile + r0 * kCols, kCols);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+inline void F32Block(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  static constexpr auto kKernels = F32Kernels(std::make_integer_sequence<int, kMr>{});
+  const mi::PackedData& b = *args.b;
+  const int64_t k = b.k;
+  float* a_block = args.a_f32 == nullptr ? Scratch<0>(static_cast<size_t>(kMc * kAStrideF32)) : nullptr;
+  float* partial = k > kKc ? Scratch<1>(static_cast<size_t>(kMc * kNc)) : nullptr;
+  for (int64_t jb = j0; jb < j1; jb += kNc) {
+    const int64_t je = std::min(j1, jb + kNc);
+    for (int64_t ib = i0; ib < i1; ib += kMc) {
+      const int64_t rows = std::min<int64_t>(kMc, i1 - ib);
+      for (int64_t k0 = 0; k0 < k; k0 += kKc) {
+        const int64_t nk = std::min(kKc, k - k0);
+        const bool first = k0 == 0, last = k0 + nk == k;
+        const float* a = nullptr;
+        int64_t as = 0;
+        if (args.a_f32 != nullptr) {
+          a = args.a_f32 + ib * args.lda + k0;
+          as = args.lda;
+        } else {
+          for (int64_t r = 0; r < rows; ++r) RoundRow(args, ib + r, k0, nk, a_block + r * kAStrideF32);
+          a = a_block;
+          as = kAStrideF32;
+        }
+        for (int64_t col = jb; col < je; col += kCols) {
+          const float* panel =
+              b.f32_panel(col / mi::kPanelWidth) + k0 * mi::kPanelWidth + col % mi::kPanelWidth;
+          float* tile = partial == nullptr ? nullptr : partial + (col - jb) * kMc;
+          for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
+            const int64_t mr = std::min<int64_t>(kMr, rows - r0);
+            const float* in = first ? nullptr : tile + r0 * kCols;
+            if (last) {
+              RunTile(kKernels[mr - 1], nk, a + r0 * as, as, panel, in,
+                      args.c + (ib + r0) * args.ldc + col, args.ldc, mr, std::min(kCols, je - col));
+            } else {
+              kKernels[mr - 1](nk, a + r0 * as, as, panel, in, tile + r0 * kCols, kCols);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace matmul_hwy
+
+// The block driver HWY_EXPORTed by matmul_highway.cc (see matmul_internal.h).
+inline void HwyMatmulBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t j0,
+                           int64_t j1) {
+  if (args.b->layout == mi::Layout::kPairs) {
+    matmul_hwy::PairsBlock(args, i0, i1, j0, j1);
+  } else {
+    matmul_hwy::F32Block(args, i0, i1, j0, j1);
+  }
+}
+
+inline int64_t HwyMatmulTarget() { return HWY_TARGET; }
+
+inline int64_t HwyMatmulRowsPerBlock() { return matmul_hwy::kMc; }
+inline int64_t HwyMatmulRowsPerTile() { return matmul_hwy::kMr; }
+
+}  // namespace tpumesh::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // TPUMESH_KERNELS_MATMUL_INL_H_

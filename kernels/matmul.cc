@@ -1,0 +1,473 @@
+// The matmul frame: argument checks, B packing, provider choice, and the split
+// of C into blocks run on TBB. The arithmetic lives in the providers
+// (matmul_bf16.cc, matmul-inl.h via matmul_highway.cc, matmul_blis.cc).
+#include "kernels/matmul.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <tbb/blocked_range.h>
+#include <tbb/info.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
+
+#include "kernels/matmul_internal.h"
+
+namespace tpumesh::kernels {
+
+using matmul_internal::AlignedArray;
+using matmul_internal::CallArgs;
+using matmul_internal::DriverShape;
+using matmul_internal::kPanelWidth;
+using matmul_internal::Layout;
+using matmul_internal::PackedData;
+
+std::string_view PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kDefault: return "default";
+    case Precision::kHigh: return "high";
+    case Precision::kHighest: return "highest";
+  }
+  return "?";
+}
+
+std::string_view ProviderName(Provider p) {
+  switch (p) {
+    case Provider::kAuto: return "auto";
+    case Provider::kHighway: return "highway";
+    case Provider::kBf16: return "bf16";
+    case Provider::kBlis: return "blis";
+  }
+  return "?";
+}
+
+int PrecisionPasses(Precision p) {
+  switch (p) {
+    case Precision::kDefault: return 1;
+    case Precision::kHigh: return 3;
+    case Precision::kHighest: return 6;
+  }
+  return 1;
+}
+
+StatusOr<Provider> ResolveProvider(Provider requested, Precision precision) {
+  switch (requested) {
+    case Provider::kAuto:
+      if (precision == Precision::kHighest) return Provider::kBlis;
+      return CpuHasAvx512Bf16() ? Provider::kBf16 : Provider::kHighway;
+    case Provider::kBf16:
+      if (precision == Precision::kHighest) {
+        return UnimplementedError(
+            "matmul provider bf16 does not implement precision highest (use highway or blis)");
+      }
+      if (!CpuHasAvx512Bf16()) {
+        return UnimplementedError("matmul provider bf16 needs AVX512_BF16, which this CPU or OS lacks");
+      }
+      return Provider::kBf16;
+    case Provider::kHighway:
+    case Provider::kBlis:
+      return requested;
+  }
+  return InvalidArgumentError("matmul: unknown provider");
+}
+
+namespace matmul_internal {
+
+template <typename T>
+AlignedArray<T> AllocateAligned(size_t count) {
+  const size_t bytes = std::max<size_t>(64, (count * sizeof(T) + 63) / 64 * 64);
+  void* p = std::aligned_alloc(64, bytes);
+  if (p == nullptr) return AlignedArray<T>();
+  std::memset(p, 0, bytes);
+  return AlignedArray<T>(static_cast<T*>(p));
+}
+template AlignedArray<uint32_t> AllocateAligned<uint32_t>(size_t);
+template AlignedArray<float> AllocateAligned<float>(size_t);
+
+}  // namespace matmul_internal
+
+// ---------------------------------------------------------------- PackedMatrix
+
+PackedMatrix::PackedMatrix() = default;
+PackedMatrix::~PackedMatrix() = default;
+PackedMatrix::PackedMatrix(PackedMatrix&&) noexcept = default;
+PackedMatrix& PackedMatrix::operator=(PackedMatrix&&) noexcept = default;
+PackedMatrix::PackedMatrix(std::unique_ptr<PackedData> data) : data_(std::move(data)) {}
+
+int64_t PackedMatrix::k() const { return data_ ? data_->k : 0; }
+int64_t PackedMatrix::n() const { return data_ ? data_->n : 0; }
+Precision PackedMatrix::precision() const { return data_ ? data_->precision : Precision::kDefault; }
+Provider PackedMatrix::provider() const { return data_ ? data_->provider : Provider::kAuto; }
+size_t PackedMatrix::size_bytes() const { return data_ ? data_->bytes : 0; }
+
+namespace {
+
+inline float ToF32(float x) { return x; }
+inline float ToF32(bf16 x) { return Bf16ToF32(x); }
+
+Status CheckPack(int64_t k, int64_t n, const void* b, int64_t ldb) {
+  if (k < 0) return InvalidArgumentError("PackedMatrix::Pack: k = " + std::to_string(k) + " must be >= 0");
+  if (n < 0) return InvalidArgumentError("PackedMatrix::Pack: n = " + std::to_string(n) + " must be >= 0");
+  if (ldb < std::max<int64_t>(n, 1)) {
+    return InvalidArgumentError("PackedMatrix::Pack: ldb = " + std::to_string(ldb) +
+                                " must be >= n = " + std::to_string(n) + " (and >= 1)");
+  }
+  if (b == nullptr && k > 0 && n > 0) return InvalidArgumentError("PackedMatrix::Pack: b is null");
+  return OkStatus();
+}
+
+// Pairs of B rows outer, columns inner: B is read row by row and each panel
+// row of 32 words is written contiguously.
+template <typename T>
+void PackPairs(const T* b, int64_t ldb, PackedData& p) {
+  const int64_t k = p.k, n = p.n;
+  const bool high = p.precision == Precision::kHigh;
+  auto element = [&](int64_t kk, int64_t col) -> float {
+    return kk < k ? ToF32(b[kk * ldb + col]) : 0.0f;  // the pad row of odd K is zero
+  };
+  const int64_t pairs = (k + 1) / 2;  // original pairs
+  for (int64_t q = 0; q < pairs; ++q) {
+    for (int64_t col = 0; col < n; ++col) {
+      uint32_t* panel = p.words.get() + (col / kPanelWidth) * p.pairs * kPanelWidth + col % kPanelWidth;
+      const float e0 = element(2 * q, col), e1 = element(2 * q + 1, col);
+      if (!high) {
+        panel[q * kPanelWidth] = F32ToBf16(e0).bits | (uint32_t{F32ToBf16(e1).bits} << 16);
+      } else {
+        bf16 h0, l0, x0, h1, l1, x1;
+        matmul_internal::SplitBf16(e0, &h0, &l0, &x0);
+        matmul_internal::SplitBf16(e1, &h1, &l1, &x1);
+        panel[(3 * q + 0) * kPanelWidth] = h0.bits | (uint32_t{h1.bits} << 16);  // a_hi * b_hi
+        panel[(3 * q + 1) * kPanelWidth] = l0.bits | (uint32_t{l1.bits} << 16);  // a_cross * b_lo
+        panel[(3 * q + 2) * kPanelWidth] = x0.bits | (uint32_t{x1.bits} << 16);  // a_lo * b_cross
+      }
+    }
+  }
+}
+
+template <typename T>
+void PackF32Panels(const T* b, int64_t ldb, PackedData& p) {
+  for (int64_t kk = 0; kk < p.k; ++kk) {
+    for (int64_t col = 0; col < p.n; ++col) {
+      p.floats[(col / kPanelWidth) * p.k * kPanelWidth + kk * kPanelWidth + col % kPanelWidth] =
+          ToF32(b[kk * ldb + col]);
+    }
+  }
+}
+
+template <typename T>
+void PackRowMajor(const T* b, int64_t ldb, PackedData& p) {
+  const int64_t n = p.n;
+  for (int64_t kk = 0; kk < p.k; ++kk) {
+    const T* row = b + kk * ldb;
+    switch (p.precision) {
+      case Precision::kDefault:
+        for (int64_t j = 0; j < n; ++j) p.floats[kk * n + j] = RoundToBf16(ToF32(row[j]));
+        break;
+      case Precision::kHigh:
+        for (int64_t j = 0; j < n; ++j) {
+          bf16 hi, lo, cross;
+          matmul_internal::SplitBf16(ToF32(row[j]), &hi, &lo, &cross);
+          p.floats[(3 * kk + 0) * n + j] = Bf16ToF32(hi);
+          p.floats[(3 * kk + 1) * n + j] = Bf16ToF32(lo);
+          p.floats[(3 * kk + 2) * n + j] = Bf16ToF32(cross);
+        }
+        break;
+      case Precision::kHighest:
+        for (int64_t j = 0; j < n; ++j) p.floats[kk * n + j] = ToF32(row[j]);
+        break;
+    }
+  }
+}
+
+template <typename T>
+StatusOr<PackedMatrix> PackImpl(int64_t k, int64_t n, const T* b, int64_t ldb,
+                                const MatmulOptions& options, PackedMatrix (*make)(std::unique_ptr<PackedData>)) {
+  TPUMESH_RETURN_IF_ERROR(CheckPack(k, n, b, ldb));
+  TPUMESH_ASSIGN_OR_RETURN(const Provider provider, ResolveProvider(options.provider, options.precision));
+  auto p = std::make_unique<PackedData>();
+  p->k = k;
+  p->n = n;
+  p->precision = options.precision;
+  p->provider = provider;
+  p->panels = (n + kPanelWidth - 1) / kPanelWidth;
+  size_t count = 0;
+  if (provider == Provider::kBlis) {
+    p->layout = Layout::kRowMajor;
+    p->k_rows = options.precision == Precision::kHigh ? 3 * k : k;
+    count = static_cast<size_t>(p->k_rows * n);
+    p->floats = matmul_internal::AllocateAligned<float>(count);
+    if (count > 0 && p->floats == nullptr) return ResourceExhaustedError("PackedMatrix::Pack: out of memory");
+    PackRowMajor(b, ldb, *p);
+    p->bytes = count * sizeof(float);
+  } else if (options.precision == Precision::kHighest) {
+    p->layout = Layout::kF32Panels;
+    count = static_cast<size_t>(p->panels * kPanelWidth * k);
+    p->floats = matmul_internal::AllocateAligned<float>(count);
+    if (count > 0 && p->floats == nullptr) return ResourceExhaustedError("PackedMatrix::Pack: out of memory");
+    PackF32Panels(b, ldb, *p);
+    p->bytes = count * sizeof(float);
+  } else {
+    p->layout = Layout::kPairs;
+    p->pairs = (k + 1) / 2 * (options.precision == Precision::kHigh ? 3 : 1);
+    count = static_cast<size_t>(p->panels * kPanelWidth * p->pairs);
+    p->words = matmul_internal::AllocateAligned<uint32_t>(count);
+    if (count > 0 && p->words == nullptr) return ResourceExhaustedError("PackedMatrix::Pack: out of memory");
+    PackPairs(b, ldb, *p);
+    p->bytes = count * sizeof(uint32_t);
+  }
+  return make(std::move(p));
+}
+
+}  // namespace
+
+StatusOr<PackedMatrix> PackedMatrix::Pack(int64_t k, int64_t n, const float* b, int64_t ldb,
+                                          const MatmulOptions& options) {
+  return PackImpl(k, n, b, ldb, options, [](std::unique_ptr<PackedData> d) { return PackedMatrix(std::move(d)); });
+}
+
+StatusOr<PackedMatrix> PackedMatrix::Pack(int64_t k, int64_t n, const bf16* b, int64_t ldb,
+                                          const MatmulOptions& options) {
+  return PackImpl(k, n, b, ldb, options, [](std::unique_ptr<PackedData> d) { return PackedMatrix(std::move(d)); });
+}
+
+// ----------------------------------------------------------------------- frame
+
+namespace {
+
+std::string Dim(const char* name, int64_t v) { return std::string(name) + " = " + std::to_string(v); }
+
+// Byte span [begin, end) touched by `batch` row-major matrices.
+struct Span {
+  uintptr_t begin, end;
+};
+Span MatrixSpan(const void* p, size_t elem, int64_t batch, int64_t stride, int64_t rows, int64_t ld,
+                int64_t cols) {
+  const auto base = reinterpret_cast<uintptr_t>(p);
+  const int64_t last = (batch - 1) * stride + (rows - 1) * ld + cols;
+  return {base, base + static_cast<uintptr_t>(last) * elem};
+}
+
+Status CheckMatmul(int64_t batch, int64_t m, const void* a, size_t a_elem, int64_t lda,
+                   int64_t stride_a, const PackedMatrix& b, const float* c, int64_t ldc,
+                   int64_t stride_c, int threads) {
+  if (b.empty()) return InvalidArgumentError("Matmul: B is an empty PackedMatrix (use PackedMatrix::Pack)");
+  const int64_t n = b.n(), k = b.k();
+  if (batch < 0) return InvalidArgumentError("Matmul: " + Dim("batch", batch) + " must be >= 0");
+  if (m < 0) return InvalidArgumentError("Matmul: " + Dim("m", m) + " must be >= 0");
+  if (lda < std::max<int64_t>(k, 1)) {
+    return InvalidArgumentError("Matmul: " + Dim("lda", lda) + " must be >= " + Dim("k", k) + " (and >= 1)");
+  }
+  if (ldc < std::max<int64_t>(n, 1)) {
+    return InvalidArgumentError("Matmul: " + Dim("ldc", ldc) + " must be >= " + Dim("n", n) + " (and >= 1)");
+  }
+  if (threads < 0) return InvalidArgumentError("Matmul: " + Dim("threads", threads) + " must be >= 0");
+  if (stride_a < 0 || stride_c < 0) {
+    return InvalidArgumentError("Matmul: batch strides must be >= 0 (" + Dim("batch_stride_a", stride_a) +
+                                ", " + Dim("batch_stride_c", stride_c) + ")");
+  }
+  if (batch == 0 || m == 0 || n == 0) return OkStatus();
+  if (c == nullptr) return InvalidArgumentError("Matmul: c is null");
+  if (a == nullptr && k > 0) return InvalidArgumentError("Matmul: a is null");
+  if (batch > 1 && stride_c < (m - 1) * ldc + n) {
+    return InvalidArgumentError("Matmul: " + Dim("batch_stride_c", stride_c) +
+                                " makes the C matrices of the batch overlap (needs >= " +
+                                std::to_string((m - 1) * ldc + n) + ")");
+  }
+  if (k > 0) {
+    const Span sa = MatrixSpan(a, a_elem, batch, stride_a, m, lda, k);
+    const Span sc = MatrixSpan(c, sizeof(float), batch, stride_c, m, ldc, n);
+    if (sa.begin < sc.end && sc.begin < sa.end) return InvalidArgumentError("Matmul: c overlaps a");
+  }
+  return OkStatus();
+}
+
+// How C is cut into tasks: mt row blocks x nt column blocks per batch entry.
+struct Grid {
+  int64_t mt = 1, nt = 1;
+};
+
+// Row blocks are whole micro-tiles of mr rows, column blocks whole panels.
+// Every C element is computed the same way in any grid (the drivers never
+// split K), so the grid only decides speed: the one whose busiest thread has
+// the least work, fewest tasks on a tie.
+Grid ChooseGrid(int64_t batch, int64_t m, int64_t n, const DriverShape& shape, int threads) {
+  const int64_t row_units = (m + shape.mr - 1) / shape.mr;
+  const int64_t col_units = (n + kPanelWidth - 1) / kPanelWidth;
+  Grid best;
+  best.mt = std::min(row_units, (m + shape.mc - 1) / shape.mc);
+  if (threads <= 1) return best;
+  const int64_t mt0 = best.mt;
+  // Many cores or a long batch: the search below would cost more than it
+  // saves; take enough row blocks, then column blocks, for every thread.
+  const int64_t span = 2 * threads + 1;
+  if (batch >= 4 * threads || span * span * batch * (mt0 + span) * span > 4'000'000) {
+    if (batch < threads) {
+      const int64_t per_entry = (threads + batch - 1) / batch;  // tasks each entry needs
+      best.mt = std::min(row_units, (mt0 + per_entry - 1) / per_entry * per_entry);
+      if (best.mt < per_entry) best.nt = std::min(col_units, (per_entry + best.mt - 1) / best.mt);
+    }
+    return best;
+  }
+  double best_load = std::numeric_limits<double>::infinity();
+  for (int64_t nt = 1; nt <= std::min<int64_t>(col_units, 2 * threads); ++nt) {
+    for (int64_t mt = mt0; mt <= std::min<int64_t>(row_units, mt0 + 2 * threads); ++mt) {
+      const int64_t tasks = batch * mt * nt;
+      // Static partition: thread t runs tasks [t*tasks/T, (t+1)*tasks/T).
+      double load = 0;
+      for (int t = 0; t < threads; ++t) {
+        double mine = 0;
+        for (int64_t x = t * tasks / threads; x < (t + 1) * tasks / threads; ++x) {
+          const int64_t im = (x / nt) % mt, jn = x % nt;
+          const int64_t rows = (im + 1) * row_units / mt - im * row_units / mt;
+          const int64_t cols = (jn + 1) * col_units / nt - jn * col_units / nt;
+          mine += static_cast<double>(rows) * static_cast<double>(cols) + 1.0;  // + per-task cost
+        }
+        load = std::max(load, mine);
+      }
+      if (load < best_load) {
+        best_load = load;
+        best.mt = mt;
+        best.nt = nt;
+      }
+    }
+  }
+  return best;
+}
+
+void RunTasks(int64_t tasks, int threads, const std::function<void(int64_t)>& task) {
+  if (threads == 1 || tasks == 1) {
+    for (int64_t t = 0; t < tasks; ++t) task(t);
+    return;
+  }
+  auto run = [&] {
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, tasks, 1),
+        [&](const tbb::blocked_range<int64_t>& r) {
+          for (int64_t t = r.begin(); t != r.end(); ++t) task(t);
+        },
+        tbb::static_partitioner());
+  };
+  if (threads == 0) {
+    run();
+  } else {
+    tbb::task_arena arena(std::min(threads, tbb::info::default_concurrency()));
+    arena.execute(run);
+  }
+}
+
+template <typename TA>
+Status MatmulImpl(int64_t batch, int64_t m, const TA* a, int64_t lda, int64_t stride_a,
+                  const PackedMatrix& b, float* c, int64_t ldc, int64_t stride_c, int threads) {
+  TPUMESH_RETURN_IF_ERROR(CheckMatmul(batch, m, a, sizeof(TA), lda, stride_a, b, c, ldc, stride_c, threads));
+  const PackedData& data = *b.internal_data();
+  const int64_t n = data.n, k = data.k;
+  if (batch == 0 || m == 0 || n == 0) return OkStatus();
+  if (k == 0) {
+    for (int64_t x = 0; x < batch; ++x) {
+      for (int64_t i = 0; i < m; ++i) std::memset(c + x * stride_c + i * ldc, 0, n * sizeof(float));
+    }
+    return OkStatus();
+  }
+  matmul_internal::BlockFn block = nullptr;
+  DriverShape shape{};
+  switch (data.provider) {
+    case Provider::kBf16:
+      if (!CpuHasAvx512Bf16()) {
+        return UnimplementedError("Matmul: B was packed for provider bf16, which this CPU lacks");
+      }
+      block = &matmul_internal::Bf16Block;
+      shape = matmul_internal::Bf16DriverShape();
+      break;
+    case Provider::kHighway:
+      block = matmul_internal::HighwayBlockFn();
+      shape = matmul_internal::HighwayDriverShape();
+      break;
+    case Provider::kBlis:
+      block = &matmul_internal::BlisBlock;
+      shape = matmul_internal::BlisDriverShape();
+      break;
+    case Provider::kAuto:
+      return InternalError("Matmul: PackedMatrix with an unresolved provider");
+  }
+  // Threads that can help: small products stay on the calling thread.
+  int team = threads == 0 ? tbb::this_task_arena::max_concurrency()
+                          : std::min(threads, tbb::info::default_concurrency());
+  const double flops = 2.0 * static_cast<double>(batch) * m * n * k;
+  if (flops < 4e6) team = 1;
+  const Grid grid = ChooseGrid(batch, m, n, shape, team);
+  const int64_t row_units = (m + shape.mr - 1) / shape.mr;
+  const int64_t col_units = (n + kPanelWidth - 1) / kPanelWidth;
+  const int64_t tasks = batch * grid.mt * grid.nt;
+  auto task = [&](int64_t x) {
+    const int64_t bi = x / (grid.mt * grid.nt);
+    const int64_t im = (x / grid.nt) % grid.mt, jn = x % grid.nt;
+    const int64_t i0 = std::min(m, im * row_units / grid.mt * shape.mr);
+    const int64_t i1 = std::min(m, (im + 1) * row_units / grid.mt * shape.mr);
+    const int64_t j0 = std::min(n, jn * col_units / grid.nt * kPanelWidth);
+    const int64_t j1 = std::min(n, (jn + 1) * col_units / grid.nt * kPanelWidth);
+    if (i0 >= i1 || j0 >= j1) return;
+    CallArgs args;
+    if constexpr (std::is_same_v<TA, float>) {
+      args.a_f32 = a + bi * stride_a;
+    } else {
+      args.a_bf16 = a + bi * stride_a;
+    }
+    args.lda = lda;
+    args.b = &data;
+    args.c = c + bi * stride_c;
+    args.ldc = ldc;
+    block(args, i0, i1, j0, j1);
+  };
+  RunTasks(tasks, team == 1 ? 1 : threads, task);
+  return OkStatus();
+}
+
+template <typename T>
+Status UnpackedImpl(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
+                    float* c, int64_t ldc, const MatmulOptions& options, int threads) {
+  if (m < 0) return InvalidArgumentError("Matmul: " + Dim("m", m) + " must be >= 0");
+  TPUMESH_ASSIGN_OR_RETURN(const PackedMatrix packed, PackedMatrix::Pack(k, n, b, ldb, options));
+  return MatmulImpl(1, m, a, lda, 0, packed, c, ldc, 0, threads);
+}
+
+}  // namespace
+
+Status Matmul(int64_t m, const float* a, int64_t lda, const PackedMatrix& b, float* c, int64_t ldc,
+              int threads) {
+  return MatmulImpl(1, m, a, lda, 0, b, c, ldc, 0, threads);
+}
+
+Status Matmul(int64_t m, const bf16* a, int64_t lda, const PackedMatrix& b, float* c, int64_t ldc,
+              int threads) {
+  return MatmulImpl(1, m, a, lda, 0, b, c, ldc, 0, threads);
+}
+
+Status MatmulBatch(int64_t batch, int64_t m, const float* a, int64_t lda, int64_t batch_stride_a,
+                   const PackedMatrix& b, float* c, int64_t ldc, int64_t batch_stride_c, int threads) {
+  return MatmulImpl(batch, m, a, lda, batch_stride_a, b, c, ldc, batch_stride_c, threads);
+}
+
+Status MatmulBatch(int64_t batch, int64_t m, const bf16* a, int64_t lda, int64_t batch_stride_a,
+                   const PackedMatrix& b, float* c, int64_t ldc, int64_t batch_stride_c, int threads) {
+  return MatmulImpl(batch, m, a, lda, batch_stride_a, b, c, ldc, batch_stride_c, threads);
+}
+
+Status Matmul(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+              int64_t ldb, float* c, int64_t ldc, const MatmulOptions& options, int threads) {
+  return UnpackedImpl(m, n, k, a, lda, b, ldb, c, ldc, options, threads);
+}
+
+Status Matmul(int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda, const bf16* b,
+              int64_t ldb, float* c, int64_t ldc, const MatmulOptions& options, int threads) {
+  return UnpackedImpl(m, n, k, a, lda, b, ldb, c, ldc, options, threads);
+}
+
+}  // namespace tpumesh::kernels

@@ -1,0 +1,151 @@
+// Matrix multiply with TPU MXU semantics: C[M,N] = A[M,K] x B[K,N].
+//
+// Contract. A is row-major with leading dimension lda (element (i,k) at
+// a[i*lda + k]), C row-major with ldc; B is given row-major (ldb) once and
+// packed into a PackedMatrix, the kernel's own layout, which every later call
+// reuses (weights are packed at plan time, as a jit-compiled executable
+// would). beta = 0 always: C is overwritten and never read, so garbage or NaN
+// already in C never reaches the result. Inputs may be f32 or bf16; C is f32.
+//
+// Precision follows jax.lax.Precision on a TPU:
+//   kDefault  one bf16 pass: A and B rounded to bf16 (round to nearest, ties
+//             to even), products exact, accumulated in f32.
+//   kHigh     bf16x3: x = x_hi + x_lo with x_hi = bf16(x), x_lo = bf16(x -
+//             x_hi); C = a_hi*b_hi + a_hi*b_lo + a_lo*b_hi, f32 accumulation.
+//   kHighest  f32 operands and f32 accumulation (an f32 GEMM).
+//
+// Providers (Provider::kAuto picks the first that applies):
+//   kBf16     AVX512-BF16 micro-kernel (vdpbf16ps), kDefault and kHigh, only
+//             on CPUs whose CPUID and OS report AVX512_BF16.
+//   kHighway  portable Highway SIMD, every precision, every CPU; the
+//             reference for the others.
+//   kBlis     BLIS sgemm, every precision (kDefault/kHigh by multiplying the
+//             bf16-rounded pieces in f32); the kAuto choice for kHighest.
+// For kDefault and kHigh, kBf16 and kHighway produce the same bits: both
+// accumulate each C element in one f32 chain over k in the same order (k+1
+// before k within each pair of k, as vdpbf16ps does), and a product of two
+// bf16 values is exact in f32. The one exception is denormals: vdpbf16ps
+// treats denormal operands and partial sums as zero (so does a TPU's MXU),
+// Highway keeps them. kBlis sums in BLIS's own order (differences of a few
+// f32 ulps of the sum of |products|).
+//
+// Threads: `threads` = 1 computes on the calling thread; n > 1 in a private
+// TBB arena of n threads (at most the host's cores); 0 in the caller's current
+// TBB arena (inside a mesh::Device, the device's arena). Work is split over
+// blocks of rows and columns of C, never over K, so every C element is
+// computed by the same sequence of operations whatever the thread count: C is
+// bit-identical for every `threads`. BLIS runs one thread per block.
+//
+// Errors: every shape and argument check runs before any compute and returns
+// InvalidArgument naming the dimension; a provider that cannot do the request
+// (kBf16 without AVX512-BF16, kBf16 with kHighest) returns Unimplemented.
+// All functions are thread-safe; a PackedMatrix is immutable once built and
+// may be shared by concurrent calls.
+#ifndef TPUMESH_KERNELS_MATMUL_H_
+#define TPUMESH_KERNELS_MATMUL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "base/status.h"
+#include "kernels/bf16.h"
+
+namespace tpumesh::kernels {
+
+enum class Precision { kDefault, kHigh, kHighest };
+enum class Provider { kAuto, kHighway, kBf16, kBlis };
+
+std::string_view PrecisionName(Precision p);  // "default", "high", "highest"
+std::string_view ProviderName(Provider p);    // "auto", "highway", "bf16", "blis"
+
+// Number of MXU-style passes a precision costs: 1, 3, or (kHighest, which a
+// TPU runs as bf16x6) 6.
+int PrecisionPasses(Precision p);
+
+// True when this CPU and OS can run the AVX512-BF16 micro-kernel: CPUID leaf 7
+// reports AVX512F/BW/VL and (subleaf 1, EAX bit 5) AVX512_BF16, and XCR0 shows
+// the OS saves the opmask and ZMM state.
+bool CpuHasAvx512Bf16();
+
+// The provider that `requested` means for `precision` on this CPU (kAuto
+// resolved), or Unimplemented when it cannot run here.
+StatusOr<Provider> ResolveProvider(Provider requested, Precision precision);
+
+// Name of the Highway target the kHighway provider dispatches to now
+// (e.g. "AVX3_DL").
+std::string_view HighwayTargetName();
+
+struct MatmulOptions {
+  Precision precision = Precision::kDefault;
+  Provider provider = Provider::kAuto;
+};
+
+namespace matmul_internal {
+struct PackedData;
+}
+
+// B[K,N] in the layout of one provider and precision: bf16 (or bf16 hi/lo)
+// pairs in 32-column panels for kBf16/kHighway at kDefault/kHigh, f32
+// 32-column panels for kHighway at kHighest, a plain (expanded) f32 matrix
+// for kBlis. Owns its storage; move-only; immutable after Pack.
+class PackedMatrix {
+ public:
+  PackedMatrix();
+  ~PackedMatrix();
+  PackedMatrix(PackedMatrix&&) noexcept;
+  PackedMatrix& operator=(PackedMatrix&&) noexcept;
+  PackedMatrix(const PackedMatrix&) = delete;
+  PackedMatrix& operator=(const PackedMatrix&) = delete;
+
+  // Packs row-major b[k, n] (leading dimension ldb >= n). b is only read
+  // during the call.
+  static StatusOr<PackedMatrix> Pack(int64_t k, int64_t n, const float* b, int64_t ldb,
+                                     const MatmulOptions& options = {});
+  static StatusOr<PackedMatrix> Pack(int64_t k, int64_t n, const bf16* b, int64_t ldb,
+                                     const MatmulOptions& options = {});
+
+  bool empty() const { return data_ == nullptr; }
+  int64_t k() const;
+  int64_t n() const;
+  Precision precision() const;
+  Provider provider() const;  // resolved: never kAuto
+  size_t size_bytes() const;  // packed storage
+
+  const matmul_internal::PackedData* internal_data() const { return data_.get(); }
+
+ private:
+  explicit PackedMatrix(std::unique_ptr<matmul_internal::PackedData> data);
+  std::unique_ptr<matmul_internal::PackedData> data_;
+};
+
+// C[m, b.n()] = A[m, b.k()] x B. lda >= b.k(), ldc >= b.n(); C must not
+// overlap A.
+Status Matmul(int64_t m, const float* a, int64_t lda, const PackedMatrix& b, float* c,
+              int64_t ldc, int threads = 1);
+Status Matmul(int64_t m, const bf16* a, int64_t lda, const PackedMatrix& b, float* c,
+              int64_t ldc, int threads = 1);
+
+// `batch` independent products sharing one B: C_i = A_i x B with
+// A_i = a + i*batch_stride_a, C_i = c + i*batch_stride_c (in elements).
+// Threads split over batch entries and blocks alike.
+Status MatmulBatch(int64_t batch, int64_t m, const float* a, int64_t lda, int64_t batch_stride_a,
+                   const PackedMatrix& b, float* c, int64_t ldc, int64_t batch_stride_c,
+                   int threads = 1);
+Status MatmulBatch(int64_t batch, int64_t m, const bf16* a, int64_t lda, int64_t batch_stride_a,
+                   const PackedMatrix& b, float* c, int64_t ldc, int64_t batch_stride_c,
+                   int threads = 1);
+
+// Unpacked convenience: packs b (a copy, freed on return) and multiplies.
+// Prefer PackedMatrix when B is reused.
+Status Matmul(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+              int64_t ldb, float* c, int64_t ldc, const MatmulOptions& options = {},
+              int threads = 1);
+Status Matmul(int64_t m, int64_t n, int64_t k, const bf16* a, int64_t lda, const bf16* b,
+              int64_t ldb, float* c, int64_t ldc, const MatmulOptions& options = {},
+              int threads = 1);
+
+}  // namespace tpumesh::kernels
+
+#endif  // TPUMESH_KERNELS_MATMUL_H_

@@ -1,0 +1,30 @@
+#include "kernels/matmul_cost.h"
+
+#include <algorithm>
+
+namespace tpumesh::kernels {
+
+MatmulCostFigures MatmulCost(int64_t m, int64_t n, int64_t k, Precision precision,
+                             const SystolicArray& array) {
+  MatmulCostFigures f;
+  m = std::max<int64_t>(m, 0);
+  n = std::max<int64_t>(n, 0);
+  k = std::max<int64_t>(k, 0);
+  f.passes = PrecisionPasses(precision);
+  if (m == 0 || n == 0 || k == 0 || array.rows <= 0 || array.cols <= 0 || array.count <= 0) return f;
+  const double mnk = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  f.flops = 2.0 * mnk * f.passes;
+  const double operand_bytes = precision == Precision::kDefault ? 2.0 : 4.0;
+  f.bytes_read = operand_bytes * (static_cast<double>(m) * k + static_cast<double>(k) * n);
+  f.bytes_written = 4.0 * static_cast<double>(m) * n;
+  const int64_t r = array.rows, c = array.cols;
+  f.weight_tiles = f.passes * ((k + r - 1) / r) * ((n + c - 1) / c);
+  f.cycles_per_tile = 2 * r + c + m - 2;
+  f.cycles = (f.weight_tiles + array.count - 1) / array.count * f.cycles_per_tile;
+  f.useful_macs = mnk * f.passes;
+  f.utilisation = f.useful_macs / (static_cast<double>(f.cycles) * r * c * array.count);
+  f.seconds = array.clock_hz > 0 ? static_cast<double>(f.cycles) / array.clock_hz : 0.0;
+  return f;
+}
+
+}  // namespace tpumesh::kernels

@@ -1,0 +1,36 @@
+// How the ops spread their work over host threads: a fixed list of tasks,
+// cut the same way whatever the thread count, run by TBB with a static
+// partitioner. Since no task's result depends on which thread runs it or on
+// how many tasks run beside it, every op is bit-identical for every thread
+// count (the determinism rule of docs/architecture.md).
+//
+// Contract for num_threads: 1 runs every task on the calling thread, in
+// order, without touching TBB; n > 1 runs them in a private tbb::task_arena
+// of n threads (at most the host's cores); 0 uses the caller's current arena
+// (inside a mesh::Device that is the device's arena, sized to its
+// threads_per_device). Negative is treated as 1. body(begin, end) receives a
+// contiguous range of task indices and may keep scratch for the whole range;
+// it must not throw. Under ThreadSanitizer (which cannot see libtbb's
+// hand-offs) the same ranges run on std::threads instead.
+#ifndef TPUMESH_KERNELS_OPS_PARALLEL_H_
+#define TPUMESH_KERNELS_OPS_PARALLEL_H_
+
+#include <cstdint>
+#include <functional>
+
+namespace tpumesh::kernels {
+
+void ParallelForTasks(
+    int64_t num_tasks, int num_threads,
+    const std::function<void(int64_t begin, int64_t end)>& body);
+
+// For an op with several parallel phases: runs phases(inner) once, where
+// inner is the num_threads to pass to each ParallelForTasks inside. With
+// num_threads > 1 the phases share one arena (inner = 0) instead of building
+// one per phase; otherwise inner = num_threads.
+void RunPhases(int num_threads,
+               const std::function<void(int inner_threads)>& phases);
+
+}  // namespace tpumesh::kernels
+
+#endif  // TPUMESH_KERNELS_OPS_PARALLEL_H_
