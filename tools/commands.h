@@ -18,6 +18,7 @@ void RegisterDevices(CLI::App& app, RunFn* run);
 void RegisterConvert(CLI::App& app, RunFn* run);
 void RegisterInit(CLI::App& app, RunFn* run);
 void RegisterEval(CLI::App& app, RunFn* run);
+void RegisterGenerate(CLI::App& app, RunFn* run);
 
 }  // namespace tpumesh::tools
 

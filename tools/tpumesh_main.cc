@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
 
   tpumesh::tools::RunFn run;
+  tpumesh::tools::RegisterGenerate(app, &run);
   tpumesh::tools::RegisterDevices(app, &run);
   tpumesh::tools::RegisterConvert(app, &run);
   tpumesh::tools::RegisterInit(app, &run);

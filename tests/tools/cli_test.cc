@@ -10,40 +10,15 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/cli.h"
 
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int code;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-Result RunTpumesh(const std::string& args) {
-  // A file of its own per call: ctest runs the tests of this binary as
-  // parallel processes that share TempDir().
-  std::string err_file = ::testing::TempDir() + "/tpumesh_cli_stderr_XXXXXX";
-  const int fd = mkstemp(err_file.data());
-  if (fd >= 0) close(fd);
-  const std::string cmd = std::string(TPUMESH_BIN) + " " + args + " 2>" + err_file;
-  Result r{-1, "", ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (FILE* f = fopen(err_file.c_str(), "r")) {
-    while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), n);
-    fclose(f);
-  }
-  std::remove(err_file.c_str());
-  return r;
-}
+using Result = tpumesh::testing::CliResult;
+using tpumesh::testing::RunTpumesh;
 
 TEST(CliTest, HelpListsCommands) {
   Result r = RunTpumesh("--help");

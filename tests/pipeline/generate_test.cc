@@ -1,0 +1,274 @@
+// pipeline/generate.h: parity with diffusers' StableDiffusionPipeline on the
+// tiny-sd-a reference, the same image bits on any device count, the PRNG
+// flow, the plan cache and the request checks.
+#include "pipeline/generate.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "mesh/prng.h"
+#include "pipeline/convert.h"
+#include "pipeline/h5io.h"
+#include "pipeline/init_model.h"
+#include "pipeline/model_file.h"
+#include "tests/testing/golden.h"
+#include "tests/testing/temp_dir.h"
+
+namespace tpumesh::pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+using tpumesh::testing::ReadDataset;
+
+const std::string kRef = tpumesh::testing::RefdataDir() + "/tiny-sd-a";
+
+std::unique_ptr<Generator> OpenDefault(int devices) {
+  GeneratorOptions o;
+  o.devices = devices;
+  auto g = Generator::Open(o);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return g.ok() ? std::move(g).value() : nullptr;
+}
+
+GenerateRequest Small(int steps = 2) {
+  GenerateRequest r;
+  r.prompts = {"a photograph of an astronaut riding a horse"};
+  r.steps = steps;
+  r.seed = 7;
+  return r;
+}
+
+// The pipelines stored in golden.h5 (StableDiffusionPipeline.__call__ with
+// latents passed in), re-run from their initial latents.
+class GoldenPipelineTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenPipelineTest, LatentsAfterEveryStepAndImagesMatchDiffusers) {
+  if (!tpumesh::testing::Exists(kRef + "/golden.h5")) GTEST_SKIP() << "reference data absent: " << kRef;
+  const std::string dir = tpumesh::testing::TestTempDir();
+  const std::string model = dir + "/tiny-sd-a.h5";
+  ASSERT_TRUE(ConvertDiffusersFolder(kRef, model, mesh::DType::kF32).ok());
+  const std::string golden = kRef + "/golden.h5";
+  const std::string group = "pipeline_" + GetParam();
+
+  GeneratorOptions o;
+  o.model = model;
+  o.devices = 2;
+  auto gen = Generator::Open(o);
+  ASSERT_TRUE(gen.ok()) << gen.status().message();
+
+  GenerateRequest r;
+  auto prompts = H5ReadStrings(golden, "tokenizer/prompts");
+  ASSERT_TRUE(prompts.ok());
+  r.prompts = {(*prompts)[0], (*prompts)[3]};  // PIPE_PROMPTS (refdata README)
+  r.negative_prompts = {"blurry, low quality, watermark", ""};
+  r.steps = 4;
+  r.guidance = 7.5f;
+  r.height = r.width = 64;
+  r.scheduler = GetParam();
+  r.precision = models::Precision::kHighest;
+  r.initial_latents = ReadDataset(golden, group + "/init_latents");
+  r.keep_step_latents = true;
+  auto res = (*gen)->Generate(r);
+  ASSERT_TRUE(res.ok()) << res.status().message();
+
+  const mesh::Array want = ReadDataset(golden, group + "/latents_after_step");
+  const mesh::Array got = res->latents_after_step;
+  ASSERT_EQ(got.shape(), want.shape());
+  // Step by step: relative error of each step's latents.
+  const int64_t per_step = want.num_elements() / want.dim(0);
+  for (int64_t s = 0; s < want.dim(0); ++s) {
+    double err = 0, ref = 0;
+    for (int64_t i = s * per_step; i < (s + 1) * per_step; ++i) {
+      err = std::max(err, std::fabs(double(got.data<float>()[i]) - want.data<float>()[i]));
+      ref = std::max(ref, std::fabs(double(want.data<float>()[i])));
+    }
+    std::printf("%s step %lld: relative error %.3g\n", GetParam().c_str(), static_cast<long long>(s), err / ref);
+    EXPECT_LE(err / ref, 1e-4) << "step " << s << ": max abs error " << err << ", max abs reference " << ref;
+  }
+  // Final images: uint8 within one level on >= 99.9% of values.
+  const mesh::Array img = ReadDataset(golden, group + "/images_uint8");  // [2, 64, 64, 3]
+  ASSERT_EQ(res->images.size(), 2u);
+  int64_t off = 0, far = 0;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(res->images[i].rgb.size(), 64u * 64 * 3);
+    for (size_t j = 0; j < res->images[i].rgb.size(); ++j) {
+      const int d = std::abs(int(res->images[i].rgb[j]) - img.data<int32_t>()[i * 64 * 64 * 3 + j]);
+      off += d > 0;
+      far += d > 1;
+    }
+  }
+  std::printf("%s images: %lld of %d uint8 values one level off, %lld more\n", GetParam().c_str(),
+              static_cast<long long>(off), 2 * 64 * 64 * 3, static_cast<long long>(far));
+  EXPECT_EQ(far, 0) << "values more than one level off";
+  EXPECT_LE(off, 2 * 64 * 64 * 3 / 1000) << off << " values differ by one level";
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedulers, GoldenPipelineTest, ::testing::Values("pndm", "ddim", "euler"));
+
+// Image i is the same bits on 1, 2, 4 or 8 devices, with 1 or 2 images per
+// device, and a second call of the same shapes reuses the plan.
+TEST(GenerateTest, SameImagesOnEveryDeviceCount) {
+  std::vector<Image> first;
+  for (auto [devices, per_device] : std::vector<std::pair<int, int>>{{8, 1}, {1, 8}, {2, 4}, {4, 2}}) {
+    auto gen = OpenDefault(devices);
+    ASSERT_NE(gen, nullptr);
+    GenerateRequest r = Small();
+    r.batch_per_device = per_device;
+    r.scheduler = "euler_a";  // draws noise every step, per image
+    auto res = gen->Generate(r);
+    ASSERT_TRUE(res.ok()) << res.status().message();
+    ASSERT_EQ(res->images.size(), 8u);
+    if (first.empty()) {
+      first = res->images;
+      // Eight different images.
+      EXPECT_NE(first[0].rgb, first[1].rgb);
+      continue;
+    }
+    for (int i = 0; i < 8; ++i)
+      EXPECT_EQ(res->images[i].rgb, first[i].rgb) << "image " << i << " on " << devices << " devices";
+  }
+}
+
+TEST(GenerateTest, InitialLatentsAreJaxNormalOfTheSplitKeys) {
+  auto gen = OpenDefault(4);
+  ASSERT_NE(gen, nullptr);
+  GenerateRequest r = Small(1);
+  r.seed = 42;
+  auto res = gen->Generate(r);
+  ASSERT_TRUE(res.ok()) << res.status().message();
+  const mesh::Array& l = res->initial_latents;  // [4, 4, h, w]
+  ASSERT_EQ(l.rank(), 4);
+  const auto keys = mesh::Split(mesh::KeyFromSeed(42), 4, mesh::PrngImpl::kPartitionable);
+  const mesh::Shape one{1, l.dim(1), l.dim(2), l.dim(3)};
+  std::vector<float> want(mesh::NumElements(one));
+  for (int i = 0; i < 4; ++i) {
+    mesh::Normal(keys[i], mesh::PrngImpl::kPartitionable, one, want.data());
+    EXPECT_EQ(0, std::memcmp(want.data(), l.data<float>() + i * want.size(), want.size() * sizeof(float)))
+        << "image " << i;
+  }
+}
+
+TEST(GenerateTest, SecondCallReusesThePlanAndGivesTheSameImages) {
+  auto gen = OpenDefault(2);
+  ASSERT_NE(gen, nullptr);
+  auto a = gen->Generate(Small());
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_TRUE(a->compiled);
+  auto b = gen->Generate(Small());
+  ASSERT_TRUE(b.ok());
+  EXPECT_FALSE(b->compiled);
+  EXPECT_EQ(b->compile_seconds, 0);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(a->images[i].rgb, b->images[i].rgb);
+  GenerateRequest other = Small(3);  // new static shapes: a new plan
+  auto c = gen->Generate(other);
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->compiled);
+}
+
+TEST(GenerateTest, BadRequestsAreRefusedBeforeAnyCompute) {
+  auto gen = OpenDefault(2);
+  ASSERT_NE(gen, nullptr);
+  struct Case {
+    std::function<void(GenerateRequest&)> edit;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {[](GenerateRequest& r) { r.prompts = {"a", "b", "c"}; }, "3 prompts for a batch of 2 images"},
+           {[](GenerateRequest& r) { r.prompts.clear(); }, "no prompt"},
+           {[](GenerateRequest& r) { r.negative_prompts = {"x", "y"}; }, "2 negative prompts for 1 prompts"},
+           {[](GenerateRequest& r) { r.steps = 0; }, "--steps must be >= 1"},
+           {[](GenerateRequest& r) { r.height = 62; }, "--height 62 is not a multiple of 4"},
+           {[](GenerateRequest& r) { r.width = 66; }, "--width 66 is not a multiple of 4"},
+           {[](GenerateRequest& r) { r.scheduler = "heun"; }, "unknown scheduler 'heun'"},
+           {[](GenerateRequest& r) { r.batch_per_device = 0; }, "--batch-per-device must be >= 1"},
+           {[](GenerateRequest& r) { r.initial_latents = mesh::Array::Host(mesh::DType::kF32, {2, 4, 8, 8}); },
+            "--latents"},
+       }) {
+    GenerateRequest r = Small();
+    c.edit(r);
+    auto res = gen->Generate(r);
+    ASSERT_FALSE(res.ok()) << c.message;
+    EXPECT_THAT(res.status().message(), HasSubstr(c.message));
+  }
+  EXPECT_EQ(gen->mesh().device(0).hbm_in_use(), 0) << "a refused request touched the devices";
+}
+
+TEST(GenerateTest, CancelStopsWithCancelled) {
+  auto gen = OpenDefault(2);
+  ASSERT_NE(gen, nullptr);
+  std::atomic<bool> cancel{true};
+  auto res = gen->Generate(Small(), {}, &cancel);
+  ASSERT_FALSE(res.ok());
+  EXPECT_EQ(res.status().code(), StatusCode::kCancelled);
+}
+
+TEST(GenerateTest, AModelWithoutAVaeIsOneClearError) {
+  const std::string path = tpumesh::testing::TestTempDir() + "/no-vae.h5";
+  {
+    // Copy the embedded default's text encoder, tokenizer and UNet only.
+    InitOptions init;
+    init.output = tpumesh::testing::TestTempDir() + "/tiny.h5";
+    ASSERT_TRUE(InitModel(init).ok());
+    auto in = ModelFile::Open(init.output);
+    ASSERT_TRUE(in.ok());
+    auto out = ModelFileWriter::Create(path);
+    ASSERT_TRUE(out.ok());
+    for (const char* text : {"tokenizer/vocab.json", "tokenizer/merges.txt", "text_encoder/config.json",
+                             "unet/config.json", "scheduler/scheduler_config.json"}) {
+      auto t = (*in)->ReadText(text);
+      ASSERT_TRUE(t.ok()) << text;
+      ASSERT_TRUE((*out)->WriteText(text, *t).ok());
+    }
+    for (const char* comp : {"text_encoder", "unet"}) {
+      auto names = (*in)->TensorNames(comp);
+      ASSERT_TRUE(names.ok());
+      for (const std::string& n : *names) {
+        auto a = (*in)->ReadTensor(comp, n, mesh::DType::kF32);
+        ASSERT_TRUE(a.ok());
+        ASSERT_TRUE((*out)->WriteTensor(comp, n, *a, mesh::DType::kF32).ok());
+      }
+    }
+    ASSERT_TRUE((*out)->Commit().ok());
+  }
+  GeneratorOptions o;
+  o.model = path;
+  o.devices = 1;
+  auto gen = Generator::Open(o);
+  ASSERT_FALSE(gen.ok());
+  EXPECT_THAT(gen.status().message(), HasSubstr("the model has no vae"));
+}
+
+TEST(GenerateTest, WriteImagesWritesEveryImageAndAGrid) {
+  auto gen = OpenDefault(8);
+  ASSERT_NE(gen, nullptr);
+  GenerateRequest r = Small(1);
+  auto res = gen->Generate(r);
+  ASSERT_TRUE(res.ok());
+  const std::string dir = tpumesh::testing::TestTempDir() + "/out";
+  auto written = WriteImages(dir, *res, r, gen->model_name());
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  ASSERT_EQ(written->size(), 9u);
+  std::vector<std::pair<std::string, std::string>> text;
+  auto img = ReadPng(dir + "/image_03.png", &text);
+  ASSERT_TRUE(img.ok()) << img.status().message();
+  EXPECT_EQ(img->rgb, res->images[3].rgb);
+  ASSERT_EQ(text.size(), 1u);
+  EXPECT_EQ(text[0].first, "parameters");
+  EXPECT_THAT(text[0].second, HasSubstr("a photograph of an astronaut riding a horse"));
+  EXPECT_THAT(text[0].second, HasSubstr("Seed: 7"));
+  EXPECT_THAT(text[0].second, HasSubstr("Image: 3 of 8"));
+  auto grid = ReadPng(dir + "/grid.png");
+  ASSERT_TRUE(grid.ok());
+  EXPECT_EQ(grid->height, 2 * res->height);  // 2 x 4, as the seed's make_image_grid
+  EXPECT_EQ(grid->width, 4 * res->width);
+}
+
+}  // namespace
+}  // namespace tpumesh::pipeline

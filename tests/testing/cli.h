@@ -1,0 +1,49 @@
+// Runs the tpumesh binary (TPUMESH_BIN) as a user would, for the CLI tests.
+#ifndef TPUMESH_TESTS_TESTING_CLI_H_
+#define TPUMESH_TESTS_TESTING_CLI_H_
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace tpumesh::testing {
+
+struct CliResult {
+  int code;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// `args` goes through the shell (quote as in one).
+inline CliResult RunTpumesh(const std::string& args) {
+  // A file of its own per call: ctest runs the tests of a binary as parallel
+  // processes that share TempDir().
+  std::string err_file = ::testing::TempDir() + "/tpumesh_cli_stderr_XXXXXX";
+  const int fd = mkstemp(err_file.data());
+  if (fd >= 0) close(fd);
+  const std::string cmd = std::string(TPUMESH_BIN) + " " + args + " 2>" + err_file;
+  CliResult r{-1, "", ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (FILE* f = fopen(err_file.c_str(), "r")) {
+    while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), n);
+    fclose(f);
+  }
+  std::remove(err_file.c_str());
+  return r;
+}
+
+}  // namespace tpumesh::testing
+
+#endif  // TPUMESH_TESTS_TESTING_CLI_H_

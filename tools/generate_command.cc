@@ -1,0 +1,247 @@
+// `tpumesh generate`: text to image over the emulated mesh (pipeline/
+// generate.h), PNGs out. See docs/cli.md.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mesh/prng.h"
+#include "pipeline/generate.h"
+#include "pipeline/h5io.h"
+#include "tools/commands.h"
+
+namespace tpumesh::tools {
+namespace {
+
+std::atomic<bool> g_cancel{false};
+
+extern "C" void OnSigint(int) {
+  g_cancel.store(true);
+  static const char kMsg[] = "\ntpumesh: interrupted; stopping at the next step (Ctrl-C again to kill)\n";
+  ssize_t ignored = write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+  (void)ignored;
+  signal(SIGINT, SIG_DFL);
+}
+
+struct GenerateCmdOptions {
+  pipeline::GeneratorOptions gen;
+  pipeline::GenerateRequest req;
+  std::vector<std::string> prompts;
+  std::string prompts_file;
+  std::vector<std::string> negatives;
+  std::vector<std::string> scheduler_opts;
+  std::string precision = "default";
+  std::string prng = "partitionable";
+  std::string out = "out";
+  std::string latents;
+  std::string save_latents;
+  int runs = 1;
+  bool quiet = false;
+};
+
+// A progress bar on stderr: steps, it/s, ETA. On a terminal it redraws one
+// line; otherwise (a log) it prints a line at every tenth of the way.
+class ProgressBar {
+ public:
+  ProgressBar(bool quiet, int devices) : quiet_(quiet), tty_(isatty(STDERR_FILENO)), devices_(devices) {}
+  void operator()(const std::string& phase, int done, int total) {
+    if (quiet_) return;
+    const auto now = std::chrono::steady_clock::now();
+    // One bar over the denoising steps of all devices (the devices share the
+    // host's cores, so their text and decode phases interleave with others'
+    // steps and get no line of their own).
+    if (phase != "denoise") return;
+    const double el = std::chrono::duration<double>(now - start_).count();
+    if (!tty_ && static_cast<int64_t>(done) * 10 / total == static_cast<int64_t>(done - 1) * 10 / total) return;
+    // done and total count device-steps; a step is done when every device
+    // has done it.
+    const double steps_done = static_cast<double>(done) / devices_;
+    const int steps = total / devices_;
+    const double rate = el > 0 ? steps_done / el : 0;
+    const double eta = rate > 0 ? (steps - steps_done) / rate : 0;
+    const int width = 30;
+    const int fill = total > 0 ? static_cast<int>(static_cast<int64_t>(done) * width / total) : width;
+    std::string bar(fill, '#');
+    bar.resize(width, '.');
+    std::fprintf(stderr, "%sdenoise  [%s] %d/%d steps  %.2f it/s  ETA %.0f s", tty_ ? "\r\033[K" : "",
+                 bar.c_str(), done / devices_, steps, rate, eta);
+    if (done == total) {
+      std::fprintf(stderr, "  (%.2f s)\n", el);
+    } else if (!tty_) {
+      std::fprintf(stderr, "\n");
+    }
+  }
+
+ private:
+  bool quiet_, tty_;
+  int devices_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// Fails early, before any compute, when DIR cannot hold the images.
+Status CheckOutputDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return InvalidArgumentError("cannot create output directory " + dir + ": " + ec.message());
+  if (!std::filesystem::is_directory(dir)) return InvalidArgumentError("output " + dir + " is not a directory");
+  if (access(dir.c_str(), W_OK) != 0) return InvalidArgumentError("output directory " + dir + " is not writable");
+  return OkStatus();
+}
+
+Status RunGenerate(GenerateCmdOptions o) {
+  pipeline::GenerateRequest& r = o.req;
+  TPUMESH_ASSIGN_OR_RETURN(r.precision, models::ParsePrecision(o.precision));
+  if (o.prng == "partitionable") {
+    r.prng = mesh::PrngImpl::kPartitionable;
+  } else if (o.prng == "original") {
+    r.prng = mesh::PrngImpl::kOriginal;
+  } else {
+    return InvalidArgumentError("--prng must be partitionable or original, not '" + o.prng + "'");
+  }
+  r.prompts = o.prompts;
+  if (!o.prompts_file.empty()) {
+    std::ifstream in(o.prompts_file);
+    if (!in) return NotFoundError("cannot read --prompts-file " + o.prompts_file);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!line.empty()) r.prompts.push_back(line);
+    }
+    if (r.prompts.empty()) return InvalidArgumentError(o.prompts_file + ": no prompts (one per line)");
+  }
+  r.negative_prompts = o.negatives;
+  for (const std::string& kv : o.scheduler_opts) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return InvalidArgumentError("--scheduler-opt '" + kv + "': expected KEY=VALUE");
+    r.scheduler_overrides.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  if (o.runs < 1) return InvalidArgumentError("--runs must be >= 1");
+
+  TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
+  TPUMESH_ASSIGN_OR_RETURN(auto gen, pipeline::Generator::Open(o.gen));
+  if (!o.latents.empty()) {
+    auto l = pipeline::H5ReadArray(o.latents, "latents");
+    if (!l.ok()) return l.status().WithContext("--latents");
+    r.initial_latents = std::move(l).value();
+  }
+  r.keep_step_latents = !o.save_latents.empty();
+  TPUMESH_RETURN_IF_ERROR(gen->Validate(r));
+  // Created before the run so that an unwritable path fails first; the file
+  // appears only on Commit.
+  std::unique_ptr<pipeline::H5Writer> latents_out;
+  if (!o.save_latents.empty()) {
+    auto w = pipeline::H5Writer::Create(o.save_latents);
+    if (!w.ok()) return w.status().WithContext("--save-latents");
+    latents_out = std::move(w).value();
+  }
+
+  g_cancel.store(false);
+  struct sigaction sa{};
+  sa.sa_handler = OnSigint;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old{};
+  sigaction(SIGINT, &sa, &old);
+  struct Restore {
+    struct sigaction* old;
+    ~Restore() { sigaction(SIGINT, old, nullptr); }
+  } restore{&old};
+
+  const int b = gen->devices() * r.batch_per_device;
+  if (!o.quiet)
+    std::fprintf(stderr, "tpumesh generate: %d image(s) on %d emulated %s device(s), model %s\n", b,
+                 gen->devices(), gen->mesh().chip().name.c_str(), gen->model_name().c_str());
+  pipeline::GenerateResult res;
+  for (int run = 0; run < o.runs; ++run) {
+    ProgressBar bar(o.quiet, gen->devices());
+    auto got = gen->Generate(r, std::ref(bar), &g_cancel);
+    if (!got.ok()) {
+      if (got.status().code() == StatusCode::kCancelled)
+        return got.status().WithContext("interrupted; nothing written");
+      return got.status();
+    }
+    res = std::move(got).value();
+    if (res.compiled)
+      std::printf("compiled in %.2f s (plan: %d device(s) x %d image(s), %dx%d, %d steps, %s, precision %s)\n",
+                  res.compile_seconds, gen->devices(), r.batch_per_device, res.width, res.height,
+                  static_cast<int>(res.timesteps.size()), res.scheduler.c_str(), o.precision.c_str());
+    std::printf("run %d: %.2f s host wall, %.3f images/s%s\n", run + 1, res.run_seconds,
+                res.run_seconds > 0 ? b / res.run_seconds : 0.0, res.compiled ? "" : " (plan cached)");
+  }
+  if (g_cancel.load()) return CancelledError("interrupted; nothing written");
+  TPUMESH_ASSIGN_OR_RETURN(auto written, pipeline::WriteImages(o.out, res, r, gen->model_name()));
+  if (latents_out) {
+    TPUMESH_RETURN_IF_ERROR(latents_out->Write("latents", res.initial_latents));
+    TPUMESH_RETURN_IF_ERROR(latents_out->Write("latents_after_step", res.latents_after_step));
+    TPUMESH_RETURN_IF_ERROR(latents_out->Commit());
+  }
+  std::printf("wrote %d image(s) to %s (%s ... %s)", b, o.out.c_str(),
+              std::filesystem::path(written.front()).filename().c_str(),
+              std::filesystem::path(written.back()).filename().c_str());
+  if (latents_out) std::printf(", latents to %s", o.save_latents.c_str());
+  std::printf("\n");
+  if (res.modelled_seconds > 0)
+    std::printf("modelled on %d x %s: %.3f s\n", gen->devices(), gen->mesh().chip().name.c_str(),
+                res.modelled_seconds);
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterGenerate(CLI::App& app, RunFn* run) {
+  auto opt = std::make_shared<GenerateCmdOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "generate",
+      "Text to image over the emulated mesh (params replicated, prompts sharded, one PRNG key per image, pmap).");
+  cmd->add_option("--model", opt->gen.model,
+                  "Model file (tpumesh convert / init); default: the embedded tiny model (random weights)");
+  cmd->add_option("-p,--prompt", opt->prompts, "Prompt; repeat for one per image (as many as images)");
+  cmd->add_option("--prompts-file", opt->prompts_file, "File with one prompt per line (added to --prompt)");
+  cmd->add_option("-n,--negative-prompt", opt->negatives,
+                  "Negative prompt; once for all, or repeated to pair with the prompts in order");
+  cmd->add_option("--steps", opt->req.steps, "Denoising steps")->capture_default_str();
+  cmd->add_option("--guidance", opt->req.guidance, "Classifier-free guidance scale")->capture_default_str();
+  cmd->add_option("--seed", opt->req.seed, "Seed: image i starts from normal(split(key(seed), B)[i])")
+      ->capture_default_str();
+  cmd->add_option("--scheduler", opt->req.scheduler,
+                  "pndm | ddim | lms | euler | euler_a | dpmpp_2m (default: the model's scheduler config)");
+  cmd->add_option("--scheduler-opt", opt->scheduler_opts,
+                  "KEY=VALUE override of the scheduler config, e.g. prediction_type=v_prediction (repeatable)");
+  cmd->add_option("--height", opt->req.height, "Image height in pixels (default: the model's)");
+  cmd->add_option("--width", opt->req.width, "Image width in pixels (default: the model's)");
+  cmd->add_option("--devices", opt->gen.devices, "Emulated devices")->capture_default_str();
+  cmd->add_option("--batch-per-device", opt->req.batch_per_device, "Images per device")->capture_default_str();
+  cmd->add_option("--chip", opt->gen.chip, "Chip: v5e, v4, v2 or a chip JSON file")->capture_default_str();
+  cmd->add_option("--threads-per-device", opt->gen.threads_per_device,
+                  "Host threads per device arena (0: host cores / devices)")
+      ->capture_default_str();
+  cmd->add_option("-o,--out", opt->out, "Output directory for image_NN.png and grid.png")->capture_default_str();
+  cmd->add_option("--precision", opt->precision, "default (bf16 operands, f32 accumulation) or highest (f32)")
+      ->capture_default_str();
+  cmd->add_option("--prng", opt->prng, "JAX threefry mode: partitionable (jax >= 0.5) or original")
+      ->capture_default_str();
+  cmd->add_option("--latents", opt->latents, "HDF5 file with 'latents' [B,4,h,w] f32 to start from");
+  cmd->add_option("--save-latents", opt->save_latents,
+                  "HDF5 file to write 'latents' (initial) and 'latents_after_step' [steps,B,4,h,w]");
+  cmd->add_option("--runs", opt->runs, "Run the same generation N times (the first compiles, as jit)")
+      ->capture_default_str();
+  cmd->add_flag("-q,--quiet", opt->quiet, "No progress on stderr");
+  cmd->callback([opt, run] {
+    *run = [opt] {
+      if (opt->prompts.empty() && opt->prompts_file.empty())
+        return InvalidArgumentError("generate needs a prompt: -p/--prompt TEXT or --prompts-file FILE");
+      return RunGenerate(*opt);
+    };
+  });
+}
+
+}  // namespace tpumesh::tools
