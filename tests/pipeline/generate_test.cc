@@ -136,6 +136,31 @@ TEST(GenerateTest, SameImagesOnEveryDeviceCount) {
   }
 }
 
+// Every scheduler runs through the pipeline, and the thread count of the
+// device arenas changes no bit.
+TEST(GenerateTest, EverySchedulerAndThreadCountGivesTheSameBits) {
+  for (const std::string& name : SchedulerNames()) {
+    std::vector<uint8_t> first;
+    for (int threads : {1, 2}) {
+      GeneratorOptions o;
+      o.devices = 1;
+      o.threads_per_device = threads;
+      auto gen = Generator::Open(o);
+      ASSERT_TRUE(gen.ok());
+      GenerateRequest r = Small(3);
+      r.scheduler = name;
+      auto res = (*gen)->Generate(r);
+      ASSERT_TRUE(res.ok()) << name << ": " << res.status().message();
+      EXPECT_EQ(res->scheduler, name);
+      if (first.empty()) {
+        first = res->images[0].rgb;
+      } else {
+        EXPECT_EQ(res->images[0].rgb, first) << name << " with " << threads << " threads";
+      }
+    }
+  }
+}
+
 TEST(GenerateTest, InitialLatentsAreJaxNormalOfTheSplitKeys) {
   auto gen = OpenDefault(4);
   ASSERT_NE(gen, nullptr);
