@@ -72,7 +72,7 @@ class ProgressBar {
     const int fill = total > 0 ? static_cast<int>(static_cast<int64_t>(done) * width / total) : width;
     std::string bar(fill, '#');
     bar.resize(width, '.');
-    std::fprintf(stderr, "%sdenoise  [%s] %d/%d steps  %.2f it/s  ETA %.0f s", tty_ ? "\r\033[K" : "",
+    std::fprintf(stderr, "%sdenoise  [%s] %d/%d UNet steps  %.2f it/s  ETA %.0f s", tty_ ? "\r\033[K" : "",
                  bar.c_str(), done / devices_, steps, rate, eta);
     if (done == total) {
       std::fprintf(stderr, "  (%.2f s)\n", el);
@@ -171,8 +171,9 @@ Status RunGenerate(GenerateCmdOptions o) {
     }
     res = std::move(got).value();
     if (res.compiled)
-      std::printf("compiled in %.2f s (plan: %d device(s) x %d image(s), %dx%d, %d steps, %s, precision %s)\n",
-                  res.compile_seconds, gen->devices(), r.batch_per_device, res.width, res.height,
+      std::printf("compiled in %.2f s (plan: %d device(s) x %d image(s), %dx%d, %d steps = %d UNet calls, %s, "
+                  "precision %s)\n",
+                  res.compile_seconds, gen->devices(), r.batch_per_device, res.width, res.height, r.steps,
                   static_cast<int>(res.timesteps.size()), res.scheduler.c_str(), o.precision.c_str());
     std::printf("run %d: %.2f s host wall, %.3f images/s%s\n", run + 1, res.run_seconds,
                 res.run_seconds > 0 ? b / res.run_seconds : 0.0, res.compiled ? "" : " (plan cached)");

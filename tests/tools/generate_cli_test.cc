@@ -47,7 +47,7 @@ TEST(GenerateCliTest, WritesImagesGridAndLatents) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("compiled in"));
   EXPECT_THAT(r.out, HasSubstr("images/s"));
-  EXPECT_THAT(r.err, HasSubstr("3/3 steps"));
+  EXPECT_THAT(r.err, HasSubstr("3/3 UNet steps"));
   EXPECT_EQ(Files(dir + "/out"), (std::vector<std::string>{"grid.png", "image_00.png", "image_01.png"}));
   auto init = tpumesh::pipeline::H5ReadArray(dir + "/lat.h5", "latents");
   ASSERT_TRUE(init.ok());
