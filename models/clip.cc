@@ -9,7 +9,8 @@ StatusOr<ClipTextModel> ClipTextModel::Create(const ClipTextConfig& config, Para
   return ClipTextModel(config, std::move(params));
 }
 
-StatusOr<Array> ClipTextModel::Forward(const Ctx& ctx, const Array& ids) const {
+StatusOr<Array> ClipTextModel::Forward(const Ctx& ctx_in, const Array& ids) const {
+  const Ctx ctx = ctx_in.WithPacks(params_.packs());
   const ClipTextConfig& c = config_;
   if (ids.dtype() != mesh::DType::kI32 || ids.rank() != 2 || ids.dim(1) > c.max_position_embeddings)
     return InvalidArgumentError("text_encoder: input_ids must be int32 [B, L<=" +

@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <atomic>
 #include <cstring>
 #include <limits>
 
+#include "kernels/attention.h"
 #include "kernels/bf16.h"
+#include "kernels/conv2d.h"
 #include "kernels/gemm_f32.h"
+#include "kernels/matmul.h"
 
 namespace tpumesh::models {
 namespace {
@@ -24,6 +28,22 @@ const float* Operand(const Ctx& ctx, const float* p, int64_t n, std::vector<floa
   return tmp.data();
 }
 
+kernels::Precision KernelPrecision(Precision p) {
+  return p == Precision::kHighest ? kernels::Precision::kHighest : kernels::Precision::kDefault;
+}
+
+// W [out, in] -> the packed B = W^T [in, out] of the matmul kernel.
+StatusOr<kernels::PackedMatrix> PackLinearWeight(const Array& w, Precision precision) {
+  const int64_t out = w.dim(0), in = w.dim(1);
+  std::vector<float> wt(static_cast<size_t>(in * out));
+  const float* src = w.data<float>();
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t i = 0; i < in; ++i) wt[i * out + o] = src[o * in + i];
+  kernels::MatmulOptions opt;
+  opt.precision = KernelPrecision(precision);
+  return kernels::PackedMatrix::Pack(in, out, wt.data(), out, opt);
+}
+
 Status CheckF32(const Array& a, std::string_view op, std::string_view what) {
   if (a.dtype() != DType::kF32)
     return InvalidArgumentError(std::string(op) + ": " + std::string(what) + " is " + a.ToString() +
@@ -32,6 +52,28 @@ Status CheckF32(const Array& a, std::string_view op, std::string_view what) {
 }
 
 }  // namespace
+
+StatusOr<const kernels::PackedMatrix*> WeightPacks::Linear(const Array& w, Precision precision) {
+  const auto key = std::make_pair(w.raw(), static_cast<int>(precision));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = packs_.find(key); it != packs_.end()) return it->second.get();
+  }
+  // Packed outside the lock; a concurrent first use of the same weight packs
+  // it twice and keeps the first.
+  TPUMESH_ASSIGN_OR_RETURN(kernels::PackedMatrix packed, PackLinearWeight(w, precision));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = packs_.emplace(key, nullptr);
+  if (inserted) it->second = std::make_unique<kernels::PackedMatrix>(std::move(packed));
+  return it->second.get();
+}
+
+size_t WeightPacks::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [k, p] : packs_) n += p->size_bytes();
+  return n;
+}
 
 StatusOr<Precision> ParsePrecision(std::string_view s) {
   if (s == "default") return Precision::kDefault;
@@ -56,11 +98,16 @@ StatusOr<Array> Linear(const Ctx& ctx, const Array& x, const Array& w, const Arr
   Shape s = x.shape();
   s.back() = out;
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(s, "linear"));
-  std::vector<float> xt, wt;
-  const float* xp = Operand(ctx, x.data<float>(), x.num_elements(), xt);
-  const float* wp = Operand(ctx, w.data<float>(), w.num_elements(), wt);
+  const kernels::PackedMatrix* packed = nullptr;
+  kernels::PackedMatrix local;
+  if (ctx.packs != nullptr) {
+    TPUMESH_ASSIGN_OR_RETURN(packed, ctx.packs->Linear(w, ctx.precision));
+  } else {
+    TPUMESH_ASSIGN_OR_RETURN(local, PackLinearWeight(w, ctx.precision));
+    packed = &local;
+  }
   float* yp = y.mutable_data<float>();
-  kernels::GemmF32(rows, out, in, xp, in, wp, in, /*b_transposed=*/true, yp, out);
+  TPUMESH_RETURN_IF_ERROR(kernels::Matmul(rows, x.data<float>(), in, *packed, yp, out, ctx.threads));
   if (b != nullptr) {
     const float* bp = b->data<float>();
     for (int64_t r = 0; r < rows; ++r)
@@ -84,46 +131,32 @@ StatusOr<Array> Conv2d(const Ctx& ctx, const Array& x, const Array& w, const Arr
     return InvalidArgumentError("conv2d: input " + ShapeToString(x.shape()) + " is smaller than kernel " +
                                 ShapeToString(w.shape()));
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({n, o, ho, wo}, "conv2d"));
-  std::vector<float> wt, xt;
-  const float* wp = Operand(ctx, w.data<float>(), w.num_elements(), wt);
-  const float* xp = Operand(ctx, x.data<float>(), x.num_elements(), xt);
-  const int64_t kdim = c * kh * kw, pix = ho * wo;
-  const bool direct = kh == 1 && kw == 1 && stride == 1 && pt == 0 && pl == 0 && pb == 0 && pr == 0;
-  std::vector<float> col(direct ? 0 : static_cast<size_t>(kdim * pix));
-  for (int64_t img = 0; img < n; ++img) {
-    const float* xi = xp + img * c * h * wd;
-    const float* bmat = xi;  // [C, H*W] for a 1x1 conv
-    if (!direct) {
-      // im2col: row (ci, dy, dx), column (oy, ox).
-      for (int64_t ci = 0; ci < c; ++ci)
-        for (int64_t dy = 0; dy < kh; ++dy)
-          for (int64_t dx = 0; dx < kw; ++dx) {
-            float* row = col.data() + ((ci * kh + dy) * kw + dx) * pix;
-            for (int64_t oy = 0; oy < ho; ++oy) {
-              const int64_t iy = oy * stride + dy - pt;
-              float* dst = row + oy * wo;
-              if (iy < 0 || iy >= h) {
-                std::memset(dst, 0, wo * sizeof(float));
-                continue;
-              }
-              const float* src = xi + (ci * h + iy) * wd;
-              for (int64_t ox = 0; ox < wo; ++ox) {
-                const int64_t ix = ox * stride + dx - pl;
-                dst[ox] = (ix >= 0 && ix < wd) ? src[ix] : 0.0f;
-              }
-            }
-          }
-      bmat = col.data();
-    }
-    float* yi = y.mutable_data<float>() + img * o * pix;
-    kernels::GemmF32(o, pix, kdim, wp, kdim, bmat, pix, false, yi, pix);
-    if (b != nullptr)
-      for (int64_t oc = 0; oc < o; ++oc) {
-        const float bv = b->data<float>()[oc];
-        float* p = yi + oc * pix;
-        for (int64_t i = 0; i < pix; ++i) p[i] += bv;
-      }
-  }
+  kernels::Conv2dShape shape;
+  shape.batch = n;
+  shape.in_channels = c;
+  shape.height = h;
+  shape.width = wd;
+  shape.out_channels = o;
+  shape.kernel_h = kh;
+  shape.kernel_w = kw;
+  shape.stride = stride;
+  shape.pad_top = pt;
+  shape.pad_left = pl;
+  shape.pad_bottom = pb;
+  shape.pad_right = pr;
+  kernels::MatmulOptions opt;
+  opt.precision = KernelPrecision(ctx.precision);
+  // Each chunk's product y[C_out, pixels] = w[C_out, K] x col[K, pixels] on
+  // the matmul kernel, one thread per chunk (conv2d spreads the chunks).
+  std::atomic<bool> failed{false};
+  const kernels::GemmFn gemm = [&](int64_t m, int64_t nn, int64_t k, const float* a, int64_t lda, const float* bm,
+                                   int64_t ldb, float* cm, int64_t ldc) {
+    if (!kernels::Matmul(m, nn, k, a, lda, bm, ldb, cm, ldc, opt, 1).ok()) failed = true;
+  };
+  TPUMESH_RETURN_IF_ERROR(kernels::Conv2dF32(shape, x.data<float>(), w.data<float>(),
+                                             b ? b->data<float>() : nullptr, y.mutable_data<float>(), gemm,
+                                             ctx.threads));
+  if (failed) return InternalError("conv2d: the matmul kernel refused a chunk of " + ShapeToString(x.shape()));
   return y;
 }
 
@@ -229,46 +262,22 @@ StatusOr<Array> Attention(const Ctx& ctx, const Array& q, const Array& k, const 
     return InvalidArgumentError("attention: q " + ShapeToString(q.shape()) + ", k " + ShapeToString(k.shape()) +
                                 ", v " + ShapeToString(v.shape()) + " with " + std::to_string(heads) + " heads");
   }
-  const int64_t bsz = q.dim(0), lq = q.dim(1), lk = k.dim(1), hd = q.dim(2), d = hd / heads;
+  const int64_t hd = q.dim(2);
   TPUMESH_ASSIGN_OR_RETURN(Array out, ctx.Alloc(q.shape(), "attention"));
   std::vector<float> qt, kt, vt;
   const float* qp = Operand(ctx, q.data<float>(), q.num_elements(), qt);
   const float* kp = Operand(ctx, k.data<float>(), k.num_elements(), kt);
   const float* vp = Operand(ctx, v.data<float>(), v.num_elements(), vt);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  constexpr int64_t kBlock = 128;
-  std::vector<float> s(static_cast<size_t>(kBlock * lk));
-  for (int64_t b = 0; b < bsz; ++b)
-    for (int64_t h = 0; h < heads; ++h) {
-      const float* qh = qp + b * lq * hd + h * d;
-      const float* kh = kp + b * lk * hd + h * d;
-      const float* vh = vp + b * lk * hd + h * d;
-      float* oh = out.mutable_data<float>() + b * lq * hd + h * d;
-      for (int64_t i0 = 0; i0 < lq; i0 += kBlock) {
-        const int64_t rows = std::min(kBlock, lq - i0);
-        // scores = Q_blk K^T
-        kernels::GemmF32(rows, lk, d, qh + i0 * hd, hd, kh, hd, /*b_transposed=*/true, s.data(), lk);
-        for (int64_t r = 0; r < rows; ++r) {
-          float* row = s.data() + r * lk;
-          const int64_t valid = causal ? std::min(lk, i0 + r + 1) : lk;
-          float mx = -std::numeric_limits<float>::infinity();
-          for (int64_t j = 0; j < valid; ++j) mx = std::max(mx, row[j] * scale);
-          double sum = 0;
-          for (int64_t j = 0; j < valid; ++j) {
-            row[j] = std::exp(row[j] * scale - mx);
-            sum += row[j];
-          }
-          const float inv = static_cast<float>(1.0 / sum);
-          for (int64_t j = 0; j < valid; ++j) {
-            row[j] *= inv;
-            if (ctx.precision == Precision::kDefault) row[j] = kernels::RoundToBf16(row[j]);
-          }
-          for (int64_t j = valid; j < lk; ++j) row[j] = 0.0f;
-        }
-        // out_blk = P V
-        kernels::GemmF32(rows, d, lk, s.data(), lk, vh, hd, false, oh + i0 * hd, hd);
-      }
-    }
+  kernels::AttentionShape shape;
+  shape.batch = q.dim(0);
+  shape.q_len = q.dim(1);
+  shape.kv_len = k.dim(1);
+  shape.heads = heads;
+  shape.head_dim = hd / heads;
+  kernels::AttentionOptions opt;
+  opt.causal = causal;
+  opt.num_threads = ctx.threads;
+  TPUMESH_RETURN_IF_ERROR(kernels::AttentionF32(shape, qp, kp, vp, out.mutable_data<float>(), opt));
   return out;
 }
 

@@ -11,14 +11,31 @@
 // bf16 x bf16 product is exact in f32), as jax.lax.Precision.DEFAULT on a
 // TPU. Norms, softmax and activations run in f32 either way. Results do not
 // depend on the host's thread count.
+//
+// Kernels: Linear and Conv2d run on kernels/matmul (the AVX512-BF16
+// vdpbf16ps micro-kernel at kDefault where the CPU has it, Highway
+// elsewhere; BLIS f32 at kHighest), Linear with its weight packed once per
+// model (WeightPacks) and Conv2d as kernels/conv2d's im2col chunks; attention
+// is kernels/attention (flash style, never a full Lq x Lk score matrix). At
+// kDefault attention's Q, K and V are rounded to bf16; its softmax
+// probabilities stay f32 (a TPU would feed them to the MXU as bf16; the
+// difference is within the bf16 tolerance and stated here so it is not
+// silent). Threads: Ctx::threads, 0 meaning the caller's TBB arena (inside
+// a pmap, the device's arena); work is never split along a reduction, so
+// every thread count gives the same bits.
 #ifndef TPUMESH_MODELS_NN_H_
 #define TPUMESH_MODELS_NN_H_
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
+#include "kernels/matmul.h"
 #include "mesh/array.h"
 
 namespace tpumesh::models {
@@ -26,10 +43,32 @@ namespace tpumesh::models {
 enum class Precision { kDefault, kHighest };
 StatusOr<Precision> ParsePrecision(std::string_view s);  // "default" | "highest"
 
+// Linear weights packed into the matmul kernel's layout (W^T, [in, out]),
+// built on first use and kept as long as this object: the "plan-time"
+// packing of a model's weights. Keyed by the weight's storage, which the
+// owner (a ParamMap) keeps alive. Thread-safe: the devices of a pmap share
+// one model.
+class WeightPacks {
+ public:
+  StatusOr<const kernels::PackedMatrix*> Linear(const mesh::Array& w, Precision precision);
+  size_t bytes() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<const void*, int>, std::unique_ptr<kernels::PackedMatrix>> packs_;
+};
+
 struct Ctx {
   mesh::Device* device = nullptr;  // where outputs live; nullptr: the host
   Precision precision = Precision::kHighest;
+  WeightPacks* packs = nullptr;  // nullptr: pack per call
+  int threads = 0;               // 0: the caller's TBB arena; 1: this thread
   StatusOr<mesh::Array> Alloc(mesh::Shape shape, std::string_view what) const;
+  Ctx WithPacks(WeightPacks* p) const {
+    Ctx c = *this;
+    if (c.packs == nullptr) c.packs = p;
+    return c;
+  }
 };
 
 using mesh::Array;

@@ -4,6 +4,7 @@
 #define TPUMESH_MODELS_PARAMS_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "base/status.h"
 #include "mesh/array.h"
 #include "models/configs.h"
+#include "models/nn.h"
 
 namespace tpumesh::models {
 
@@ -27,9 +29,12 @@ class ParamMap {
   const mesh::Array& operator[](const std::string& name) const { return params_.at(name); }
   const std::map<std::string, mesh::Array>& all() const { return params_; }
   int64_t bytes() const;
+  // The packed forms of these weights (shared by copies of this map).
+  WeightPacks* packs() const { return packs_.get(); }
 
  private:
   std::map<std::string, mesh::Array> params_;
+  std::shared_ptr<WeightPacks> packs_ = std::make_shared<WeightPacks>();
 };
 
 }  // namespace tpumesh::models

@@ -83,8 +83,9 @@ StatusOr<Array> UNetModel::Transformer(const Ctx& ctx, const std::string& p, con
   return h;
 }
 
-StatusOr<Array> UNetModel::Forward(const Ctx& ctx, const Array& sample, const std::vector<float>& timesteps,
+StatusOr<Array> UNetModel::Forward(const Ctx& ctx_in, const Array& sample, const std::vector<float>& timesteps,
                                    const Array& ehs, const Tap& tap) const {
+  const Ctx ctx = ctx_in.WithPacks(params_.packs());
   auto emit = [&](const std::string& name, const Array& a) {
     if (tap) tap(name, a);
   };

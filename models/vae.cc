@@ -48,7 +48,8 @@ StatusOr<Array> VaeModel::MidBlock(const Ctx& ctx, const std::string& p, const A
   return Resnet(ctx, p + ".resnets.1", h);
 }
 
-StatusOr<Array> VaeModel::Decode(const Ctx& ctx, const Array& latents, const Tap& tap) const {
+StatusOr<Array> VaeModel::Decode(const Ctx& ctx_in, const Array& latents, const Tap& tap) const {
+  const Ctx ctx = ctx_in.WithPacks(params_.packs());
   const VaeConfig& c = config_;
   const auto& P = params_;
   auto emit = [&](const std::string& name, const Array& a) {
@@ -87,7 +88,8 @@ StatusOr<Array> VaeModel::Decode(const Ctx& ctx, const Array& latents, const Tap
   return x;
 }
 
-StatusOr<Array> VaeModel::EncodeMean(const Ctx& ctx, const Array& sample) const {
+StatusOr<Array> VaeModel::EncodeMean(const Ctx& ctx_in, const Array& sample) const {
+  const Ctx ctx = ctx_in.WithPacks(params_.packs());
   const VaeConfig& c = config_;
   const auto& P = params_;
   const int64_t f = c.scale_factor();

@@ -31,7 +31,8 @@ struct EvalOptions {
 
 struct EvalStats {
   int64_t batch = 0;
-  double host_seconds = 0;       // the pmap, measured
+  double host_seconds = 0;       // the pmap (the forward pass), measured
+  double total_seconds = 0;      // loading, replicating and the pmap
   double modelled_seconds = 0;   // the slowest device's simulated clock (collectives only, until the cost model lands)
 };
 

@@ -23,8 +23,8 @@ Status RunEvalCommand(EvalCmdOptions opt) {
   std::cout << "wrote " << opt.eval.output << ": " << opt.eval.component << " on a batch of " << s.batch;
   if (opt.eval.component != "tokenizer") {
     char buf[128];
-    std::snprintf(buf, sizeof buf, " over %d device(s), precision=%s, host %.3f s", opt.eval.devices,
-                  opt.precision.c_str(), s.host_seconds);
+    std::snprintf(buf, sizeof buf, " over %d device(s), precision=%s, forward %.3f s host (%.3f s with loading)",
+                  opt.eval.devices, opt.precision.c_str(), s.host_seconds, s.total_seconds);
     std::cout << buf;
   }
   std::cout << "\n";
