@@ -290,5 +290,12 @@ OpCost Conv2dCost(const Conv2dShape& s, bool has_bias) {
   return c;
 }
 
+GemmFn MatmulGemm(const MatmulOptions& options, std::atomic<bool>* failed) {
+  return [options, failed](int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                           int64_t ldb, float* c, int64_t ldc) {
+    if (!Matmul(m, n, k, a, lda, b, ldb, c, ldc, options, 1).ok() && failed != nullptr) failed->store(true);
+  };
+}
+
 }  // namespace tpumesh::kernels
 #endif  // HWY_ONCE

@@ -26,11 +26,13 @@
 #ifndef TPUMESH_KERNELS_CONV2D_H_
 #define TPUMESH_KERNELS_CONV2D_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 
 #include "base/status.h"
 #include "kernels/cost.h"
+#include "kernels/matmul.h"
 
 namespace tpumesh::kernels {
 
@@ -40,6 +42,12 @@ namespace tpumesh::kernels {
 using GemmFn = std::function<void(int64_t m, int64_t n, int64_t k,
                                   const float* a, int64_t lda, const float* b,
                                   int64_t ldb, float* c, int64_t ldc)>;
+
+// A GemmFn on the matmul kernel (kernels/matmul.h) at `options`' precision
+// and provider, one thread per call (the conv spreads the chunks); B, the
+// im2col chunk, is packed per call. A call the kernel refuses (it cannot,
+// for shapes the conv produces) sets *failed.
+GemmFn MatmulGemm(const MatmulOptions& options, std::atomic<bool>* failed);
 
 // The default GemmFn: BLIS sgemm with one thread per call (kernels/gemm_f32.h).
 void GemmF32Blis(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,

@@ -149,10 +149,7 @@ StatusOr<Array> Conv2d(const Ctx& ctx, const Array& x, const Array& w, const Arr
   // Each chunk's product y[C_out, pixels] = w[C_out, K] x col[K, pixels] on
   // the matmul kernel, one thread per chunk (conv2d spreads the chunks).
   std::atomic<bool> failed{false};
-  const kernels::GemmFn gemm = [&](int64_t m, int64_t nn, int64_t k, const float* a, int64_t lda, const float* bm,
-                                   int64_t ldb, float* cm, int64_t ldc) {
-    if (!kernels::Matmul(m, nn, k, a, lda, bm, ldb, cm, ldc, opt, 1).ok()) failed = true;
-  };
+  const kernels::GemmFn gemm = kernels::MatmulGemm(opt, &failed);
   TPUMESH_RETURN_IF_ERROR(kernels::Conv2dF32(shape, x.data<float>(), w.data<float>(),
                                              b ? b->data<float>() : nullptr, y.mutable_data<float>(), gemm,
                                              ctx.threads));

@@ -19,6 +19,7 @@ void RegisterConvert(CLI::App& app, RunFn* run);
 void RegisterInit(CLI::App& app, RunFn* run);
 void RegisterEval(CLI::App& app, RunFn* run);
 void RegisterGenerate(CLI::App& app, RunFn* run);
+void RegisterBench(CLI::App& app, RunFn* run);
 
 }  // namespace tpumesh::tools
 

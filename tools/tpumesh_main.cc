@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   tpumesh::tools::RegisterConvert(app, &run);
   tpumesh::tools::RegisterInit(app, &run);
   tpumesh::tools::RegisterEval(app, &run);
+  tpumesh::tools::RegisterBench(app, &run);
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;

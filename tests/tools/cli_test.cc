@@ -173,3 +173,37 @@ TEST(CliTest, ConvertThenEvalReproducesGolden) {
 }
 
 }  // namespace
+
+namespace {
+
+// `tpumesh bench`: the fields a user reads, and one clear line for bad flags
+// (no timing is checked).
+TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
+  Result mm = RunTpumesh("bench matmul --m 64 --n 48 --k 80 --repeats 1 --peak 100");
+  ASSERT_EQ(mm.code, 0) << mm.err;
+  EXPECT_THAT(mm.out, HasSubstr("matmul 64x48x80 (MxNxK)"));
+  EXPECT_THAT(mm.out, HasSubstr("GFLOP/s"));
+  EXPECT_THAT(mm.out, HasSubstr("of the assumed (--peak) bf16 peak 100.0 GFLOP/s"));
+  EXPECT_THAT(mm.out, HasSubstr("modelled on one v5e device (4 MXU 128x128 at 1.50 GHz"));
+  Result conv = RunTpumesh("bench conv --shape 1,8,10,10,16,3 --repeats 1 --peak 100 --chip v2");
+  ASSERT_EQ(conv.code, 0) << conv.err;
+  EXPECT_THAT(conv.out, HasSubstr("conv2d N=1 C_in=8 10x10 -> C_out=16, 3x3 kernel, stride 1, pad 1"));
+  EXPECT_THAT(conv.out, HasSubstr("modelled on one v2 device (1 MXU 128x128"));
+  Result att = RunTpumesh("bench attention --shape 1,16,16,2,8 --repeats 1 --peak 100");
+  ASSERT_EQ(att.code, 0) << att.err;
+  EXPECT_THAT(att.out, HasSubstr("attention B=1 Lq=16 Lk=16 heads=2 head_dim=8"));
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"bench matmul --m 0", "--m, --n and --k must be >= 1"},
+           {"bench matmul --provider mkl", "--provider must be auto, highway, bf16 or blis"},
+           {"bench matmul --precision fast", "--precision must be default, high or highest"},
+           {"bench conv --shape 1,2,3", "--shape '1,2,3': expected N,C_in,H,W,C_out,kernel"},
+           {"bench matmul --provider bf16 --precision highest", "bf16"},
+       }) {
+    Result r = RunTpumesh(args + " --repeats 1 --peak 100");
+    EXPECT_EQ(r.code, 1) << args;
+    EXPECT_THAT(r.err, HasSubstr(message)) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+  }
+}
+
+}  // namespace

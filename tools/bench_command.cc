@@ -1,0 +1,314 @@
+// `tpumesh bench matmul|conv|attention|peak`: for users measuring their host.
+// Each op runs on the kernels the models use, prints the host's GFLOP/s
+// (median of --repeats), the host's peak (measured by a quick probe, or
+// --peak), the fraction, and the modelled time of the same op on one device
+// of the emulated chip (labelled modelled).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/bf16.h"
+#include "kernels/conv2d.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_cost.h"
+#include "kernels/peak.h"
+#include "mesh/chip_spec.h"
+#include "tools/commands.h"
+
+namespace tpumesh::tools {
+namespace {
+
+struct BenchOptions {
+  std::string op;
+  int64_t m = 2048, n = 2048, k = 2048;
+  std::string shape;
+  std::string dtype = "bf16";
+  std::string precision = "default";
+  std::string provider = "auto";
+  int threads = 0;
+  int repeats = 5;
+  double peak_gflops = 0;  // 0: measure
+  std::string chip = "v5e";
+};
+
+StatusOr<kernels::Precision> ParseKernelPrecision(const std::string& s) {
+  if (s == "default") return kernels::Precision::kDefault;
+  if (s == "high") return kernels::Precision::kHigh;
+  if (s == "highest") return kernels::Precision::kHighest;
+  return InvalidArgumentError("--precision must be default, high or highest, not '" + s + "'");
+}
+
+StatusOr<kernels::Provider> ParseProvider(const std::string& s) {
+  for (auto p : {kernels::Provider::kAuto, kernels::Provider::kHighway, kernels::Provider::kBf16,
+                 kernels::Provider::kBlis})
+    if (kernels::ProviderName(p) == s) return p;
+  return InvalidArgumentError("--provider must be auto, highway, bf16 or blis, not '" + s + "'");
+}
+
+// "a,b,c" -> numbers; exactly `min`..`max` of them, each >= 1 (or >= 0 for
+// the padding, the last of conv's).
+StatusOr<std::vector<int64_t>> ParseShape(const std::string& text, size_t min, size_t max, const char* what) {
+  std::vector<int64_t> v;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string part = text.substr(pos, comma - pos);
+    char* end = nullptr;
+    const long long x = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || x < 0)
+      return InvalidArgumentError(std::string("--shape '") + text + "': expected " + what);
+    v.push_back(x);
+    pos = comma + 1;
+  }
+  if (v.size() < min || v.size() > max)
+    return InvalidArgumentError(std::string("--shape '") + text + "': expected " + what);
+  return v;
+}
+
+// Median seconds of `repeats` runs of fn (after one warm-up run).
+StatusOr<std::pair<double, double>> Time(int repeats, const std::function<Status()>& fn) {
+  TPUMESH_RETURN_IF_ERROR(fn());
+  std::vector<double> t;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    TPUMESH_RETURN_IF_ERROR(fn());
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return std::make_pair(t[t.size() / 2], t.front());
+}
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
+// The chip's arrays per emulated device.
+kernels::SystolicArray DeviceArray(const mesh::ChipSpec& c) {
+  return kernels::SystolicArray(c.mxu_rows, c.mxu_cols, std::max(1, c.mxus_per_chip() / c.devices_per_chip),
+                                c.clock_hz);
+}
+
+struct Modelled {
+  double seconds = 0, mxu_seconds = 0, hbm_seconds = 0, utilisation = 0;
+};
+
+// Roofline of a sum of matmuls on one device: max(MXU time, HBM time).
+Modelled ModelMatmuls(const mesh::ChipSpec& chip, const std::vector<kernels::MatmulCostFigures>& parts,
+                      double bytes) {
+  Modelled m;
+  double macs = 0, capacity = 0;
+  const kernels::SystolicArray a = DeviceArray(chip);
+  for (const auto& p : parts) {
+    m.mxu_seconds += p.seconds;
+    macs += p.useful_macs;
+    capacity += static_cast<double>(p.cycles) * a.rows * a.cols * a.count;
+  }
+  m.hbm_seconds = bytes / chip.hbm_bandwidth_per_device();
+  m.seconds = std::max(m.mxu_seconds, m.hbm_seconds);
+  m.utilisation = capacity > 0 ? macs / capacity : 0;
+  return m;
+}
+
+Status Report(const BenchOptions& o, const mesh::ChipSpec& chip, const std::string& what, double flops,
+              std::pair<double, double> host, bool bf16_peak, const Modelled& model) {
+  double peak = o.peak_gflops * 1e9;
+  std::string peak_how = "assumed (--peak)";
+  if (peak <= 0) {
+    TPUMESH_ASSIGN_OR_RETURN(peak, kernels::MeasurePeakFlops(bf16_peak ? kernels::PeakKind::kBf16
+                                                                       : kernels::PeakKind::kF32,
+                                                             o.threads));
+    peak_how = "measured";
+  }
+  const double rate = flops / host.first;
+  std::printf("%s, %d thread(s)\n", what.c_str(), o.threads);
+  std::printf("  host:     %.3f ms median of %d (best %.3f ms), %.1f GFLOP/s = %.0f%% of the %s %s peak %.1f GFLOP/s\n",
+              host.first * 1e3, o.repeats, host.second * 1e3, rate / 1e9, 100 * rate / peak, peak_how.c_str(),
+              bf16_peak ? "bf16" : "f32", peak / 1e9);
+  std::printf("  modelled on one %s device (%d MXU %dx%d at %.2f GHz, HBM %.0f GB/s): %.2f us "
+              "(MXU %.2f us, HBM %.2f us), MXU utilisation %.0f%%, %.3f GFLOP\n",
+              chip.name.c_str(), DeviceArray(chip).count, chip.mxu_rows, chip.mxu_cols, chip.clock_hz / 1e9,
+              chip.hbm_bandwidth_per_device() / 1e9, model.seconds * 1e6, model.mxu_seconds * 1e6,
+              model.hbm_seconds * 1e6, 100 * model.utilisation, flops / 1e9);
+  return OkStatus();
+}
+
+Status BenchMatmul(const BenchOptions& o, const mesh::ChipSpec& chip) {
+  if (o.m < 1 || o.n < 1 || o.k < 1) return InvalidArgumentError("--m, --n and --k must be >= 1");
+  TPUMESH_ASSIGN_OR_RETURN(kernels::Precision precision, ParseKernelPrecision(o.precision));
+  TPUMESH_ASSIGN_OR_RETURN(kernels::Provider provider, ParseProvider(o.provider));
+  if (o.dtype != "bf16" && o.dtype != "f32") return InvalidArgumentError("--dtype must be bf16 or f32");
+  kernels::MatmulOptions opt{precision, provider};
+  TPUMESH_ASSIGN_OR_RETURN(kernels::Provider resolved, kernels::ResolveProvider(provider, precision));
+  const std::vector<float> a32 = Random(static_cast<size_t>(o.m * o.k), 1), b32 = Random(static_cast<size_t>(o.k * o.n), 2);
+  std::vector<kernels::bf16> a16(a32.size()), b16(b32.size());
+  for (size_t i = 0; i < a32.size(); ++i) a16[i] = kernels::F32ToBf16(a32[i]);
+  for (size_t i = 0; i < b32.size(); ++i) b16[i] = kernels::F32ToBf16(b32[i]);
+  std::vector<float> c(static_cast<size_t>(o.m * o.n));
+  const bool bf = o.dtype == "bf16";
+  const auto p0 = std::chrono::steady_clock::now();
+  auto packed = bf ? kernels::PackedMatrix::Pack(o.k, o.n, b16.data(), o.n, opt)
+                   : kernels::PackedMatrix::Pack(o.k, o.n, b32.data(), o.n, opt);
+  if (!packed.ok()) return packed.status();
+  const double pack_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
+  TPUMESH_ASSIGN_OR_RETURN(auto host, Time(o.repeats, [&] {
+    return bf ? kernels::Matmul(o.m, a16.data(), o.k, *packed, c.data(), o.n, o.threads)
+              : kernels::Matmul(o.m, a32.data(), o.k, *packed, c.data(), o.n, o.threads);
+  }));
+  const auto cost = kernels::MatmulCost(o.m, o.n, o.k, precision, DeviceArray(chip));
+  char what[256];
+  std::snprintf(what, sizeof what, "matmul %lldx%lldx%lld (MxNxK), %s operands, precision %s, provider %s (Highway target %s)",
+                static_cast<long long>(o.m), static_cast<long long>(o.n), static_cast<long long>(o.k), o.dtype.c_str(),
+                o.precision.c_str(), std::string(kernels::ProviderName(resolved)).c_str(),
+                std::string(kernels::HighwayTargetName()).c_str());
+  TPUMESH_RETURN_IF_ERROR(Report(o, chip, what, 2.0 * o.m * o.n * o.k, host,
+                                 precision != kernels::Precision::kHighest,
+                                 ModelMatmuls(chip, {cost}, cost.bytes_read + cost.bytes_written)));
+  std::printf("  packing B once (plan time): %.3f ms\n", pack_s * 1e3);
+  return OkStatus();
+}
+
+Status BenchConv(const BenchOptions& o, const mesh::ChipSpec& chip) {
+  TPUMESH_ASSIGN_OR_RETURN(std::vector<int64_t> v,
+                           ParseShape(o.shape.empty() ? "1,320,64,64,320,3,1,1" : o.shape, 6, 8,
+                                      "N,C_in,H,W,C_out,kernel[,stride[,pad]]"));
+  TPUMESH_ASSIGN_OR_RETURN(kernels::Precision precision, ParseKernelPrecision(o.precision));
+  const kernels::Conv2dShape s = kernels::MakeConv2dShape(v[0], v[1], v[2], v[3], v[4], v[5], v.size() > 6 ? v[6] : 1,
+                                                          v.size() > 7 ? v[7] : v[5] / 2);
+  TPUMESH_RETURN_IF_ERROR(kernels::CheckConv2d(s));
+  const std::vector<float> x = Random(static_cast<size_t>(s.batch * s.in_channels * s.height * s.width), 1);
+  const std::vector<float> w = Random(static_cast<size_t>(s.out_channels * s.gemm_k()), 2);
+  const std::vector<float> bias = Random(static_cast<size_t>(s.out_channels), 3);
+  std::vector<float> y(static_cast<size_t>(s.batch * s.out_channels * s.out_height() * s.out_width()));
+  std::atomic<bool> failed{false};
+  const kernels::GemmFn gemm = kernels::MatmulGemm({precision, kernels::Provider::kAuto}, &failed);
+  TPUMESH_ASSIGN_OR_RETURN(auto host, Time(o.repeats, [&] {
+    return kernels::Conv2dF32(s, x.data(), w.data(), bias.data(), y.data(), gemm, o.threads);
+  }));
+  if (failed) return InternalError("conv: the matmul kernel refused a chunk");
+  // On the chip: one matmul [N*Ho*Wo, K] x [K, C_out].
+  const int64_t pixels = s.batch * s.out_height() * s.out_width();
+  const auto cost = kernels::MatmulCost(pixels, s.out_channels, s.gemm_k(), precision, DeviceArray(chip));
+  const kernels::OpCost c = kernels::Conv2dCost(s);
+  char what[256];
+  std::snprintf(what, sizeof what, "conv2d N=%lld C_in=%lld %lldx%lld -> C_out=%lld, %lldx%lld kernel, stride %lld, pad %lld, precision %s",
+                static_cast<long long>(s.batch), static_cast<long long>(s.in_channels), static_cast<long long>(s.height),
+                static_cast<long long>(s.width), static_cast<long long>(s.out_channels), static_cast<long long>(s.kernel_h),
+                static_cast<long long>(s.kernel_w), static_cast<long long>(s.stride), static_cast<long long>(s.pad_top),
+                o.precision.c_str());
+  const double bytes_chip = precision == kernels::Precision::kDefault ? c.bytes() / 2 : c.bytes();  // bf16 on chip
+  return Report(o, chip, what, 2.0 * pixels * s.out_channels * s.gemm_k(), host,
+                precision != kernels::Precision::kHighest, ModelMatmuls(chip, {cost}, bytes_chip));
+}
+
+Status BenchAttention(const BenchOptions& o, const mesh::ChipSpec& chip) {
+  TPUMESH_ASSIGN_OR_RETURN(std::vector<int64_t> v, ParseShape(o.shape.empty() ? "2,4096,4096,8,40" : o.shape, 5, 5,
+                                                              "B,Lq,Lk,heads,head_dim"));
+  kernels::AttentionShape s{v[0], v[1], v[2], v[3], v[4]};
+  TPUMESH_RETURN_IF_ERROR(kernels::CheckAttention(s));
+  const std::vector<float> q = Random(static_cast<size_t>(s.batch * s.q_len * s.hidden()), 1);
+  const std::vector<float> k = Random(static_cast<size_t>(s.batch * s.kv_len * s.hidden()), 2);
+  const std::vector<float> val = Random(static_cast<size_t>(s.batch * s.kv_len * s.hidden()), 3);
+  std::vector<float> out(q.size());
+  kernels::AttentionOptions opt;
+  opt.num_threads = o.threads;
+  TPUMESH_ASSIGN_OR_RETURN(auto host, Time(o.repeats, [&] {
+    return kernels::AttentionF32(s, q.data(), k.data(), val.data(), out.data(), opt);
+  }));
+  const kernels::SystolicArray a = DeviceArray(chip);
+  const double bh = static_cast<double>(s.batch * s.heads);
+  auto qk = kernels::MatmulCost(s.q_len, s.kv_len, s.head_dim, kernels::Precision::kDefault, a);
+  auto pv = kernels::MatmulCost(s.q_len, s.head_dim, s.kv_len, kernels::Precision::kDefault, a);
+  for (auto* p : {&qk, &pv}) {
+    p->seconds *= bh;
+    p->useful_macs *= bh;
+    p->cycles = static_cast<int64_t>(p->cycles * bh);
+  }
+  const kernels::OpCost c = kernels::AttentionCost(s);
+  char what[256];
+  std::snprintf(what, sizeof what, "attention B=%lld Lq=%lld Lk=%lld heads=%lld head_dim=%lld (f32 on the host; bf16 matmuls on the chip)",
+                static_cast<long long>(s.batch), static_cast<long long>(s.q_len), static_cast<long long>(s.kv_len),
+                static_cast<long long>(s.heads), static_cast<long long>(s.head_dim));
+  return Report(o, chip, what, 4.0 * bh * s.q_len * s.kv_len * s.head_dim, host, /*bf16_peak=*/false,
+                ModelMatmuls(chip, {qk, pv}, c.bytes() / 2));
+}
+
+Status BenchPeak(const BenchOptions& o) {
+  for (auto [kind, name] : {std::pair{kernels::PeakKind::kBf16, "bf16 (vdpbf16ps)"},
+                            std::pair{kernels::PeakKind::kF32, "f32 (AVX-512 FMA)"}}) {
+    auto p = kernels::MeasurePeakFlops(kind, o.threads, 1.0);
+    if (!p.ok()) {
+      std::printf("%-18s  not available: %s\n", name, p.status().message().c_str());
+      continue;
+    }
+    std::printf("%-18s  %.1f GFLOP/s on %d thread(s) (measured)\n", name, *p / 1e9, o.threads);
+  }
+  return OkStatus();
+}
+
+Status RunBench(BenchOptions o) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (o.threads == 0) o.threads = cores;
+  if (o.threads < 1) return InvalidArgumentError("--threads must be >= 1");
+  if (o.repeats < 1) return InvalidArgumentError("--repeats must be >= 1");
+  TPUMESH_ASSIGN_OR_RETURN(mesh::ChipSpec chip, mesh::LoadChipSpec(o.chip));
+  if (o.op == "matmul") return BenchMatmul(o, chip);
+  if (o.op == "conv") return BenchConv(o, chip);
+  if (o.op == "attention") return BenchAttention(o, chip);
+  return BenchPeak(o);
+}
+
+}  // namespace
+
+void RegisterBench(CLI::App& app, RunFn* run) {
+  auto opt = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Measure this host on the kernels the models use, beside the modelled time on the emulated chip.");
+  cmd->require_subcommand(1);
+  auto common = [&](CLI::App* sub) {
+    sub->add_option("--threads", opt->threads, "Host threads (0: every core)")->capture_default_str();
+    sub->add_option("--repeats", opt->repeats, "Timed runs after one warm-up; the median is reported")
+        ->capture_default_str();
+    sub->add_option("--peak", opt->peak_gflops, "Assume this host peak in GFLOP/s instead of measuring it");
+    sub->add_option("--chip", opt->chip, "Chip to model: v5e, v4, v2 or a chip JSON file")->capture_default_str();
+    sub->add_option("--precision", opt->precision, "default (bf16 operands), high (bf16x3) or highest (f32)")
+        ->capture_default_str();
+    sub->callback([opt, run, sub] {
+      opt->op = sub->get_name();
+      *run = [opt] { return RunBench(*opt); };
+    });
+  };
+  CLI::App* mm = cmd->add_subcommand("matmul", "C[M,N] = A[M,K] x B[K,N] with B packed once");
+  mm->add_option("--m", opt->m, "Rows of A and C")->capture_default_str();
+  mm->add_option("--n", opt->n, "Columns of B and C")->capture_default_str();
+  mm->add_option("--k", opt->k, "Columns of A, rows of B")->capture_default_str();
+  mm->add_option("--dtype", opt->dtype, "Operand storage: bf16 or f32")->capture_default_str();
+  mm->add_option("--provider", opt->provider, "auto, highway, bf16 (AVX512-BF16) or blis")->capture_default_str();
+  common(mm);
+  CLI::App* conv = cmd->add_subcommand("conv", "2-D convolution as the models run it (im2col chunks x the matmul kernel)");
+  conv->add_option("--shape", opt->shape, "N,C_in,H,W,C_out,kernel[,stride[,pad]] (default 1,320,64,64,320,3,1,1)");
+  common(conv);
+  CLI::App* att = cmd->add_subcommand("attention", "Flash-style multi-head attention");
+  att->add_option("--shape", opt->shape, "B,Lq,Lk,heads,head_dim (default 2,4096,4096,8,40: SD1.5's first level)");
+  common(att);
+  CLI::App* peak = cmd->add_subcommand("peak", "Probe this host's bf16 and f32 multiply-add peak");
+  peak->add_option("--threads", opt->threads, "Host threads (0: every core)")->capture_default_str();
+  peak->callback([opt, run] {
+    opt->op = "peak";
+    *run = [opt] { return RunBench(*opt); };
+  });
+}
+
+}  // namespace tpumesh::tools
