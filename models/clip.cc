@@ -38,14 +38,14 @@ StatusOr<Array> ClipTextModel::Forward(const Ctx& ctx_in, const Array& ids) cons
     TPUMESH_ASSIGN_OR_RETURN(Array v, Linear(ctx, n1, P[p + ".self_attn.v_proj.weight"], &P[p + ".self_attn.v_proj.bias"]));
     TPUMESH_ASSIGN_OR_RETURN(Array a, Attention(ctx, q, k, v, c.num_attention_heads, /*causal=*/true));
     TPUMESH_ASSIGN_OR_RETURN(Array o, Linear(ctx, a, P[p + ".self_attn.out_proj.weight"], &P[p + ".self_attn.out_proj.bias"]));
-    TPUMESH_RETURN_IF_ERROR(AddInPlace(x, o));
+    TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, x, o));
     TPUMESH_ASSIGN_OR_RETURN(Array n2, LayerNorm(ctx, x, P[p + ".layer_norm2.weight"], P[p + ".layer_norm2.bias"],
                                                  c.layer_norm_eps));
     TPUMESH_ASSIGN_OR_RETURN(Array f1, Linear(ctx, n2, P[p + ".mlp.fc1.weight"], &P[p + ".mlp.fc1.bias"]));
-    if (c.hidden_act == Activation::kGelu) GeluInPlace(f1);
-    else QuickGeluInPlace(f1);
+    if (c.hidden_act == Activation::kGelu) GeluInPlace(ctx, f1);
+    else QuickGeluInPlace(ctx, f1);
     TPUMESH_ASSIGN_OR_RETURN(Array f2, Linear(ctx, f1, P[p + ".mlp.fc2.weight"], &P[p + ".mlp.fc2.bias"]));
-    TPUMESH_RETURN_IF_ERROR(AddInPlace(x, f2));
+    TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, x, f2));
   }
   return LayerNorm(ctx, x, P["text_model.final_layer_norm.weight"], P["text_model.final_layer_norm.bias"],
                    c.layer_norm_eps);

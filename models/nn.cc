@@ -3,14 +3,19 @@
 #include <algorithm>
 #include <cmath>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <limits>
 
+#include "kernels/activation.h"
 #include "kernels/attention.h"
 #include "kernels/bf16.h"
 #include "kernels/conv2d.h"
 #include "kernels/gemm_f32.h"
+#include "kernels/elementwise.h"
 #include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "kernels/timestep_embedding.h"
 
 namespace tpumesh::models {
 namespace {
@@ -43,6 +48,44 @@ StatusOr<kernels::PackedMatrix> PackLinearWeight(const Array& w, Precision preci
   opt.precision = KernelPrecision(precision);
   return kernels::PackedMatrix::Pack(in, out, wt.data(), out, opt);
 }
+
+// Times one layer call and, when the Ctx records, appends its OpRecord when
+// the call returns.
+class OpScope {
+ public:
+  OpScope(const Ctx& ctx, const char* name, const char* type)
+      : ctx_(ctx), t0_(std::chrono::steady_clock::now()) {
+    rec_.name = name;
+    rec_.type = type;
+    rec_.precision = KernelPrecision(ctx.precision);
+  }
+  ~OpScope() {
+    if (ctx_.ops == nullptr || !set_) return;
+    if (!ctx_.dry_run)
+      rec_.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    ctx_.ops->push_back(std::move(rec_));
+  }
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+  // The figures of this call (f32 bytes, as kernels count them).
+  void Set(kernels::OpCost cost, std::string shape, std::vector<mesh::MxuMatmul> mxu = {}) {
+    if (ctx_.ops == nullptr) return;
+    if (ctx_.precision == Precision::kDefault) {  // bf16 in HBM
+      cost.bytes_read *= 0.5;
+      cost.bytes_written *= 0.5;
+    }
+    rec_.cost = cost;
+    rec_.shape = std::move(shape);
+    rec_.mxu = std::move(mxu);
+    set_ = true;
+  }
+
+ private:
+  const Ctx& ctx_;
+  std::chrono::steady_clock::time_point t0_;
+  mesh::OpRecord rec_;
+  bool set_ = false;
+};
 
 Status CheckF32(const Array& a, std::string_view op, std::string_view what) {
   if (a.dtype() != DType::kF32)
@@ -98,6 +141,15 @@ StatusOr<Array> Linear(const Ctx& ctx, const Array& x, const Array& w, const Arr
   Shape s = x.shape();
   s.back() = out;
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(s, "linear"));
+  OpScope op(ctx, "linear", "matmul");
+  {
+    kernels::OpCost c;
+    c.flops = 2.0 * rows * in * out + (b ? static_cast<double>(rows) * out : 0);
+    c.bytes_read = 4.0 * (rows * in + in * out + (b ? out : 0));
+    c.bytes_written = 4.0 * rows * out;
+    op.Set(c, "x" + ShapeToString(x.shape()) + " w" + ShapeToString(w.shape()), {{rows, out, in, 1}});
+  }
+  if (ctx.dry_run) return y;
   const kernels::PackedMatrix* packed = nullptr;
   kernels::PackedMatrix local;
   if (ctx.packs != nullptr) {
@@ -144,6 +196,10 @@ StatusOr<Array> Conv2d(const Ctx& ctx, const Array& x, const Array& w, const Arr
   shape.pad_left = pl;
   shape.pad_bottom = pb;
   shape.pad_right = pr;
+  OpScope op(ctx, "conv2d", "conv");
+  op.Set(kernels::Conv2dCost(shape, b != nullptr), "x" + ShapeToString(x.shape()) + " w" + ShapeToString(w.shape()),
+         {{n * ho * wo, o, c * kh * kw, 1}});
+  if (ctx.dry_run) return y;
   kernels::MatmulOptions opt;
   opt.precision = KernelPrecision(ctx.precision);
   // Each chunk's product y[C_out, pixels] = w[C_out, K] x col[K, pixels] on
@@ -167,6 +223,11 @@ StatusOr<Array> GroupNorm(const Ctx& ctx, const Array& x, int groups, const Arra
   }
   const int64_t n = x.dim(0), c = x.dim(1), inner = x.num_elements() / (n * c), cg = c / groups;
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(x.shape(), "group_norm"));
+  OpScope op(ctx, silu ? "group_norm_silu" : "group_norm", "norm");
+  op.Set(kernels::GroupNormCost({x.dim(0), x.dim(1), x.num_elements() / std::max<int64_t>(1, x.dim(0) * x.dim(1)), groups},
+                                true, silu),
+         "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return y;
   const float* xp = x.data<float>();
   float* yp = y.mutable_data<float>();
   for (int64_t i = 0; i < n; ++i)
@@ -203,6 +264,9 @@ StatusOr<Array> LayerNorm(const Ctx& ctx, const Array& x, const Array& gamma, co
                                 ShapeToString(gamma.shape()));
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(x.shape(), "layer_norm"));
   const int64_t rows = x.num_elements() / d;
+  OpScope op(ctx, "layer_norm", "norm");
+  op.Set(kernels::LayerNormCost(rows, d), "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return y;
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x.data<float>() + r * d;
     float* yr = y.mutable_data<float>() + r * d;
@@ -217,18 +281,27 @@ StatusOr<Array> LayerNorm(const Ctx& ctx, const Array& x, const Array& gamma, co
   return y;
 }
 
-void SiluInPlace(Array& x) {
+void SiluInPlace(const Ctx& ctx, Array& x) {
+  OpScope op(ctx, "silu", "elementwise");
+  op.Set(kernels::ActivationCost(kernels::Activation::kSilu, x.num_elements()), "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return;
   float* p = x.mutable_data<float>();
   for (int64_t i = 0; i < x.num_elements(); ++i) p[i] = p[i] / (1.0f + std::exp(-p[i]));
 }
 
-void GeluInPlace(Array& x) {
+void GeluInPlace(const Ctx& ctx, Array& x) {
+  OpScope op(ctx, "gelu", "elementwise");
+  op.Set(kernels::ActivationCost(kernels::Activation::kGeluErf, x.num_elements()), "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return;
   float* p = x.mutable_data<float>();
   for (int64_t i = 0; i < x.num_elements(); ++i)
     p[i] = 0.5f * p[i] * (1.0f + std::erf(p[i] * static_cast<float>(M_SQRT1_2)));
 }
 
-void QuickGeluInPlace(Array& x) {
+void QuickGeluInPlace(const Ctx& ctx, Array& x) {
+  OpScope op(ctx, "quick_gelu", "elementwise");
+  op.Set(kernels::ActivationCost(kernels::Activation::kQuickGelu, x.num_elements()), "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return;
   float* p = x.mutable_data<float>();
   for (int64_t i = 0; i < x.num_elements(); ++i) p[i] = p[i] / (1.0f + std::exp(-1.702f * p[i]));
 }
@@ -241,6 +314,9 @@ StatusOr<Array> GegluSplit(const Ctx& ctx, const Array& x) {
   Shape s = x.shape();
   s.back() = f;
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(s, "geglu"));
+  OpScope op(ctx, "geglu", "elementwise");
+  op.Set(kernels::GegluCost(rows, f), "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return y;
   for (int64_t r = 0; r < rows; ++r) {
     const float* a = x.data<float>() + r * d2;
     float* o = y.mutable_data<float>() + r * f;
@@ -261,6 +337,12 @@ StatusOr<Array> Attention(const Ctx& ctx, const Array& q, const Array& k, const 
   }
   const int64_t hd = q.dim(2);
   TPUMESH_ASSIGN_OR_RETURN(Array out, ctx.Alloc(q.shape(), "attention"));
+  const int64_t bh = q.dim(0) * heads;
+  OpScope op(ctx, causal ? "causal_attention" : "attention", "attention");
+  op.Set(kernels::AttentionCost({q.dim(0), q.dim(1), k.dim(1), heads, hd / heads}),
+         "q" + ShapeToString(q.shape()) + " kv" + ShapeToString(k.shape()) + " heads " + std::to_string(heads),
+         {{q.dim(1), k.dim(1), hd / heads, static_cast<double>(bh)}, {q.dim(1), hd / heads, k.dim(1), static_cast<double>(bh)}});
+  if (ctx.dry_run) return out;
   std::vector<float> qt, kt, vt;
   const float* qp = Operand(ctx, q.data<float>(), q.num_elements(), qt);
   const float* kp = Operand(ctx, k.data<float>(), k.num_elements(), kt);
@@ -282,6 +364,9 @@ StatusOr<Array> UpsampleNearest2x(const Ctx& ctx, const Array& x) {
   if (x.rank() != 4) return InvalidArgumentError("upsample: input " + ShapeToString(x.shape()) + " is not NCHW");
   const int64_t nc = x.dim(0) * x.dim(1), h = x.dim(2), w = x.dim(3);
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({x.dim(0), x.dim(1), 2 * h, 2 * w}, "upsample"));
+  OpScope op(ctx, "upsample_nearest2x", "data");
+  op.Set(kernels::UpsampleNearest2xCost(x.dim(0), x.dim(1), h, w), "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return y;
   for (int64_t p = 0; p < nc; ++p)
     for (int64_t oy = 0; oy < 2 * h; ++oy) {
       const float* src = x.data<float>() + (p * h + oy / 2) * w;
@@ -296,6 +381,9 @@ StatusOr<Array> ConcatChannels(const Ctx& ctx, const Array& a, const Array& b) {
     return InvalidArgumentError("concat: " + ShapeToString(a.shape()) + " and " + ShapeToString(b.shape()));
   const int64_t n = a.dim(0), hw = a.dim(2) * a.dim(3), ca = a.dim(1), cb = b.dim(1);
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({n, ca + cb, a.dim(2), a.dim(3)}, "concat"));
+  OpScope op(ctx, "concat", "data");
+  op.Set(kernels::ConcatChannelsCost(n, ca, cb, hw), "a" + ShapeToString(a.shape()) + " b" + ShapeToString(b.shape()));
+  if (ctx.dry_run) return y;
   for (int64_t i = 0; i < n; ++i) {
     float* dst = y.mutable_data<float>() + i * (ca + cb) * hw;
     std::memcpy(dst, a.data<float>() + i * ca * hw, ca * hw * sizeof(float));
@@ -304,19 +392,25 @@ StatusOr<Array> ConcatChannels(const Ctx& ctx, const Array& a, const Array& b) {
   return y;
 }
 
-Status AddInPlace(Array& x, const Array& y) {
+Status AddInPlace(const Ctx& ctx, Array& x, const Array& y) {
   if (x.shape() != y.shape())
     return InvalidArgumentError("add: " + ShapeToString(x.shape()) + " and " + ShapeToString(y.shape()));
+  OpScope op(ctx, "add", "elementwise");
+  op.Set(kernels::BinaryCost(x.num_elements()), "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return OkStatus();
   float* p = x.mutable_data<float>();
   const float* q = y.data<float>();
   for (int64_t i = 0; i < x.num_elements(); ++i) p[i] += q[i];
   return OkStatus();
 }
 
-Status AddPerChannelInPlace(Array& x, const Array& v) {
+Status AddPerChannelInPlace(const Ctx& ctx, Array& x, const Array& v) {
   if (x.rank() < 2 || v.rank() != 2 || v.dim(0) != x.dim(0) || v.dim(1) != x.dim(1))
     return InvalidArgumentError("add per channel: " + ShapeToString(x.shape()) + " and " + ShapeToString(v.shape()));
   const int64_t nc = x.dim(0) * x.dim(1), inner = x.num_elements() / nc;
+  OpScope op(ctx, "add_per_channel", "elementwise");
+  op.Set(kernels::BroadcastChannelCost(x.dim(0), x.dim(1), inner, x.dim(1)), "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return OkStatus();
   float* p = x.mutable_data<float>();
   for (int64_t i = 0; i < nc; ++i)
     for (int64_t e = 0; e < inner; ++e) p[i * inner + e] += v.data<float>()[i];
@@ -327,6 +421,9 @@ StatusOr<Array> NchwToNlc(const Ctx& ctx, const Array& x) {
   if (x.rank() != 4) return InvalidArgumentError("nchw->nlc: " + ShapeToString(x.shape()));
   const int64_t n = x.dim(0), c = x.dim(1), hw = x.dim(2) * x.dim(3);
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({n, hw, c}, "transpose"));
+  // A layout change: XLA assigns layouts so that it costs nothing on the
+  // chip; not recorded.
+  if (ctx.dry_run) return y;
   for (int64_t i = 0; i < n; ++i)
     for (int64_t ch = 0; ch < c; ++ch)
       for (int64_t p = 0; p < hw; ++p)
@@ -338,6 +435,7 @@ StatusOr<Array> NlcToNchw(const Ctx& ctx, const Array& x, int64_t h, int64_t w) 
   if (x.rank() != 3 || x.dim(1) != h * w) return InvalidArgumentError("nlc->nchw: " + ShapeToString(x.shape()));
   const int64_t n = x.dim(0), c = x.dim(2), hw = h * w;
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({n, c, h, w}, "transpose"));
+  if (ctx.dry_run) return y;  // a layout change, as NchwToNlc
   for (int64_t i = 0; i < n; ++i)
     for (int64_t p = 0; p < hw; ++p)
       for (int64_t ch = 0; ch < c; ++ch)
@@ -350,6 +448,9 @@ StatusOr<Array> TimestepEmbedding(const Ctx& ctx, const std::vector<float>& time
   if (dim < 2) return InvalidArgumentError("timestep embedding: dim must be >= 2");
   const int64_t b = static_cast<int64_t>(timesteps.size()), half = dim / 2;
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({b, dim}, "time_proj"));
+  OpScope op(ctx, "timestep_embedding", "elementwise");
+  op.Set(kernels::TimestepEmbeddingCost(b, dim), "t[" + std::to_string(b) + "] dim " + std::to_string(dim));
+  if (ctx.dry_run) return y;
   // As diffusers (float32 torch): exponent = -ln(10000) * i / (half - shift).
   const float log_max = std::log(10000.0f);
   for (int64_t r = 0; r < b; ++r) {

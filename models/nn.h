@@ -2,6 +2,12 @@
 // mesh::Arrays in f32, with PyTorch's layouts (NCHW activations, Linear
 // weights [out, in], conv weights [out, in, kh, kw]).
 //
+// Costs: with Ctx::ops set, each call appends an OpRecord (figures from
+// kernels' cost functions; the MXU's matmuls for Linear, Conv2d and
+// Attention). Bytes are counted as the chip would move them: bf16 (2 bytes
+// per element) at kDefault — the seed's bf16 pipeline keeps weights and
+// activations in bf16 — and f32 at kHighest.
+//
 // Contract: every function checks shapes before computing (InvalidArgument
 // naming the layer and both shapes) and allocates its output through the Ctx
 // — on the Ctx's device, counted against its HBM (ResourceExhausted when it
@@ -37,6 +43,7 @@
 #include "base/status.h"
 #include "kernels/matmul.h"
 #include "mesh/array.h"
+#include "mesh/cost_model.h"
 
 namespace tpumesh::models {
 
@@ -63,6 +70,12 @@ struct Ctx {
   Precision precision = Precision::kHighest;
   WeightPacks* packs = nullptr;  // nullptr: pack per call
   int threads = 0;               // 0: the caller's TBB arena; 1: this thread
+  // When set, every layer call appends what it costs (mesh/cost_model.h),
+  // with the host time it took. One list per device: not shared.
+  std::vector<mesh::OpRecord>* ops = nullptr;
+  // Shapes only: layers check, allocate (and count HBM) and record, but
+  // compute nothing; outputs hold unspecified values. `tpumesh simulate`.
+  bool dry_run = false;
   StatusOr<mesh::Array> Alloc(mesh::Shape shape, std::string_view what) const;
   Ctx WithPacks(WeightPacks* p) const {
     Ctx c = *this;
@@ -88,9 +101,9 @@ StatusOr<Array> GroupNorm(const Ctx& ctx, const Array& x, int groups, const Arra
 // LayerNorm over the last dimension.
 StatusOr<Array> LayerNorm(const Ctx& ctx, const Array& x, const Array& gamma, const Array& beta,
                           float eps);
-void SiluInPlace(Array& x);
-void GeluInPlace(Array& x);       // exact (erf)
-void QuickGeluInPlace(Array& x);  // x * sigmoid(1.702 x)
+void SiluInPlace(const Ctx& ctx, Array& x);
+void GeluInPlace(const Ctx& ctx, Array& x);       // exact (erf)
+void QuickGeluInPlace(const Ctx& ctx, Array& x);  // x * sigmoid(1.702 x)
 // diffusers GEGLU after its projection: x [..., 2F] -> a * gelu(b), a, b = split.
 StatusOr<Array> GegluSplit(const Ctx& ctx, const Array& x);
 // Multi-head scaled-dot-product attention. q [B, Lq, H*D], k and v [B, Lk,
@@ -104,9 +117,9 @@ StatusOr<Array> UpsampleNearest2x(const Ctx& ctx, const Array& x);
 // [N, Ca, H, W] ++ [N, Cb, H, W] -> [N, Ca+Cb, H, W].
 StatusOr<Array> ConcatChannels(const Ctx& ctx, const Array& a, const Array& b);
 // x += y (same shape).
-Status AddInPlace(Array& x, const Array& y);
+Status AddInPlace(const Ctx& ctx, Array& x, const Array& y);
 // x [N, C, ...] += v [N, C] broadcast over the trailing dimensions.
-Status AddPerChannelInPlace(Array& x, const Array& v);
+Status AddPerChannelInPlace(const Ctx& ctx, Array& x, const Array& v);
 // [N, C, H, W] <-> [N, H*W, C].
 StatusOr<Array> NchwToNlc(const Ctx& ctx, const Array& x);
 StatusOr<Array> NlcToNchw(const Ctx& ctx, const Array& x, int64_t h, int64_t w);

@@ -20,9 +20,9 @@ StatusOr<Array> VaeModel::Resnet(const Ctx& ctx, const std::string& p, const Arr
   TPUMESH_ASSIGN_OR_RETURN(h, Conv2d(ctx, h, P[p + ".conv2.weight"], &P[p + ".conv2.bias"], 1, 1));
   if (P.all().count(p + ".conv_shortcut.weight")) {
     TPUMESH_ASSIGN_OR_RETURN(Array s, Conv2d(ctx, x, P[p + ".conv_shortcut.weight"], &P[p + ".conv_shortcut.bias"]));
-    TPUMESH_RETURN_IF_ERROR(AddInPlace(h, s));
+    TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, h, s));
   } else {
-    TPUMESH_RETURN_IF_ERROR(AddInPlace(h, x));
+    TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, h, x));
   }
   return h;
 }
@@ -42,7 +42,7 @@ StatusOr<Array> VaeModel::MidBlock(const Ctx& ctx, const std::string& p, const A
     TPUMESH_ASSIGN_OR_RETURN(Array o, Attention(ctx, q, k, v, 1, false));
     TPUMESH_ASSIGN_OR_RETURN(o, Linear(ctx, o, P[a + ".to_out.0.weight"], &P[a + ".to_out.0.bias"]));
     TPUMESH_ASSIGN_OR_RETURN(o, NlcToNchw(ctx, o, h.dim(2), h.dim(3)));
-    TPUMESH_RETURN_IF_ERROR(AddInPlace(o, h));
+    TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, o, h));
     h = o;
   }
   return Resnet(ctx, p + ".resnets.1", h);
@@ -82,7 +82,7 @@ StatusOr<Array> VaeModel::Decode(const Ctx& ctx_in, const Array& latents, const 
   TPUMESH_ASSIGN_OR_RETURN(x, GroupNorm(ctx, x, c.norm_num_groups, P["decoder.conv_norm_out.weight"],
                                         P["decoder.conv_norm_out.bias"], kEps));
   emit("decoder.conv_norm_out", x);
-  SiluInPlace(x);
+  SiluInPlace(ctx, x);
   TPUMESH_ASSIGN_OR_RETURN(x, Conv2d(ctx, x, P["decoder.conv_out.weight"], &P["decoder.conv_out.bias"], 1, 1));
   emit("decoder.conv_out", x);
   return x;

@@ -31,7 +31,9 @@ StatusOr<std::vector<DistributedArray>> ReplicateParams(mesh::Mesh& m, const mod
 // returns the output restacked to [B, ...].
 StatusOr<Array> ShardedRun(mesh::Mesh& m, const std::vector<Array>& inputs,
                            const std::function<StatusOr<Array>(const models::Ctx&, std::span<const Array>)>& body,
-                           models::Precision precision, double* seconds) {
+                           models::Precision precision, double* seconds,
+                           std::vector<std::vector<mesh::OpRecord>>* records) {
+  records->assign(m.num_devices(), {});
   std::vector<DistributedArray> sharded;
   for (const Array& x : inputs) {
     TPUMESH_ASSIGN_OR_RETURN(DistributedArray d, m.Shard(x));
@@ -42,6 +44,7 @@ StatusOr<Array> ShardedRun(mesh::Mesh& m, const std::vector<Array>& inputs,
       auto outs, m.Pmap(
                      [&](mesh::DeviceContext& ctx, std::span<const Array> args) -> StatusOr<std::vector<Array>> {
                        models::Ctx mctx{&ctx.device(), precision};
+                       mctx.ops = &(*records)[ctx.device_id()];
                        TPUMESH_ASSIGN_OR_RETURN(Array y, body(mctx, args));
                        return std::vector<Array>{y};
                      },
@@ -93,6 +96,7 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
   };
   std::string out_name;
   Array result;
+  std::vector<std::vector<mesh::OpRecord>> records;
   const auto t_load = std::chrono::steady_clock::now();
   if (o.component == "text_encoder") {
     TPUMESH_ASSIGN_OR_RETURN(auto model, LoadTextEncoder(*file));
@@ -102,7 +106,7 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
     TPUMESH_ASSIGN_OR_RETURN(auto replicas, ReplicateParams(*m, model.params()));
     TPUMESH_ASSIGN_OR_RETURN(result, ShardedRun(*m, {ids}, [&](const models::Ctx& c, std::span<const Array> a) {
       return model.Forward(c, a[0]);
-    }, o.precision, &stats.host_seconds));
+    }, o.precision, &stats.host_seconds, &records));
     out_name = "last_hidden_state";
   } else if (o.component == "unet") {
     TPUMESH_ASSIGN_OR_RETURN(auto model, LoadUNet(*file));
@@ -125,7 +129,7 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
     TPUMESH_ASSIGN_OR_RETURN(result, ShardedRun(*m, {sample, ts, ehs}, [&](const models::Ctx& c, std::span<const Array> a) {
       const std::vector<float> tv = a[1].ToVector<float>();
       return model.Forward(c, a[0], tv, a[2]);
-    }, o.precision, &stats.host_seconds));
+    }, o.precision, &stats.host_seconds, &records));
     out_name = "out_sample";
   } else if (o.component == "vae_decoder" || o.component == "vae_encoder") {
     TPUMESH_ASSIGN_OR_RETURN(auto model, LoadVae(*file));
@@ -136,14 +140,24 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
     TPUMESH_ASSIGN_OR_RETURN(auto replicas, ReplicateParams(*m, model.params()));
     TPUMESH_ASSIGN_OR_RETURN(result, ShardedRun(*m, {x}, [&](const models::Ctx& c, std::span<const Array> a) {
       return decode ? model.Decode(c, a[0]) : model.EncodeMean(c, a[0]);
-    }, o.precision, &stats.host_seconds));
+    }, o.precision, &stats.host_seconds, &records));
     out_name = decode ? "sample" : "latent_mean";
   } else {
     return InvalidArgumentError("unknown component '" + o.component +
                                 "' (tokenizer, text_encoder, unet, vae_decoder, vae_encoder)");
   }
   stats.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+  stats.report.mode = "eval";
+  stats.report.chip = m->chip();
+  stats.report.devices = o.devices;
+  stats.report.images = stats.batch;
+  stats.report.host_seconds = stats.host_seconds;
+  stats.report.info = {{"component", o.component}, {"model", o.model}};
+  stats.report.Finish(records, !o.trace.empty());
+  for (int d = 0; d < m->num_devices(); ++d) m->device(d).AdvanceClock(stats.report.logs[d].seconds());
   stats.modelled_seconds = m->MaxClockSeconds();
+  if (!o.report.empty()) TPUMESH_RETURN_IF_ERROR(WriteReportJson(o.report, stats.report));
+  if (!o.trace.empty()) TPUMESH_RETURN_IF_ERROR(WriteTraceJson(o.trace, stats.report));
   TPUMESH_RETURN_IF_ERROR(writer->Write(out_name, result));
   TPUMESH_RETURN_IF_ERROR(writer->Commit());
   return stats;

@@ -16,6 +16,7 @@
 
 #include "base/status.h"
 #include "models/nn.h"
+#include "pipeline/report.h"
 
 namespace tpumesh::pipeline {
 
@@ -27,13 +28,16 @@ struct EvalOptions {
   models::Precision precision = models::Precision::kHighest;
   int devices = 1;
   std::string chip = "v5e";
+  std::string report;  // when set: the chip's view as JSON (pipeline/report.h)
+  std::string trace;   // when set: a Chrome trace
 };
 
 struct EvalStats {
+  RunReport report;
   int64_t batch = 0;
   double host_seconds = 0;       // the pmap (the forward pass), measured
   double total_seconds = 0;      // loading, replicating and the pmap
-  double modelled_seconds = 0;   // the slowest device's simulated clock (collectives only, until the cost model lands)
+  double modelled_seconds = 0;   // the slowest device's simulated clock: its ops priced on the chip
 };
 
 StatusOr<EvalStats> RunEval(const EvalOptions& options);

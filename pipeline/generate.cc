@@ -312,14 +312,19 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
     progress(phase, progress_done[phase] += delta, per_device * n);
   };
 
+  const bool cfg = r.guidance > 1.0f;  // diffusers' do_classifier_free_guidance
+  const int64_t rows = cfg ? 2 * bpd : bpd;
+  std::vector<std::vector<mesh::OpRecord>> records(n);
   mesh_->ResetClocks();
   const auto t_run = Clock::now();
   auto body = [&](mesh::DeviceContext& dctx, std::span<const Array> a) -> StatusOr<std::vector<Array>> {
     models::Ctx ctx{&dctx.device(), r.precision};
+    ctx.ops = &records[dctx.device_id()];
+    const bool bf16_bytes = r.precision == models::Precision::kDefault;
     // Text: [uncond; cond] in one batch, as the pipeline concatenates them.
-    Array ids = Array::Host(DType::kI32, {2 * bpd, 77});
-    std::memcpy(ids.mutable_data<int32_t>(), a[1].data<int32_t>(), bpd * 77 * sizeof(int32_t));
-    std::memcpy(ids.mutable_data<int32_t>() + bpd * 77, a[0].data<int32_t>(), bpd * 77 * sizeof(int32_t));
+    Array ids = Array::Host(DType::kI32, {rows, 77});
+    if (cfg) std::memcpy(ids.mutable_data<int32_t>(), a[1].data<int32_t>(), bpd * 77 * sizeof(int32_t));
+    std::memcpy(ids.mutable_data<int32_t>() + (rows - bpd) * 77, a[0].data<int32_t>(), bpd * 77 * sizeof(int32_t));
     if (dctx.device_id() == 0) report("text", 0, 1);
     TPUMESH_ASSIGN_OR_RETURN(Array context, text_encoder_->Forward(ctx, ids));
     report("text", 1, 1);
@@ -337,7 +342,7 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
     TPUMESH_ASSIGN_OR_RETURN(auto sched, MakeScheduler(plan->scheduler, plan->scheduler_config));
     TPUMESH_RETURN_IF_ERROR(sched->SetTimesteps(r.steps));
     Array history = Array::Host(DType::kF32, {keep ? steps : 0, bpd, c, plan->latent_h, plan->latent_w});
-    TPUMESH_ASSIGN_OR_RETURN(Array model_in, ctx.Alloc({2 * bpd, c, plan->latent_h, plan->latent_w}, "unet input"));
+    TPUMESH_ASSIGN_OR_RETURN(Array model_in, ctx.Alloc({rows, c, plan->latent_h, plan->latent_w}, "unet input"));
     std::vector<float> guided(nx);
     const uint32_t* dev_keys = a[2].data<uint32_t>();
     NoiseFn noise = [&](int step, float* out, size_t count) {
@@ -348,18 +353,24 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
       if (cancel && cancel->load()) return CancelledError("cancelled at step " + std::to_string(s));
       float* in = model_in.mutable_data<float>();
       std::memcpy(in, x.data<float>(), nx * sizeof(float));
-      std::memcpy(in + nx, x.data<float>(), nx * sizeof(float));
-      sched->ScaleModelInput(in, 2 * nx, s);
-      const std::vector<float> t(2 * bpd, static_cast<float>(plan->timesteps[s]));
+      if (cfg) std::memcpy(in + nx, x.data<float>(), nx * sizeof(float));
+      sched->ScaleModelInput(in, (cfg ? 2 : 1) * nx, s);
+      const std::vector<float> t(rows, static_cast<float>(plan->timesteps[s]));
       TPUMESH_ASSIGN_OR_RETURN(Array eps, unet_->Forward(ctx, model_in, t, context));
       const float* u = eps.data<float>();
-      const float* cnd = u + nx;
-      for (size_t i = 0; i < nx; ++i) {
-        const float diff = cnd[i] - u[i];
-        const float scaled = g * diff;
-        guided[i] = u[i] + scaled;
+      if (cfg) {
+        const float* cnd = u + nx;
+        for (size_t i = 0; i < nx; ++i) {
+          const float diff = cnd[i] - u[i];
+          const float scaled = g * diff;
+          guided[i] = u[i] + scaled;
+        }
+        ctx.ops->push_back(GuidanceRecord(static_cast<int64_t>(nx), bf16_bytes));
+      } else {
+        std::memcpy(guided.data(), u, nx * sizeof(float));
       }
       TPUMESH_RETURN_IF_ERROR(sched->Step(guided.data(), s, x.mutable_data<float>(), nx, noise));
+      ctx.ops->push_back(SchedulerStepRecord(plan->scheduler, static_cast<int64_t>(nx), bf16_bytes));
       if (keep) std::memcpy(history.mutable_data<float>() + s * nx, x.data<float>(), nx * sizeof(float));
       report("denoise", 1, steps);
     }
@@ -385,6 +396,13 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   const int64_t img = 3 * static_cast<int64_t>(height) * width;
   for (int64_t i = 0; i < b; ++i) res.images.push_back(ToUint8Image(decoded.data<float>() + i * img, height, width));
   res.run_seconds = Since(t_run);
+  res.report.mode = "generate";
+  res.report.chip = mesh_->chip();
+  res.report.devices = n;
+  res.report.images = b;
+  res.report.host_seconds = res.run_seconds;
+  res.report.Finish(records, r.keep_ops);
+  for (int d = 0; d < n; ++d) mesh_->device(d).AdvanceClock(res.report.logs[d].seconds());
   res.modelled_seconds = mesh_->MaxClockSeconds();
   return res;
 }

@@ -12,6 +12,10 @@
 //          context, guided = u + g * (c - u), scheduler step
 //        VAE decode of x / scaling_factor
 //   -> gathered to the host -> (x / 2 + 0.5).clamp(0, 1) -> uint8 images.
+// With guidance <= 1 there is no unconditional half (as diffusers'
+// do_classifier_free_guidance). Every layer call, guidance and scheduler
+// step is recorded and priced on the chip (pipeline/report.h); each
+// device's simulated clock advances by its ops' modelled time.
 //
 // Contract:
 // - B = devices * batch_per_device. One prompt is used for every image;
@@ -57,6 +61,7 @@
 #include "models/unet.h"
 #include "models/vae.h"
 #include "pipeline/png.h"
+#include "pipeline/report.h"
 #include "pipeline/schedulers.h"
 #include "pipeline/tokenizer.h"
 
@@ -88,6 +93,7 @@ struct GenerateRequest {
   // [B, 4, h, w] N(0, 1) latents to start from instead of drawing them.
   std::optional<mesh::Array> initial_latents;
   bool keep_step_latents = false;  // fill GenerateResult::latents_after_step
+  bool keep_ops = false;           // keep every op in the report (for a trace)
 };
 
 // What a call reports as it goes, phase "text", "denoise" or "decode": done
@@ -109,6 +115,7 @@ struct GenerateResult {
   double compile_seconds = 0;     // building the plan (0 when cached)
   double run_seconds = 0;         // the pmap and the image conversion
   double modelled_seconds = 0;    // the slowest device's simulated clock
+  RunReport report;               // every device's ops priced on the chip
 };
 
 class Generator {

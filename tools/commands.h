@@ -20,6 +20,7 @@ void RegisterInit(CLI::App& app, RunFn* run);
 void RegisterEval(CLI::App& app, RunFn* run);
 void RegisterGenerate(CLI::App& app, RunFn* run);
 void RegisterBench(CLI::App& app, RunFn* run);
+void RegisterSimulate(CLI::App& app, RunFn* run);
 
 }  // namespace tpumesh::tools
 

@@ -26,8 +26,11 @@ Status RunEvalCommand(EvalCmdOptions opt) {
     std::snprintf(buf, sizeof buf, " over %d device(s), precision=%s, forward %.3f s host (%.3f s with loading)",
                   opt.eval.devices, opt.precision.c_str(), s.host_seconds, s.total_seconds);
     std::cout << buf;
+    std::snprintf(buf, sizeof buf, "; modelled on %s: %.6f s", s.report.chip.name.c_str(), s.modelled_seconds);
+    std::cout << buf;
   }
   std::cout << "\n";
+  if (!opt.eval.report.empty() || !opt.eval.trace.empty()) std::cout << pipeline::ReportTable(s.report);
   return OkStatus();
 }
 
@@ -48,6 +51,8 @@ void RegisterEval(CLI::App& app, RunFn* run) {
       ->capture_default_str();
   cmd->add_option("--devices", opt->eval.devices, "Emulated devices to shard the batch over")->capture_default_str();
   cmd->add_option("--chip", opt->eval.chip, "Chip: v5e, v4, v2 or a chip JSON file")->capture_default_str();
+  cmd->add_option("--report", opt->eval.report, "Write the chip's view of the run as JSON");
+  cmd->add_option("--trace", opt->eval.trace, "Write a Chrome trace (Perfetto)");
   cmd->callback([opt, run] { *run = [opt] { return RunEvalCommand(*opt); }; });
 }
 

@@ -44,6 +44,8 @@ struct GenerateCmdOptions {
   std::string out = "out";
   std::string latents;
   std::string save_latents;
+  std::string report;
+  std::string trace;
   int runs = 1;
   bool quiet = false;
 };
@@ -135,6 +137,7 @@ Status RunGenerate(GenerateCmdOptions o) {
     r.initial_latents = std::move(l).value();
   }
   r.keep_step_latents = !o.save_latents.empty();
+  r.keep_ops = !o.trace.empty();
   TPUMESH_RETURN_IF_ERROR(gen->Validate(r));
   // Created before the run so that an unwritable path fails first; the file
   // appears only on Commit.
@@ -190,9 +193,22 @@ Status RunGenerate(GenerateCmdOptions o) {
               std::filesystem::path(written.back()).filename().c_str());
   if (latents_out) std::printf(", latents to %s", o.save_latents.c_str());
   std::printf("\n");
-  if (res.modelled_seconds > 0)
-    std::printf("modelled on %d x %s: %.3f s\n", gen->devices(), gen->mesh().chip().name.c_str(),
-                res.modelled_seconds);
+  std::printf("modelled on %d emulated %s device(s): %.4f s for the run (%.2f images/s modelled; host %.2f s)\n",
+              gen->devices(), gen->mesh().chip().name.c_str(), res.modelled_seconds,
+              res.modelled_seconds > 0 ? b / res.modelled_seconds : 0.0, res.run_seconds);
+  res.report.info = {{"model", gen->model_name()}, {"scheduler", res.scheduler},
+                     {"steps", std::to_string(r.steps)}, {"unet_calls", std::to_string(res.timesteps.size())},
+                     {"size", std::to_string(res.width) + "x" + std::to_string(res.height)},
+                     {"precision", o.precision}, {"guidance", std::to_string(r.guidance)}};
+  if (!o.quiet || !o.report.empty()) std::printf("%s", pipeline::ReportTable(res.report).c_str());
+  if (!o.report.empty()) {
+    TPUMESH_RETURN_IF_ERROR(pipeline::WriteReportJson(o.report, res.report));
+    std::printf("report: %s\n", o.report.c_str());
+  }
+  if (!o.trace.empty()) {
+    TPUMESH_RETURN_IF_ERROR(pipeline::WriteTraceJson(o.trace, res.report));
+    std::printf("trace: %s (open in https://ui.perfetto.dev)\n", o.trace.c_str());
+  }
   return OkStatus();
 }
 
@@ -233,6 +249,8 @@ void RegisterGenerate(CLI::App& app, RunFn* run) {
   cmd->add_option("--latents", opt->latents, "HDF5 file with 'latents' [B,4,h,w] f32 to start from");
   cmd->add_option("--save-latents", opt->save_latents,
                   "HDF5 file to write 'latents' (initial) and 'latents_after_step' [steps,B,4,h,w]");
+  cmd->add_option("--report", opt->report, "Write the chip's view of the run as JSON (summary, per device per op type)");
+  cmd->add_option("--trace", opt->trace, "Write a Chrome trace (Perfetto): MXU, vector, HBM, ICI tracks per device");
   cmd->add_option("--runs", opt->runs, "Run the same generation N times (the first compiles, as jit)")
       ->capture_default_str();
   cmd->add_flag("-q,--quiet", opt->quiet, "No progress on stderr");

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   tpumesh::tools::RegisterInit(app, &run);
   tpumesh::tools::RegisterEval(app, &run);
   tpumesh::tools::RegisterBench(app, &run);
+  tpumesh::tools::RegisterSimulate(app, &run);
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;

@@ -1,0 +1,89 @@
+#include "mesh/cost_model.h"
+
+#include <algorithm>
+
+#include "kernels/matmul_cost.h"
+
+namespace tpumesh::mesh {
+namespace {
+
+// The (8 sublanes x 128 lanes) vector unit of a TensorCore.
+constexpr double kVpuLanes = 8 * 128;
+constexpr double kVpuFlopsPerLanePerCycle = 2;
+constexpr double kTranscendentalsPerLanePerCycle = 1;
+
+double TensorCoresPerDevice(const ChipSpec& c) {
+  return static_cast<double>(c.tensorcores_per_chip) / std::max(1, c.devices_per_chip);
+}
+
+}  // namespace
+
+double VectorFlopsPerSecond(const ChipSpec& c) {
+  return kVpuLanes * kVpuFlopsPerLanePerCycle * c.clock_hz * TensorCoresPerDevice(c);
+}
+
+double TranscendentalsPerSecond(const ChipSpec& c) {
+  return kVpuLanes * kTranscendentalsPerLanePerCycle * c.clock_hz * TensorCoresPerDevice(c);
+}
+
+OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip) {
+  OpTiming t;
+  const kernels::SystolicArray array(chip.mxu_rows, chip.mxu_cols,
+                                     std::max(1, chip.mxus_per_chip() / std::max(1, chip.devices_per_chip)),
+                                     chip.clock_hz);
+  for (const MxuMatmul& mm : op.mxu) {
+    const kernels::MatmulCostFigures f = kernels::MatmulCost(mm.m, mm.n, mm.k, op.precision, array);
+    t.mxu_cycles += static_cast<int64_t>(f.cycles * mm.count);
+    t.mxu_seconds += f.seconds * mm.count;
+    t.mxu_flops += f.flops * mm.count;
+    t.mxu_useful_macs += f.useful_macs * mm.count;
+    t.mxu_capacity_macs += static_cast<double>(f.cycles) * array.rows * array.cols * array.count * mm.count;
+  }
+  // What the MXU does not do runs on the vector unit. kernels' figures count
+  // a matmul's flops once (2 m n k); the MXU's figure counts every pass.
+  double mxu_single_pass = 0;
+  for (const MxuMatmul& mm : op.mxu) mxu_single_pass += 2.0 * mm.m * mm.n * mm.k * mm.count;
+  const double vector_flops = std::max(0.0, op.cost.flops - mxu_single_pass);
+  t.vector_seconds = vector_flops / VectorFlopsPerSecond(chip) + op.cost.transcendentals / TranscendentalsPerSecond(chip);
+  t.hbm_seconds = op.cost.bytes() / chip.hbm_bandwidth_per_device();
+  t.seconds = std::max(t.mxu_seconds + t.vector_seconds, t.hbm_seconds);
+  t.utilisation = t.mxu_capacity_macs > 0 ? t.mxu_useful_macs / t.mxu_capacity_macs : 0;
+  return t;
+}
+
+void DeviceCostLog::Add(const OpRecord& op, const OpTiming& t, double repeat) {
+  OpTypeTotals& s = by_type_[op.type];
+  s.count += static_cast<int64_t>(repeat);
+  s.flops += op.cost.flops * repeat;
+  s.bytes += op.cost.bytes() * repeat;
+  s.transcendentals += op.cost.transcendentals * repeat;
+  s.modelled_seconds += t.seconds * repeat;
+  s.mxu_seconds += t.mxu_seconds * repeat;
+  s.vector_seconds += t.vector_seconds * repeat;
+  s.hbm_seconds += t.hbm_seconds * repeat;
+  s.host_seconds += op.host_seconds * repeat;
+  s.mxu_useful_macs += t.mxu_useful_macs * repeat;
+  s.mxu_capacity_macs += t.mxu_capacity_macs * repeat;
+  if (keep_ops_) ops_.push_back({op, t, now_});
+  now_ += t.seconds * repeat;
+}
+
+OpTypeTotals DeviceCostLog::total() const {
+  OpTypeTotals all;
+  for (const auto& [type, s] : by_type_) {
+    all.count += s.count;
+    all.flops += s.flops;
+    all.bytes += s.bytes;
+    all.transcendentals += s.transcendentals;
+    all.modelled_seconds += s.modelled_seconds;
+    all.mxu_seconds += s.mxu_seconds;
+    all.vector_seconds += s.vector_seconds;
+    all.hbm_seconds += s.hbm_seconds;
+    all.host_seconds += s.host_seconds;
+    all.mxu_useful_macs += s.mxu_useful_macs;
+    all.mxu_capacity_macs += s.mxu_capacity_macs;
+  }
+  return all;
+}
+
+}  // namespace tpumesh::mesh

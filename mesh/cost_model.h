@@ -1,0 +1,112 @@
+// The chip's view of the work: what each op costs on one device of the
+// emulated chip, beside execution and never inside the kernels (as XLA's
+// HloCostAnalysis beside its executables).
+//
+// An OpRecord is what an op states about itself when it runs (models/nn.h
+// emits one per layer call when its Ctx has a recorder, in real runs and in
+// dry runs alike): its figures (kernels/cost.h's flop, byte and
+// transcendental counts) and, for the MXU's work, the matmuls it is made of.
+// PriceOp turns a record into time on a ChipSpec:
+//
+//   mxu_seconds    sum over its matmuls of the weight-stationary systolic
+//                  cycles (kernels/matmul_cost.h: ceil(tiles / MXUs) x
+//                  (2R + C + M - 2) per pass) / clock
+//   vector_seconds (flops not done on the MXU) / vector throughput
+//                  + transcendentals / transcendental throughput
+//   hbm_seconds    (bytes read + written) / HBM bandwidth
+//   seconds        max(mxu + vector, hbm): the roofline of an op whose
+//                  operands stream from HBM while the units work (XLA fuses
+//                  an op's elementwise tail into it, so MXU and vector work
+//                  of one op add up; memory overlaps with both)
+//   utilisation    the MXU's useful MACs / (cycles x its MAC slots)
+//
+// Vector throughput (per device): VPU lanes x ALUs per lane x clock, with
+// the (8 sublanes x 128 lanes) VPU and 2 f32 ALU ops per lane per cycle, and
+// 1 transcendental per lane per cycle — docs/cost-model.md gives sources and
+// the caveats. Collectives are priced by mesh/interconnect.h and go on the
+// device's clock separately.
+#ifndef TPUMESH_MESH_COST_MODEL_H_
+#define TPUMESH_MESH_COST_MODEL_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/cost.h"
+#include "kernels/matmul.h"
+#include "mesh/chip_spec.h"
+
+namespace tpumesh::mesh {
+
+// One matmul the MXU runs: count times C[m, n] = A[m, k] x B[k, n].
+struct MxuMatmul {
+  int64_t m = 0, n = 0, k = 0;
+  double count = 1;
+};
+
+struct OpRecord {
+  std::string name;   // the layer: "conv2d", "linear", "attention", "group_norm", ...
+  std::string type;   // report category: matmul, conv, attention, norm, elementwise, data
+  std::string shape;  // e.g. "x[2,320,64,64] w[320,320,3,3]"
+  kernels::OpCost cost;
+  std::vector<MxuMatmul> mxu;  // empty: no MXU work
+  kernels::Precision precision = kernels::Precision::kDefault;
+  double host_seconds = 0;  // measured on this host; 0 in a dry run
+};
+
+struct OpTiming {
+  double mxu_seconds = 0;
+  double vector_seconds = 0;
+  double hbm_seconds = 0;
+  double seconds = 0;      // the op's modelled time
+  double mxu_flops = 0;    // flops done on the MXU (2 m n k per pass)
+  double utilisation = 0;  // of the MXU while it works on this op, 0..1
+  int64_t mxu_cycles = 0;
+  double mxu_capacity_macs = 0;  // cycles x R x C x MXUs: what the cycles could have done
+  double mxu_useful_macs = 0;
+};
+
+// Vector-unit figures of one device of `chip` (see the header comment).
+double VectorFlopsPerSecond(const ChipSpec& chip);
+double TranscendentalsPerSecond(const ChipSpec& chip);
+
+OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip);
+
+// Per report category: how many ops, their figures and times.
+struct OpTypeTotals {
+  int64_t count = 0;
+  double flops = 0, bytes = 0, transcendentals = 0;
+  double modelled_seconds = 0, mxu_seconds = 0, vector_seconds = 0, hbm_seconds = 0;
+  double host_seconds = 0;
+  double mxu_useful_macs = 0, mxu_capacity_macs = 0;
+  double utilisation() const { return mxu_capacity_macs > 0 ? mxu_useful_macs / mxu_capacity_macs : 0; }
+};
+
+// The ops one device ran, priced, in order, with running totals.
+class DeviceCostLog {
+ public:
+  void Add(const OpRecord& op, const OpTiming& t, double repeat = 1);
+  const std::map<std::string, OpTypeTotals>& by_type() const { return by_type_; }
+  OpTypeTotals total() const;
+  // The ops in order (kept when keep_ops, for traces), with their start on
+  // the device's modelled timeline.
+  struct Entry {
+    OpRecord op;
+    OpTiming timing;
+    double start_seconds = 0;
+  };
+  void set_keep_ops(bool keep) { keep_ops_ = keep; }
+  const std::vector<Entry>& ops() const { return ops_; }
+  double seconds() const { return now_; }
+
+ private:
+  std::map<std::string, OpTypeTotals> by_type_;
+  std::vector<Entry> ops_;
+  bool keep_ops_ = false;
+  double now_ = 0;
+};
+
+}  // namespace tpumesh::mesh
+
+#endif  // TPUMESH_MESH_COST_MODEL_H_

@@ -1,0 +1,193 @@
+#include "pipeline/report.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "nlohmann/json.hpp"
+
+namespace tpumesh::pipeline {
+namespace {
+
+using nlohmann::json;
+
+Status WriteFileAtomic(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp-" + std::to_string(getpid());
+  FILE* f = std::fopen(temp.c_str(), "wb");
+  if (!f) return InvalidArgumentError("cannot write " + path + ": " + std::strerror(errno));
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) {
+    std::remove(temp.c_str());
+    return InternalError("cannot write " + path + ": " + std::strerror(errno));
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    std::remove(temp.c_str());
+    return InternalError("cannot write " + path + ": " + std::strerror(e));
+  }
+  return OkStatus();
+}
+
+json Totals(const mesh::OpTypeTotals& t) {
+  return {{"count", t.count},
+          {"flops", t.flops},
+          {"bytes", t.bytes},
+          {"transcendentals", t.transcendentals},
+          {"modelled_seconds", t.modelled_seconds},
+          {"mxu_seconds", t.mxu_seconds},
+          {"vector_seconds", t.vector_seconds},
+          {"hbm_seconds", t.hbm_seconds},
+          {"utilisation", t.utilisation()},
+          {"host_seconds", t.host_seconds}};
+}
+
+}  // namespace
+
+mesh::OpRecord GuidanceRecord(int64_t n, bool bf16_bytes) {
+  mesh::OpRecord r;
+  r.name = "guidance";
+  r.type = "elementwise";
+  r.shape = "latents[" + std::to_string(n) + "]";
+  r.cost.flops = 3.0 * n;  // c - u, g * d, u + s
+  const double b = bf16_bytes ? 2 : 4;
+  r.cost.bytes_read = 2 * b * n;
+  r.cost.bytes_written = b * n;
+  return r;
+}
+
+mesh::OpRecord SchedulerStepRecord(const std::string& scheduler, int64_t n, bool bf16_bytes) {
+  mesh::OpRecord r;
+  r.name = "scheduler_step_" + scheduler;
+  r.type = "elementwise";
+  r.shape = "latents[" + std::to_string(n) + "]";
+  // About 8 flops per value (the step's axpy-like combinations) over the
+  // sample, the model output and one history term; the latents stay f32.
+  (void)bf16_bytes;
+  r.cost.flops = 8.0 * n;
+  r.cost.bytes_read = 3 * 4.0 * n;
+  r.cost.bytes_written = 4.0 * n;
+  return r;
+}
+
+void RunReport::Finish(const std::vector<std::vector<mesh::OpRecord>>& records, bool keep_ops) {
+  logs.assign(records.size(), mesh::DeviceCostLog());
+  for (size_t d = 0; d < records.size(); ++d) {
+    logs[d].set_keep_ops(keep_ops);
+    for (const mesh::OpRecord& op : records[d]) logs[d].Add(op, mesh::PriceOp(op, chip));
+  }
+}
+
+double RunReport::modelled_seconds() const {
+  double m = 0;
+  for (const auto& l : logs) m = std::max(m, l.seconds());
+  return m;
+}
+
+Status WriteReportJson(const std::string& path, const RunReport& r) {
+  json summary = {{"mode", r.mode},
+                  {"modelled_seconds", r.modelled_seconds()},
+                  {"host_seconds", r.host_seconds},
+                  {"images", r.images},
+                  {"chip", r.chip.name},
+                  {"devices", r.devices},
+                  {"modelled", "time on the emulated chip from the cost model (docs/cost-model.md)"}};
+  mesh::OpTypeTotals all;
+  for (const auto& l : r.logs) {
+    const mesh::OpTypeTotals t = l.total();
+    all.flops += t.flops;
+    all.bytes += t.bytes;
+    all.mxu_useful_macs += t.mxu_useful_macs;
+    all.mxu_capacity_macs += t.mxu_capacity_macs;
+  }
+  summary["flops"] = all.flops;
+  summary["hbm_bytes"] = all.bytes;
+  summary["mxu_utilisation"] = all.utilisation();
+  for (const auto& [k, v] : r.info) summary[k] = v;
+  json devices = json::array();
+  for (size_t d = 0; d < r.logs.size(); ++d) {
+    json by_type = json::object();
+    for (const auto& [type, t] : r.logs[d].by_type()) by_type[type] = Totals(t);
+    const mesh::OpTypeTotals t = r.logs[d].total();
+    devices.push_back({{"id", d},
+                       {"modelled_seconds", r.logs[d].seconds()},
+                       {"host_seconds", t.host_seconds},
+                       {"totals", Totals(t)},
+                       {"by_op_type", by_type}});
+  }
+  json out = {{"summary", summary}, {"devices", devices}};
+  return WriteFileAtomic(path, out.dump(1) + "\n");
+}
+
+Status WriteTraceJson(const std::string& path, const RunReport& r) {
+  // Streamed by hand: traces of long runs hold hundreds of thousands of events.
+  std::string s;
+  s.reserve(1 << 20);
+  s += "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  bool first = true;
+  auto add = [&](const json& e) {
+    if (!first) s += ",\n";
+    first = false;
+    s += e.dump();
+  };
+  const char* tracks[] = {"MXU", "vector unit", "HBM DMA", "ICI"};
+  const int host_pid = static_cast<int>(r.logs.size()) + 1;
+  add({{"ph", "M"}, {"name", "process_name"}, {"pid", host_pid}, {"args", {{"name", "host (wall clock on this machine)"}}}});
+  for (size_t d = 0; d < r.logs.size(); ++d) {
+    const int pid = static_cast<int>(d) + 1;
+    add({{"ph", "M"}, {"name", "process_name"}, {"pid", pid},
+         {"args", {{"name", "TPU " + r.chip.name + " device " + std::to_string(d) + " (modelled)"}}}});
+    add({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
+    for (int t = 0; t < 4; ++t)
+      add({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", t + 1}, {"args", {{"name", tracks[t]}}}});
+    add({{"ph", "M"}, {"name", "thread_name"}, {"pid", host_pid}, {"tid", pid},
+         {"args", {{"name", "device " + std::to_string(d) + " thread"}}}});
+    double host_now = 0;
+    for (const auto& e : r.logs[d].ops()) {
+      const double ts = e.start_seconds * 1e6;
+      const json args = {{"shape", e.op.shape},
+                         {"flops", e.op.cost.flops},
+                         {"bytes", e.op.cost.bytes()},
+                         {"modelled_us", e.timing.seconds * 1e6},
+                         {"utilisation", e.timing.utilisation}};
+      if (e.timing.mxu_seconds > 0)
+        add({{"ph", "X"}, {"name", e.op.name}, {"pid", pid}, {"tid", 1}, {"ts", ts}, {"dur", e.timing.mxu_seconds * 1e6}, {"args", args}});
+      if (e.timing.vector_seconds > 0)
+        add({{"ph", "X"}, {"name", e.op.name}, {"pid", pid}, {"tid", 2}, {"ts", ts + e.timing.mxu_seconds * 1e6},
+             {"dur", e.timing.vector_seconds * 1e6}, {"args", args}});
+      if (e.timing.hbm_seconds > 0)
+        add({{"ph", "X"}, {"name", e.op.name}, {"pid", pid}, {"tid", 3}, {"ts", ts}, {"dur", e.timing.hbm_seconds * 1e6}, {"args", args}});
+      if (e.op.host_seconds > 0) {
+        add({{"ph", "X"}, {"name", e.op.name}, {"pid", host_pid}, {"tid", pid}, {"ts", host_now * 1e6},
+             {"dur", e.op.host_seconds * 1e6},
+             {"args", {{"shape", e.op.shape}, {"flops", e.op.cost.flops}, {"bytes", e.op.cost.bytes()}}}});
+        host_now += e.op.host_seconds;
+      }
+    }
+  }
+  s += "\n]}\n";
+  return WriteFileAtomic(path, s);
+}
+
+std::string ReportTable(const RunReport& r) {
+  std::ostringstream o;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-12s %8s %10s %9s %13s %8s %10s\n", "op type", "count", "GFLOP", "GB",
+                "modelled s", "MXU", "host s");
+  o << "device 0 on " << r.chip.name << " (modelled = the emulated chip, host = this machine):\n" << line;
+  if (r.logs.empty()) return o.str();
+  auto row = [&](const std::string& name, const mesh::OpTypeTotals& t) {
+    std::snprintf(line, sizeof line, "%-12s %8lld %10.2f %9.3f %13.4f %7.0f%% %10.3f\n", name.c_str(),
+                  static_cast<long long>(t.count), t.flops / 1e9, t.bytes / 1e9, t.modelled_seconds,
+                  100 * t.utilisation(), t.host_seconds);
+    o << line;
+  };
+  for (const auto& [type, t] : r.logs[0].by_type()) row(type, t);
+  row("total", r.logs[0].total());
+  return o.str();
+}
+
+}  // namespace tpumesh::pipeline

@@ -1,0 +1,56 @@
+// The chip's view of a run, for generate, eval and simulate: each device's
+// op records priced on the chip (mesh/cost_model.h), a summary, a JSON
+// report, a Chrome trace and a short table.
+//
+// Contract: Finish() prices every record of every device in order and
+// advances nothing else; modelled_seconds is the slowest device's total (the
+// devices run concurrently; nothing here overlaps ops within a device). The
+// JSON report has a top-level "summary" (modelled_seconds, host_seconds,
+// images, chip, devices, ...) and per device a breakdown by op type. The
+// trace is Chrome trace-event JSON (opens in Perfetto): one process per
+// virtual device with MXU, vector unit, HBM DMA and ICI tracks, plus a
+// "host" process with the wall-clock time each op took on this host. Files
+// are written atomically.
+#ifndef TPUMESH_PIPELINE_REPORT_H_
+#define TPUMESH_PIPELINE_REPORT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "mesh/chip_spec.h"
+#include "mesh/cost_model.h"
+
+namespace tpumesh::pipeline {
+
+// Records of the pipeline's own small steps, so that real runs and
+// simulations count the same work: classifier-free guidance u + g (c - u)
+// over n latent values, and one scheduler step over n values (`name`).
+mesh::OpRecord GuidanceRecord(int64_t n, bool bf16_bytes);
+mesh::OpRecord SchedulerStepRecord(const std::string& scheduler, int64_t n, bool bf16_bytes);
+
+struct RunReport {
+  std::string mode;  // "generate", "eval" or "simulate"
+  mesh::ChipSpec chip;
+  int devices = 0;
+  int64_t images = 0;
+  double host_seconds = 0;
+  std::map<std::string, std::string> info;  // extra summary fields (model, steps, scheduler...)
+  std::vector<mesh::DeviceCostLog> logs;     // per device, after Finish
+
+  // Prices `records[d]` for every device d (keep_ops: for a trace).
+  void Finish(const std::vector<std::vector<mesh::OpRecord>>& records, bool keep_ops);
+  double modelled_seconds() const;
+};
+
+Status WriteReportJson(const std::string& path, const RunReport& report);
+Status WriteTraceJson(const std::string& path, const RunReport& report);
+// A few lines: per op type of device 0, count, GFLOP, GB, modelled seconds,
+// MXU utilisation, host seconds; then the totals.
+std::string ReportTable(const RunReport& report);
+
+}  // namespace tpumesh::pipeline
+
+#endif  // TPUMESH_PIPELINE_REPORT_H_

@@ -1,0 +1,68 @@
+// `tpumesh simulate`: prices a whole generation on the emulated chip without
+// computing it (pipeline/simulate.h). See docs/cli.md and docs/cost-model.md.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "pipeline/simulate.h"
+#include "tools/commands.h"
+
+namespace tpumesh::tools {
+namespace {
+
+struct SimulateCmdOptions {
+  pipeline::SimulateOptions sim;
+  std::string precision = "default";
+  std::string report;
+  std::string trace;
+};
+
+Status RunSimulate(SimulateCmdOptions o) {
+  TPUMESH_ASSIGN_OR_RETURN(o.sim.precision, models::ParsePrecision(o.precision));
+  o.sim.keep_ops = !o.trace.empty();
+  TPUMESH_ASSIGN_OR_RETURN(pipeline::RunReport r, pipeline::Simulate(o.sim));
+  const double t = r.modelled_seconds();
+  std::printf("simulated %s: %lld image(s) %s on %d emulated %s device(s) x %d per device, %s steps (%s UNet calls), "
+              "%s, guidance %.2f, precision %s\n",
+              r.info["model"].c_str(), static_cast<long long>(r.images), r.info["size"].c_str(), r.devices,
+              r.chip.name.c_str(), o.sim.batch_per_device, r.info["steps"].c_str(), r.info["unet_calls"].c_str(),
+              r.info["scheduler"].c_str(), o.sim.guidance, o.precision.c_str());
+  std::printf("modelled: %.3f s per batch, %.2f images/s (priced in %s s, nothing computed)\n", t,
+              t > 0 ? r.images / t : 0.0, r.info["simulation_wall_seconds"].substr(0, 5).c_str());
+  std::printf("%s", pipeline::ReportTable(r).c_str());
+  if (!o.report.empty()) {
+    TPUMESH_RETURN_IF_ERROR(pipeline::WriteReportJson(o.report, r));
+    std::printf("report: %s\n", o.report.c_str());
+  }
+  if (!o.trace.empty()) {
+    TPUMESH_RETURN_IF_ERROR(pipeline::WriteTraceJson(o.trace, r));
+    std::printf("trace: %s (open in https://ui.perfetto.dev)\n", o.trace.c_str());
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterSimulate(CLI::App& app, RunFn* run) {
+  auto opt = std::make_shared<SimulateCmdOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "simulate", "Price a whole generation on the emulated chip without computing it (no weights needed).");
+  cmd->add_option("--arch", opt->sim.arch, "Built-in architecture: sd15, sd21, sdxl or tiny");
+  cmd->add_option("--model", opt->sim.model, "A model file (only its configs are read)");
+  cmd->add_option("--chip", opt->sim.chip, "Chip: v5e, v4, v2 or a chip JSON file")->capture_default_str();
+  cmd->add_option("--devices", opt->sim.devices, "Emulated devices")->capture_default_str();
+  cmd->add_option("--batch-per-device", opt->sim.batch_per_device, "Images per device")->capture_default_str();
+  cmd->add_option("--steps", opt->sim.steps, "Denoising steps")->capture_default_str();
+  cmd->add_option("--height", opt->sim.height, "Image height (default: the model's)");
+  cmd->add_option("--width", opt->sim.width, "Image width (default: the model's)");
+  cmd->add_option("--scheduler", opt->sim.scheduler, "pndm | ddim | lms | euler | euler_a | dpmpp_2m (default: the model's)");
+  cmd->add_option("--guidance", opt->sim.guidance, "Guidance scale (<= 1: no unconditional half)")
+      ->capture_default_str();
+  cmd->add_option("--precision", opt->precision, "default (bf16) or highest (f32, 6 MXU passes)")
+      ->capture_default_str();
+  cmd->add_option("--report", opt->report, "Write the report as JSON");
+  cmd->add_option("--trace", opt->trace, "Write a Chrome trace (Perfetto)");
+  cmd->callback([opt, run] { *run = [opt] { return RunSimulate(*opt); }; });
+}
+
+}  // namespace tpumesh::tools
