@@ -1,12 +1,11 @@
 #include "models/unet.h"
 
+#include <algorithm>
 #include <string>
 
 namespace tpumesh::models {
 
 StatusOr<UNetModel> UNetModel::Create(const UNetConfig& config, ParamMap params) {
-  if (config.text_time_embedding)
-    return UnimplementedError("unet: addition_embed_type text_time (SDXL) runs in `simulate` only");
   if (config.mid_block_scale_factor != 1.0f)
     return UnimplementedError("unet: mid_block_scale_factor " + std::to_string(config.mid_block_scale_factor) +
                               " (only 1)");
@@ -84,7 +83,7 @@ StatusOr<Array> UNetModel::Transformer(const Ctx& ctx, const std::string& p, con
 }
 
 StatusOr<Array> UNetModel::Forward(const Ctx& ctx_in, const Array& sample, const std::vector<float>& timesteps,
-                                   const Array& ehs, const Tap& tap) const {
+                                   const Array& ehs, const Tap& tap, const AddedCond* added) const {
   const Ctx ctx = ctx_in.WithPacks(params_.packs());
   auto emit = [&](const std::string& name, const Array& a) {
     if (tap) tap(name, a);
@@ -114,6 +113,27 @@ StatusOr<Array> UNetModel::Forward(const Ctx& ctx_in, const Array& sample, const
   TPUMESH_ASSIGN_OR_RETURN(Array emb, Linear(ctx, t, P["time_embedding.linear_1.weight"], &P["time_embedding.linear_1.bias"]));
   SiluInPlace(ctx, emb);
   TPUMESH_ASSIGN_OR_RETURN(emb, Linear(ctx, emb, P["time_embedding.linear_2.weight"], &P["time_embedding.linear_2.bias"]));
+  if (c.text_time_embedding) {
+    const int64_t td = c.addition_time_embed_dim, text_dim = c.projection_class_embeddings_input_dim - 6 * td;
+    if (added == nullptr || added->text_embeds.rank() != 2 || added->text_embeds.dim(0) != b ||
+        added->text_embeds.dim(1) != text_dim || static_cast<int64_t>(added->time_ids.size()) != 6 * b)
+      return InvalidArgumentError("unet: addition_embed_type text_time needs text_embeds [" + std::to_string(b) +
+                                  ", " + std::to_string(text_dim) + "] and 6 time_ids per sample");
+    TPUMESH_ASSIGN_OR_RETURN(Array tt, TimestepEmbedding(ctx, added->time_ids, static_cast<int>(td),
+                                                         c.flip_sin_to_cos, static_cast<float>(c.freq_shift)));
+    TPUMESH_ASSIGN_OR_RETURN(Array cat, ctx.Alloc({b, text_dim + 6 * td}, "add_embeds"));
+    if (!ctx.dry_run) {
+      for (int64_t i = 0; i < b; ++i) {
+        float* row = cat.mutable_data<float>() + i * (text_dim + 6 * td);
+        std::copy_n(added->text_embeds.data<float>() + i * text_dim, text_dim, row);
+        std::copy_n(tt.data<float>() + i * 6 * td, 6 * td, row + text_dim);
+      }
+    }
+    TPUMESH_ASSIGN_OR_RETURN(Array aug, Linear(ctx, cat, P["add_embedding.linear_1.weight"], &P["add_embedding.linear_1.bias"]));
+    SiluInPlace(ctx, aug);
+    TPUMESH_ASSIGN_OR_RETURN(aug, Linear(ctx, aug, P["add_embedding.linear_2.weight"], &P["add_embedding.linear_2.bias"]));
+    TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, emb, aug));
+  }
   emit("time_embedding", emb);
   // Every resnet applies silu to the embedding before its projection.
   TPUMESH_ASSIGN_OR_RETURN(Array temb, emb.CopyTo(ctx.device, "temb"));

@@ -33,8 +33,19 @@ class UNetModel {
   // ("time_proj", "time_embedding", "conv_in", "down_blocks.0", ...,
   // "mid_block", "up_blocks.0", ..., "conv_norm_out", "conv_out").
   using Tap = std::function<void(const std::string& module, const Array& output)>;
+  // SDXL's added conditioning (addition_embed_type "text_time"): the pooled
+  // text embedding [B, projection_class_embeddings_input_dim - 6 x
+  // addition_time_embed_dim] and six size/crop values per sample (B x 6,
+  // row-major): emb += add_embedding(concat(text_embeds,
+  // timestep_embedding(time_ids, addition_time_embed_dim))). Required for
+  // such a UNet; ignored otherwise.
+  struct AddedCond {
+    Array text_embeds;
+    std::vector<float> time_ids;
+  };
   StatusOr<Array> Forward(const Ctx& ctx, const Array& sample, const std::vector<float>& timesteps,
-                          const Array& encoder_hidden_states, const Tap& tap = {}) const;
+                          const Array& encoder_hidden_states, const Tap& tap = {},
+                          const AddedCond* added = nullptr) const;
 
  private:
   UNetModel(const UNetConfig& c, ParamMap p) : config_(c), params_(std::move(p)) {}

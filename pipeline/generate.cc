@@ -104,6 +104,9 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
   }
   {
     TPUMESH_ASSIGN_OR_RETURN(models::UNetModel m, LoadUNet(*file));
+    if (m.config().text_time_embedding)
+      return UnimplementedError(path + ": an SDXL pipeline (second text encoder, size conditioning): "
+                                "`tpumesh simulate` prices it; generate runs SD 1.x and 2.x");
     g->unet_ = std::make_unique<models::UNetModel>(std::move(m));
   }
   {

@@ -25,7 +25,7 @@ models::ParamMap ZeroParams(const std::vector<models::ParamSpec>& manifest) {
 }
 
 struct Configs {
-  std::string text_encoder, unet, vae, scheduler, name;
+  std::string text_encoder, text_encoder_2, unet, vae, scheduler, name;
   int default_size = 0;
 };
 
@@ -34,7 +34,7 @@ StatusOr<Configs> ReadConfigs(const SimulateOptions& o) {
   if (!o.arch.empty() && !o.model.empty()) return InvalidArgumentError("give --arch or --model, not both");
   if (!o.arch.empty()) {
     TPUMESH_ASSIGN_OR_RETURN(models::Architecture a, models::BuiltinArchitecture(o.arch));
-    c = {a.text_encoder, a.unet, a.vae, a.scheduler, a.name, a.default_image_size};
+    c = {a.text_encoder, a.text_encoder_2, a.unet, a.vae, a.scheduler, a.name, a.default_image_size};
     return c;
   }
   if (o.model.empty()) return InvalidArgumentError("simulate needs --arch NAME or --model FILE");
@@ -44,6 +44,9 @@ StatusOr<Configs> ReadConfigs(const SimulateOptions& o) {
     auto t = f->ReadText(ds);
     if (!t.ok()) return NotFoundError(o.model + ": the model has no " + std::string(ds));
     *out = *t;
+  }
+  if (f->Has("text_encoder_2/config.json")) {
+    TPUMESH_ASSIGN_OR_RETURN(c.text_encoder_2, f->ReadText("text_encoder_2/config.json"));
   }
   c.name = o.model;
   return c;
@@ -93,10 +96,29 @@ StatusOr<RunReport> Simulate(const SimulateOptions& o) {
 
   std::vector<mesh::OpRecord> text_ops, unet_ops, vae_ops;
   ctx.ops = &text_ops;
-  TPUMESH_ASSIGN_OR_RETURN(Array context, text.Forward(ctx, Array::Host(mesh::DType::kI32, {rows, 77})));
+  const Array ids = Array::Host(mesh::DType::kI32, {rows, 77});
+  TPUMESH_ASSIGN_OR_RETURN(Array context, text.Forward(ctx, ids));
+  if (!cf.text_encoder_2.empty()) {
+    // SDXL: a second encoder (OpenCLIP bigG); the UNet's context is both
+    // encoders' penultimate hidden states side by side. diffusers runs every
+    // layer of both (output_hidden_states), so every layer is priced; the
+    // pooled projection (one [B, H] x [H, H] product) is left out.
+    TPUMESH_ASSIGN_OR_RETURN(auto tc2, models::ParseClipTextConfig(cf.text_encoder_2, "text_encoder_2/config.json"));
+    TPUMESH_ASSIGN_OR_RETURN(auto text2,
+                             models::ClipTextModel::Create(tc2, ZeroParams(models::ClipTextParams(tc2))));
+    TPUMESH_RETURN_IF_ERROR(text2.Forward(ctx, ids).status());
+    context = Array::Host(mesh::DType::kF32, {rows, 77, tc.hidden_size + tc2.hidden_size});
+  }
   ctx.ops = &unet_ops;
   const Array sample = Array::Host(mesh::DType::kF32, {rows, uc.in_channels, h / factor, w / factor});
-  TPUMESH_RETURN_IF_ERROR(unet->Forward(ctx, sample, std::vector<float>(rows, 500.0f), context).status());
+  models::UNetModel::AddedCond added;
+  if (uc.text_time_embedding) {
+    added.text_embeds =
+        Array::Host(mesh::DType::kF32, {rows, uc.projection_class_embeddings_input_dim - 6 * uc.addition_time_embed_dim});
+    added.time_ids.assign(6 * rows, 0.0f);
+  }
+  TPUMESH_RETURN_IF_ERROR(
+      unet->Forward(ctx, sample, std::vector<float>(rows, 500.0f), context, {}, &added).status());
   ctx.ops = &vae_ops;
   TPUMESH_RETURN_IF_ERROR(
       vae.Decode(ctx, Array::Host(mesh::DType::kF32, {bpd, vc.latent_channels, h / factor, w / factor})).status());

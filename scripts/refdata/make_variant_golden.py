@@ -94,3 +94,34 @@ with torch.no_grad(), h5py.File(os.path.join(out, "golden.h5"), "w") as f:
     f["vae_encode/image"] = image.numpy()
     f["vae_encode/mean"] = vae.encode(image).latent_dist.mean.numpy()
 print("wrote", out)
+
+# An SDXL-shaped UNet (tiny-sdxl-unet): added text/time conditioning
+# (addition_embed_type "text_time"), transformer_layers_per_block > 1,
+# per-block heads, linear projections; golden "unet_xl/..." in golden.h5.
+torch.manual_seed(1)
+unet_xl = UNet2DConditionModel(
+    sample_size=16, in_channels=4, out_channels=4,
+    down_block_types=("DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"),
+    up_block_types=("CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"),
+    block_out_channels=(16, 24, 32), layers_per_block=2, attention_head_dim=(2, 3, 4),
+    transformer_layers_per_block=(1, 2, 3), use_linear_projection=True, cross_attention_dim=24,
+    norm_num_groups=8, addition_embed_type="text_time", addition_time_embed_dim=8,
+    projection_class_embeddings_input_dim=20 + 6 * 8)
+reinit(unet_xl)
+unet_xl.eval()
+unet_xl.save_pretrained(os.path.join(out, "unet_xl"), safe_serialization=True)
+g = torch.Generator().manual_seed(11)
+with torch.no_grad(), h5py.File(os.path.join(out, "golden.h5"), "a") as f:
+    sample = torch.randn(2, 4, 16, 16, generator=g)
+    ehs = torch.randn(2, 77, 24, generator=g)
+    text_embeds = torch.randn(2, 20, generator=g)
+    time_ids = torch.tensor([[64.0, 64, 0, 0, 64, 64], [48.0, 64, 8, 0, 64, 48]])
+    f["unet_xl/sample"] = sample.numpy()
+    f["unet_xl/encoder_hidden_states"] = ehs.numpy()
+    f["unet_xl/text_embeds"] = text_embeds.numpy()
+    f["unet_xl/time_ids"] = time_ids.numpy()
+    t = torch.tensor([981, 1])
+    f["unet_xl/timestep"] = t.numpy().astype(np.int64)
+    f["unet_xl/noise_pred"] = unet_xl(sample, t, ehs, added_cond_kwargs={"text_embeds": text_embeds,
+                                                                         "time_ids": time_ids}).sample.numpy()
+print("wrote unet_xl")

@@ -137,6 +137,34 @@ TEST_P(ParityTest, VaeDecoderAndEncoder) {
   EXPECT_LT(rel_enc, Tolerance());
 }
 
+// An SDXL-shaped UNet (text_time added conditioning, 1-3 transformer layers
+// per block) against diffusers, tiny-sd-b's unet_xl.
+TEST_P(ParityTest, UNetWithSdxlTextTimeConditioning) {
+  if (std::get<0>(GetParam()) != "tiny-sd-b") GTEST_SKIP() << "unet_xl is in tiny-sd-b only";
+  auto cfg = ParseUNetConfig(Slurp(kRef + "/unet_xl/config.json"), "unet_xl/config.json");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  ASSERT_TRUE(cfg->text_time_embedding);
+  auto model = UNetModel::Create(*cfg, LoadParams(kRef + "/unet_xl/diffusion_pytorch_model.safetensors"));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const mesh::Array sample = ReadDataset(kGolden, "unet_xl/sample");
+  const mesh::Array ehs = ReadDataset(kGolden, "unet_xl/encoder_hidden_states");
+  const mesh::Array t = ReadDataset(kGolden, "unet_xl/timestep");
+  UNetModel::AddedCond added;
+  added.text_embeds = ReadDataset(kGolden, "unet_xl/text_embeds");
+  added.time_ids = ReadDataset(kGolden, "unet_xl/time_ids").ToVector<float>();
+  std::vector<float> ts;
+  for (int64_t i = 0; i < t.num_elements(); ++i) ts.push_back(static_cast<float>(t.data<int32_t>()[i]));
+  Ctx ctx{nullptr, precision()};
+  EXPECT_FALSE(model->Forward(ctx, sample, ts, ehs).ok()) << "the added conditioning is required";
+  auto got = model->Forward(ctx, sample, ts, ehs, {}, &added);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const mesh::Array want = ReadDataset(kGolden, "unet_xl/noise_pred");
+  ASSERT_EQ(got->shape(), want.shape());
+  const double rel = RelativeError(*got, want);
+  std::printf("%s unet_xl relative error: %.3g\n", kRef.c_str(), rel);
+  EXPECT_LT(rel, Tolerance());
+}
+
 INSTANTIATE_TEST_SUITE_P(
     ModelsAndPrecisions, ParityTest,
     ::testing::Combine(::testing::Values("tiny-sd-a", "tiny-sd-b"),

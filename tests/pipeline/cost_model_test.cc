@@ -150,6 +150,9 @@ TEST(CostModelTest, ValidationTable) {
   const Case cases[] = {
       {"SD v1.4, TPU v2-8, 8 x 512^2, 50 PNDM, pmap", "sd15", "v2", 8, 1, 50, 512, "pndm", 6.82},
       {"SD v1.4, TPU v2-8, 8 x 512^2, 50 PNDM, jit pipeline", "sd15", "v2", 8, 1, 50, 512, "pndm", 7.07},
+      {"SDXL base 1.0, v5e-4, batch 4, 1024^2, 20 Euler", "sdxl", "v5e", 4, 1, 20, 1024, "euler", 2.33},
+      {"SDXL base 1.0, v5e-4, batch 8, 1024^2, 20 Euler", "sdxl", "v5e", 4, 2, 20, 1024, "euler", 4.99},
+      {"SDXL base 1.0, v4-8, batch 4, 1024^2, 20 Euler", "sdxl", "v4", 4, 1, 20, 1024, "euler", 2.16},
   };
   std::printf("%-55s %10s %10s %7s\n", "run", "model s", "published", "ratio");
   for (const Case& c : cases) {
