@@ -7,7 +7,12 @@
 namespace tpumesh::mesh {
 namespace {
 
-// The (8 sublanes x 128 lanes) vector unit of a TensorCore.
+// The (8 sublanes x 128 lanes) vector unit of a TensorCore, with 2 f32 ALUs
+// per (lane, sublane): "How to Scale Your Model", part 2, Appendix C ("Each
+// (lane, sublane) pair on v4 contains 2 standard floating-point and integer
+// ALUs ... 2048 floating point adders in v4"), used for every chip. One
+// transcendental per lane per cycle is assumed (no published rate).
+// docs/cost-model.md gives the sensitivity of the validation to both.
 constexpr double kVpuLanes = 8 * 128;
 constexpr double kVpuFlopsPerLanePerCycle = 2;
 constexpr double kTranscendentalsPerLanePerCycle = 1;

@@ -101,12 +101,17 @@ StatusOr<RunReport> Simulate(const SimulateOptions& o) {
   if (!cf.text_encoder_2.empty()) {
     // SDXL: a second encoder (OpenCLIP bigG); the UNet's context is both
     // encoders' penultimate hidden states side by side. diffusers runs every
-    // layer of both (output_hidden_states), so every layer is priced; the
-    // pooled projection (one [B, H] x [H, H] product) is left out.
+    // layer of both (output_hidden_states), so every layer is priced, and
+    // the pooled output (the EOS token's row) through text_projection, which
+    // gives the UNet's text_embeds.
     TPUMESH_ASSIGN_OR_RETURN(auto tc2, models::ParseClipTextConfig(cf.text_encoder_2, "text_encoder_2/config.json"));
     TPUMESH_ASSIGN_OR_RETURN(auto text2,
                              models::ClipTextModel::Create(tc2, ZeroParams(models::ClipTextParams(tc2))));
     TPUMESH_RETURN_IF_ERROR(text2.Forward(ctx, ids).status());
+    if (tc2.with_projection) {
+      const Array pooled = Array::Host(mesh::DType::kF32, {rows, tc2.hidden_size});
+      TPUMESH_RETURN_IF_ERROR(models::Linear(ctx, pooled, text2.params()["text_projection.weight"], nullptr).status());
+    }
     context = Array::Host(mesh::DType::kF32, {rows, 77, tc.hidden_size + tc2.hidden_size});
   }
   ctx.ops = &unet_ops;

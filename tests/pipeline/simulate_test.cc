@@ -1,0 +1,275 @@
+// tpumesh simulate, structurally (no timing assertions): what SD layers
+// record in a dry run, priced on each preset, equals a hand count of the
+// systolic model; the UNet runs once per scheduler timestep (PNDM's extra
+// step included); guidance <= 1 drops the unconditional half; SDXL prices
+// both text encoders and bigG's projection; a simulation's per-op prices add
+// up to its report, and its trace is valid JSON with the required fields.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "mesh/chip_spec.h"
+#include "mesh/cost_model.h"
+#include "models/nn.h"
+#include "nlohmann/json.hpp"
+#include "pipeline/report.h"
+#include "pipeline/simulate.h"
+#include "tests/testing/temp_dir.h"
+
+namespace tpumesh::pipeline {
+namespace {
+
+using mesh::Array;
+using nlohmann::json;
+
+mesh::ChipSpec Chip(const std::string& name) {
+  auto c = mesh::LoadChipSpec(name);
+  EXPECT_TRUE(c.ok()) << name;
+  return c.ok() ? *c : mesh::ChipSpec();
+}
+
+Array F32(mesh::Shape s) { return Array::Host(mesh::DType::kF32, std::move(s)); }
+
+// A Ctx that records and computes nothing, at bf16 (the validation's precision).
+models::Ctx DryCtx(std::vector<mesh::OpRecord>* ops) {
+  models::Ctx ctx;
+  ctx.precision = models::Precision::kDefault;
+  ctx.dry_run = true;
+  ctx.ops = ops;
+  return ctx;
+}
+
+int MxusPerDevice(const mesh::ChipSpec& c) { return c.mxus_per_chip() / c.devices_per_chip; }
+
+// Cycles of one weight tile on a 128 x 128 array with M rows streamed:
+// 2R + C + M - 2 (kernels/matmul_cost.h).
+int64_t TileCycles(int64_t m) { return 2 * 128 + 128 + m - 2; }
+
+TEST(SimulateTest, Sd15ConvPriceIsTheHandCountOnEveryPreset) {
+  // SD 1.5's level-0 3x3 conv, batch 2 (CFG): x [2, 320, 64, 64], w [320,
+  // 320, 3, 3]. As a matmul: M = 2*64*64 = 8192, K = 320*9 = 2880, N = 320:
+  // ceil(2880/128) * ceil(320/128) = 23 * 3 = 69 weight tiles.
+  std::vector<mesh::OpRecord> ops;
+  const Array x = F32({2, 320, 64, 64}), w = F32({320, 320, 3, 3}), b = F32({320});
+  ASSERT_TRUE(models::Conv2d(DryCtx(&ops), x, w, &b, 1, 1).ok());
+  ASSERT_EQ(ops.size(), 1u);
+  const mesh::OpRecord& conv = ops[0];
+  EXPECT_EQ(conv.type, "conv");
+  EXPECT_DOUBLE_EQ(conv.cost.flops, 2.0 * 8192 * 320 * 2880 + 8192.0 * 320);  // + bias
+  // bf16: input, weights, bias and output once, 2 bytes each.
+  EXPECT_DOUBLE_EQ(conv.cost.bytes(), 2.0 * (2 * 320 * 64 * 64 + 320 * 2880 + 320) + 2.0 * 2 * 320 * 64 * 64);
+  // 69 tiles over the device's MXUs: v5e 4 -> 18 rounds; v4 megacore 8 -> 9;
+  // v2 one core's MXU -> 69.
+  for (auto [name, rounds] : {std::pair<const char*, int64_t>{"v5e", 18}, {"v4", 9}, {"v2", 69}}) {
+    const mesh::ChipSpec c = Chip(name);
+    const mesh::OpTiming t = mesh::PriceOp(conv, c);
+    EXPECT_EQ(t.mxu_cycles, rounds * TileCycles(8192)) << name;
+    EXPECT_DOUBLE_EQ(t.mxu_seconds, rounds * TileCycles(8192) / c.clock_hz) << name;
+    EXPECT_DOUBLE_EQ(t.utilisation,
+                     8192.0 * 320 * 2880 / (static_cast<double>(rounds * TileCycles(8192)) * 128 * 128 * MxusPerDevice(c)))
+        << name;
+    // The bias adds run on the vector unit.
+    EXPECT_DOUBLE_EQ(t.vector_seconds, 8192.0 * 320 / mesh::VectorFlopsPerSecond(c)) << name;
+    EXPECT_DOUBLE_EQ(t.hbm_seconds, conv.cost.bytes() / c.hbm_bandwidth_per_device()) << name;
+    EXPECT_DOUBLE_EQ(t.seconds, std::max(t.mxu_seconds + t.vector_seconds, t.hbm_seconds)) << name;
+  }
+}
+
+TEST(SimulateTest, Sd15AttentionAndLinearPricesAreTheHandCount) {
+  // Level-0 self-attention of SD 1.5: q, k, v [2, 4096, 320], 8 heads of 40.
+  // Per (batch, head), 16 of them: Q K^T [4096, 40] x [40, 4096] is 1 x 32
+  // tiles and P V [4096, 4096] x [4096, 40] is 32 x 1 tiles; on v5e's 4
+  // MXUs each is 8 rounds of 2*128 + 128 + 4096 - 2 cycles.
+  std::vector<mesh::OpRecord> ops;
+  const models::Ctx ctx = DryCtx(&ops);
+  const Array q = F32({2, 4096, 320});
+  ASSERT_TRUE(models::Attention(ctx, q, q, q, 8, false).ok());
+  // to_q: [8192, 320] x [320, 320], 3 x 3 tiles: 3 rounds of 2*128 + 128 + 8192 - 2.
+  const Array wq = F32({320, 320});
+  ASSERT_TRUE(models::Linear(ctx, q, wq, nullptr).ok());
+  ASSERT_EQ(ops.size(), 2u);
+  const mesh::ChipSpec v5e = Chip("v5e");
+
+  const mesh::OpTiming a = mesh::PriceOp(ops[0], v5e);
+  EXPECT_EQ(a.mxu_cycles, 2 * 16 * 8 * TileCycles(4096));
+  const double scores = 16.0 * 4096 * 4096;
+  EXPECT_DOUBLE_EQ(a.utilisation, 2 * scores * 40 / (2.0 * 16 * 8 * TileCycles(4096) * 128 * 128 * 4));
+  // Softmax (scale, max, subtract, sum: 4 per score), the 1/sum rescale of
+  // the output, and one exp per score on the vector unit.
+  EXPECT_DOUBLE_EQ(a.vector_seconds, (4 * scores + 16.0 * 4096 * 40) / mesh::VectorFlopsPerSecond(v5e) +
+                                         scores / mesh::TranscendentalsPerSecond(v5e));
+  // Flash attention: q, k, v and the output once, bf16.
+  EXPECT_DOUBLE_EQ(ops[0].cost.bytes(), 4 * 2.0 * 2 * 4096 * 320);
+  EXPECT_DOUBLE_EQ(a.seconds, std::max(a.mxu_seconds + a.vector_seconds, a.hbm_seconds));
+
+  const mesh::OpTiming l = mesh::PriceOp(ops[1], v5e);
+  EXPECT_EQ(l.mxu_cycles, 3 * TileCycles(8192));
+  EXPECT_DOUBLE_EQ(l.vector_seconds, 0);  // no bias
+  EXPECT_DOUBLE_EQ(ops[1].cost.bytes(), 2.0 * (8192 * 320 + 320 * 320) + 2.0 * 8192 * 320);
+
+  // Highest precision: 6 bf16 passes, 6 x 9 = 54 tiles -> 14 rounds; f32 bytes.
+  ops.clear();
+  models::Ctx hi = ctx;
+  hi.precision = models::Precision::kHighest;
+  ASSERT_TRUE(models::Linear(hi, q, wq, nullptr).ok());
+  EXPECT_EQ(mesh::PriceOp(ops[0], v5e).mxu_cycles, 14 * TileCycles(8192));
+  EXPECT_DOUBLE_EQ(ops[0].cost.bytes(), 4.0 * (8192 * 320 + 320 * 320) + 4.0 * 8192 * 320);
+}
+
+// The first conv2d a run records is the UNet's conv_in (the text encoders
+// have none): its input's batch is the UNet's.
+std::string FirstConvShape(const RunReport& r) {
+  for (const auto& e : r.logs.at(0).ops())
+    if (e.op.name == "conv2d") return e.op.shape;
+  return "";
+}
+
+int CountNamed(const RunReport& r, const std::string& name) {
+  int n = 0;
+  for (const auto& e : r.logs.at(0).ops()) n += e.op.name == name;
+  return n;
+}
+
+TEST(SimulateTest, UNetCallsFollowTheSchedulerAndGuidanceOneDropsTheUnconditionalHalf) {
+  SimulateOptions o;
+  o.arch = "sd15";
+  o.steps = 50;
+  o.scheduler = "pndm";
+  auto pndm = Simulate(o);
+  ASSERT_TRUE(pndm.ok()) << pndm.status().ToString();
+  EXPECT_EQ(pndm->info.at("unet_calls"), "51");  // PNDM (PLMS) repeats one timestep
+  o.scheduler = "euler";
+  auto euler = Simulate(o);
+  ASSERT_TRUE(euler.ok()) << euler.status().ToString();
+  EXPECT_EQ(euler->info.at("unet_calls"), "50");
+
+  SimulateOptions t;
+  t.arch = "tiny";
+  t.devices = 2;
+  t.batch_per_device = 2;
+  t.steps = 3;
+  t.scheduler = "euler";
+  t.keep_ops = true;
+  auto cfg = Simulate(t);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(FirstConvShape(*cfg).rfind("x[4,", 0), 0u) << FirstConvShape(*cfg);  // [uncond; cond]
+  EXPECT_EQ(CountNamed(*cfg, "guidance"), 3);
+  EXPECT_EQ(CountNamed(*cfg, "scheduler_step_euler"), 3);
+  t.guidance = 1.0f;  // diffusers: no classifier-free guidance when guidance_scale <= 1
+  auto plain = Simulate(t);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(FirstConvShape(*plain).rfind("x[2,", 0), 0u) << FirstConvShape(*plain);
+  EXPECT_EQ(CountNamed(*plain, "guidance"), 0);
+  EXPECT_EQ(CountNamed(*plain, "scheduler_step_euler"), 3);
+  EXPECT_LT(plain->modelled_seconds(), cfg->modelled_seconds());
+  EXPECT_EQ(cfg->images, 4);
+}
+
+TEST(SimulateTest, SdxlPricesBothTextEncodersTheProjectionAndTheAddedConditioning) {
+  SimulateOptions o;
+  o.arch = "sdxl";
+  o.devices = 4;
+  o.steps = 1;
+  o.scheduler = "euler";
+  o.keep_ops = true;
+  auto r = Simulate(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // CLIP ViT-L's 12 layers and OpenCLIP bigG's 32, each with one causal
+  // self-attention, on [uncond; cond].
+  EXPECT_EQ(CountNamed(*r, "causal_attention"), 12 + 32);
+  // Up to the UNet's first op (its timestep embedding), the text encoders:
+  // bigG's text_projection of the pooled output once (the UNet has products
+  // of the same shape).
+  // Then the UNet's add_embedding.linear_1 on text_embeds ++ 6 x 256 time ids.
+  int projection = 0, add_embedding = 0;
+  bool text = true;
+  for (const auto& e : r->logs[0].ops()) {
+    text = text && e.op.name != "timestep_embedding";
+    if (text) projection += e.op.shape == "x[2,1280] w[1280,1280]";
+    add_embedding += e.op.shape == "x[2,2816] w[1280,2816]";
+  }
+  EXPECT_EQ(projection, 1);
+  EXPECT_EQ(add_embedding, 1);  // one UNet call
+  EXPECT_EQ(FirstConvShape(*r).rfind("x[2,4,128,128]", 0), 0u) << FirstConvShape(*r);  // 1024 / 8
+}
+
+TEST(SimulateTest, PerOpPricesAddUpToTheReportAndTheTraceIsValid) {
+  SimulateOptions o;
+  o.arch = "tiny";
+  o.devices = 2;
+  o.steps = 4;
+  o.keep_ops = true;
+  auto r = Simulate(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Priced without keeping the ops (the repeat path): the same totals.
+  o.keep_ops = false;
+  auto lean = Simulate(o);
+  ASSERT_TRUE(lean.ok()) << lean.status().ToString();
+  EXPECT_NEAR(lean->modelled_seconds(), r->modelled_seconds(), 1e-12 * r->modelled_seconds());
+  EXPECT_EQ(lean->logs[0].total().count, r->logs[0].total().count);
+
+  double seconds = 0, flops = 0, bytes = 0;
+  for (const auto& e : r->logs[0].ops()) {
+    seconds += e.timing.seconds;
+    flops += e.op.cost.flops;
+    bytes += e.op.cost.bytes();
+  }
+  const mesh::OpTypeTotals total = r->logs[0].total();
+  EXPECT_EQ(static_cast<int64_t>(r->logs[0].ops().size()), total.count);
+  EXPECT_NEAR(seconds, total.modelled_seconds, 1e-9 * seconds);
+  EXPECT_NEAR(seconds, r->modelled_seconds(), 1e-9 * seconds);
+  EXPECT_NEAR(flops, total.flops, 1e-9 * flops);
+  EXPECT_NEAR(bytes, total.bytes, 1e-9 * bytes);
+  EXPECT_DOUBLE_EQ(total.host_seconds, 0);  // nothing ran
+
+  const std::string dir = tpumesh::testing::TestTempDir();
+  ASSERT_TRUE(WriteReportJson(dir + "/r.json", *r).ok());
+  ASSERT_TRUE(WriteTraceJson(dir + "/t.json", *r).ok());
+  std::ifstream rf(dir + "/r.json"), tf(dir + "/t.json");
+  const json report = json::parse(rf);
+  const json& s = report.at("summary");
+  EXPECT_EQ(s.at("mode"), "simulate");
+  EXPECT_EQ(s.at("images"), 2);
+  EXPECT_EQ(s.at("devices"), 2);
+  EXPECT_EQ(s.at("chip"), "v5e");
+  EXPECT_DOUBLE_EQ(s.at("host_seconds").get<double>(), 0);
+  EXPECT_DOUBLE_EQ(s.at("modelled_seconds").get<double>(), r->modelled_seconds());
+  ASSERT_EQ(report.at("devices").size(), 2u);
+  for (const json& d : report.at("devices")) {
+    double by_type = 0;
+    for (const auto& [type, t] : d.at("by_op_type").items()) by_type += t.at("modelled_seconds").get<double>();
+    EXPECT_NEAR(by_type, d.at("modelled_seconds").get<double>(), 1e-9 * by_type);
+  }
+
+  const json trace = json::parse(tf);
+  std::set<int> pids;
+  std::set<std::string> tracks;
+  int64_t mxu = 0, vector = 0, hbm = 0;
+  for (const json& e : trace.at("traceEvents")) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid") && e.contains("name")) << e.dump();
+    if (e["ph"] == "M" && e["name"] == "thread_name") tracks.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] != "X") continue;
+    ASSERT_TRUE(e.contains("ts") && e.contains("dur") && e.contains("tid")) << e.dump();
+    for (const char* k : {"shape", "flops", "bytes"}) ASSERT_TRUE(e["args"].contains(k)) << k << " " << e.dump();
+    EXPECT_GE(e["dur"].get<double>(), 0);
+    pids.insert(e["pid"].get<int>());
+    const int tid = e["tid"].get<int>();
+    mxu += tid == 1;
+    vector += tid == 2;
+    hbm += tid == 3;
+  }
+  EXPECT_EQ(pids, (std::set<int>{1, 2}));  // one process per device; no host events in a simulation
+  EXPECT_GT(mxu, 0);
+  EXPECT_GT(vector, 0);
+  EXPECT_GT(hbm, 0);
+  EXPECT_LE(hbm, 2 * total.count);
+  for (const char* t : {"MXU", "vector unit", "HBM DMA", "ICI"}) EXPECT_TRUE(tracks.count(t)) << t;
+}
+
+}  // namespace
+}  // namespace tpumesh::pipeline
