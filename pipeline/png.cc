@@ -1,104 +1,279 @@
 #include "pipeline/png.h"
 
+#include <fcntl.h>
 #include <png.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <csetjmp>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <new>
+#include <string_view>
+#include <system_error>
 
 namespace tpumesh::pipeline {
 namespace {
 
-bool IsAscii(const std::string& s) {
-  for (unsigned char c : s)
-    if (c >= 0x80) return false;
+// ---- Text: UTF-8 <-> Latin-1 ------------------------------------------------
+
+// Strict UTF-8 (no overlong forms, surrogates or code points > U+10FFFF).
+bool DecodeUtf8(std::string_view s, std::u32string* out) {
+  out->clear();
+  for (size_t i = 0; i < s.size();) {
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    char32_t cp;
+    int len;
+    if (b0 < 0x80) {
+      cp = b0, len = 1;
+    } else if (b0 >= 0xC2 && b0 <= 0xDF) {
+      cp = b0 & 0x1F, len = 2;
+    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+      cp = b0 & 0x0F, len = 3;
+    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+      cp = b0 & 0x07, len = 4;
+    } else {
+      return false;
+    }
+    if (i + len > s.size()) return false;
+    for (int k = 1; k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if ((b & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+      return false;
+    out->push_back(cp);
+    i += len;
+  }
   return true;
 }
 
-struct WriteState {
+std::string Latin1ToUtf8(const char* s, size_t n) {
+  std::string out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+      out.push_back(static_cast<char>(b));
+    } else {
+      out.push_back(static_cast<char>(0xC0 | (b >> 6)));
+      out.push_back(static_cast<char>(0x80 | (b & 0x3F)));
+    }
+  }
+  return out;
+}
+
+// The keyword for an error message: control characters as \xNN, so that the
+// message stays one line.
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    const auto b = static_cast<unsigned char>(ch);
+    if (b < 0x20 || b == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", b);
+      out += buf;
+    } else {
+      out.push_back(ch);
+    }
+  }
+  return out;
+}
+
+// PNG keywords: 1-79 printable Latin-1 characters, no leading, trailing or
+// consecutive spaces. Returns the keyword in Latin-1.
+StatusOr<std::string> KeywordToLatin1(const std::string& key) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgumentError("PNG text keyword \"" + Printable(key) + "\": " + why +
+                                " (keywords are 1-79 printable Latin-1 characters, no leading, trailing or double "
+                                "spaces)");
+  };
+  std::u32string cps;
+  if (!DecodeUtf8(key, &cps)) return bad("not valid UTF-8");
+  if (cps.empty() || cps.size() > 79) return bad(std::to_string(cps.size()) + " characters");
+  std::string latin1;
+  for (char32_t cp : cps) {
+    if (!((cp >= 0x20 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xFF))) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "U+%04X", static_cast<unsigned>(cp));
+      return bad(std::string("character ") + buf + " is not printable Latin-1");
+    }
+    latin1.push_back(static_cast<char>(cp));
+  }
+  if (cps.front() == ' ' || cps.back() == ' ') return bad("leading or trailing space");
+  if (latin1.find("  ") != std::string::npos) return bad("double space");
+  return latin1;
+}
+
+bool IsAscii(std::string_view s) {
+  for (char ch : s)
+    if (static_cast<unsigned char>(ch) >= 0x80) return false;
+  return true;
+}
+
+// ---- libpng plumbing ----------------------------------------------------------
+//
+// libpng reports errors by longjmp to the setjmp in png_jmpbuf. The functions
+// that call setjmp (WriteBody, ReadHeader, ReadBody) hold only trivially
+// destructible locals, and the callbacks libpng calls hold none when they
+// longjmp; every C++ object (strings, vectors, the png structs' owners) lives
+// in the callers, which a longjmp never crosses.
+
+struct PngError {
+  char message[256];
+};
+
+[[noreturn]] void OnPngError(png_structp png, png_const_charp msg) {
+  auto* err = static_cast<PngError*>(png_get_error_ptr(png));
+  if (err) std::snprintf(err->message, sizeof err->message, "%s", msg ? msg : "libpng error");
+  png_longjmp(png, 1);
+}
+
+void OnPngWarning(png_structp, png_const_charp) {}
+
+struct Sink {
   std::string* out;
 };
 
-void WriteToString(png_structp png, png_bytep data, png_size_t n) {
-  auto* st = static_cast<WriteState*>(png_get_io_ptr(png));
-  st->out->append(reinterpret_cast<const char*>(data), n);
-}
-void FlushNothing(png_structp) {}
-
-void OnPngError(png_structp png, png_const_charp msg) {
-  auto* err = static_cast<std::string*>(png_get_error_ptr(png));
-  if (err) *err = msg;
-  png_longjmp(png, 1);
-}
-void OnPngWarning(png_structp, png_const_charp) {}
-
-// The setjmp-protected part: only plain C data lives across the longjmp.
-bool EncodeC(const Image& img, png_text* texts, int ntext, WriteState* st, std::string* err) {
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, err, OnPngError, OnPngWarning);
-  if (!png) return false;
-  png_infop info = png_create_info_struct(png);
-  if (!info || setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, &info);
-    return false;
+void WriteToSink(png_structp png, png_bytep data, size_t n) {
+  auto* sink = static_cast<Sink*>(png_get_io_ptr(png));
+  bool ok = true;
+  try {
+    sink->out->append(reinterpret_cast<const char*>(data), n);
+  } catch (const std::bad_alloc&) {
+    ok = false;
   }
-  png_set_write_fn(png, st, WriteToString, FlushNothing);
-  png_set_compression_level(png, 6);
-  png_set_IHDR(png, info, img.width, img.height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  if (ntext > 0) png_set_text(png, info, texts, ntext);
-  png_write_info(png, info);
-  for (int y = 0; y < img.height; ++y)
-    png_write_row(png, const_cast<png_bytep>(img.rgb.data() + static_cast<size_t>(y) * img.width * 3));
-  png_write_end(png, info);
-  png_destroy_write_struct(&png, &info);
-  return true;
+  if (!ok) png_error(png, "out of memory");  // outside the handler: nothing to unwind
 }
 
-struct ReadState {
-  const std::string* in;
-  size_t pos;
+void FlushSink(png_structp) {}
+
+struct Source {
+  FILE* file;
 };
 
-void ReadFromString(png_structp png, png_bytep data, png_size_t n) {
-  auto* st = static_cast<ReadState*>(png_get_io_ptr(png));
-  if (st->pos + n > st->in->size()) png_error(png, "file truncated");
-  std::memcpy(data, st->in->data() + st->pos, n);
-  st->pos += n;
+void ReadFromSource(png_structp png, png_bytep data, size_t n) {
+  auto* src = static_cast<Source*>(png_get_io_ptr(png));
+  if (std::fread(data, 1, n, src->file) != n) png_error(png, std::ferror(src->file) ? "read error" : "file is truncated");
 }
 
-bool DecodeC(ReadState* st, Image* img, TextChunks* text, std::string* err) {
-  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, err, OnPngError, OnPngWarning);
-  if (!png) return false;
-  png_infop info = png_create_info_struct(png);
-  if (!info || setjmp(png_jmpbuf(png))) {
-    png_destroy_read_struct(&png, &info, nullptr);
-    return false;
-  }
-  png_set_read_fn(png, st, ReadFromString);
-  png_read_info(png, info);
-  if (png_get_bit_depth(png, info) != 8 || png_get_color_type(png, info) != PNG_COLOR_TYPE_RGB) {
-    *err = "not an 8-bit RGB PNG";
-    png_destroy_read_struct(&png, &info, nullptr);
-    return false;
-  }
-  img->width = static_cast<int>(png_get_image_width(png, info));
-  img->height = static_cast<int>(png_get_image_height(png, info));
-  img->rgb.resize(static_cast<size_t>(img->width) * img->height * 3);
-  for (int y = 0; y < img->height; ++y) png_read_row(png, img->rgb.data() + static_cast<size_t>(y) * img->width * 3, nullptr);
-  png_read_end(png, info);
-  if (text) {
-    png_textp t = nullptr;
-    const int n = png_get_text(png, info, &t, nullptr);
-    for (int i = 0; i < n; ++i) {
-      text->emplace_back(t[i].key, std::string(t[i].text ? t[i].text : ""));
-    }
-  }
-  png_destroy_read_struct(&png, &info, nullptr);
+struct WriteJob {
+  const uint8_t* rgb;
+  int height, width;
+  png_textp text;
+  int num_text;
+  Sink* sink;
+};
+
+bool WriteBody(png_structp png, png_infop info, const WriteJob* job) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  png_set_write_fn(png, job->sink, WriteToSink, FlushSink);
+  png_set_IHDR(png, info, static_cast<png_uint_32>(job->width), static_cast<png_uint_32>(job->height), 8,
+               PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  // Fixed settings, so that the bytes do not depend on libpng's defaults.
+  png_set_compression_level(png, 6);
+  png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_ALL_FILTERS);
+  if (job->num_text > 0) png_set_text(png, info, job->text, job->num_text);
+  png_write_info(png, info);
+  const size_t row_bytes = static_cast<size_t>(job->width) * 3;
+  for (int y = 0; y < job->height; ++y) png_write_row(png, job->rgb + static_cast<size_t>(y) * row_bytes);
+  png_write_end(png, info);
   return true;
 }
+
+bool ReadHeader(png_structp png, png_infop info, Source* src) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  png_set_read_fn(png, src, ReadFromSource);
+  png_set_sig_bytes(png, 8);
+  png_read_info(png, info);
+  return true;
+}
+
+bool ReadBody(png_structp png, png_infop info, png_bytepp rows) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  png_read_image(png, rows);
+  png_read_end(png, info);  // text chunks after the image data
+  return true;
+}
+
+struct WriteStructs {
+  png_structp png = nullptr;
+  png_infop info = nullptr;
+  ~WriteStructs() {
+    if (png) png_destroy_write_struct(&png, &info);
+  }
+};
+
+struct ReadStructs {
+  png_structp png = nullptr;
+  png_infop info = nullptr;
+  ~ReadStructs() {
+    if (png) png_destroy_read_struct(&png, &info, nullptr);
+  }
+};
+
+struct FileCloser {
+  void operator()(FILE* f) const { std::fclose(f); }
+};
+
+// "<what>: <strerror>", with a code that says what kind of failure it was.
+Status ErrnoStatus(const std::string& what, int e) {
+  std::string m = what + ": " + std::generic_category().message(e);
+  switch (e) {
+    case ENOENT:
+    case ENOTDIR:
+      return NotFoundError(std::move(m));
+    case ENOSPC:
+    case EDQUOT:
+      return ResourceExhaustedError(std::move(m));
+    case EIO:
+      return DataLossError(std::move(m));
+    default:
+      return InvalidArgumentError(std::move(m));
+  }
+}
+
+// 0 or errno.
+int WriteAll(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+std::string ColorTypeName(int color_type) {
+  switch (color_type) {
+    case PNG_COLOR_TYPE_GRAY:
+      return "grayscale";
+    case PNG_COLOR_TYPE_PALETTE:
+      return "palette";
+    case PNG_COLOR_TYPE_RGB:
+      return "RGB";
+    case PNG_COLOR_TYPE_GRAY_ALPHA:
+      return "grayscale+alpha";
+    case PNG_COLOR_TYPE_RGB_ALPHA:
+      return "RGBA";
+    default:
+      return "color type " + std::to_string(color_type);
+  }
+}
+
+// Largest pixel buffer ReadPng allocates (libpng's own limit is 10^6 x 10^6).
+constexpr uint64_t kMaxReadBytes = uint64_t{1} << 31;
 
 }  // namespace
 
@@ -106,115 +281,176 @@ Image ToUint8Image(const float* chw, int height, int width) {
   Image img;
   img.height = height;
   img.width = width;
-  img.rgb.resize(static_cast<size_t>(height) * width * 3);
-  const size_t plane = static_cast<size_t>(height) * width;
-  for (int c = 0; c < 3; ++c) {
-    for (size_t p = 0; p < plane; ++p) {
-      const float x = chw[c * plane + p];
-      float v = x / 2.0f + 0.5f;                  // torch f32: (image / 2 + 0.5)
-      v = std::isnan(v) ? 0.0f : v;
-      v = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);  // .clamp(0, 1)
-      const float scaled = v * 255.0f;            // numpy f32: images * 255
-      img.rgb[p * 3 + c] = static_cast<uint8_t>(std::nearbyint(scaled));  // .round(): half to even
+  const size_t plane = static_cast<size_t>(std::max(height, 0)) * static_cast<size_t>(std::max(width, 0));
+  img.rgb.resize(plane * 3);
+  for (size_t p = 0; p < plane; ++p) {
+    for (size_t c = 0; c < 3; ++c) {
+      // One f32 operation per step, as torch and numpy. x / 2 is exact, so
+      // even an FMA contraction of x / 2 + 0.5 would give the same v.
+      float v = chw[c * plane + p] / 2.0f + 0.5f;
+      if (std::isnan(v)) v = 0.0f;
+      v = v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+      img.rgb[p * 3 + c] = static_cast<uint8_t>(std::nearbyint(v * 255.0f));  // half to even
     }
   }
   return img;
 }
 
 StatusOr<std::string> EncodePng(const Image& img, const TextChunks& text) {
-  if (img.height <= 0 || img.width <= 0 || img.rgb.size() != static_cast<size_t>(img.height) * img.width * 3)
-    return InvalidArgumentError("PNG: image of " + std::to_string(img.height) + "x" + std::to_string(img.width) +
-                                " with " + std::to_string(img.rgb.size()) + " bytes");
-  std::vector<png_text> texts(text.size());
+  if (img.height < 1 || img.width < 1 ||
+      img.rgb.size() != static_cast<size_t>(img.height) * static_cast<size_t>(img.width) * 3)
+    return InvalidArgumentError("PNG: an image of " + std::to_string(img.height) + "x" + std::to_string(img.width) +
+                                " needs height * width * 3 >= 3 bytes, has " + std::to_string(img.rgb.size()));
+  // Latin-1 keywords and tEXt (ASCII) or iTXt (UTF-8) values; `keys` and
+  // `text` own the bytes the png_text entries point at (png_set_text copies).
+  std::vector<std::string> keys(text.size());
+  std::vector<png_text> entries(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
-    const std::string& key = text[i].first;
-    if (key.empty() || key.size() > 79 || !IsAscii(key))
-      return InvalidArgumentError("PNG: text keyword '" + key + "' must be 1-79 ASCII characters");
-    png_text& t = texts[i];
-    std::memset(&t, 0, sizeof t);
-    t.key = const_cast<char*>(key.c_str());
-    t.text = const_cast<char*>(text[i].second.c_str());
-    if (IsAscii(text[i].second)) {
-      t.compression = PNG_TEXT_COMPRESSION_NONE;
-      t.text_length = text[i].second.size();
+    TPUMESH_ASSIGN_OR_RETURN(keys[i], KeywordToLatin1(text[i].first));
+    const std::string& value = text[i].second;
+    std::u32string cps;
+    if (!DecodeUtf8(value, &cps))
+      return InvalidArgumentError("PNG text \"" + Printable(text[i].first) + "\": the value is not valid UTF-8");
+    if (value.find('\0') != std::string::npos)
+      return InvalidArgumentError("PNG text \"" + Printable(text[i].first) + "\": the value holds a NUL character");
+    png_text& e = entries[i];
+    std::memset(&e, 0, sizeof e);
+    e.key = keys[i].data();
+    e.text = const_cast<char*>(value.c_str());
+    if (IsAscii(value)) {
+      e.compression = PNG_TEXT_COMPRESSION_NONE;  // tEXt
+      e.text_length = value.size();
     } else {
-      t.compression = PNG_ITXT_COMPRESSION_NONE;
-      t.itxt_length = text[i].second.size();
-      t.lang = const_cast<char*>("");
-      t.lang_key = const_cast<char*>("");
+      e.compression = PNG_ITXT_COMPRESSION_NONE;  // iTXt, UTF-8
+      e.itxt_length = value.size();
+      e.lang = const_cast<char*>("");
+      e.lang_key = const_cast<char*>("");
     }
   }
-  std::string out, err;
-  WriteState st{&out};
-  if (!EncodeC(img, texts.data(), static_cast<int>(texts.size()), &st, &err))
-    return InternalError("PNG encoding failed: " + err);
+
+  std::string out;
+  PngError err{};
+  Sink sink{&out};
+  WriteStructs s;
+  s.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &err, OnPngError, OnPngWarning);
+  if (s.png) s.info = png_create_info_struct(s.png);
+  if (!s.png || !s.info) return ResourceExhaustedError("PNG: cannot create the libpng encoder (out of memory)");
+  const WriteJob job{img.rgb.data(), img.height, img.width, entries.data(), static_cast<int>(entries.size()), &sink};
+  if (!WriteBody(s.png, s.info, &job)) return InternalError(std::string("PNG encoding failed: ") + err.message);
   return out;
 }
 
 Status WritePngAtomic(const std::string& path, const Image& img, const TextChunks& text) {
+  if (path.empty()) return InvalidArgumentError("cannot write a PNG to an empty path");
   TPUMESH_ASSIGN_OR_RETURN(std::string bytes, EncodePng(img, text));
-  const std::string temp = path + ".tmp-" + std::to_string(getpid());
-  FILE* f = std::fopen(temp.c_str(), "wb");
-  if (!f) return InvalidArgumentError("cannot write " + path + ": " + std::strerror(errno));
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  const int saved = errno;
-  if (std::fclose(f) != 0 || !ok) {
-    std::remove(temp.c_str());
-    return InternalError("cannot write " + path + ": " + std::strerror(ok ? errno : saved));
+  static std::atomic<uint64_t> counter{0};
+  const std::filesystem::path p(path);
+  std::string temp;
+  int fd = -1, e = 0;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    temp = (p.parent_path() / ("." + p.filename().string() + ".tmp-" + std::to_string(getpid()) + "-" +
+                               std::to_string(counter.fetch_add(1))))
+               .string();
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+      e = errno;
+      if (e != EEXIST) break;
+    }
   }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    std::remove(temp.c_str());
-    return InternalError("cannot write " + path + ": " + std::strerror(e));
+  if (fd < 0) return ErrnoStatus("cannot write " + path, e);
+  e = WriteAll(fd, bytes);
+  if (e == 0 && ::fsync(fd) != 0) e = errno;
+  if (::close(fd) != 0 && e == 0 && errno != EINTR) e = errno;
+  if (e == 0 && std::rename(temp.c_str(), path.c_str()) != 0) e = errno;
+  if (e != 0) {
+    ::unlink(temp.c_str());
+    return ErrnoStatus("cannot write " + path, e);
   }
   return OkStatus();
 }
 
 StatusOr<Image> ReadPng(const std::string& path, TextChunks* text) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return NotFoundError("cannot read " + path + ": " + std::strerror(errno));
-  std::string bytes;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, n);
-  std::fclose(f);
-  if (bytes.size() < 8 || png_sig_cmp(reinterpret_cast<png_const_bytep>(bytes.data()), 0, 8) != 0)
+  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) return ErrnoStatus("cannot read " + path, errno);
+  png_byte signature[8];
+  if (std::fread(signature, 1, 8, file.get()) != 8 || png_sig_cmp(signature, 0, 8) != 0)
     return InvalidArgumentError(path + ": not a PNG file");
+
+  PngError err{};
+  ReadStructs s;
+  s.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &err, OnPngError, OnPngWarning);
+  if (s.png) s.info = png_create_info_struct(s.png);
+  if (!s.png || !s.info) return ResourceExhaustedError(path + ": cannot create the libpng decoder (out of memory)");
+  Source src{file.get()};
+  if (!ReadHeader(s.png, s.info, &src)) return DataLossError(path + ": " + err.message);
+
+  const png_uint_32 width = png_get_image_width(s.png, s.info), height = png_get_image_height(s.png, s.info);
+  const int depth = png_get_bit_depth(s.png, s.info), color = png_get_color_type(s.png, s.info);
+  if (depth != 8 || color != PNG_COLOR_TYPE_RGB)
+    return InvalidArgumentError(path + ": a " + std::to_string(depth) + "-bit " + ColorTypeName(color) +
+                                " PNG; only 8-bit RGB PNGs are read");
+  if (uint64_t{width} * height * 3 > kMaxReadBytes)
+    return InvalidArgumentError(path + ": " + std::to_string(height) + "x" + std::to_string(width) +
+                                " pixels is more than ReadPng reads");
   Image img;
-  std::string err;
-  ReadState st{&bytes, 0};
-  if (!DecodeC(&st, &img, text, &err)) return InvalidArgumentError(path + ": " + err);
+  img.height = static_cast<int>(height);
+  img.width = static_cast<int>(width);
+  img.rgb.resize(static_cast<size_t>(width) * height * 3);
+  std::vector<png_bytep> rows(height);
+  for (png_uint_32 y = 0; y < height; ++y) rows[y] = img.rgb.data() + static_cast<size_t>(y) * width * 3;
+  if (!ReadBody(s.png, s.info, rows.data())) return DataLossError(path + ": " + err.message);
+
+  if (text) {
+    png_textp chunks = nullptr;
+    const int n = png_get_text(s.png, s.info, &chunks, nullptr);
+    for (int i = 0; i < n; ++i) {
+      const png_text& c = chunks[i];
+      const bool utf8 = c.compression == PNG_ITXT_COMPRESSION_NONE || c.compression == PNG_ITXT_COMPRESSION_zTXt;
+      const char* value = c.text ? c.text : "";
+      text->emplace_back(Latin1ToUtf8(c.key, std::strlen(c.key)),
+                         utf8 ? std::string(value, c.text ? c.itxt_length : 0)
+                              : Latin1ToUtf8(value, c.text ? c.text_length : 0));
+    }
+  }
   return img;
 }
 
 StatusOr<Image> MakeImageGrid(const std::vector<Image>& images, int rows, int cols) {
-  if (rows < 1 || cols < 1 || static_cast<size_t>(rows) * cols != images.size())
-    return InvalidArgumentError("image grid of " + std::to_string(rows) + "x" + std::to_string(cols) + " for " +
-                                std::to_string(images.size()) + " images");
+  if (rows < 1 || cols < 1 || static_cast<int64_t>(rows) * cols != static_cast<int64_t>(images.size()))
+    return InvalidArgumentError("image grid of " + std::to_string(rows) + "x" + std::to_string(cols) + " needs " +
+                                std::to_string(static_cast<int64_t>(std::max(rows, 0)) * std::max(cols, 0)) +
+                                " images, got " + std::to_string(images.size()));
   const int h = images[0].height, w = images[0].width;
-  for (const Image& im : images)
-    if (im.height != h || im.width != w)
-      return InvalidArgumentError("image grid: images of different sizes (" + std::to_string(h) + "x" +
-                                  std::to_string(w) + " and " + std::to_string(im.height) + "x" +
-                                  std::to_string(im.width) + ")");
-  Image g;
-  g.height = rows * h;
-  g.width = cols * w;
-  g.rgb.resize(static_cast<size_t>(g.height) * g.width * 3);
   for (size_t i = 0; i < images.size(); ++i) {
-    const int r = static_cast<int>(i) / cols, c = static_cast<int>(i) % cols;
-    for (int y = 0; y < h; ++y)
-      std::memcpy(g.rgb.data() + ((static_cast<size_t>(r) * h + y) * g.width + static_cast<size_t>(c) * w) * 3,
-                  images[i].rgb.data() + static_cast<size_t>(y) * w * 3, static_cast<size_t>(w) * 3);
+    const Image& im = images[i];
+    if (im.height != h || im.width != w)
+      return InvalidArgumentError("image grid: image " + std::to_string(i) + " is " + std::to_string(im.height) +
+                                  "x" + std::to_string(im.width) + ", image 0 is " + std::to_string(h) + "x" +
+                                  std::to_string(w) + " (all must be the same size)");
+    if (h < 1 || w < 1 || im.rgb.size() != static_cast<size_t>(h) * static_cast<size_t>(w) * 3)
+      return InvalidArgumentError("image grid: image " + std::to_string(i) + " of " + std::to_string(h) + "x" +
+                                  std::to_string(w) + " has " + std::to_string(im.rgb.size()) + " bytes");
   }
-  return g;
+  Image grid;
+  grid.height = rows * h;
+  grid.width = cols * w;
+  grid.rgb.resize(static_cast<size_t>(grid.height) * static_cast<size_t>(grid.width) * 3);
+  const size_t row_bytes = static_cast<size_t>(w) * 3;
+  for (size_t i = 0; i < images.size(); ++i) {
+    const size_t r = i / static_cast<size_t>(cols), c = i % static_cast<size_t>(cols);
+    for (size_t y = 0; y < static_cast<size_t>(h); ++y)
+      std::memcpy(grid.rgb.data() + ((r * h + y) * grid.width + c * w) * 3, images[i].rgb.data() + y * row_bytes,
+                  row_bytes);
+  }
+  return grid;
 }
 
 std::pair<int, int> GridShape(int n) {
+  if (n < 1) return {0, 0};
   int rows = 1;
-  for (int r = 1; r * r <= n; ++r)
+  for (int r = 1; static_cast<int64_t>(r) * r <= n; ++r)
     if (n % r == 0) rows = r;
-  return {rows, n / std::max(rows, 1)};
+  return {rows, n / rows};
 }
 
 }  // namespace tpumesh::pipeline
