@@ -17,6 +17,9 @@ StatusOr<Array> ClipTextModel::Forward(const Ctx& ctx_in, const Array& ids) cons
                                 std::to_string(c.max_position_embeddings) + "], got " + ids.ToString());
   const int64_t b = ids.dim(0), l = ids.dim(1), h = c.hidden_size;
   const auto& P = params_;
+  // The encoder layers' Linear weights, packed once (not the embeddings).
+  TPUMESH_RETURN_IF_ERROR(P.PackMatmulWeights(
+      ctx, [](const std::string& name) { return name.rfind("text_model.encoder.layers.", 0) == 0; }));
   // x: [B, L, H] = token_embedding[ids] + position_embedding[0..L)
   TPUMESH_ASSIGN_OR_RETURN(Array x, ctx.Alloc({b, l, h}, "embeddings"));
   const float* tok = P["text_model.embeddings.token_embedding.weight"].data<float>();

@@ -32,11 +32,16 @@ class Counter {
   }
 
   // Transformer2DModel: proj_in, `layers` BasicTransformerBlocks
-  // (self-attention, cross-attention, GEGLU feed-forward), proj_out. A 1x1
-  // conv projection and a Linear one cost the same.
-  void Transformer(int64_t h, int64_t w, int64_t c, int64_t cross, int64_t layers, int64_t context) {
+  // (self-attention, cross-attention, GEGLU feed-forward), proj_out; the
+  // projections are 1x1 convs, or Linear layers with use_linear_projection.
+  void Transformer(int64_t h, int64_t w, int64_t c, int64_t cross, int64_t layers, int64_t context,
+                   bool linear_projection) {
     const double tokens = b_ * static_cast<double>(h * w), l = static_cast<double>(h * w);
-    Linear(tokens, c, c);  // proj_in
+    auto projection = [&] {
+      if (linear_projection) Linear(tokens, c, c);
+      else Conv(h, w, c, c, 1, 1, 0, 0);
+    };
+    projection();  // proj_in
     for (int64_t i = 0; i < layers; ++i) {
       Linear(tokens, c, c);  // attn1 q, k, v, out
       Linear(tokens, c, c);
@@ -51,7 +56,7 @@ class Counter {
       Linear(tokens, c, 8 * c);  // GEGLU projection to 2 x 4C
       Linear(tokens, 4 * c, c);
     }
-    Linear(tokens, c, c);  // proj_out
+    projection();  // proj_out
   }
 
   // The VAE's mid-block attention: one head over the h*w positions.
@@ -105,7 +110,9 @@ MatmulFlops UNetMatmulFlops(const UNetConfig& c, int64_t batch, int64_t height, 
     const bool attn = c.down_block_types[i] == "CrossAttnDownBlock2D";
     for (int j = 0; j < c.layers_per_block; ++j) {
       n.Resnet(h, w, j == 0 ? in : out, out, temb);
-      if (attn) n.Transformer(h, w, out, c.cross_attention_dim[i], c.transformer_layers_per_block[i], context_len);
+      if (attn)
+        n.Transformer(h, w, out, c.cross_attention_dim[i], c.transformer_layers_per_block[i], context_len,
+                      c.use_linear_projection);
     }
     if (i < levels - 1) {
       const int64_t p = c.downsample_padding;
@@ -116,7 +123,8 @@ MatmulFlops UNetMatmulFlops(const UNetConfig& c, int64_t batch, int64_t height, 
   }
   const int64_t mid = c.block_out_channels.back();
   n.Resnet(h, w, mid, mid, temb);
-  n.Transformer(h, w, mid, c.cross_attention_dim.back(), c.transformer_layers_per_block.back(), context_len);
+  n.Transformer(h, w, mid, c.cross_attention_dim.back(), c.transformer_layers_per_block.back(), context_len,
+                c.use_linear_projection);
   n.Resnet(h, w, mid, mid, temb);
   int64_t prev = mid;
   for (int i = 0; i < levels; ++i) {
@@ -127,7 +135,9 @@ MatmulFlops UNetMatmulFlops(const UNetConfig& c, int64_t batch, int64_t height, 
     for (int j = 0; j <= c.layers_per_block; ++j) {
       const int64_t skip = j == c.layers_per_block ? skip_in : o;
       n.Resnet(h, w, (j == 0 ? prev : o) + skip, o, temb);
-      if (attn) n.Transformer(h, w, o, c.cross_attention_dim[r], c.transformer_layers_per_block[r], context_len);
+      if (attn)
+        n.Transformer(h, w, o, c.cross_attention_dim[r], c.transformer_layers_per_block[r], context_len,
+                      c.use_linear_projection);
     }
     if (i < levels - 1) {
       h *= 2;

@@ -1,20 +1,23 @@
 #include "models/nn.h"
 
 #include <algorithm>
-#include <cmath>
-#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
-#include <limits>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <utility>
+#include <vector>
 
 #include "kernels/activation.h"
 #include "kernels/attention.h"
 #include "kernels/bf16.h"
 #include "kernels/conv2d.h"
-#include "kernels/gemm_f32.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
+#include "kernels/ops_parallel.h"
 #include "kernels/timestep_embedding.h"
 
 namespace tpumesh::models {
@@ -24,29 +27,130 @@ using mesh::DType;
 using mesh::Shape;
 using mesh::ShapeToString;
 
+kernels::Precision KernelPrecision(Precision p) {
+  return p == Precision::kHighest ? kernels::Precision::kHighest : kernels::Precision::kDefault;
+}
+
+// Elements per task of the elementwise helpers here (copies and roundings):
+// enough to amortise a task, few enough for 2+ threads on SD's tensors.
+constexpr int64_t kElementsPerTask = int64_t{1} << 16;
+
 // Under Precision::kDefault, a bf16-rounded copy of p[0..n) (the MXU's operand
 // rounding); otherwise p itself.
 const float* Operand(const Ctx& ctx, const float* p, int64_t n, std::vector<float>& tmp) {
   if (ctx.precision == Precision::kHighest) return p;
   tmp.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) tmp[i] = kernels::RoundToBf16(p[i]);
-  return tmp.data();
+  float* t = tmp.data();
+  kernels::ParallelForTasks((n + kElementsPerTask - 1) / kElementsPerTask, ctx.threads, [&](int64_t b, int64_t e) {
+    const int64_t end = std::min(n, e * kElementsPerTask);
+#pragma omp simd
+    for (int64_t i = b * kElementsPerTask; i < end; ++i) t[i] = kernels::RoundToBf16(p[i]);
+  });
+  return t;
 }
 
-kernels::Precision KernelPrecision(Precision p) {
-  return p == Precision::kHighest ? kernels::Precision::kHighest : kernels::Precision::kDefault;
+template <typename T>
+inline T Convert(float v);
+template <>
+inline float Convert<float>(float v) {
+  return v;
+}
+template <>
+inline kernels::bf16 Convert<kernels::bf16>(float v) {
+  return kernels::F32ToBf16(v);
 }
 
-// W [out, in] -> the packed B = W^T [in, out] of the matmul kernel.
-StatusOr<kernels::PackedMatrix> PackLinearWeight(const Array& w, Precision precision) {
-  const int64_t out = w.dim(0), in = w.dim(1);
-  std::vector<float> wt(static_cast<size_t>(in * out));
-  const float* src = w.data<float>();
-  for (int64_t o = 0; o < out; ++o)
-    for (int64_t i = 0; i < in; ++i) wt[i * out + o] = src[o * in + i];
+// Uninitialised, 64-byte aligned scratch for n T's (bf16 and float are
+// implicit-lifetime types): for buffers whose every element is written
+// before it is read, so no zero-filling pass (and no page-clearing twice).
+struct AlignedDelete {
+  void operator()(void* p) const { ::operator delete(p, std::align_val_t{64}); }
+};
+template <typename T>
+using Scratch = std::unique_ptr<T[], AlignedDelete>;
+template <typename T>
+Scratch<T> MakeScratch(int64_t n) {
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(T);
+  return Scratch<T>(static_cast<T*>(::operator new(bytes, std::align_val_t{64})));
+}
+
+// dst[c * ld_dst + r] = src[r * ld_src + c * col_stride] (+ add[c] when add
+// is set) for r < rows, c < cols, converted to T, in 16 x 16 tiles (the
+// lines a tile reads and writes stay in L1 while it is done).
+template <typename T>
+void Transpose(const float* src, int64_t ld_src, int64_t col_stride, int64_t rows, int64_t cols, T* dst,
+               int64_t ld_dst, const float* add = nullptr) {
+  constexpr int64_t kTile = 16;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    const int64_t r1 = std::min(rows, r0 + kTile);
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t c1 = std::min(cols, c0 + kTile);
+      for (int64_t c = c0; c < c1; ++c) {
+        T* d = dst + c * ld_dst;
+        const float* s = src + c * col_stride;
+        if (add != nullptr) {
+          const float a = add[c];
+          for (int64_t r = r0; r < r1; ++r) d[r] = Convert<T>(s[r * ld_src] + a);
+        } else {
+          for (int64_t r = r0; r < r1; ++r) d[r] = Convert<T>(s[r * ld_src]);
+        }
+      }
+    }
+  }
+}
+
+// Per batch entry, [rows, cols] -> [cols, rows] (f32), in tasks of row blocks.
+void TransposeBatch(const Ctx& ctx, int64_t batch, int64_t rows, int64_t cols, const float* src, float* dst) {
+  constexpr int64_t kRowsPerTask = 64;
+  const int64_t blocks = (rows + kRowsPerTask - 1) / kRowsPerTask;
+  kernels::ParallelForTasks(batch * blocks, ctx.threads, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t i = t / blocks, r0 = (t % blocks) * kRowsPerTask, r1 = std::min(rows, r0 + kRowsPerTask);
+      Transpose(src + (i * rows + r0) * cols, cols, 1, r1 - r0, cols, dst + i * rows * cols + r0, rows);
+    }
+  });
+}
+
+// W [n, c * taps] (row-major; a conv's [O, C, kh, kw] with taps = kh kw) ->
+// the packed B [taps * c, n] of the matmul kernel, row (j c + ci) holding
+// W[:, ci taps + j]: K reordered tap-major, so that an im2col row of
+// channels-last input is kh runs of kw*C contiguous elements. taps = 1 is a
+// Linear layer's W^T. At kDefault the copy is made in bf16 (what the kernel
+// packs; the same rounding as packing f32), at kHighest in f32.
+template <typename T>
+StatusOr<kernels::PackedMatrix> PackTransposedAs(const float* w, int64_t n, int64_t c, int64_t taps,
+                                                 const kernels::MatmulOptions& opt, int threads) {
+  const int64_t k = c * taps;
+  Scratch<T> wt = MakeScratch<T>(n * k);
+  // A task is 32 rows of W (under 1.5 MiB for SD's largest, K = 11520), read
+  // from memory once and kept in L2/L3 while every tap is copied out of it
+  // (taps as the outer loop would stream all of W once per tap); 32 rows
+  // fill a 64-byte line of each bf16 output row.
+  constexpr int64_t kRowsPerTask = 32;
+  kernels::ParallelForTasks((n + kRowsPerTask - 1) / kRowsPerTask, threads, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t r0 = t * kRowsPerTask, r1 = std::min(n, r0 + kRowsPerTask);
+      for (int64_t j = 0; j < taps; ++j) Transpose(w + r0 * k + j, k, taps, r1 - r0, c, wt.get() + j * c * n + r0, n);
+    }
+  });
+  return kernels::PackedMatrix::Pack(k, n, wt.get(), n, opt);
+}
+
+StatusOr<kernels::PackedMatrix> PackTransposed(const float* w, int64_t n, int64_t c, int64_t taps,
+                                               Precision precision, int threads) {
   kernels::MatmulOptions opt;
   opt.precision = KernelPrecision(precision);
-  return kernels::PackedMatrix::Pack(in, out, wt.data(), out, opt);
+  if (precision == Precision::kDefault) return PackTransposedAs<kernels::bf16>(w, n, c, taps, opt, threads);
+  return PackTransposedAs<float>(w, n, c, taps, opt, threads);
+}
+
+// The packed form of a Linear or conv weight (WeightPacks::Get): from
+// ctx.packs, or packed into `local` for this call when the Ctx has none.
+StatusOr<const kernels::PackedMatrix*> PackedWeight(const Ctx& ctx, const Array& w, kernels::PackedMatrix& local) {
+  if (ctx.packs != nullptr) return ctx.packs->Get(w, ctx.precision, ctx.threads);
+  const int64_t taps = w.rank() == 4 ? w.dim(2) * w.dim(3) : 1;
+  TPUMESH_ASSIGN_OR_RETURN(local, PackTransposed(w.data<float>(), w.dim(0), w.dim(1), taps, ctx.precision, ctx.threads));
+  return &local;
 }
 
 // Times one layer call and, when the Ctx records, appends its OpRecord when
@@ -96,25 +200,73 @@ Status CheckF32(const Array& a, std::string_view op, std::string_view what) {
 
 }  // namespace
 
-StatusOr<const kernels::PackedMatrix*> WeightPacks::Linear(const Array& w, Precision precision) {
-  const auto key = std::make_pair(w.raw(), static_cast<int>(precision));
+std::shared_ptr<WeightPacks::Entry> WeightPacks::Find(const Array& w, Precision precision) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = entries_[std::make_pair(w.raw(), precision)];
+  if (slot == nullptr) slot = std::make_shared<Entry>();
+  return slot;
+}
+
+StatusOr<const kernels::PackedMatrix*> WeightPacks::Get(const Array& w, Precision precision, int threads) {
+  if (w.dtype() != DType::kF32 || (w.rank() != 2 && w.rank() != 4))
+    return InvalidArgumentError("weight packs: " + w.ToString() + " is not an f32 Linear or conv weight");
+  const int64_t n = w.dim(0), c = w.dim(1), taps = w.rank() == 4 ? w.dim(2) * w.dim(3) : 1;
+  std::shared_ptr<Entry> e = Find(w, precision);
+  // Packed outside the map's lock: other weights pack concurrently, callers
+  // of this one wait here until it is done.
+  std::call_once(e->once, [&] {
+    StatusOr<kernels::PackedMatrix> p = PackTransposed(w.data<float>(), n, c, taps, precision, threads);
+    if (p.ok()) e->packed = std::move(p).value();
+    else e->status = p.status();
+    e->done.store(true, std::memory_order_release);
+  });
+  TPUMESH_RETURN_IF_ERROR(e->status);
+  if (e->packed.k() != c * taps || e->packed.n() != n)
+    return InternalError("weight packs: " + w.ToString() + " was packed with another shape");
+  return &e->packed;
+}
+
+Status WeightPacks::PackAll(const std::vector<const Array*>& weights, Precision precision, int threads) {
+  std::vector<const Array*> todo;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = packs_.find(key); it != packs_.end()) return it->second.get();
+    for (const Array* w : weights) {
+      auto it = entries_.find(std::make_pair(w->raw(), precision));
+      if (it == entries_.end() || !it->second->done.load(std::memory_order_acquire)) todo.push_back(w);
+    }
   }
-  // Packed outside the lock; a concurrent first use of the same weight packs
-  // it twice and keeps the first.
-  TPUMESH_ASSIGN_OR_RETURN(kernels::PackedMatrix packed, PackLinearWeight(w, precision));
-  std::lock_guard<std::mutex> lock(mu_);
-  auto [it, inserted] = packs_.emplace(key, nullptr);
-  if (inserted) it->second = std::make_unique<kernels::PackedMatrix>(std::move(packed));
-  return it->second.get();
+  if (todo.empty()) return OkStatus();
+  // Largest first, dealt alternately to the two halves of the list, so the
+  // contiguous ranges a static partition gives each thread weigh about the
+  // same.
+  std::stable_sort(todo.begin(), todo.end(),
+                   [](const Array* a, const Array* b) { return a->num_elements() > b->num_elements(); });
+  std::vector<const Array*> order(todo.size());
+  const size_t half = (todo.size() + 1) / 2;
+  for (size_t i = 0; i < todo.size(); ++i) order[i % 2 == 0 ? i / 2 : half + i / 2] = todo[i];
+  // Pass 1: the weights no other caller has claimed, one task each.
+  kernels::ParallelForTasks(static_cast<int64_t>(order.size()), threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      if (!Find(*order[i], precision)->claimed.exchange(true)) (void)Get(*order[i], precision, 1);
+  });
+  // Pass 2: wait for the ones others are packing (and report any error).
+  for (const Array* w : order) TPUMESH_RETURN_IF_ERROR(Get(*w, precision, threads).status());
+  return OkStatus();
 }
 
 size_t WeightPacks::bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
-  for (const auto& [k, p] : packs_) n += p->size_bytes();
+  for (const auto& [k, e] : entries_)
+    if (e->done.load(std::memory_order_acquire)) n += e->packed.size_bytes();
+  return n;
+}
+
+int64_t WeightPacks::count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t n = 0;
+  for (const auto& [k, e] : entries_)
+    if (e->done.load(std::memory_order_acquire) && e->status.ok()) ++n;
   return n;
 }
 
@@ -131,7 +283,8 @@ StatusOr<Array> Ctx::Alloc(Shape shape, std::string_view what) const {
 
 StatusOr<Array> Linear(const Ctx& ctx, const Array& x, const Array& w, const Array* b) {
   TPUMESH_RETURN_IF_ERROR(CheckF32(x, "linear", "input"));
-  if (w.rank() != 2 || x.rank() < 1 || x.dim(x.rank() - 1) != w.dim(1) ||
+  const bool conv1x1 = w.rank() == 4 && w.dim(2) == 1 && w.dim(3) == 1;
+  if ((w.rank() != 2 && !conv1x1) || x.rank() < 1 || x.dim(x.rank() - 1) != w.dim(1) ||
       (b != nullptr && (b->rank() != 1 || b->dim(0) != w.dim(0)))) {
     return InvalidArgumentError("linear: input " + ShapeToString(x.shape()) + " does not fit weight " +
                                 ShapeToString(w.shape()) +
@@ -141,7 +294,7 @@ StatusOr<Array> Linear(const Ctx& ctx, const Array& x, const Array& w, const Arr
   Shape s = x.shape();
   s.back() = out;
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(s, "linear"));
-  OpScope op(ctx, "linear", "matmul");
+  OpScope op(ctx, conv1x1 ? "conv2d" : "linear", conv1x1 ? "conv" : "matmul");
   {
     kernels::OpCost c;
     c.flops = 2.0 * rows * in * out + (b ? static_cast<double>(rows) * out : 0);
@@ -150,23 +303,95 @@ StatusOr<Array> Linear(const Ctx& ctx, const Array& x, const Array& w, const Arr
     op.Set(c, "x" + ShapeToString(x.shape()) + " w" + ShapeToString(w.shape()), {{rows, out, in, 1}});
   }
   if (ctx.dry_run) return y;
-  const kernels::PackedMatrix* packed = nullptr;
   kernels::PackedMatrix local;
-  if (ctx.packs != nullptr) {
-    TPUMESH_ASSIGN_OR_RETURN(packed, ctx.packs->Linear(w, ctx.precision));
-  } else {
-    TPUMESH_ASSIGN_OR_RETURN(local, PackLinearWeight(w, ctx.precision));
-    packed = &local;
-  }
+  TPUMESH_ASSIGN_OR_RETURN(const kernels::PackedMatrix* packed, PackedWeight(ctx, w, local));
   float* yp = y.mutable_data<float>();
   TPUMESH_RETURN_IF_ERROR(kernels::Matmul(rows, x.data<float>(), in, *packed, yp, out, ctx.threads));
   if (b != nullptr) {
-    const float* bp = b->data<float>();
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t o = 0; o < out; ++o) yp[r * out + o] += bp[o];
+    TPUMESH_RETURN_IF_ERROR(kernels::BroadcastChannelF32(kernels::BinaryOp::kAdd, rows, out, 1, yp,
+                                                         b->data<float>(), 0, yp, ctx.threads));
   }
   return y;
 }
+
+namespace {
+
+// Output pixels per im2col chunk: a bf16 chunk of 256 x K is 1.4 MiB for
+// SD's 3x3 320-channel convs (K = 2880), held in L2/L3 between the gather and
+// the kernel's packing of it. Measured on SD1.5's 3x3 convs at batch 2 (2
+// threads, quiet machine): chunks of 128, 256 and 512 pixels within 4% of
+// each other, 256 the fastest at 320 channels, 64x64 (38.4 ms against 39.9
+// and 41.3).
+constexpr int64_t kConvChunkPixels = 256;
+
+// y = conv(x, w) + bias as y^T = col^T W^T, T the operand type (bf16 at
+// kDefault, f32 at kHighest); `wt` is W^T [(dy, dx, c), O] packed. Tasks: one
+// per padded input row for the channels-last copy, one per (image, chunk of output
+// rows) for the products; each product is one Matmul call, whose every output
+// element is one f32 chain over K in the kernel's fixed order whatever the
+// chunk or thread: the bits do not depend on the thread count.
+template <typename T>
+Status ConvPixelMajor(const Ctx& ctx, const kernels::Conv2dShape& s, const float* x,
+                      const kernels::PackedMatrix& wt, const float* bias, float* y) {
+  const int64_t n = s.batch, c = s.in_channels, h = s.height, w = s.width, o = s.out_channels;
+  const int64_t hp = h + s.pad_top + s.pad_bottom, wp = w + s.pad_left + s.pad_right;
+  const int64_t ho = s.out_height(), wo = s.out_width(), pix = ho * wo, k = s.gemm_k();
+  const int64_t run = s.kernel_w * c;  // one (dy) run of an im2col row
+  // The input, channels-last and zero-padded: xt [n, hp, wp, c]; one task
+  // per padded row (its border zeroed, its pixels transposed in).
+  Scratch<T> xt = MakeScratch<T>(n * hp * wp * c);
+  kernels::ParallelForTasks(n * hp, ctx.threads, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t img = t / hp, py = t % hp, iy = py - s.pad_top;
+      T* row = xt.get() + (img * hp + py) * wp * c;
+      if (iy < 0 || iy >= h) {
+        std::memset(static_cast<void*>(row), 0, wp * c * sizeof(T));
+        continue;
+      }
+      std::memset(static_cast<void*>(row), 0, s.pad_left * c * sizeof(T));
+      std::memset(static_cast<void*>(row + (s.pad_left + w) * c), 0, s.pad_right * c * sizeof(T));
+      Transpose(x + img * c * h * w + iy * w, h * w, 1, c, w, row + s.pad_left * c, c);
+    }
+  });
+  // A 1x1, stride-1 conv multiplies xt itself.
+  const bool direct = s.kernel_h == 1 && s.kernel_w == 1 && s.stride == 1 && hp == h && wp == w;
+  const int64_t rows = std::clamp<int64_t>(kConvChunkPixels / wo, 1, ho), chunks = (ho + rows - 1) / rows;
+  const int64_t tasks = n * chunks;
+  // With a single task the kernel spreads the product over the threads itself.
+  const int inner_threads = tasks > 1 ? 1 : ctx.threads;
+  std::mutex mu;
+  Status status;
+  kernels::ParallelForTasks(tasks, tasks > 1 ? ctx.threads : 1, [&](int64_t b, int64_t e) {
+    Scratch<T> col = MakeScratch<T>(direct ? 0 : rows * wo * k);
+    Scratch<float> yt = MakeScratch<float>(rows * wo * o);
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t img = t / chunks, oy0 = (t % chunks) * rows, oy1 = std::min(ho, oy0 + rows);
+      const int64_t m = (oy1 - oy0) * wo;
+      const T* xi = xt.get() + img * hp * wp * c;
+      const T* a = xi + oy0 * wo * c;
+      if (!direct) {
+        for (int64_t oy = oy0; oy < oy1; ++oy)
+          for (int64_t ox = 0; ox < wo; ++ox) {
+            T* dst = col.get() + ((oy - oy0) * wo + ox) * k;
+            const T* src = xi + (oy * s.stride * wp + ox * s.stride) * c;
+            for (int64_t dy = 0; dy < s.kernel_h; ++dy) std::memcpy(dst + dy * run, src + dy * wp * c, run * sizeof(T));
+          }
+        a = col.get();
+      }
+      Status st = kernels::Matmul(m, a, k, wt, yt.get(), o, inner_threads);
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (status.ok()) status = std::move(st);
+        continue;
+      }
+      // [m, o] -> y[img, :, oy0 * wo ...] (+ bias).
+      Transpose(yt.get(), o, 1, m, o, y + img * o * pix + oy0 * wo, pix, bias);
+    }
+  });
+  return status;
+}
+
+}  // namespace
 
 StatusOr<Array> Conv2d(const Ctx& ctx, const Array& x, const Array& w, const Array* b, int stride,
                        int pt, int pl, int pb, int pr) {
@@ -176,40 +401,38 @@ StatusOr<Array> Conv2d(const Ctx& ctx, const Array& x, const Array& w, const Arr
     return InvalidArgumentError("conv2d: input " + ShapeToString(x.shape()) + " does not fit weight " +
                                 ShapeToString(w.shape()));
   }
-  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), wd = x.dim(3);
-  const int64_t o = w.dim(0), kh = w.dim(2), kw = w.dim(3);
-  const int64_t ho = (h + pt + pb - kh) / stride + 1, wo = (wd + pl + pr - kw) / stride + 1;
-  if (ho < 1 || wo < 1)
-    return InvalidArgumentError("conv2d: input " + ShapeToString(x.shape()) + " is smaller than kernel " +
-                                ShapeToString(w.shape()));
-  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({n, o, ho, wo}, "conv2d"));
   kernels::Conv2dShape shape;
-  shape.batch = n;
-  shape.in_channels = c;
-  shape.height = h;
-  shape.width = wd;
-  shape.out_channels = o;
-  shape.kernel_h = kh;
-  shape.kernel_w = kw;
+  shape.batch = x.dim(0);
+  shape.in_channels = x.dim(1);
+  shape.height = x.dim(2);
+  shape.width = x.dim(3);
+  shape.out_channels = w.dim(0);
+  shape.kernel_h = w.dim(2);
+  shape.kernel_w = w.dim(3);
   shape.stride = stride;
   shape.pad_top = pt;
   shape.pad_left = pl;
   shape.pad_bottom = pb;
   shape.pad_right = pr;
+  if (Status st = kernels::CheckConv2d(shape); !st.ok())
+    return InvalidArgumentError("conv2d: input " + ShapeToString(x.shape()) + " and weight " +
+                                ShapeToString(w.shape()) + ": " + std::string(st.message()));
+  const int64_t n = shape.batch, c = shape.in_channels, o = shape.out_channels;
+  const int64_t ho = shape.out_height(), wo = shape.out_width();
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({n, o, ho, wo}, "conv2d"));
   OpScope op(ctx, "conv2d", "conv");
   op.Set(kernels::Conv2dCost(shape, b != nullptr), "x" + ShapeToString(x.shape()) + " w" + ShapeToString(w.shape()),
-         {{n * ho * wo, o, c * kh * kw, 1}});
+         {{n * ho * wo, o, c * shape.kernel_h * shape.kernel_w, 1}});
   if (ctx.dry_run) return y;
-  kernels::MatmulOptions opt;
-  opt.precision = KernelPrecision(ctx.precision);
-  // Each chunk's product y[C_out, pixels] = w[C_out, K] x col[K, pixels] on
-  // the matmul kernel, one thread per chunk (conv2d spreads the chunks).
-  std::atomic<bool> failed{false};
-  const kernels::GemmFn gemm = kernels::MatmulGemm(opt, &failed);
-  TPUMESH_RETURN_IF_ERROR(kernels::Conv2dF32(shape, x.data<float>(), w.data<float>(),
-                                             b ? b->data<float>() : nullptr, y.mutable_data<float>(), gemm,
-                                             ctx.threads));
-  if (failed) return InternalError("conv2d: the matmul kernel refused a chunk of " + ShapeToString(x.shape()));
+  kernels::PackedMatrix local;
+  TPUMESH_ASSIGN_OR_RETURN(const kernels::PackedMatrix* packed, PackedWeight(ctx, w, local));
+  const float* bias = b ? b->data<float>() : nullptr;
+  if (ctx.precision == Precision::kDefault) {
+    TPUMESH_RETURN_IF_ERROR(
+        ConvPixelMajor<kernels::bf16>(ctx, shape, x.data<float>(), *packed, bias, y.mutable_data<float>()));
+  } else {
+    TPUMESH_RETURN_IF_ERROR(ConvPixelMajor<float>(ctx, shape, x.data<float>(), *packed, bias, y.mutable_data<float>()));
+  }
   return y;
 }
 
@@ -221,37 +444,15 @@ StatusOr<Array> GroupNorm(const Ctx& ctx, const Array& x, int groups, const Arra
     return InvalidArgumentError("group_norm: input " + ShapeToString(x.shape()) + " with " +
                                 std::to_string(groups) + " groups and scale " + ShapeToString(gamma.shape()));
   }
-  const int64_t n = x.dim(0), c = x.dim(1), inner = x.num_elements() / (n * c), cg = c / groups;
+  const int64_t n = x.dim(0), c = x.dim(1), inner = x.num_elements() / (n * c);
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(x.shape(), "group_norm"));
   OpScope op(ctx, silu ? "group_norm_silu" : "group_norm", "norm");
   op.Set(kernels::GroupNormCost({x.dim(0), x.dim(1), x.num_elements() / std::max<int64_t>(1, x.dim(0) * x.dim(1)), groups},
                                 true, silu),
          "x" + ShapeToString(x.shape()));
   if (ctx.dry_run) return y;
-  const float* xp = x.data<float>();
-  float* yp = y.mutable_data<float>();
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t g = 0; g < groups; ++g) {
-      const int64_t base = (i * c + g * cg) * inner, cnt = cg * inner;
-      double s = 0, s2 = 0;
-      for (int64_t e = 0; e < cnt; ++e) s += xp[base + e];
-      const double mean = s / cnt;
-      for (int64_t e = 0; e < cnt; ++e) {
-        const double d = xp[base + e] - mean;
-        s2 += d * d;
-      }
-      const float rstd = static_cast<float>(1.0 / std::sqrt(s2 / cnt + eps));
-      const float m = static_cast<float>(mean);
-      for (int64_t ch = 0; ch < cg; ++ch) {
-        const float ga = gamma.data<float>()[g * cg + ch], be = beta.data<float>()[g * cg + ch];
-        const int64_t off = base + ch * inner;
-        for (int64_t e = 0; e < inner; ++e) {
-          float v = (xp[off + e] - m) * rstd * ga + be;
-          if (silu) v = v / (1.0f + std::exp(-v));
-          yp[off + e] = v;
-        }
-      }
-    }
+  TPUMESH_RETURN_IF_ERROR(kernels::GroupNormF32({n, c, inner, groups}, eps, x.data<float>(), gamma.data<float>(),
+                                                beta.data<float>(), y.mutable_data<float>(), silu, ctx.threads));
   return y;
 }
 
@@ -267,17 +468,8 @@ StatusOr<Array> LayerNorm(const Ctx& ctx, const Array& x, const Array& gamma, co
   OpScope op(ctx, "layer_norm", "norm");
   op.Set(kernels::LayerNormCost(rows, d), "x" + ShapeToString(x.shape()));
   if (ctx.dry_run) return y;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x.data<float>() + r * d;
-    float* yr = y.mutable_data<float>() + r * d;
-    double s = 0, s2 = 0;
-    for (int64_t i = 0; i < d; ++i) s += xr[i];
-    const double mean = s / d;
-    for (int64_t i = 0; i < d; ++i) s2 += (xr[i] - mean) * (xr[i] - mean);
-    const float rstd = static_cast<float>(1.0 / std::sqrt(s2 / d + eps));
-    for (int64_t i = 0; i < d; ++i)
-      yr[i] = (xr[i] - static_cast<float>(mean)) * rstd * gamma.data<float>()[i] + beta.data<float>()[i];
-  }
+  TPUMESH_RETURN_IF_ERROR(kernels::LayerNormF32(rows, d, eps, x.data<float>(), gamma.data<float>(), beta.data<float>(),
+                                                y.mutable_data<float>(), ctx.threads));
   return y;
 }
 
@@ -286,7 +478,7 @@ void SiluInPlace(const Ctx& ctx, Array& x) {
   op.Set(kernels::ActivationCost(kernels::Activation::kSilu, x.num_elements()), "x" + ShapeToString(x.shape()));
   if (ctx.dry_run) return;
   float* p = x.mutable_data<float>();
-  for (int64_t i = 0; i < x.num_elements(); ++i) p[i] = p[i] / (1.0f + std::exp(-p[i]));
+  (void)kernels::ActivationF32(kernels::Activation::kSilu, x.num_elements(), p, p, ctx.threads);  // cannot fail
 }
 
 void GeluInPlace(const Ctx& ctx, Array& x) {
@@ -294,8 +486,7 @@ void GeluInPlace(const Ctx& ctx, Array& x) {
   op.Set(kernels::ActivationCost(kernels::Activation::kGeluErf, x.num_elements()), "x" + ShapeToString(x.shape()));
   if (ctx.dry_run) return;
   float* p = x.mutable_data<float>();
-  for (int64_t i = 0; i < x.num_elements(); ++i)
-    p[i] = 0.5f * p[i] * (1.0f + std::erf(p[i] * static_cast<float>(M_SQRT1_2)));
+  (void)kernels::ActivationF32(kernels::Activation::kGeluErf, x.num_elements(), p, p, ctx.threads);  // cannot fail
 }
 
 void QuickGeluInPlace(const Ctx& ctx, Array& x) {
@@ -303,7 +494,7 @@ void QuickGeluInPlace(const Ctx& ctx, Array& x) {
   op.Set(kernels::ActivationCost(kernels::Activation::kQuickGelu, x.num_elements()), "x" + ShapeToString(x.shape()));
   if (ctx.dry_run) return;
   float* p = x.mutable_data<float>();
-  for (int64_t i = 0; i < x.num_elements(); ++i) p[i] = p[i] / (1.0f + std::exp(-1.702f * p[i]));
+  (void)kernels::ActivationF32(kernels::Activation::kQuickGelu, x.num_elements(), p, p, ctx.threads);  // cannot fail
 }
 
 StatusOr<Array> GegluSplit(const Ctx& ctx, const Array& x) {
@@ -317,14 +508,7 @@ StatusOr<Array> GegluSplit(const Ctx& ctx, const Array& x) {
   OpScope op(ctx, "geglu", "elementwise");
   op.Set(kernels::GegluCost(rows, f), "x" + ShapeToString(x.shape()));
   if (ctx.dry_run) return y;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* a = x.data<float>() + r * d2;
-    float* o = y.mutable_data<float>() + r * f;
-    for (int64_t i = 0; i < f; ++i) {
-      const float g = a[f + i];
-      o[i] = a[i] * (0.5f * g * (1.0f + std::erf(g * static_cast<float>(M_SQRT1_2))));
-    }
-  }
+  TPUMESH_RETURN_IF_ERROR(kernels::GegluF32(rows, f, x.data<float>(), y.mutable_data<float>(), ctx.threads));
   return y;
 }
 
@@ -362,17 +546,13 @@ StatusOr<Array> Attention(const Ctx& ctx, const Array& q, const Array& k, const 
 
 StatusOr<Array> UpsampleNearest2x(const Ctx& ctx, const Array& x) {
   if (x.rank() != 4) return InvalidArgumentError("upsample: input " + ShapeToString(x.shape()) + " is not NCHW");
-  const int64_t nc = x.dim(0) * x.dim(1), h = x.dim(2), w = x.dim(3);
+  const int64_t h = x.dim(2), w = x.dim(3);
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({x.dim(0), x.dim(1), 2 * h, 2 * w}, "upsample"));
   OpScope op(ctx, "upsample_nearest2x", "data");
   op.Set(kernels::UpsampleNearest2xCost(x.dim(0), x.dim(1), h, w), "x" + ShapeToString(x.shape()));
   if (ctx.dry_run) return y;
-  for (int64_t p = 0; p < nc; ++p)
-    for (int64_t oy = 0; oy < 2 * h; ++oy) {
-      const float* src = x.data<float>() + (p * h + oy / 2) * w;
-      float* dst = y.mutable_data<float>() + (p * 2 * h + oy) * 2 * w;
-      for (int64_t ox = 0; ox < 2 * w; ++ox) dst[ox] = src[ox / 2];
-    }
+  TPUMESH_RETURN_IF_ERROR(kernels::UpsampleNearest2xF32(x.dim(0), x.dim(1), h, w, x.data<float>(),
+                                                        y.mutable_data<float>(), ctx.threads));
   return y;
 }
 
@@ -384,11 +564,8 @@ StatusOr<Array> ConcatChannels(const Ctx& ctx, const Array& a, const Array& b) {
   OpScope op(ctx, "concat", "data");
   op.Set(kernels::ConcatChannelsCost(n, ca, cb, hw), "a" + ShapeToString(a.shape()) + " b" + ShapeToString(b.shape()));
   if (ctx.dry_run) return y;
-  for (int64_t i = 0; i < n; ++i) {
-    float* dst = y.mutable_data<float>() + i * (ca + cb) * hw;
-    std::memcpy(dst, a.data<float>() + i * ca * hw, ca * hw * sizeof(float));
-    std::memcpy(dst + ca * hw, b.data<float>() + i * cb * hw, cb * hw * sizeof(float));
-  }
+  TPUMESH_RETURN_IF_ERROR(kernels::ConcatChannelsF32(n, ca, cb, hw, a.data<float>(), b.data<float>(),
+                                                     y.mutable_data<float>(), ctx.threads));
   return y;
 }
 
@@ -399,9 +576,7 @@ Status AddInPlace(const Ctx& ctx, Array& x, const Array& y) {
   op.Set(kernels::BinaryCost(x.num_elements()), "x" + ShapeToString(x.shape()));
   if (ctx.dry_run) return OkStatus();
   float* p = x.mutable_data<float>();
-  const float* q = y.data<float>();
-  for (int64_t i = 0; i < x.num_elements(); ++i) p[i] += q[i];
-  return OkStatus();
+  return kernels::BinaryF32(kernels::BinaryOp::kAdd, x.num_elements(), p, y.data<float>(), p, ctx.threads);
 }
 
 Status AddPerChannelInPlace(const Ctx& ctx, Array& x, const Array& v) {
@@ -412,9 +587,8 @@ Status AddPerChannelInPlace(const Ctx& ctx, Array& x, const Array& v) {
   op.Set(kernels::BroadcastChannelCost(x.dim(0), x.dim(1), inner, x.dim(1)), "x" + ShapeToString(x.shape()));
   if (ctx.dry_run) return OkStatus();
   float* p = x.mutable_data<float>();
-  for (int64_t i = 0; i < nc; ++i)
-    for (int64_t e = 0; e < inner; ++e) p[i * inner + e] += v.data<float>()[i];
-  return OkStatus();
+  return kernels::BroadcastChannelF32(kernels::BinaryOp::kAdd, x.dim(0), x.dim(1), inner, p, v.data<float>(),
+                                      x.dim(1), p, ctx.threads);
 }
 
 StatusOr<Array> NchwToNlc(const Ctx& ctx, const Array& x) {
@@ -424,10 +598,7 @@ StatusOr<Array> NchwToNlc(const Ctx& ctx, const Array& x) {
   // A layout change: XLA assigns layouts so that it costs nothing on the
   // chip; not recorded.
   if (ctx.dry_run) return y;
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t p = 0; p < hw; ++p)
-        y.mutable_data<float>()[(i * hw + p) * c + ch] = x.data<float>()[(i * c + ch) * hw + p];
+  TransposeBatch(ctx, n, c, hw, x.data<float>(), y.mutable_data<float>());
   return y;
 }
 
@@ -436,10 +607,7 @@ StatusOr<Array> NlcToNchw(const Ctx& ctx, const Array& x, int64_t h, int64_t w) 
   const int64_t n = x.dim(0), c = x.dim(2), hw = h * w;
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({n, c, h, w}, "transpose"));
   if (ctx.dry_run) return y;  // a layout change, as NchwToNlc
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t p = 0; p < hw; ++p)
-      for (int64_t ch = 0; ch < c; ++ch)
-        y.mutable_data<float>()[(i * c + ch) * hw + p] = x.data<float>()[(i * hw + p) * c + ch];
+  TransposeBatch(ctx, n, hw, c, x.data<float>(), y.mutable_data<float>());
   return y;
 }
 

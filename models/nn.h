@@ -18,20 +18,29 @@
 // TPU. Norms, softmax and activations run in f32 either way. Results do not
 // depend on the host's thread count.
 //
-// Kernels: Linear and Conv2d run on kernels/matmul (the AVX512-BF16
-// vdpbf16ps micro-kernel at kDefault where the CPU has it, Highway
-// elsewhere; BLIS f32 at kHighest), Linear with its weight packed once per
-// model (WeightPacks) and Conv2d as kernels/conv2d's im2col chunks; attention
-// is kernels/attention (flash style, never a full Lq x Lk score matrix). At
+// Kernels: Linear and Conv2d run on kernels/matmul (provider kAuto: the
+// AVX512-BF16 vdpbf16ps micro-kernel at kDefault where the CPU has it,
+// Highway elsewhere; BLIS f32 at kHighest) with the weight as the packed
+// operand, packed once per model (WeightPacks). Conv2d is computed pixel-major
+// as y^T = col^T W^T: the input goes to channels-last (bf16 at kDefault) once,
+// each chunk of about 256 output pixels is gathered into im2col rows (K
+// ordered (dy, dx, c), so each row is kh contiguous copies) and multiplied by
+// the packed W^T [(dy, dx, c), C_out], and the [pixels, C_out] result is
+// transposed back to NCHW with the bias. Norms, activations, GEGLU and the
+// elementwise ops are kernels' Highway versions; attention is
+// kernels/attention (flash style, never a full Lq x Lk score matrix). At
 // kDefault attention's Q, K and V are rounded to bf16; its softmax
 // probabilities stay f32 (a TPU would feed them to the MXU as bf16; the
 // difference is within the bf16 tolerance and stated here so it is not
 // silent). Threads: Ctx::threads, 0 meaning the caller's TBB arena (inside
-// a pmap, the device's arena); work is never split along a reduction, so
-// every thread count gives the same bits.
+// a pmap, the device's arena); work is cut by shape only and never split
+// along a reduction (each output element is one f32 chain over K in a fixed
+// order), so every thread count and device count gives the same bits
+// (tests/models/determinism_test.cc).
 #ifndef TPUMESH_MODELS_NN_H_
 #define TPUMESH_MODELS_NN_H_
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,19 +59,54 @@ namespace tpumesh::models {
 enum class Precision { kDefault, kHighest };
 StatusOr<Precision> ParsePrecision(std::string_view s);  // "default" | "highest"
 
-// Linear weights packed into the matmul kernel's layout (W^T, [in, out]),
-// built on first use and kept as long as this object: the "plan-time"
-// packing of a model's weights. Keyed by the weight's storage, which the
-// owner (a ParamMap) keeps alive. Thread-safe: the devices of a pmap share
-// one model.
+// Weights packed into the matmul kernel's layout, each built once and kept
+// as long as this object: the emulated counterpart of packing at plan time.
+// A Linear weight W [out, in] becomes W^T [in, out]; a conv weight [O, C, kh,
+// kw] becomes W^T [(dy, dx, c), O] (a 1x1 conv's is a Linear's); bf16 pair
+// panels at kDefault (half the f32 size), BLIS's f32 copy at kHighest.
+//
+// Ownership and lifetime: a ParamMap owns one (shared by its copies, so by
+// every device a model is replicated to) and lives as long as the model.
+// Entries are keyed by (the weight's storage address, precision); the owner
+// keeps those arrays alive and unchanged, so an address is never reused for
+// another weight while the packs exist. A returned pointer stays valid for
+// the life of this object (entries are never removed).
+//
+// Thread safety: all members may be called concurrently (the devices of a
+// pmap share one model). The first caller for a key packs it while
+// concurrent callers of the same key wait for it: each weight is packed
+// exactly once; different weights pack in parallel. The packed bits do not
+// depend on `threads` or on which caller packed.
 class WeightPacks {
  public:
-  StatusOr<const kernels::PackedMatrix*> Linear(const mesh::Array& w, Precision precision);
-  size_t bytes() const;
+  // w: f32 [out, in] or [O, C, kh, kw]. The copy is made with `threads` as
+  // Ctx::threads.
+  StatusOr<const kernels::PackedMatrix*> Get(const mesh::Array& w, Precision precision, int threads = 1);
+  // The earlier name of Get, from when only Linear weights were packed here.
+  StatusOr<const kernels::PackedMatrix*> Linear(const mesh::Array& w, Precision precision) {
+    return Get(w, precision);
+  }
+  // Packs every weight in `weights` not packed yet, several at once (tasks
+  // over weights, largest first): a model's whole plan-time packing in one
+  // parallel pass, rather than one weight at a time as the layers reach them.
+  // Concurrent callers (the devices of a pmap) share the work: each first
+  // packs the weights no one has claimed, then waits for the rest.
+  Status PackAll(const std::vector<const mesh::Array*>& weights, Precision precision, int threads);
+  size_t bytes() const;   // packed storage held
+  int64_t count() const;  // weights packed
 
  private:
+  struct Entry {
+    std::atomic<bool> claimed{false};  // PackAll: someone is on it
+    std::once_flag once;
+    Status status;                     // written once, inside `once`
+    kernels::PackedMatrix packed;      // likewise
+    std::atomic<bool> done{false};     // set (release) after both are written
+  };
+  std::shared_ptr<Entry> Find(const mesh::Array& w, Precision precision);
+
   mutable std::mutex mu_;
-  std::map<std::pair<const void*, int>, std::unique_ptr<kernels::PackedMatrix>> packs_;
+  std::map<std::pair<const void*, Precision>, std::shared_ptr<Entry>> entries_;
 };
 
 struct Ctx {
@@ -86,7 +130,9 @@ struct Ctx {
 
 using mesh::Array;
 
-// y[..., out] = x[..., in] W^T + b (b may be null).
+// y[..., out] = x[..., in] W^T + b (b may be null). w is [out, in], or a 1x1
+// conv's [out, in, 1, 1]: such a conv applied to channels-last activations
+// [B, H*W, in] (recorded as a conv in Ctx::ops).
 StatusOr<Array> Linear(const Ctx& ctx, const Array& x, const Array& w, const Array* b);
 // x [N, C, H, W] -> [N, O, Ho, Wo] with w [O, C, kh, kw]; padding per side.
 StatusOr<Array> Conv2d(const Ctx& ctx, const Array& x, const Array& w, const Array* b, int stride,

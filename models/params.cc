@@ -19,6 +19,14 @@ Status ParamMap::Check(const std::vector<ParamSpec>& manifest, std::string_view 
   return OkStatus();
 }
 
+Status ParamMap::PackMatmulWeights(const Ctx& ctx, const std::function<bool(const std::string&)>& include) const {
+  if (ctx.dry_run || ctx.packs == nullptr) return OkStatus();
+  std::vector<const mesh::Array*> weights;
+  for (const auto& [name, a] : params_)
+    if ((a.rank() == 2 || a.rank() == 4) && (!include || include(name))) weights.push_back(&a);
+  return ctx.packs->PackAll(weights, ctx.precision, ctx.threads);
+}
+
 int64_t ParamMap::bytes() const {
   int64_t b = 0;
   for (const auto& [name, a] : params_) b += a.size_bytes();

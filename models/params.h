@@ -3,6 +3,7 @@
 #ifndef TPUMESH_MODELS_PARAMS_H_
 #define TPUMESH_MODELS_PARAMS_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +32,13 @@ class ParamMap {
   int64_t bytes() const;
   // The packed forms of these weights (shared by copies of this map).
   WeightPacks* packs() const { return packs_.get(); }
+  // Packs the matmul weights among these parameters (every rank-2 and rank-4
+  // array whose name `include` accepts; all of them without `include`) into
+  // ctx.packs at ctx.precision, those not packed yet, several at once
+  // (WeightPacks::PackAll). A model's Forward calls it first, so that its
+  // first call packs the whole model in one parallel pass. Does nothing in a
+  // dry run or without ctx.packs.
+  Status PackMatmulWeights(const Ctx& ctx, const std::function<bool(const std::string&)>& include = {}) const;
 
  private:
   std::map<std::string, mesh::Array> params_;

@@ -43,14 +43,11 @@ StatusOr<Array> UNetModel::Transformer(const Ctx& ctx, const std::string& p, con
   const int64_t hgt = x.dim(2), wid = x.dim(3);
   TPUMESH_ASSIGN_OR_RETURN(Array h, GroupNorm(ctx, x, config_.norm_num_groups, P[p + ".norm.weight"],
                                               P[p + ".norm.bias"], 1e-6f));
-  // h: [B, HW, C]
-  if (config_.use_linear_projection) {
-    TPUMESH_ASSIGN_OR_RETURN(h, NchwToNlc(ctx, h));
-    TPUMESH_ASSIGN_OR_RETURN(h, Linear(ctx, h, P[p + ".proj_in.weight"], &P[p + ".proj_in.bias"]));
-  } else {
-    TPUMESH_ASSIGN_OR_RETURN(h, Conv2d(ctx, h, P[p + ".proj_in.weight"], &P[p + ".proj_in.bias"]));
-    TPUMESH_ASSIGN_OR_RETURN(h, NchwToNlc(ctx, h));
-  }
+  // h: [B, HW, C]. proj_in / proj_out are Linear layers
+  // (use_linear_projection) or 1x1 convs; on channels-last activations both
+  // are the same product, so the conv needs no layout change of its own.
+  TPUMESH_ASSIGN_OR_RETURN(h, NchwToNlc(ctx, h));
+  TPUMESH_ASSIGN_OR_RETURN(h, Linear(ctx, h, P[p + ".proj_in.weight"], &P[p + ".proj_in.bias"]));
   for (int l = 0; l < layers; ++l) {
     const std::string b = p + ".transformer_blocks." + std::to_string(l);
     for (const char* attn : {"attn1", "attn2"}) {
@@ -71,13 +68,8 @@ StatusOr<Array> UNetModel::Transformer(const Ctx& ctx, const std::string& p, con
     TPUMESH_ASSIGN_OR_RETURN(f, Linear(ctx, f, P[b + ".ff.net.2.weight"], &P[b + ".ff.net.2.bias"]));
     TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, h, f));
   }
-  if (config_.use_linear_projection) {
-    TPUMESH_ASSIGN_OR_RETURN(h, Linear(ctx, h, P[p + ".proj_out.weight"], &P[p + ".proj_out.bias"]));
-    TPUMESH_ASSIGN_OR_RETURN(h, NlcToNchw(ctx, h, hgt, wid));
-  } else {
-    TPUMESH_ASSIGN_OR_RETURN(h, NlcToNchw(ctx, h, hgt, wid));
-    TPUMESH_ASSIGN_OR_RETURN(h, Conv2d(ctx, h, P[p + ".proj_out.weight"], &P[p + ".proj_out.bias"]));
-  }
+  TPUMESH_ASSIGN_OR_RETURN(h, Linear(ctx, h, P[p + ".proj_out.weight"], &P[p + ".proj_out.bias"]));
+  TPUMESH_ASSIGN_OR_RETURN(h, NlcToNchw(ctx, h, hgt, wid));
   TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, h, x));
   return h;
 }
@@ -104,6 +96,9 @@ StatusOr<Array> UNetModel::Forward(const Ctx& ctx_in, const Array& sample, const
   if (ehs.rank() != 3 || ehs.dim(0) != b || ehs.dim(2) != c.cross_attention_dim[0])
     return InvalidArgumentError("unet: encoder_hidden_states must be [" + std::to_string(b) + ", L, " +
                                 std::to_string(c.cross_attention_dim[0]) + "], got " + ehs.ToString());
+
+  // Every Linear and conv weight, packed once (in parallel on the first call).
+  TPUMESH_RETURN_IF_ERROR(P.PackMatmulWeights(ctx));
 
   // Time embedding: sinusoidal projection -> linear -> silu -> linear.
   const int64_t c0 = c.block_out_channels[0];

@@ -58,6 +58,10 @@ StatusOr<Array> VaeModel::Decode(const Ctx& ctx_in, const Array& latents, const 
   if (latents.dtype() != mesh::DType::kF32 || latents.rank() != 4 || latents.dim(1) != c.latent_channels)
     return InvalidArgumentError("vae_decoder: latents must be f32 [B, " + std::to_string(c.latent_channels) +
                                 ", h, w], got " + latents.ToString());
+  // The decoder's weights, packed once.
+  TPUMESH_RETURN_IF_ERROR(P.PackMatmulWeights(ctx, [](const std::string& name) {
+    return name.rfind("decoder.", 0) == 0 || name.rfind("post_quant_conv.", 0) == 0;
+  }));
   Array z = latents;
   if (c.use_post_quant_conv) {
     TPUMESH_ASSIGN_OR_RETURN(z, Conv2d(ctx, z, P["post_quant_conv.weight"], &P["post_quant_conv.bias"]));
@@ -97,6 +101,10 @@ StatusOr<Array> VaeModel::EncodeMean(const Ctx& ctx_in, const Array& sample) con
       sample.dim(2) % f != 0 || sample.dim(3) % f != 0)
     return InvalidArgumentError("vae_encoder: sample must be f32 [B, " + std::to_string(c.in_channels) +
                                 ", H, W] with H, W multiples of " + std::to_string(f) + ", got " + sample.ToString());
+  // The encoder's weights, packed once.
+  TPUMESH_RETURN_IF_ERROR(P.PackMatmulWeights(ctx, [](const std::string& name) {
+    return name.rfind("encoder.", 0) == 0 || name.rfind("quant_conv.", 0) == 0;
+  }));
   TPUMESH_ASSIGN_OR_RETURN(Array x, Conv2d(ctx, sample, P["encoder.conv_in.weight"], &P["encoder.conv_in.bias"], 1, 1));
   const int n = static_cast<int>(c.block_out_channels.size());
   for (int i = 0; i < n; ++i) {

@@ -86,17 +86,20 @@ TEST(FlopsTest, EqualTheProductsTheModelsRecordInADryRun) {
 
     auto uc = ParseUNetConfig(arch->unet, name);
     ASSERT_TRUE(uc.ok()) << uc.status().ToString();
-    if (!uc->text_time_embedding) {  // SDXL's UNet needs its added conditioning: not run here
-      auto unet = UNetModel::Create(*uc, ZeroParams(UNetParams(*uc)));
-      ASSERT_TRUE(unet.ok()) << unet.status().ToString();
-      const int64_t hw = arch->default_image_size / 8;
-      ops.clear();
-      const Array sample = Array::Host(DType::kF32, {b, uc->in_channels, hw, hw});
-      const Array ehs = Array::Host(DType::kF32, {b, 77, uc->cross_attention_dim[0]});
-      auto y = unet->Forward(ctx, sample, std::vector<float>(b, 981.0f), ehs);
-      ASSERT_TRUE(y.ok()) << y.status().ToString();
-      ExpectSame(UNetMatmulFlops(*uc, b, hw, hw, 77), Recorded(ops), name + " unet");
-    }
+    auto unet = UNetModel::Create(*uc, ZeroParams(UNetParams(*uc)));
+    ASSERT_TRUE(unet.ok()) << unet.status().ToString();
+    const int64_t hw = arch->default_image_size / 8;
+    ops.clear();
+    const Array sample = Array::Host(DType::kF32, {b, uc->in_channels, hw, hw});
+    const Array ehs = Array::Host(DType::kF32, {b, 77, uc->cross_attention_dim[0]});
+    UNetModel::AddedCond added;  // SDXL's text_time conditioning; ignored by the others
+    added.text_embeds = Array::Host(
+        DType::kF32, {b, uc->projection_class_embeddings_input_dim - 6 * uc->addition_time_embed_dim});
+    added.time_ids.assign(6 * b, 1024.0f);
+    auto y = unet->Forward(ctx, sample, std::vector<float>(b, 981.0f), ehs, {},
+                           uc->text_time_embedding ? &added : nullptr);
+    ASSERT_TRUE(y.ok()) << y.status().ToString();
+    ExpectSame(UNetMatmulFlops(*uc, b, hw, hw, 77), Recorded(ops), name + " unet");
 
     auto vc = ParseVaeConfig(arch->vae, name);
     ASSERT_TRUE(vc.ok()) << vc.status().ToString();

@@ -1,0 +1,107 @@
+// models::WeightPacks: each weight packed once however many threads ask at
+// once (as the 8 devices of a pmap do), the packed product equal bit for bit
+// to packing per call, and the Linear path of a 1x1 conv equal to Conv2d.
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "models/nn.h"
+
+namespace tpumesh::models {
+namespace {
+
+using mesh::Array;
+using mesh::DType;
+
+Array Random(mesh::Shape shape, uint32_t seed) {
+  Array a = Array::Host(DType::kF32, std::move(shape));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> n01;
+  float* p = a.mutable_data<float>();
+  for (int64_t i = 0; i < a.num_elements(); ++i) p[i] = n01(rng);
+  return a;
+}
+
+bool SameBits(const Array& a, const Array& b) {
+  return a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.size_bytes()) == 0;
+}
+
+TEST(WeightPacksTest, ConcurrentCallersPackEachWeightOnce) {
+  std::vector<Array> weights;
+  for (int i = 0; i < 12; ++i) weights.push_back(Random(i % 2 ? mesh::Shape{48, 40} : mesh::Shape{24, 16, 3, 3}, i));
+  std::vector<const Array*> list;
+  for (const Array& w : weights) list.push_back(&w);
+  for (Precision p : {Precision::kDefault, Precision::kHighest}) {
+    WeightPacks packs;
+    std::vector<std::thread> devices;
+    std::vector<std::vector<const kernels::PackedMatrix*>> got(8);
+    for (int d = 0; d < 8; ++d) {
+      devices.emplace_back([&, d] {
+        EXPECT_TRUE(packs.PackAll(list, p, 1).ok());
+        for (const Array& w : weights) {
+          auto g = packs.Get(w, p, 1);
+          EXPECT_TRUE(g.ok());
+          got[d].push_back(g.ok() ? *g : nullptr);
+        }
+      });
+    }
+    for (auto& t : devices) t.join();
+    EXPECT_EQ(packs.count(), 12);
+    for (int d = 1; d < 8; ++d) EXPECT_EQ(got[d], got[0]) << "device " << d;
+  }
+}
+
+TEST(WeightPacksTest, PackedOnceEqualsPackedPerCall) {
+  const Array x = Random({2, 24, 9, 7}, 100), w = Random({16, 24, 3, 3}, 101), b = Random({16}, 102);
+  const Array xl = Random({5, 40}, 103), wl = Random({48, 40}, 104);
+  for (Precision p : {Precision::kDefault, Precision::kHighest}) {
+    WeightPacks packs;
+    Ctx per_call{nullptr, p};
+    Ctx packed = per_call.WithPacks(&packs);
+    for (int stride : {1, 2}) {
+      auto y0 = Conv2d(per_call, x, w, &b, stride, 1);
+      auto y1 = Conv2d(packed, x, w, &b, stride, 1);
+      ASSERT_TRUE(y0.ok() && y1.ok());
+      EXPECT_TRUE(SameBits(*y0, *y1)) << "stride " << stride;
+    }
+    auto l0 = Linear(per_call, xl, wl, nullptr);
+    auto l1 = Linear(packed, xl, wl, nullptr);
+    ASSERT_TRUE(l0.ok() && l1.ok());
+    EXPECT_TRUE(SameBits(*l0, *l1));
+    EXPECT_EQ(packs.count(), 2);
+  }
+}
+
+TEST(WeightPacksTest, OneByOneConvAsLinearOnChannelsLast) {
+  const Array x = Random({2, 24, 5, 6}, 200), w = Random({16, 24, 1, 1}, 201), b = Random({16}, 202);
+  for (Precision p : {Precision::kDefault, Precision::kHighest}) {
+    Ctx ctx{nullptr, p};
+    auto conv = Conv2d(ctx, x, w, &b);
+    ASSERT_TRUE(conv.ok());
+    auto nlc = NchwToNlc(ctx, x);
+    ASSERT_TRUE(nlc.ok());
+    auto lin = Linear(ctx, *nlc, w, &b);
+    ASSERT_TRUE(lin.ok()) << lin.status().ToString();
+    auto back = NlcToNchw(ctx, *lin, 5, 6);
+    ASSERT_TRUE(back.ok());
+    EXPECT_TRUE(SameBits(*conv, *back));
+  }
+}
+
+TEST(WeightPacksTest, RejectsWhatIsNotAWeight) {
+  WeightPacks packs;
+  EXPECT_EQ(packs.Get(Array::Host(DType::kF32, {2, 3, 4}), Precision::kDefault).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(packs.Get(Array::Host(DType::kI32, {2, 3}), Precision::kDefault).status().code(),
+            StatusCode::kInvalidArgument);
+  Ctx ctx{nullptr, Precision::kDefault};
+  EXPECT_EQ(Linear(ctx, Array::Host(DType::kF32, {2, 3}), Array::Host(DType::kF32, {4, 3, 3, 1}), nullptr)
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tpumesh::models
