@@ -21,7 +21,9 @@
 #include "kernels/matmul.h"
 #include "kernels/matmul_cost.h"
 #include "kernels/peak.h"
+#include "mesh/array.h"
 #include "mesh/chip_spec.h"
+#include "models/nn.h"
 #include "tools/commands.h"
 
 namespace tpumesh::tools {
@@ -188,16 +190,23 @@ Status BenchConv(const BenchOptions& o, const mesh::ChipSpec& chip) {
   const kernels::Conv2dShape s = kernels::MakeConv2dShape(v[0], v[1], v[2], v[3], v[4], v[5], v.size() > 6 ? v[6] : 1,
                                                           v.size() > 7 ? v[7] : v[5] / 2);
   TPUMESH_RETURN_IF_ERROR(kernels::CheckConv2d(s));
-  const std::vector<float> x = Random(static_cast<size_t>(s.batch * s.in_channels * s.height * s.width), 1);
-  const std::vector<float> w = Random(static_cast<size_t>(s.out_channels * s.gemm_k()), 2);
-  const std::vector<float> bias = Random(static_cast<size_t>(s.out_channels), 3);
-  std::vector<float> y(static_cast<size_t>(s.batch * s.out_channels * s.out_height() * s.out_width()));
-  std::atomic<bool> failed{false};
-  const kernels::GemmFn gemm = kernels::MatmulGemm({precision, kernels::Provider::kAuto}, &failed);
-  TPUMESH_ASSIGN_OR_RETURN(auto host, Time(o.repeats, [&] {
-    return kernels::Conv2dF32(s, x.data(), w.data(), bias.data(), y.data(), gemm, o.threads);
+  // As the models run it (models::Conv2d): the weight packed once (plan
+  // time, not timed), the input gathered pixel-major and multiplied by it.
+  const models::Precision mp = precision == kernels::Precision::kHighest ? models::Precision::kHighest
+                                                                         : models::Precision::kDefault;
+  if (precision == kernels::Precision::kHigh) return InvalidArgumentError("bench conv: --precision default or highest");
+  mesh::Array x = mesh::Array::HostFrom<float>({s.batch, s.in_channels, s.height, s.width},
+                                              Random(static_cast<size_t>(s.batch * s.in_channels * s.height * s.width), 1));
+  mesh::Array w = mesh::Array::HostFrom<float>({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w},
+                                              Random(static_cast<size_t>(s.out_channels * s.gemm_k()), 2));
+  mesh::Array bias = mesh::Array::HostFrom<float>({s.out_channels}, Random(static_cast<size_t>(s.out_channels), 3));
+  models::WeightPacks packs;
+  models::Ctx ctx{nullptr, mp};
+  ctx.packs = &packs;
+  ctx.threads = o.threads;
+  TPUMESH_ASSIGN_OR_RETURN(auto host, Time(o.repeats, [&]() -> Status {
+    return models::Conv2d(ctx, x, w, &bias, static_cast<int>(s.stride), static_cast<int>(s.pad_top)).status();
   }));
-  if (failed) return InternalError("conv: the matmul kernel refused a chunk");
   // On the chip: one matmul [N*Ho*Wo, K] x [K, C_out].
   const int64_t pixels = s.batch * s.out_height() * s.out_width();
   const auto cost = kernels::MatmulCost(pixels, s.out_channels, s.gemm_k(), precision, DeviceArray(chip));
@@ -297,7 +306,7 @@ void RegisterBench(CLI::App& app, RunFn* run) {
   mm->add_option("--dtype", opt->dtype, "Operand storage: bf16 or f32")->capture_default_str();
   mm->add_option("--provider", opt->provider, "auto, highway, bf16 (AVX512-BF16) or blis")->capture_default_str();
   common(mm);
-  CLI::App* conv = cmd->add_subcommand("conv", "2-D convolution as the models run it (im2col chunks x the matmul kernel)");
+  CLI::App* conv = cmd->add_subcommand("conv", "2-D convolution as the models run it (weight packed once, pixel-major im2col rows x the matmul kernel)");
   conv->add_option("--shape", opt->shape, "N,C_in,H,W,C_out,kernel[,stride[,pad]] (default 1,320,64,64,320,3,1,1)");
   common(conv);
   CLI::App* att = cmd->add_subcommand("attention", "Flash-style multi-head attention");
