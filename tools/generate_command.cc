@@ -18,6 +18,7 @@
 #include "pipeline/generate.h"
 #include "pipeline/h5io.h"
 #include "tools/commands.h"
+#include "tools/report_output.h"
 
 namespace tpumesh::tools {
 namespace {
@@ -201,14 +202,7 @@ Status RunGenerate(GenerateCmdOptions o) {
                      {"size", std::to_string(res.width) + "x" + std::to_string(res.height)},
                      {"precision", o.precision}, {"guidance", std::to_string(r.guidance)}};
   if (!o.quiet || !o.report.empty()) std::printf("%s", pipeline::ReportTable(res.report).c_str());
-  if (!o.report.empty()) {
-    TPUMESH_RETURN_IF_ERROR(pipeline::WriteReportJson(o.report, res.report));
-    std::printf("report: %s\n", o.report.c_str());
-  }
-  if (!o.trace.empty()) {
-    TPUMESH_RETURN_IF_ERROR(pipeline::WriteTraceJson(o.trace, res.report));
-    std::printf("trace: %s (open in https://ui.perfetto.dev)\n", o.trace.c_str());
-  }
+  TPUMESH_RETURN_IF_ERROR(WriteReportFiles(res.report, o.report, o.trace));
   return OkStatus();
 }
 

@@ -6,6 +6,7 @@
 
 #include "pipeline/simulate.h"
 #include "tools/commands.h"
+#include "tools/report_output.h"
 
 namespace tpumesh::tools {
 namespace {
@@ -30,14 +31,7 @@ Status RunSimulate(SimulateCmdOptions o) {
   std::printf("modelled: %.3f s per batch, %.2f images/s (priced in %s s, nothing computed)\n", t,
               t > 0 ? r.images / t : 0.0, r.info["simulation_wall_seconds"].substr(0, 5).c_str());
   std::printf("%s", pipeline::ReportTable(r).c_str());
-  if (!o.report.empty()) {
-    TPUMESH_RETURN_IF_ERROR(pipeline::WriteReportJson(o.report, r));
-    std::printf("report: %s\n", o.report.c_str());
-  }
-  if (!o.trace.empty()) {
-    TPUMESH_RETURN_IF_ERROR(pipeline::WriteTraceJson(o.trace, r));
-    std::printf("trace: %s (open in https://ui.perfetto.dev)\n", o.trace.c_str());
-  }
+  TPUMESH_RETURN_IF_ERROR(WriteReportFiles(r, o.report, o.trace));
   return OkStatus();
 }
 

@@ -19,6 +19,7 @@
 #include "oneapi/tbb/task_arena.h"
 #include "pipeline/safetensors.h"
 #include "tests/testing/golden.h"
+#include "tests/testing/model_files.h"
 
 namespace tpumesh::models {
 namespace {
@@ -26,28 +27,8 @@ namespace {
 using mesh::Array;
 using tpumesh::testing::ReadDataset;
 
-std::string Slurp(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  std::string s;
-  if (!f) return s;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-  std::fclose(f);
-  return s;
-}
-
-ParamMap LoadParams(const std::string& safetensors) {
-  auto f = pipeline::SafetensorsFile::Open(safetensors);
-  EXPECT_TRUE(f.ok()) << f.status().ToString();
-  std::map<std::string, Array> m;
-  if (!f.ok()) return ParamMap();
-  for (const auto& e : f->entries()) {
-    auto a = f->Read(e.name, mesh::DType::kF32);
-    if (a.ok()) m[e.name] = *a;
-  }
-  return ParamMap(std::move(m));
-}
+using tpumesh::testing::LoadParams;
+using tpumesh::testing::Slurp;
 
 // Rows [i, i+1) of the leading dimension.
 Array Row(const Array& a, int64_t i) {

@@ -15,6 +15,7 @@
 #include "models/vae.h"
 #include "pipeline/safetensors.h"
 #include "tests/testing/golden.h"
+#include "tests/testing/model_files.h"
 
 namespace tpumesh::models {
 namespace {
@@ -23,27 +24,8 @@ using tpumesh::testing::ReadDataset;
 using tpumesh::testing::RelativeError;
 
 
-std::string Slurp(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  std::string s;
-  if (!f) return s;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-  std::fclose(f);
-  return s;
-}
-
-ParamMap LoadParams(const std::string& safetensors) {
-  auto f = pipeline::SafetensorsFile::Open(safetensors);
-  EXPECT_TRUE(f.ok()) << f.status().ToString();
-  std::map<std::string, mesh::Array> m;
-  for (const auto& e : f->entries()) {
-    auto a = f->Read(e.name, mesh::DType::kF32);
-    if (a.ok()) m[e.name] = *a;
-  }
-  return ParamMap(std::move(m));
-}
+using tpumesh::testing::LoadParams;
+using tpumesh::testing::Slurp;
 
 class ParityTest : public ::testing::TestWithParam<std::tuple<std::string, Precision>> {
  protected:
