@@ -8,6 +8,7 @@
 // B is packed once outside the timed loop (as a plan would); the time is one
 // Matmul call. BM_Pack times that plan-time packing alone. Counters: FLOP/s (2MNK per second, a rate), and the cost
 // model's time on a v5e (4 MXUs of 128x128 at 1.5 GHz) and MXU utilisation.
+// BM_BlisSgemm is the f32 peer: BLIS's own multi-threaded sgemm, unwrapped.
 //
 //   build-kernels/bench/kernels_matmul_bench --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true --benchmark_filter='bf16/default'
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "blis.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_cost.h"
 
@@ -66,6 +68,28 @@ void BM_Matmul(benchmark::State& state, Provider provider, Precision precision, 
   state.counters["v5e_util"] = v5e.utilisation;
 }
 
+// The f32 peer: BLIS 0.9's own sgemm on plain row-major A, B, C, threaded by
+// BLIS itself (rntm with `threads` ways, its small-matrix "sup" path allowed),
+// i.e. BLIS at its best, no packing outside the timed loop. The "f32 path >=
+// BLIS sgemm" comparison is BM_Matmul/{blis,highway}/highest/tT against this.
+void BM_BlisSgemm(benchmark::State& state, int threads) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  std::vector<float> a = Random(m * k, 1), b = Random(k * n, 2);
+  std::vector<float> c(static_cast<size_t>(m * n));
+  float alpha = 1.0f, beta = 0.0f;
+  for (auto _ : state) {
+    rntm_t rntm;
+    bli_rntm_init(&rntm);
+    bli_rntm_set_num_threads(threads, &rntm);
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, a.data(), k, 1, b.data(), n, 1,
+                 &beta, c.data(), n, 1, nullptr, &rntm);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(m) * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // Plan time: packing B (K x N) once, per layout.
 void BM_Pack(benchmark::State& state, Provider provider, Precision precision) {
   const int64_t n = state.range(1), k = state.range(2);
@@ -83,6 +107,12 @@ void BM_Pack(benchmark::State& state, Provider provider, Precision precision) {
 }
 
 void RegisterAll() {
+  for (int threads : {1, 2}) {
+    const std::string name = "BM_BlisSgemm/t" + std::to_string(threads);
+    auto* bm = benchmark::RegisterBenchmark(name.c_str(), BM_BlisSgemm, threads);
+    bm->ArgNames({"M", "N", "K"})->Unit(benchmark::kMillisecond)->UseRealTime();
+    for (const BenchShape& s : kShapes) bm->Args({s.m, s.n, s.k});
+  }
   struct Config {
     Provider provider;
     Precision precision;

@@ -77,6 +77,12 @@ void ParallelForTasks(int64_t num_tasks, int num_threads,
 #endif
 }
 
+int ParallelConcurrency(int num_threads) {
+  if (num_threads == 0) return tbb::this_task_arena::max_concurrency();
+  if (num_threads < 1) return 1;
+  return Cap(num_threads);
+}
+
 void RunPhases(int num_threads, const std::function<void(int)>& phases) {
 #ifdef TPUMESH_OPS_TSAN
   phases(num_threads);

@@ -24,6 +24,12 @@ void ParallelForTasks(
     int64_t num_tasks, int num_threads,
     const std::function<void(int64_t begin, int64_t end)>& body);
 
+// How many threads run the tasks of ParallelForTasks(n, num_threads, ...):
+// 1 for num_threads 1 or negative, min(num_threads, cores) for num_threads
+// > 1, the current arena's concurrency for 0. For ops that size their task grid to the
+// team (only where the result does not depend on the grid).
+int ParallelConcurrency(int num_threads);
+
 // For an op with several parallel phases: runs phases(inner) once, where
 // inner is the num_threads to pass to each ParallelForTasks inside. With
 // num_threads > 1 the phases share one arena (inner = 0) instead of building

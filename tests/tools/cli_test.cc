@@ -185,6 +185,11 @@ TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
   EXPECT_THAT(mm.out, HasSubstr("GFLOP/s"));
   EXPECT_THAT(mm.out, HasSubstr("of the assumed (--peak) bf16 peak 100.0 GFLOP/s"));
   EXPECT_THAT(mm.out, HasSubstr("modelled on one v5e device (4 MXU 128x128 at 1.50 GHz"));
+  Result shape = RunTpumesh("bench matmul --shape 64,48,80 --dtype f32 --precision highest --threads 1 "
+                            "--repeats 1 --peak 100");
+  ASSERT_EQ(shape.code, 0) << shape.err;
+  EXPECT_THAT(shape.out, HasSubstr("matmul 64x48x80 (MxNxK), f32 operands, precision highest, provider blis"));
+  EXPECT_THAT(shape.out, HasSubstr("of the assumed (--peak) f32 peak 100.0 GFLOP/s"));
   Result conv = RunTpumesh("bench conv --shape 1,8,10,10,16,3 --repeats 1 --peak 100 --chip v2");
   ASSERT_EQ(conv.code, 0) << conv.err;
   EXPECT_THAT(conv.out, HasSubstr("conv2d N=1 C_in=8 10x10 -> C_out=16, 3x3 kernel, stride 1, pad 1"));
@@ -198,12 +203,29 @@ TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
            {"bench matmul --precision fast", "--precision must be default, high or highest"},
            {"bench conv --shape 1,2,3", "--shape '1,2,3': expected N,C_in,H,W,C_out,kernel"},
            {"bench matmul --provider bf16 --precision highest", "bf16"},
+           {"bench matmul --shape 64,48", "--shape '64,48': expected M,N,K"},
+           {"bench matmul --dtype f16", "--dtype must be bf16 or f32"},
+           {"bench matmul --threads -1", "--threads must be >= 1"},
        }) {
     Result r = RunTpumesh(args + " --repeats 1 --peak 100");
     EXPECT_EQ(r.code, 1) << args;
     EXPECT_THAT(r.err, HasSubstr(message)) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
   }
+  // The peak probe alone: a line per kind, measured or not available here.
+  Result peak = RunTpumesh("bench peak --threads 1");
+  ASSERT_EQ(peak.code, 0) << peak.err;
+  EXPECT_THAT(peak.out, ::testing::ContainsRegex("bf16 \\(vdpbf16ps\\) +([0-9.]+ GFLOP/s on 1 thread\\(s\\) "
+                                                 "\\(measured\\)|not available)"));
+  EXPECT_THAT(peak.out, ::testing::ContainsRegex("f32 \\(AVX-512 FMA\\) +([0-9.]+ GFLOP/s on 1 thread\\(s\\) "
+                                                 "\\(measured\\)|not available)"));
+  Result repeats = RunTpumesh("bench matmul --repeats 0 --peak 100");
+  EXPECT_EQ(repeats.code, 1);
+  EXPECT_THAT(repeats.err, HasSubstr("--repeats must be >= 1"));
+  Result both = RunTpumesh("bench matmul --m 8 --shape 8,8,8");
+  EXPECT_EQ(both.code, 2);
+  EXPECT_THAT(both.err, HasSubstr("excludes"));
+  EXPECT_EQ(std::count(both.err.begin(), both.err.end(), '\n'), 1) << both.err;
 }
 
 }  // namespace
