@@ -74,12 +74,12 @@ Scratch<T> MakeScratch(int64_t n) {
   return Scratch<T>(static_cast<T*>(::operator new(bytes, std::align_val_t{64})));
 }
 
-// dst[c * ld_dst + r] = src[r * ld_src + c * col_stride] (+ add[c] when add
-// is set) for r < rows, c < cols, converted to T, in 16 x 16 tiles (the
-// lines a tile reads and writes stay in L1 while it is done).
+// dst[c * ld_dst + r] = src[r * ld_src + c * col_stride] for r < rows,
+// c < cols, converted to T, in 16 x 16 tiles (the lines a tile reads and
+// writes stay in L1 while it is done).
 template <typename T>
 void Transpose(const float* src, int64_t ld_src, int64_t col_stride, int64_t rows, int64_t cols, T* dst,
-               int64_t ld_dst, const float* add = nullptr) {
+               int64_t ld_dst) {
   constexpr int64_t kTile = 16;
   for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
     const int64_t r1 = std::min(rows, r0 + kTile);
@@ -88,12 +88,7 @@ void Transpose(const float* src, int64_t ld_src, int64_t col_stride, int64_t row
       for (int64_t c = c0; c < c1; ++c) {
         T* d = dst + c * ld_dst;
         const float* s = src + c * col_stride;
-        if (add != nullptr) {
-          const float a = add[c];
-          for (int64_t r = r0; r < r1; ++r) d[r] = Convert<T>(s[r * ld_src] + a);
-        } else {
-          for (int64_t r = r0; r < r1; ++r) d[r] = Convert<T>(s[r * ld_src]);
-        }
+        for (int64_t r = r0; r < r1; ++r) d[r] = Convert<T>(s[r * ld_src]);
       }
     }
   }
@@ -314,85 +309,6 @@ StatusOr<Array> Linear(const Ctx& ctx, const Array& x, const Array& w, const Arr
   return y;
 }
 
-namespace {
-
-// Output pixels per im2col chunk: a bf16 chunk of 256 x K is 1.4 MiB for
-// SD's 3x3 320-channel convs (K = 2880), held in L2/L3 between the gather and
-// the kernel's packing of it. Measured on SD1.5's 3x3 convs at batch 2 (2
-// threads, quiet machine): chunks of 128, 256 and 512 pixels within 4% of
-// each other, 256 the fastest at 320 channels, 64x64 (38.4 ms against 39.9
-// and 41.3).
-constexpr int64_t kConvChunkPixels = 256;
-
-// y = conv(x, w) + bias as y^T = col^T W^T, T the operand type (bf16 at
-// kDefault, f32 at kHighest); `wt` is W^T [(dy, dx, c), O] packed. Tasks: one
-// per padded input row for the channels-last copy, one per (image, chunk of output
-// rows) for the products; each product is one Matmul call, whose every output
-// element is one f32 chain over K in the kernel's fixed order whatever the
-// chunk or thread: the bits do not depend on the thread count.
-template <typename T>
-Status ConvPixelMajor(const Ctx& ctx, const kernels::Conv2dShape& s, const float* x,
-                      const kernels::PackedMatrix& wt, const float* bias, float* y) {
-  const int64_t n = s.batch, c = s.in_channels, h = s.height, w = s.width, o = s.out_channels;
-  const int64_t hp = h + s.pad_top + s.pad_bottom, wp = w + s.pad_left + s.pad_right;
-  const int64_t ho = s.out_height(), wo = s.out_width(), pix = ho * wo, k = s.gemm_k();
-  const int64_t run = s.kernel_w * c;  // one (dy) run of an im2col row
-  // The input, channels-last and zero-padded: xt [n, hp, wp, c]; one task
-  // per padded row (its border zeroed, its pixels transposed in).
-  Scratch<T> xt = MakeScratch<T>(n * hp * wp * c);
-  kernels::ParallelForTasks(n * hp, ctx.threads, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t img = t / hp, py = t % hp, iy = py - s.pad_top;
-      T* row = xt.get() + (img * hp + py) * wp * c;
-      if (iy < 0 || iy >= h) {
-        std::memset(static_cast<void*>(row), 0, wp * c * sizeof(T));
-        continue;
-      }
-      std::memset(static_cast<void*>(row), 0, s.pad_left * c * sizeof(T));
-      std::memset(static_cast<void*>(row + (s.pad_left + w) * c), 0, s.pad_right * c * sizeof(T));
-      Transpose(x + img * c * h * w + iy * w, h * w, 1, c, w, row + s.pad_left * c, c);
-    }
-  });
-  // A 1x1, stride-1 conv multiplies xt itself.
-  const bool direct = s.kernel_h == 1 && s.kernel_w == 1 && s.stride == 1 && hp == h && wp == w;
-  const int64_t rows = std::clamp<int64_t>(kConvChunkPixels / wo, 1, ho), chunks = (ho + rows - 1) / rows;
-  const int64_t tasks = n * chunks;
-  // With a single task the kernel spreads the product over the threads itself.
-  const int inner_threads = tasks > 1 ? 1 : ctx.threads;
-  std::mutex mu;
-  Status status;
-  kernels::ParallelForTasks(tasks, tasks > 1 ? ctx.threads : 1, [&](int64_t b, int64_t e) {
-    Scratch<T> col = MakeScratch<T>(direct ? 0 : rows * wo * k);
-    Scratch<float> yt = MakeScratch<float>(rows * wo * o);
-    for (int64_t t = b; t < e; ++t) {
-      const int64_t img = t / chunks, oy0 = (t % chunks) * rows, oy1 = std::min(ho, oy0 + rows);
-      const int64_t m = (oy1 - oy0) * wo;
-      const T* xi = xt.get() + img * hp * wp * c;
-      const T* a = xi + oy0 * wo * c;
-      if (!direct) {
-        for (int64_t oy = oy0; oy < oy1; ++oy)
-          for (int64_t ox = 0; ox < wo; ++ox) {
-            T* dst = col.get() + ((oy - oy0) * wo + ox) * k;
-            const T* src = xi + (oy * s.stride * wp + ox * s.stride) * c;
-            for (int64_t dy = 0; dy < s.kernel_h; ++dy) std::memcpy(dst + dy * run, src + dy * wp * c, run * sizeof(T));
-          }
-        a = col.get();
-      }
-      Status st = kernels::Matmul(m, a, k, wt, yt.get(), o, inner_threads);
-      if (!st.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (status.ok()) status = std::move(st);
-        continue;
-      }
-      // [m, o] -> y[img, :, oy0 * wo ...] (+ bias).
-      Transpose(yt.get(), o, 1, m, o, y + img * o * pix + oy0 * wo, pix, bias);
-    }
-  });
-  return status;
-}
-
-}  // namespace
-
 StatusOr<Array> Conv2d(const Ctx& ctx, const Array& x, const Array& w, const Array* b, int stride,
                        int pt, int pl, int pb, int pr) {
   TPUMESH_RETURN_IF_ERROR(CheckF32(x, "conv2d", "input"));
@@ -427,12 +343,8 @@ StatusOr<Array> Conv2d(const Ctx& ctx, const Array& x, const Array& w, const Arr
   kernels::PackedMatrix local;
   TPUMESH_ASSIGN_OR_RETURN(const kernels::PackedMatrix* packed, PackedWeight(ctx, w, local));
   const float* bias = b ? b->data<float>() : nullptr;
-  if (ctx.precision == Precision::kDefault) {
-    TPUMESH_RETURN_IF_ERROR(
-        ConvPixelMajor<kernels::bf16>(ctx, shape, x.data<float>(), *packed, bias, y.mutable_data<float>()));
-  } else {
-    TPUMESH_RETURN_IF_ERROR(ConvPixelMajor<float>(ctx, shape, x.data<float>(), *packed, bias, y.mutable_data<float>()));
-  }
+  TPUMESH_RETURN_IF_ERROR(
+      kernels::Conv2dPacked(shape, x.data<float>(), *packed, bias, y.mutable_data<float>(), ctx.threads));
   return y;
 }
 

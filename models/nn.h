@@ -21,12 +21,12 @@
 // Kernels: Linear and Conv2d run on kernels/matmul (provider kAuto: the
 // AVX512-BF16 vdpbf16ps micro-kernel at kDefault where the CPU has it,
 // Highway elsewhere; BLIS f32 at kHighest) with the weight as the packed
-// operand, packed once per model (WeightPacks). Conv2d is computed pixel-major
-// as y^T = col^T W^T: the input goes to channels-last (bf16 at kDefault) once,
-// each chunk of about 256 output pixels is gathered into im2col rows (K
-// ordered (dy, dx, c), so each row is kh contiguous copies) and multiplied by
-// the packed W^T [(dy, dx, c), C_out], and the [pixels, C_out] result is
-// transposed back to NCHW with the bias. Norms, activations, GEGLU and the
+// operand, packed once per model (WeightPacks). Conv2d is
+// kernels::Conv2dPacked on the packed W^T [(dy, dx, c), C_out]: pixel-major
+// y^T = col^T W^T from a channels-last copy of the input (bf16 at kDefault);
+// on AVX512-BF16 an implicit GEMM that gathers each pixel's K values while
+// packing the micro-kernel's A panel and stores its tiles straight into NCHW
+// with the bias (kernels/conv2d.h). Norms, activations, GEGLU and the
 // elementwise ops are kernels' Highway versions; attention is
 // kernels/attention (flash style, never a full Lq x Lk score matrix). At
 // kDefault attention's Q, K and V are rounded to bf16; its softmax
