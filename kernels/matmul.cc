@@ -20,6 +20,7 @@
 #include <tbb/task_arena.h>
 
 #include "kernels/matmul_internal.h"
+#include "kernels/peak.h"
 
 namespace tpumesh::kernels {
 
@@ -62,7 +63,7 @@ StatusOr<Provider> ResolveProvider(Provider requested, Precision precision) {
   switch (requested) {
     case Provider::kAuto:
       if (precision == Precision::kHighest) return Provider::kBlis;
-      return CpuHasAvx512Bf16() ? Provider::kBf16 : Provider::kHighway;
+      return CpuHasAvx512Bf16() && Bf16DotOutrunsFma() ? Provider::kBf16 : Provider::kHighway;
     case Provider::kBf16:
       if (precision == Precision::kHighest) {
         return UnimplementedError(

@@ -14,11 +14,15 @@
 //             x_hi); C = a_hi*b_hi + a_hi*b_lo + a_lo*b_hi, f32 accumulation.
 //   kHighest  f32 operands and f32 accumulation (an f32 GEMM).
 //
-// Providers (Provider::kAuto picks the first that applies):
+// Providers:
 //   kBf16     AVX512-BF16 micro-kernel (vdpbf16ps), kDefault and kHigh, only
-//             on CPUs whose CPUID and OS report AVX512_BF16.
+//             on CPUs whose CPUID and OS report AVX512_BF16. The kAuto choice
+//             for kDefault and kHigh where vdpbf16ps also outruns f32 FMAs
+//             (Bf16DotOutrunsFma in kernels/peak.h, probed once per process:
+//             yes on Zen 4, no on Sapphire/Emerald Rapids Xeons).
 //   kHighway  portable Highway SIMD, every precision, every CPU; the
-//             reference for the others.
+//             reference for the others; kAuto's choice for kDefault and
+//             kHigh where kBf16 is not.
 //   kBlis     BLIS sgemm, every precision (kDefault/kHigh by multiplying the
 //             bf16-rounded pieces in f32); the kAuto choice for kHighest.
 // For kDefault and kHigh, kBf16 and kHighway produce the same bits: both
@@ -70,7 +74,7 @@ int PrecisionPasses(Precision p);
 bool CpuHasAvx512Bf16();
 
 // The provider that `requested` means for `precision` on this CPU (kAuto
-// resolved), or Unimplemented when it cannot run here.
+// resolved as above), or Unimplemented when it cannot run here.
 StatusOr<Provider> ResolveProvider(Provider requested, Precision precision);
 
 // Name of the Highway target the kHighway provider dispatches to now

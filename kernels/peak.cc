@@ -58,7 +58,33 @@ double Run(PeakKind kind, int threads, int64_t iterations) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Seconds for one thread running `iterations` of a loop.
+template <typename Loop>
+double TimeLoop(Loop loop, int64_t iterations) {
+  const auto t0 = std::chrono::steady_clock::now();
+  volatile float keep = loop(iterations);
+  (void)keep;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace
+
+double Bf16DotToFmaRatio() {
+  if (!CpuHasAvx512Bf16()) return 0;
+  constexpr int64_t kIterations = 1 << 14;  // 262,144 instructions per run
+  double bf16 = 1e30, f32 = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {  // interleaved: clock changes hit both
+    bf16 = std::min(bf16, TimeLoop(Bf16Loop, kIterations));
+    f32 = std::min(f32, TimeLoop(F32Loop, kIterations));
+  }
+  // Flops per second: 64 per vdpbf16ps, 32 per FMA.
+  return (64.0 / bf16) / (32.0 / f32);
+}
+
+bool Bf16DotOutrunsFma() {
+  static const bool outruns = Bf16DotToFmaRatio() > 1.0;
+  return outruns;
+}
 
 StatusOr<double> MeasurePeakFlops(PeakKind kind, int threads, double seconds) {
   if (threads < 1) return InvalidArgumentError("peak probe: threads must be >= 1");

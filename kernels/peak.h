@@ -21,6 +21,21 @@ enum class PeakKind { kBf16, kF32 };
 // FLOP/s measured over about `seconds` of work on `threads` threads.
 StatusOr<double> MeasurePeakFlops(PeakKind kind, int threads, double seconds = 0.3);
 
+// Flops per second of vdpbf16ps over those of f32 FMAs on one thread (the
+// best of five short interleaved runs of each, about 5 ms in all); 0 on a
+// CPU without AVX512-BF16. Both run the MXU's products at kDefault with the
+// same bits (kernels/matmul.h), one as 32 and the other as 16 multiply-adds
+// per instruction, so this is how much faster the kBf16 provider's
+// arithmetic is than kHighway's here: about 1.9 on Zen 4, whose vdpbf16ps
+// issues as often as its FMAs, and 0.5 on the Xeons (Sapphire/Emerald
+// Rapids) whose vdpbf16ps issues at a quarter of their FMA rate.
+double Bf16DotToFmaRatio();
+
+// Whether the kAuto provider uses vdpbf16ps (kBf16) for kDefault and kHigh:
+// Bf16DotToFmaRatio() > 1, measured once per process (thread-safe) and then
+// fixed, so every later matmul and conv of the process uses one provider.
+bool Bf16DotOutrunsFma();
+
 }  // namespace tpumesh::kernels
 
 #endif  // TPUMESH_KERNELS_PEAK_H_

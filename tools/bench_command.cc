@@ -138,7 +138,7 @@ Status Report(const BenchOptions& o, const mesh::ChipSpec& chip, const std::stri
   std::printf("%s, %d thread(s)\n", what.c_str(), o.threads);
   std::printf("  host:     %.3f ms median of %d (best %.3f ms), %.1f GFLOP/s = %.0f%% of the %s %s peak %.1f GFLOP/s\n",
               host.first * 1e3, o.repeats, host.second * 1e3, rate / 1e9, 100 * rate / peak, peak_how.c_str(),
-              bf16_peak ? "bf16" : "f32", peak / 1e9);
+              bf16_peak ? "bf16 (vdpbf16ps)" : "f32 (FMA)", peak / 1e9);
   std::printf("  modelled on one %s device (%d MXU %dx%d at %.2f GHz, HBM %.0f GB/s): %.2f us "
               "(MXU %.2f us, HBM %.2f us), MXU utilisation %.0f%%, %.3f GFLOP\n",
               chip.name.c_str(), DeviceArray(chip).count, chip.mxu_rows, chip.mxu_cols, chip.clock_hz / 1e9,
@@ -182,7 +182,7 @@ Status BenchMatmul(BenchOptions o, const mesh::ChipSpec& chip) {
                 o.precision.c_str(), std::string(kernels::ProviderName(resolved)).c_str(),
                 std::string(kernels::HighwayTargetName()).c_str());
   TPUMESH_RETURN_IF_ERROR(Report(o, chip, what, 2.0 * o.m * o.n * o.k, host,
-                                 precision != kernels::Precision::kHighest,
+                                 resolved == kernels::Provider::kBf16,
                                  ModelMatmuls(chip, {cost}, cost.bytes_read + cost.bytes_written)));
   std::printf("  packing B once (plan time): %.3f ms\n", pack_s * 1e3);
   return OkStatus();
@@ -201,6 +201,7 @@ Status BenchConv(const BenchOptions& o, const mesh::ChipSpec& chip) {
   const models::Precision mp = precision == kernels::Precision::kHighest ? models::Precision::kHighest
                                                                          : models::Precision::kDefault;
   if (precision == kernels::Precision::kHigh) return InvalidArgumentError("bench conv: --precision default or highest");
+  TPUMESH_ASSIGN_OR_RETURN(kernels::Provider resolved, kernels::ResolveProvider(kernels::Provider::kAuto, precision));
   mesh::Array x = mesh::Array::HostFrom<float>({s.batch, s.in_channels, s.height, s.width},
                                               Random(static_cast<size_t>(s.batch * s.in_channels * s.height * s.width), 1));
   mesh::Array w = mesh::Array::HostFrom<float>({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w},
@@ -218,14 +219,15 @@ Status BenchConv(const BenchOptions& o, const mesh::ChipSpec& chip) {
   const auto cost = kernels::MatmulCost(pixels, s.out_channels, s.gemm_k(), precision, DeviceArray(chip));
   const kernels::OpCost c = kernels::Conv2dCost(s);
   char what[256];
-  std::snprintf(what, sizeof what, "conv2d N=%lld C_in=%lld %lldx%lld -> C_out=%lld, %lldx%lld kernel, stride %lld, pad %lld, precision %s",
+  std::snprintf(what, sizeof what, "conv2d N=%lld C_in=%lld %lldx%lld -> C_out=%lld, %lldx%lld kernel, stride %lld, pad %lld, precision %s, provider %s",
                 static_cast<long long>(s.batch), static_cast<long long>(s.in_channels), static_cast<long long>(s.height),
                 static_cast<long long>(s.width), static_cast<long long>(s.out_channels), static_cast<long long>(s.kernel_h),
                 static_cast<long long>(s.kernel_w), static_cast<long long>(s.stride), static_cast<long long>(s.pad_top),
-                o.precision.c_str());
+                o.precision.c_str(),
+                std::string(kernels::ProviderName(resolved)).c_str());
   const double bytes_chip = precision == kernels::Precision::kDefault ? c.bytes() / 2 : c.bytes();  // bf16 on chip
   return Report(o, chip, what, 2.0 * pixels * s.out_channels * s.gemm_k(), host,
-                precision != kernels::Precision::kHighest, ModelMatmuls(chip, {cost}, bytes_chip));
+                resolved == kernels::Provider::kBf16, ModelMatmuls(chip, {cost}, bytes_chip));
 }
 
 Status BenchAttention(const BenchOptions& o, const mesh::ChipSpec& chip) {
@@ -269,6 +271,11 @@ Status BenchPeak(const BenchOptions& o) {
       continue;
     }
     std::printf("%-18s  %.1f GFLOP/s on %d thread(s) (measured)\n", name, *p / 1e9, o.threads);
+  }
+  if (kernels::CpuHasAvx512Bf16()) {
+    const double ratio = kernels::Bf16DotToFmaRatio();
+    std::printf("vdpbf16ps / FMA flops on one thread: %.2f, so the matmul's auto provider at default/high is %s\n",
+                ratio, kernels::Bf16DotOutrunsFma() ? "bf16 (vdpbf16ps)" : "highway (f32 FMAs on bf16 values)");
   }
   return OkStatus();
 }

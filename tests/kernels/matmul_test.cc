@@ -33,6 +33,7 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "kernels/bf16.h"
 #include "kernels/matmul_cost.h"
+#include "kernels/peak.h"
 
 namespace tpumesh::kernels {
 namespace {
@@ -555,7 +556,7 @@ TEST(MatmulErrorTest, UnsupportedCasesAreUnimplemented) {
 
 TEST(MatmulErrorTest, AutoResolvesToAProviderThatRuns) {
   EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kHighest), Provider::kBlis);
-  const Provider mxu = HaveBf16() ? Provider::kBf16 : Provider::kHighway;
+  const Provider mxu = HaveBf16() && Bf16DotOutrunsFma() ? Provider::kBf16 : Provider::kHighway;
   EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kDefault), mxu);
   EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kHigh), mxu);
   const std::vector<float> b(12, 1.0f);
@@ -565,6 +566,24 @@ TEST(MatmulErrorTest, AutoResolvesToAProviderThatRuns) {
   EXPECT_EQ(p->k(), 3);
   EXPECT_EQ(p->n(), 4);
   EXPECT_GT(p->size_bytes(), 0u);
+}
+
+TEST(MatmulErrorTest, AutoProviderProbeIsSaneAndFixedForTheProcess) {
+  const double ratio = Bf16DotToFmaRatio();
+  if (!HaveBf16()) {
+    EXPECT_EQ(ratio, 0.0);
+    EXPECT_FALSE(Bf16DotOutrunsFma());
+  } else {
+    // vdpbf16ps does 2 products per lane, an FMA 1: from a quarter of the
+    // FMA issue rate to twice it, the ratio is 0.5 .. 4; allow slack for a
+    // loaded host.
+    EXPECT_GT(ratio, 0.1) << "vdpbf16ps flops / FMA flops";
+    EXPECT_LT(ratio, 8.0) << "vdpbf16ps flops / FMA flops";
+  }
+  const bool first = Bf16DotOutrunsFma();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Bf16DotOutrunsFma(), first);
+  EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kDefault), first ? Provider::kBf16 : Provider::kHighway);
+  std::printf("vdpbf16ps / FMA flops here: %.2f; kAuto at default: %s\n", ratio, first ? "bf16" : "highway");
 }
 
 // ---------------------------------------------------------- cost model

@@ -183,13 +183,16 @@ TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
   ASSERT_EQ(mm.code, 0) << mm.err;
   EXPECT_THAT(mm.out, HasSubstr("matmul 64x48x80 (MxNxK)"));
   EXPECT_THAT(mm.out, HasSubstr("GFLOP/s"));
-  EXPECT_THAT(mm.out, HasSubstr("of the assumed (--peak) bf16 peak 100.0 GFLOP/s"));
+  // The fraction is of the peak of the instruction the provider runs.
+  const bool vdpbf16ps = mm.out.find("provider bf16") != std::string::npos;
+  EXPECT_THAT(mm.out, HasSubstr(vdpbf16ps ? "of the assumed (--peak) bf16 (vdpbf16ps) peak 100.0 GFLOP/s"
+                                          : "of the assumed (--peak) f32 (FMA) peak 100.0 GFLOP/s"));
   EXPECT_THAT(mm.out, HasSubstr("modelled on one v5e device (4 MXU 128x128 at 1.50 GHz"));
   Result shape = RunTpumesh("bench matmul --shape 64,48,80 --dtype f32 --precision highest --threads 1 "
                             "--repeats 1 --peak 100");
   ASSERT_EQ(shape.code, 0) << shape.err;
   EXPECT_THAT(shape.out, HasSubstr("matmul 64x48x80 (MxNxK), f32 operands, precision highest, provider blis"));
-  EXPECT_THAT(shape.out, HasSubstr("of the assumed (--peak) f32 peak 100.0 GFLOP/s"));
+  EXPECT_THAT(shape.out, HasSubstr("of the assumed (--peak) f32 (FMA) peak 100.0 GFLOP/s"));
   Result conv = RunTpumesh("bench conv --shape 1,8,10,10,16,3 --repeats 1 --peak 100 --chip v2");
   ASSERT_EQ(conv.code, 0) << conv.err;
   EXPECT_THAT(conv.out, HasSubstr("conv2d N=1 C_in=8 10x10 -> C_out=16, 3x3 kernel, stride 1, pad 1"));
@@ -219,6 +222,10 @@ TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
                                                  "\\(measured\\)|not available)"));
   EXPECT_THAT(peak.out, ::testing::ContainsRegex("f32 \\(AVX-512 FMA\\) +([0-9.]+ GFLOP/s on 1 thread\\(s\\) "
                                                  "\\(measured\\)|not available)"));
+  if (peak.out.find("bf16 (vdpbf16ps)    not available") == std::string::npos) {
+    EXPECT_THAT(peak.out, ::testing::ContainsRegex("vdpbf16ps / FMA flops on one thread: [0-9.]+, so the matmul's auto "
+                                                   "provider at default/high is (bf16|highway)"));
+  }
   Result repeats = RunTpumesh("bench matmul --repeats 0 --peak 100");
   EXPECT_EQ(repeats.code, 1);
   EXPECT_THAT(repeats.err, HasSubstr("--repeats must be >= 1"));
