@@ -1,8 +1,10 @@
 // One UNet2DConditionModel forward on this host, as docs/models.md reports
 // it: the plan-time packing of every weight (WeightPacks, what a model's
 // first Forward does), a first call, then steady-state calls, their median, the matmul GFLOP/s (models/flops.h) and
-// the share of the host's bf16 peak (measured here with kernels/peak.h, and
-// against the fixed 434 GFLOP/s of the design notes' TOOLCHAIN.md).
+// the share of the host's peak for the instruction the matmul provider runs
+// (vdpbf16ps for kBf16, f32 FMAs otherwise; measured here with
+// kernels/peak.h), and of the fixed 434 GFLOP/s of the design notes'
+// TOOLCHAIN.md (2 Zen 4 cores).
 // Inputs are N(0, 1) (seed 0); timestep 981. A plain program, not a
 // pass/fail test.
 //
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/matmul.h"
 #include "kernels/peak.h"
 #include "mesh/cost_model.h"
 #include "models/flops.h"
@@ -98,7 +101,11 @@ int main(int argc, char** argv) {
   const double median = steady.empty() ? times[0] : steady[steady.size() / 2];
   const models::MatmulFlops f = models::UNetMatmulFlops(c, batch, latent, latent, 77);
   const double rate = f.total() / median;
-  auto peak = kernels::MeasurePeakFlops(kernels::PeakKind::kBf16, 2);
+  const auto provider = kernels::ResolveProvider(
+      kernels::Provider::kAuto,
+      *precision == models::Precision::kHighest ? kernels::Precision::kHighest : kernels::Precision::kDefault);
+  const bool vdpbf16ps = provider.ok() && *provider == kernels::Provider::kBf16;
+  auto peak = kernels::MeasurePeakFlops(vdpbf16ps ? kernels::PeakKind::kBf16 : kernels::PeakKind::kF32, 2);
   constexpr double kToolchainPeak = 434e9;  // 2 threads, TOOLCHAIN.md
 
   std::printf("unet %s: batch %lld, %lldx%lld latents, precision %s, threads %d (0: all)\n", path.c_str(),
@@ -111,7 +118,9 @@ int main(int argc, char** argv) {
   std::printf(" s; median %.3f s\n", median);
   std::printf("matmul flops %.1f GFLOP (conv %.1f, linear %.1f, attention %.1f): %.1f GFLOP/s = %.1f%% of 434 GFLOP/s",
               f.total() / 1e9, f.conv / 1e9, f.linear / 1e9, f.attention / 1e9, rate / 1e9, 100 * rate / kToolchainPeak);
-  if (peak.ok()) std::printf(" (%.1f%% of the %.0f GFLOP/s measured now)", 100 * rate / *peak, *peak / 1e9);
+  if (peak.ok())
+    std::printf(" (%.1f%% of the %s peak, %.0f GFLOP/s on 2 threads, measured now)", 100 * rate / *peak,
+                vdpbf16ps ? "vdpbf16ps" : "f32 FMA", *peak / 1e9);
   std::printf("\n");
   // Where the last call's time went, by op type (Ctx::ops' host times).
   struct Sum {
