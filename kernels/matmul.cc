@@ -1,5 +1,5 @@
 // The matmul frame: argument checks, B packing, provider choice, and the split
-// of C into blocks run on TBB. The arithmetic lives in the providers
+// of C into blocks run on TBB (kernels/ops_parallel.h). The arithmetic lives in the providers
 // (matmul_bf16.cc, matmul-inl.h via matmul_highway.cc, matmul_blis.cc).
 #include "kernels/matmul.h"
 
@@ -13,13 +13,8 @@
 #include <type_traits>
 #include <utility>
 
-#include <tbb/blocked_range.h>
-#include <tbb/info.h>
-#include <tbb/parallel_for.h>
-#include <tbb/partitioner.h>
-#include <tbb/task_arena.h>
-
 #include "kernels/matmul_internal.h"
+#include "kernels/ops_parallel.h"
 #include "kernels/peak.h"
 
 namespace tpumesh::kernels {
@@ -343,25 +338,12 @@ Grid ChooseGrid(int64_t batch, int64_t m, int64_t n, const DriverShape& shape, i
   return best;
 }
 
+// The tasks on kernels/ops_parallel.h's static partition (which, under
+// ThreadSanitizer, runs them on std::threads that TSan can follow).
 void RunTasks(int64_t tasks, int threads, const std::function<void(int64_t)>& task) {
-  if (threads == 1 || tasks == 1) {
-    for (int64_t t = 0; t < tasks; ++t) task(t);
-    return;
-  }
-  auto run = [&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int64_t>(0, tasks, 1),
-        [&](const tbb::blocked_range<int64_t>& r) {
-          for (int64_t t = r.begin(); t != r.end(); ++t) task(t);
-        },
-        tbb::static_partitioner());
-  };
-  if (threads == 0) {
-    run();
-  } else {
-    tbb::task_arena arena(std::min(threads, tbb::info::default_concurrency()));
-    arena.execute(run);
-  }
+  ParallelForTasks(tasks, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) task(t);
+  });
 }
 
 template <typename TA>
@@ -399,8 +381,7 @@ Status MatmulImpl(int64_t batch, int64_t m, const TA* a, int64_t lda, int64_t st
       return InternalError("Matmul: PackedMatrix with an unresolved provider");
   }
   // Threads that can help: small products stay on the calling thread.
-  int team = threads == 0 ? tbb::this_task_arena::max_concurrency()
-                          : std::min(threads, tbb::info::default_concurrency());
+  int team = ParallelConcurrency(threads);
   const double flops = 2.0 * static_cast<double>(batch) * m * n * k;
   if (flops < 4e6) team = 1;
   const Grid grid = ChooseGrid(batch, m, n, shape, team);
