@@ -197,6 +197,12 @@ TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
   ASSERT_EQ(conv.code, 0) << conv.err;
   EXPECT_THAT(conv.out, HasSubstr("conv2d N=1 C_in=8 10x10 -> C_out=16, 3x3 kernel, stride 1, pad 1"));
   EXPECT_THAT(conv.out, HasSubstr("modelled on one v2 device (1 MXU 128x128"));
+  EXPECT_THAT(conv.out, HasSubstr("packing the weight once (plan time)"));
+  Result conv_hwy = RunTpumesh("bench conv --shape 2,5,9,7,6,3,2 --provider highway --precision high --repeats 1 "
+                               "--peak 100");
+  ASSERT_EQ(conv_hwy.code, 0) << conv_hwy.err;
+  EXPECT_THAT(conv_hwy.out, HasSubstr("conv2d N=2 C_in=5 9x7 -> C_out=6, 3x3 kernel, stride 2, pad 1, precision "
+                                      "high, provider highway"));
   Result att = RunTpumesh("bench attention --shape 1,16,16,2,8 --repeats 1 --peak 100");
   ASSERT_EQ(att.code, 0) << att.err;
   EXPECT_THAT(att.out, HasSubstr("attention B=1 Lq=16 Lk=16 heads=2 head_dim=8"));
@@ -206,6 +212,8 @@ TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
            {"bench matmul --precision fast", "--precision must be default, high or highest"},
            {"bench conv --shape 1,2,3", "--shape '1,2,3': expected N,C_in,H,W,C_out,kernel"},
            {"bench matmul --provider bf16 --precision highest", "bf16"},
+           {"bench conv --provider bf16 --precision highest", "bf16"},
+           {"bench conv --provider cudnn", "--provider must be auto, highway, bf16 or blis"},
            {"bench matmul --shape 64,48", "--shape '64,48': expected M,N,K"},
            {"bench matmul --dtype f16", "--dtype must be bf16 or f32"},
            {"bench matmul --threads -1", "--threads must be >= 1"},
