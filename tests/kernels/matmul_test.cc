@@ -53,7 +53,8 @@ std::string ShapeName(const Shape& s) {
 // pairs (512 k; kHigh: 255 expanded pairs = 170 k), 168 rows per A block,
 // 1024 columns per column block. kHighway: 12 (AVX3) or 4 rows x 2 vectors,
 // K blocks of 128 pairs (256 k; kHigh 126 = 84 k), 192 or 64 rows per block;
-// its kHighest kernel blocks K by 256.
+// its kHighest kernel blocks K by 256. The MXU's 128 x 128 weight tile: K
+// and N of 127, 128 and 129.
 const std::vector<Shape>& EdgeShapes() {
   static const std::vector<Shape> shapes = {
       {1, 1, 1},       {1, 32, 256},    {1, 33, 257},   {3, 5, 7},       {2, 3, 2},
@@ -61,6 +62,7 @@ const std::vector<Shape>& EdgeShapes() {
       {29, 64, 512},   {28, 96, 513},   {4, 8, 86},     {5, 17, 127},    {77, 100, 129},
       {6, 1, 300},     {1, 700, 3},     {40, 65, 1},    {400, 40, 40},   {169, 70, 170},
       {168, 31, 171},  {17, 45, 511},   {9, 20, 1025},  {3, 1057, 20},   {200, 33, 600},
+      {128, 128, 128}, {31, 127, 128},  {7, 129, 128},
   };
   return shapes;
 }
@@ -487,7 +489,7 @@ TEST_P(MatmulHighwayTargetTest, MatchesReferenceAndBf16Bits) {
   EXPECT_EQ(HighwayTargetName(), hwy::TargetName(GetParam()));
   const std::vector<Shape> shapes = {{1, 1, 1},     {3, 5, 7},      {13, 31, 255}, {15, 33, 257},
                                      {11, 47, 85},  {28, 96, 513},  {5, 17, 127},  {77, 40, 129},
-                                     {6, 1, 300},   {200, 24, 30}};
+                                     {6, 1, 300},   {200, 24, 30},  {9, 129, 128}};
   uint32_t seed = 500;
   for (Precision precision : {Precision::kDefault, Precision::kHigh, Precision::kHighest}) {
     for (const Shape& s : shapes) {
