@@ -17,33 +17,51 @@ namespace {
 
 constexpr int kChains = 16;
 
-// Returns a value depending on every accumulator so nothing is optimised out.
+// The loop as inline assembly, so that it is the same whatever the build
+// does to C++ (at -O0 or under ASan the accumulators of a C++ loop live on
+// the stack, and the probe would time stores instead of arithmetic): zero
+// zmm0..zmm15, then `iterations` times 16 independent multiply-adds into
+// them from the inputs %1 and %2 (small normal numbers: the sums stay
+// finite and normal, and are never read).
+#define TPUMESH_PEAK_ZERO(r) "vpxord %%zmm" #r ", %%zmm" #r ", %%zmm" #r "\n\t"
+#define TPUMESH_PEAK_OP(op, r) op " %2, %1, %%zmm" #r "\n\t"
+#define TPUMESH_PEAK_16(M, ...)                                                                         \
+  M(__VA_ARGS__ 0) M(__VA_ARGS__ 1) M(__VA_ARGS__ 2) M(__VA_ARGS__ 3) M(__VA_ARGS__ 4) M(__VA_ARGS__ 5) \
+  M(__VA_ARGS__ 6) M(__VA_ARGS__ 7) M(__VA_ARGS__ 8) M(__VA_ARGS__ 9) M(__VA_ARGS__ 10)                 \
+  M(__VA_ARGS__ 11) M(__VA_ARGS__ 12) M(__VA_ARGS__ 13) M(__VA_ARGS__ 14) M(__VA_ARGS__ 15)
+#define TPUMESH_PEAK_CLOBBERS                                                                    \
+  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", \
+      "xmm12", "xmm13", "xmm14", "xmm15", "cc"
+
 TPUMESH_TARGET_PEAK_BF16 float Bf16Loop(int64_t iterations) {
-  __m512 acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
-  const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80);  // bf16 1.0
-  const __m512bh b = (__m512bh)_mm512_set1_epi16(0x3380);  // bf16 ~6e-8: sums stay finite
-  for (int64_t it = 0; it < iterations; ++it) {
-#pragma GCC unroll 16
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
-  }
-  __m512 s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
-  return _mm512_reduce_add_ps(s);
+  if (iterations < 1) return 0.0f;
+  const __m512i a = _mm512_set1_epi16(0x3f80);  // bf16 1.0
+  const __m512i b = _mm512_set1_epi16(0x3380);  // bf16 ~6e-8
+  asm volatile(TPUMESH_PEAK_16(TPUMESH_PEAK_ZERO, ) "1:\n\t" TPUMESH_PEAK_16(TPUMESH_PEAK_OP, "vdpbf16ps", )
+               "dec %0\n\t"
+               "jnz 1b\n\t"
+               : "+r"(iterations)
+               : "v"(a), "v"(b)
+               : TPUMESH_PEAK_CLOBBERS);
+  return 0.0f;
 }
 
 TPUMESH_TARGET_PEAK_F32 float F32Loop(int64_t iterations) {
-  __m512 acc[kChains];
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  if (iterations < 1) return 0.0f;
   const __m512 a = _mm512_set1_ps(1.0f), b = _mm512_set1_ps(1e-8f);
-  for (int64_t it = 0; it < iterations; ++it) {
-#pragma GCC unroll 16
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(a, b, acc[i]);
-  }
-  __m512 s = acc[0];
-  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
-  return _mm512_reduce_add_ps(s);
+  asm volatile(TPUMESH_PEAK_16(TPUMESH_PEAK_ZERO, ) "1:\n\t" TPUMESH_PEAK_16(TPUMESH_PEAK_OP, "vfmadd231ps", )
+               "dec %0\n\t"
+               "jnz 1b\n\t"
+               : "+r"(iterations)
+               : "v"(a), "v"(b)
+               : TPUMESH_PEAK_CLOBBERS);
+  return 0.0f;
 }
+
+#undef TPUMESH_PEAK_ZERO
+#undef TPUMESH_PEAK_OP
+#undef TPUMESH_PEAK_16
+#undef TPUMESH_PEAK_CLOBBERS
 
 // Wall seconds for `threads` threads each running `iterations`.
 double Run(PeakKind kind, int threads, int64_t iterations) {

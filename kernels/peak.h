@@ -8,7 +8,8 @@
 // and needs AVX-512F. Each thread runs a fixed number of iterations on 16
 // independent accumulators, so the loop is throughput-bound, not latency-
 // bound; the result is the total flops over the wall time of the slowest
-// thread. Numbers, not pass/fail: they vary with clocks and other load.
+// thread. The loops are inline assembly (zmm0..zmm15 as accumulators), so a
+// Debug or sanitizer build probes the same instructions as a Release one. Numbers, not pass/fail: they vary with clocks and other load.
 #ifndef TPUMESH_KERNELS_PEAK_H_
 #define TPUMESH_KERNELS_PEAK_H_
 
