@@ -215,17 +215,6 @@ inline void PackAPairs(const mi::CallArgs& args, int64_t i0, int64_t rows, int64
   }
 }
 
-template <int kSlot>
-float* Scratch(size_t floats) {
-  thread_local mi::AlignedArray<float> buffer;
-  thread_local size_t capacity = 0;
-  if (floats > capacity) {
-    buffer = mi::AllocateAligned<float>(floats);
-    capacity = floats;
-  }
-  return buffer.get();
-}
-
 // Both drivers: column blocks of kNc > row blocks of kMc > K blocks > column
 // tiles > row groups. Between K blocks the sums wait in a private panel-major
 // buffer (tile (column tile, row) at partial + (col - jb) * kMc + row * kCols),
@@ -236,8 +225,8 @@ inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t
   const mi::PackedData& b = *args.b;
   const int64_t kc =
       mi::PairBlockSize(b.pairs, kKcPairs, b.precision == Precision::kHigh ? 3 : 1);
-  float* a_block = Scratch<0>(static_cast<size_t>(kMc * kAStride));
-  float* partial = b.pairs > kc ? Scratch<1>(static_cast<size_t>(kMc * kNc)) : nullptr;
+  float* a_block = mi::ThreadScratch<float, 0>(static_cast<size_t>(kMc * kAStride));
+  float* partial = b.pairs > kc ? mi::ThreadScratch<float, 1>(static_cast<size_t>(kMc * kNc)) : nullptr;
   for (int64_t jb = j0; jb < j1; jb += kNc) {
     const int64_t je = std::min(j1, jb + kNc);
     for (int64_t ib = i0; ib < i1; ib += kMc) {
@@ -270,8 +259,9 @@ inline void F32Block(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t j
   static constexpr auto kKernels = F32Kernels(std::make_integer_sequence<int, kMr>{});
   const mi::PackedData& b = *args.b;
   const int64_t k = b.k;
-  float* a_block = args.a_f32 == nullptr ? Scratch<0>(static_cast<size_t>(kMc * kAStrideF32)) : nullptr;
-  float* partial = k > kKc ? Scratch<1>(static_cast<size_t>(kMc * kNc)) : nullptr;
+  float* a_block =
+      args.a_f32 == nullptr ? mi::ThreadScratch<float, 0>(static_cast<size_t>(kMc * kAStrideF32)) : nullptr;
+  float* partial = k > kKc ? mi::ThreadScratch<float, 1>(static_cast<size_t>(kMc * kNc)) : nullptr;
   for (int64_t jb = j0; jb < j1; jb += kNc) {
     const int64_t je = std::min(j1, jb + kNc);
     for (int64_t ib = i0; ib < i1; ib += kMc) {

@@ -133,19 +133,6 @@ constexpr auto MakeKernelTable(std::integer_sequence<int, kRows...>) {
 // kKernels[r - 1] handles r rows.
 inline constexpr auto kKernels = MakeKernelTable(std::make_integer_sequence<int, kMr>{});
 
-// Per-thread scratch, grown on demand and kept for the thread's lifetime.
-// kSlot tells the buffers of one thread apart.
-template <typename T, int kSlot>
-T* Scratch(size_t count) {
-  thread_local AlignedArray<T> buffer;
-  thread_local size_t capacity = 0;
-  if (count > capacity) {
-    buffer = AllocateAligned<T>(count);
-    capacity = count;
-  }
-  return buffer.get();
-}
-
 // One step of the driver: rows [ib, ib + rows) x K pairs [p0, p0 + np) of A
 // against columns [jb, je).
 struct Step {
@@ -193,11 +180,11 @@ TPUMESH_TARGET_BF16 void Bf16Driver(const Source& src, const PackedData& b, int6
                                     int64_t j0, int64_t j1) {
   const int64_t pairs = b.pairs;
   const int64_t kc = PairBlockSize(pairs, kKcPairs, b.precision == Precision::kHigh ? 3 : 1);
-  uint32_t* a_blocks[2] = {Scratch<uint32_t, 0>(static_cast<size_t>(kMc * kAStride)),
-                           Scratch<uint32_t, 2>(static_cast<size_t>(kMc * kAStride))};
+  uint32_t* a_blocks[2] = {ThreadScratch<uint32_t, 0>(static_cast<size_t>(kMc * kAStride)),
+                           ThreadScratch<uint32_t, 2>(static_cast<size_t>(kMc * kAStride))};
   // Partial sums between K blocks, panel-major: tile (panel, row) at
   // partial + (panel * kMc + row) * 32. Not needed when K is one block.
-  float* partial = pairs > kc ? Scratch<float, 1>(static_cast<size_t>(kMc * kNc)) : nullptr;
+  float* partial = pairs > kc ? ThreadScratch<float, 1>(static_cast<size_t>(kMc * kNc)) : nullptr;
   alignas(64) float out_tile[kMr * kNr];
 
   std::vector<Step> steps;

@@ -19,16 +19,6 @@ namespace {
 // Row chunks of the expanded A: at most 16 MiB of scratch, at least 64 rows.
 constexpr int64_t kScratchBytes = 16 << 20;
 
-float* Scratch(size_t floats) {
-  thread_local AlignedArray<float> buffer;
-  thread_local size_t capacity = 0;
-  if (floats > capacity) {
-    buffer = AllocateAligned<float>(floats);
-    capacity = floats;
-  }
-  return buffer.get();
-}
-
 float LoadA(const CallArgs& args, int64_t i, int64_t k) {
   return args.a_f32 != nullptr ? args.a_f32[i * args.lda + k] : Bf16ToF32(args.a_bf16[i * args.lda + k]);
 }
@@ -80,7 +70,7 @@ void BlisBlock(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t
     return;
   }
   const int64_t chunk = std::max<int64_t>(64, kScratchBytes / (4 * k));
-  float* a = Scratch(static_cast<size_t>(std::min(chunk, i1 - i0) * k));
+  float* a = ThreadScratch<float, 0>(static_cast<size_t>(std::min(chunk, i1 - i0) * k));
   for (int64_t i = i0; i < i1; i += chunk) {
     const int64_t rows = std::min(chunk, i1 - i);
     for (int64_t r = 0; r < rows; ++r) ExpandRow(args, i + r, a + r * k);

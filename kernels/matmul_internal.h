@@ -54,6 +54,22 @@ using AlignedArray = std::unique_ptr<T[], FreeDeleter>;
 template <typename T>
 AlignedArray<T> AllocateAligned(size_t count);
 
+// Per-thread scratch of at least `count` T's (T = float or uint32_t), grown
+// on demand and kept for the thread's lifetime: what the providers' block
+// drivers pack A and park partial sums in. kSlot tells apart the buffers one
+// block call holds at once; a buffer is valid until the same thread asks for
+// the same (T, kSlot) again, i.e. within one block call.
+template <typename T, int kSlot>
+T* ThreadScratch(size_t count) {
+  thread_local AlignedArray<T> buffer;
+  thread_local size_t capacity = 0;
+  if (count > capacity) {
+    buffer = AllocateAligned<T>(count);
+    capacity = count;
+  }
+  return buffer.get();
+}
+
 struct PackedData {
   int64_t k = 0;
   int64_t n = 0;
