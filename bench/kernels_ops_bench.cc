@@ -62,19 +62,25 @@ void Loop(benchmark::State& state, F&& call) {
   }
 }
 
+// Random x, w, bias and an output for a conv shape.
+struct ConvBuffers {
+  explicit ConvBuffers(const Conv2dShape& s)
+      : x(Random(s.batch * s.in_channels * s.height * s.width, 1)),
+        w(Random(s.out_channels * s.gemm_k(), 2)),
+        b(Random(s.out_channels, 3)),
+        y(s.batch * s.out_channels * s.out_height() * s.out_width()) {}
+  std::vector<float> x, w, b, y;
+};
+
 void BM_Conv2d(benchmark::State& state) {
   const Conv2dShape s =
       MakeConv2dShape(1, state.range(0), state.range(1), state.range(1),
                       state.range(2), state.range(3), 1, state.range(3) / 2);
   const int threads = static_cast<int>(state.range(4));
-  const std::vector<float> x = Random(
-                               s.batch * s.in_channels * s.height * s.width, 1),
-                           w = Random(s.out_channels * s.gemm_k(), 2),
-                           b = Random(s.out_channels, 3);
-  std::vector<float> y(s.batch * s.out_channels * s.out_height() *
-                       s.out_width());
+  ConvBuffers d(s);
   Loop(state, [&] {
-    return Conv2dF32(s, x.data(), w.data(), b.data(), y.data(), {}, threads);
+    return Conv2dF32(s, d.x.data(), d.w.data(), d.b.data(), d.y.data(), {},
+                     threads);
   });
   Report(state, Conv2dCost(s));
 }
@@ -89,8 +95,8 @@ BENCHMARK(BM_Conv2d)
     ->UseRealTime();
 
 // Conv2dPacked: the weight packed once outside the loop (plan time), as the
-// models run it. Arg "provider": 0 kAuto (the AVX512-BF16 implicit GEMM at
-// kDefault where the CPU has it), 1 kHighway, 2 kBlis; "precision" 0 default,
+// models run it. Arg "provider": 0 kAuto (at kDefault the AVX512-BF16
+// implicit GEMM where vdpbf16ps outruns FMAs), 1 kHighway, 2 kBlis; "precision" 0 default,
 // 2 highest. SD1.5 shapes: 64x64 3x3 320->320 (the oneDNN reference:
 // 17.7 ms on 2 threads here), 64x64 1x1 320->320, 32x32 3x3 640->640, 16x16
 // 3x3 1280->1280, 8x8 3x3 1280->1280, the 3x3 stride-2 downsample at 64x64.
@@ -108,21 +114,17 @@ void BM_Conv2dPacked(benchmark::State& state) {
   const Precision precision =
       state.range(6) == 2 ? Precision::kHighest : Precision::kDefault;
   const int threads = static_cast<int>(state.range(7));
-  const std::vector<float> x = Random(
-                               s.batch * s.in_channels * s.height * s.width, 1),
-                           w = Random(s.out_channels * s.gemm_k(), 2),
-                           b = Random(s.out_channels, 3);
-  std::vector<float> y(s.batch * s.out_channels * s.out_height() *
-                       s.out_width());
+  ConvBuffers d(s);
   StatusOr<PackedConv2dWeight> packed = PackedConv2dWeight::Pack(
-      s.out_channels, s.in_channels, s.kernel_h, s.kernel_w, w.data(),
+      s.out_channels, s.in_channels, s.kernel_h, s.kernel_w, d.w.data(),
       {precision, provider});
   if (!packed.ok()) {
     state.SkipWithError(packed.status().ToString().c_str());
     return;
   }
   Loop(state, [&] {
-    return Conv2dPacked(s, x.data(), *packed, b.data(), y.data(), threads);
+    return Conv2dPacked(s, d.x.data(), *packed, d.b.data(), d.y.data(),
+                        threads);
   });
   Report(state, Conv2dCost(s));
   state.counters["v5e_us"] =

@@ -54,11 +54,11 @@ std::string Name(const Conv2dShape& s) {
          std::to_string(s.pad_right);
 }
 
-// Channels off the vector width (3, 17, 33), odd H/W, batch 1 and 3, stride 2
-// on odd sizes, 1x1 direct and im2col, asymmetric padding (the VAE's
-// downsample pads (0, 1, 0, 1)), a 1x1 image, several row chunks (Wo = 70
-// and 65 with 512-pixel chunks), and a general stride-3 5x5 kernel.
-std::vector<Conv2dShape> Shapes() {
+// Shapes both conv forms are swept over: channels off the vector width (3,
+// 17, 33), odd H/W, batch 1, 2 and 3, stride 2 on odd sizes, 1x1 direct and
+// im2col, asymmetric padding (the VAE's downsample pads (0, 1, 0, 1)), a 1x1
+// image, a general stride-3 5x5 kernel and a 1x3 one.
+std::vector<Conv2dShape> CommonShapes() {
   return {
       MakeConv2dShape(1, 3, 7, 9, 17, 3, 1, 1),
       MakeConv2dShape(3, 17, 5, 5, 33, 3, 2, 1),
@@ -67,11 +67,23 @@ std::vector<Conv2dShape> Shapes() {
       MakeConv2dShape(1, 5, 9, 7, 4, 1, 2, 0),
       MakeConv2dShape(1, 4, 1, 1, 5, 3, 1, 1),
       Pads(MakeConv2dShape(1, 8, 9, 9, 8, 3, 2, 0), 0, 0, 1, 1),
-      MakeConv2dShape(1, 4, 20, 70, 6, 3, 1, 1),
-      MakeConv2dShape(2, 3, 41, 130, 5, 3, 2, 1),
       Kernel(MakeConv2dShape(1, 3, 13, 17, 4, 5, 3, 2), 5, 5),
       Kernel(MakeConv2dShape(1, 2, 6, 37, 3, 1, 1, 0), 1, 3),
   };
+}
+
+std::vector<Conv2dShape> Concat(std::vector<Conv2dShape> a, const std::vector<Conv2dShape>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Conv2dF32: the common shapes and several row chunks (Wo = 70 and 65 with
+// 512-pixel chunks).
+std::vector<Conv2dShape> Shapes() {
+  return Concat(CommonShapes(), {
+                                    MakeConv2dShape(1, 4, 20, 70, 6, 3, 1, 1),
+                                    MakeConv2dShape(2, 3, 41, 130, 5, 3, 2, 1),
+                                });
 }
 
 struct Data {
@@ -257,31 +269,21 @@ std::vector<ProviderPrecision> PackedConfigs() {
   return v;
 }
 
-// Around the kernel's edges: C_in 1, 3, 17, 33, 70, 320 (off and on the
-// 32-channel transposition blocks and the 16-lane vectors), K odd (63, 9) and
-// K over one 512-k block (630, 2880: 2 and 6 K blocks); C_out 1..45 and 1030
-// (two 1024-column blocks); output pixels per image not a multiple of the
-// 14-row micro-tile, so tiles span two images (batch 3); 420 pixels (three
-// 168-row blocks); stride 2 on odd sizes, 1x1 direct and strided, a 1x1
-// image, asymmetric padding, 5x5 stride 3, 1x3.
+// Conv2dPacked: the common shapes and the kernel's edges: C_in 1, 3, 17,
+// 33, 70, 320 (off and on the 32-channel transposition blocks and the
+// 16-lane vectors), K odd (63, 9) and K over one 512-k block (630, 2880: 2
+// and 6 K blocks); C_out 1..45 and 1030 (two 1024-column blocks); output
+// pixels per image not a multiple of the 14-row micro-tile, so tiles span
+// two images (batch 3); 420 pixels (three 168-row blocks).
 std::vector<Conv2dShape> PackedShapes() {
-  return {
-      MakeConv2dShape(1, 3, 7, 9, 17, 3, 1, 1),
-      MakeConv2dShape(3, 17, 5, 5, 33, 3, 2, 1),
-      MakeConv2dShape(1, 33, 11, 13, 16, 3, 2, 1),
-      MakeConv2dShape(2, 16, 8, 8, 3, 1, 1, 0),
-      MakeConv2dShape(1, 5, 9, 7, 4, 1, 2, 0),
-      MakeConv2dShape(1, 4, 1, 1, 5, 3, 1, 1),
-      Pads(MakeConv2dShape(1, 8, 9, 9, 8, 3, 2, 0), 0, 0, 1, 1),
-      MakeConv2dShape(1, 70, 12, 15, 45, 3, 1, 1),
-      MakeConv2dShape(1, 1, 5, 4, 2, 3, 1, 1),
-      MakeConv2dShape(3, 7, 6, 5, 40, 3, 1, 1),
-      MakeConv2dShape(1, 19, 20, 21, 21, 3, 1, 1),
-      MakeConv2dShape(1, 320, 6, 6, 36, 3, 1, 1),
-      MakeConv2dShape(1, 4, 4, 4, 1030, 1, 1, 0),
-      Kernel(MakeConv2dShape(1, 3, 13, 17, 4, 5, 3, 2), 5, 5),
-      Kernel(MakeConv2dShape(1, 2, 6, 37, 3, 1, 1, 0), 1, 3),
-  };
+  return Concat(CommonShapes(), {
+                                    MakeConv2dShape(1, 70, 12, 15, 45, 3, 1, 1),
+                                    MakeConv2dShape(1, 1, 5, 4, 2, 3, 1, 1),
+                                    MakeConv2dShape(3, 7, 6, 5, 40, 3, 1, 1),
+                                    MakeConv2dShape(1, 19, 20, 21, 21, 3, 1, 1),
+                                    MakeConv2dShape(1, 320, 6, 6, 36, 3, 1, 1),
+                                    MakeConv2dShape(1, 4, 4, 4, 1030, 1, 1, 0),
+                                });
 }
 
 StatusOr<PackedConv2dWeight> PackFor(const Conv2dShape& s,
