@@ -9,7 +9,12 @@ StatusOr<ClipTextModel> ClipTextModel::Create(const ClipTextConfig& config, Para
   return ClipTextModel(config, std::move(params));
 }
 
-StatusOr<Array> ClipTextModel::Forward(const Ctx& ctx_in, const Array& ids) const {
+StatusOr<Array> ClipTextModel::Forward(const Ctx& ctx, const Array& ids) const {
+  TPUMESH_ASSIGN_OR_RETURN(Outputs out, Encode(ctx, ids));
+  return std::move(out.last_hidden_state);
+}
+
+StatusOr<ClipTextModel::Outputs> ClipTextModel::Encode(const Ctx& ctx_in, const Array& ids) const {
   const Ctx ctx = ctx_in.WithPacks(params_.packs());
   const ClipTextConfig& c = config_;
   if (ids.dtype() != mesh::DType::kI32 || ids.rank() != 2 || ids.dim(1) > c.max_position_embeddings)
@@ -32,6 +37,15 @@ StatusOr<Array> ClipTextModel::Forward(const Ctx& ctx_in, const Array& ids) cons
     float* row = x.mutable_data<float>() + i * h;
     for (int64_t j = 0; j < h; ++j) row[j] = tok[id * h + j] + pos[(i % l) * h + j];
   }
+  Outputs out;
+  // hidden_states[-2]: the embeddings when there is one layer, else the
+  // output of layer num_hidden_layers - 2.
+  auto keep_penultimate = [&]() -> Status {
+    TPUMESH_ASSIGN_OR_RETURN(out.penultimate, ctx.Alloc(x.shape(), "penultimate"));
+    if (!ctx.dry_run) std::memcpy(out.penultimate.mutable_data<float>(), x.data<float>(), x.size_bytes());
+    return OkStatus();
+  };
+  if (c.num_hidden_layers == 1) TPUMESH_RETURN_IF_ERROR(keep_penultimate());
   for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
     const std::string p = "text_model.encoder.layers." + std::to_string(layer);
     TPUMESH_ASSIGN_OR_RETURN(Array n1, LayerNorm(ctx, x, P[p + ".layer_norm1.weight"], P[p + ".layer_norm1.bias"],
@@ -49,9 +63,36 @@ StatusOr<Array> ClipTextModel::Forward(const Ctx& ctx_in, const Array& ids) cons
     else QuickGeluInPlace(ctx, f1);
     TPUMESH_ASSIGN_OR_RETURN(Array f2, Linear(ctx, f1, P[p + ".mlp.fc2.weight"], &P[p + ".mlp.fc2.bias"]));
     TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, x, f2));
+    if (layer == c.num_hidden_layers - 2) TPUMESH_RETURN_IF_ERROR(keep_penultimate());
   }
-  return LayerNorm(ctx, x, P["text_model.final_layer_norm.weight"], P["text_model.final_layer_norm.bias"],
-                   c.layer_norm_eps);
+  TPUMESH_ASSIGN_OR_RETURN(out.last_hidden_state,
+                           LayerNorm(ctx, x, P["text_model.final_layer_norm.weight"],
+                                     P["text_model.final_layer_norm.bias"], c.layer_norm_eps));
+  // The pooled row per sample: the highest id (eos_token_id 2, CLIP's legacy
+  // rule) or the first position holding eos_token_id; argmax's first hit.
+  TPUMESH_ASSIGN_OR_RETURN(out.pooled, ctx.Alloc({b, h}, "pooled"));
+  if (!ctx.dry_run) {
+    for (int64_t i = 0; i < b; ++i) {
+      const int32_t* row = ids.data<int32_t>() + i * l;
+      int64_t at = 0;
+      if (c.eos_token_id == 2) {
+        for (int64_t j = 1; j < l; ++j)
+          if (row[j] > row[at]) at = j;
+      } else {
+        for (int64_t j = 0; j < l; ++j)
+          if (row[j] == c.eos_token_id) {
+            at = j;
+            break;
+          }
+      }
+      std::memcpy(out.pooled.mutable_data<float>() + i * h, out.last_hidden_state.data<float>() + (i * l + at) * h,
+                  h * sizeof(float));
+    }
+  }
+  if (c.with_projection) {
+    TPUMESH_ASSIGN_OR_RETURN(out.text_embeds, Linear(ctx, out.pooled, P["text_projection.weight"], nullptr));
+  }
+  return out;
 }
 
 }  // namespace tpumesh::models

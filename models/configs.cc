@@ -132,6 +132,7 @@ StatusOr<ClipTextConfig> ParseClipTextConfig(std::string_view json, std::string_
   TPUMESH_RETURN_IF_ERROR(r.Int("max_position_embeddings", &c.max_position_embeddings));
   TPUMESH_RETURN_IF_ERROR(r.Float("layer_norm_eps", &c.layer_norm_eps));
   TPUMESH_RETURN_IF_ERROR(r.Int("projection_dim", &c.projection_dim));
+  TPUMESH_RETURN_IF_ERROR(r.Int("eos_token_id", &c.eos_token_id));
   TPUMESH_RETURN_IF_ERROR(r.OneOf("hidden_act", {"quick_gelu", "gelu"}));
   if (j.contains("architectures") && j["architectures"].is_array()) {
     for (const auto& a : j["architectures"]) {
@@ -256,6 +257,7 @@ StatusOr<VaeConfig> ParseVaeConfig(std::string_view json, std::string_view origi
   TPUMESH_RETURN_IF_ERROR(r.Int("in_channels", &c.in_channels));
   TPUMESH_RETURN_IF_ERROR(r.Int("out_channels", &c.out_channels));
   TPUMESH_RETURN_IF_ERROR(r.Int("latent_channels", &c.latent_channels));
+  TPUMESH_RETURN_IF_ERROR(r.Bool("force_upcast", &c.force_upcast));
   TPUMESH_RETURN_IF_ERROR(r.Int("layers_per_block", &c.layers_per_block));
   TPUMESH_RETURN_IF_ERROR(r.Int("norm_num_groups", &c.norm_num_groups));
   TPUMESH_RETURN_IF_ERROR(r.Int("sample_size", &c.sample_size));

@@ -35,6 +35,11 @@ struct ClipTextConfig {
   float layer_norm_eps = 1e-5f;
   Activation hidden_act = Activation::kQuickGelu;  // "quick_gelu" or "gelu"
   int projection_dim = 0;
+  // Where the pooled output is taken (transformers' CLIPTextTransformer):
+  // 2, CLIP's legacy value that every SD / SDXL config keeps, means the
+  // highest id of each row (the first <|endoftext|> of the real vocabulary);
+  // any other value, the first position holding that id.
+  int eos_token_id = 2;
   // CLIPTextModelWithProjection (SDXL's second encoder): adds
   // text_projection [projection_dim, hidden_size], no bias.
   bool with_projection = false;
@@ -90,6 +95,11 @@ struct VaeConfig {
   bool mid_block_add_attention = true;
   bool use_quant_conv = true;
   bool use_post_quant_conv = true;
+  // diffusers upcasts an fp16 VAE to f32 when this is set (SDXL's VAE
+  // overflows in fp16). tpumesh's VAE keeps f32 activations and, at
+  // precision default, bf16 matmul operands, whose exponent range is f32's:
+  // there is nothing to upcast, so it is read and reported, not acted on.
+  bool force_upcast = true;
 
   // Image pixels per latent pixel: 2^(blocks - 1).
   int scale_factor() const { return 1 << (static_cast<int>(block_out_channels.size()) - 1); }

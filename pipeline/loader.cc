@@ -29,17 +29,55 @@ StatusOr<std::string> Config(const ModelFile& file, const std::string& component
 
 }  // namespace
 
-StatusOr<ClipTokenizer> LoadTokenizer(const ModelFile& file) {
-  if (!file.Has("tokenizer/vocab.json") || !file.Has("tokenizer/merges.txt"))
-    return NotFoundError(file.path() + ": the model has no tokenizer (tokenizer/vocab.json and merges.txt); "
-                         "re-create it with `tpumesh init --tokenizer DIR` or `tpumesh convert`");
-  TPUMESH_ASSIGN_OR_RETURN(std::string vocab, file.ReadText("tokenizer/vocab.json"));
-  TPUMESH_ASSIGN_OR_RETURN(std::string merges, file.ReadText("tokenizer/merges.txt"));
-  std::string special;
-  if (file.Has("tokenizer/special_tokens_map.json")) {
-    TPUMESH_ASSIGN_OR_RETURN(special, file.ReadText("tokenizer/special_tokens_map.json"));
+StatusOr<ClipTokenizer> LoadTokenizer(const ModelFile& file, const std::string& component) {
+  const std::string& c = component;
+  if (!file.Has(c + "/vocab.json") || !file.Has(c + "/merges.txt"))
+    return NotFoundError(file.path() + ": the model has no " + c + " (" + c +
+                         "/vocab.json and merges.txt); re-create it with `tpumesh init --tokenizer DIR` or "
+                         "`tpumesh convert`");
+  TPUMESH_ASSIGN_OR_RETURN(std::string vocab, file.ReadText(c + "/vocab.json"));
+  TPUMESH_ASSIGN_OR_RETURN(std::string merges, file.ReadText(c + "/merges.txt"));
+  std::string special, config;
+  if (file.Has(c + "/special_tokens_map.json")) {
+    TPUMESH_ASSIGN_OR_RETURN(special, file.ReadText(c + "/special_tokens_map.json"));
   }
-  return ClipTokenizer::FromStrings(vocab, merges, special, file.path() + ": tokenizer");
+  if (file.Has(c + "/tokenizer_config.json")) {
+    TPUMESH_ASSIGN_OR_RETURN(config, file.ReadText(c + "/tokenizer_config.json"));
+  }
+  ClipTokenizerTexts texts{vocab, merges, special, config};
+  return ClipTokenizer::FromStrings(texts, file.path() + ": " + c);
+}
+
+StatusOr<ModelConfigs> ReadModelConfigs(const ModelFile& file) {
+  ModelConfigs c;
+  c.origin = file.path();
+  if (file.Has("model_index.json")) {
+    TPUMESH_ASSIGN_OR_RETURN(c.model_index, file.ReadText("model_index.json"));
+  }
+  TPUMESH_ASSIGN_OR_RETURN(c.text_encoder, Config(file, "text_encoder"));
+  if (file.Has("text_encoder_2/config.json")) {
+    TPUMESH_ASSIGN_OR_RETURN(c.text_encoder_2, Config(file, "text_encoder_2"));
+  }
+  TPUMESH_ASSIGN_OR_RETURN(c.unet, Config(file, "unet"));
+  TPUMESH_ASSIGN_OR_RETURN(c.vae, Config(file, "vae"));
+  if (!file.Has("scheduler/scheduler_config.json"))
+    return NotFoundError(file.path() + ": the model has no scheduler (no scheduler/scheduler_config.json)");
+  TPUMESH_ASSIGN_OR_RETURN(c.scheduler, file.ReadText("scheduler/scheduler_config.json"));
+  return c;
+}
+
+StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file) {
+  TPUMESH_ASSIGN_OR_RETURN(ModelConfigs configs, ReadModelConfigs(file));
+  TPUMESH_ASSIGN_OR_RETURN(ClipTokenizer tok, LoadTokenizer(file, "tokenizer"));
+  std::unique_ptr<ClipTokenizer> tok2;
+  if (!configs.text_encoder_2.empty()) {
+    TPUMESH_ASSIGN_OR_RETURN(ClipTokenizer t, LoadTokenizer(file, "tokenizer_2"));
+    tok2 = std::make_unique<ClipTokenizer>(std::move(t));
+  }
+  auto read = [&](const std::string& component, const std::vector<models::ParamSpec>& manifest) {
+    return ReadParams(file, component, manifest);
+  };
+  return BuildTextToImage(configs, read, std::make_unique<ClipTokenizer>(std::move(tok)), std::move(tok2));
 }
 
 StatusOr<models::ClipTextModel> LoadTextEncoder(const ModelFile& file) {

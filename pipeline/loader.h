@@ -8,19 +8,29 @@
 #ifndef TPUMESH_PIPELINE_LOADER_H_
 #define TPUMESH_PIPELINE_LOADER_H_
 
+#include <memory>
+#include <string>
+
 #include "base/status.h"
 #include "models/clip.h"
 #include "models/unet.h"
 #include "models/vae.h"
 #include "pipeline/model_file.h"
 #include "pipeline/tokenizer.h"
+#include "pipeline/txt2img.h"
 
 namespace tpumesh::pipeline {
 
-StatusOr<ClipTokenizer> LoadTokenizer(const ModelFile& file);
+// component: "tokenizer" or "tokenizer_2".
+StatusOr<ClipTokenizer> LoadTokenizer(const ModelFile& file, const std::string& component = "tokenizer");
 StatusOr<models::ClipTextModel> LoadTextEncoder(const ModelFile& file);
 StatusOr<models::UNetModel> LoadUNet(const ModelFile& file);
 StatusOr<models::VaeModel> LoadVae(const ModelFile& file);
+// The whole text-to-image model: its family (model_index.json), every
+// component, its tokenizer(s) and scheduler config.
+StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file);
+// Every config text of the file (the components a model has), for a dry run.
+StatusOr<ModelConfigs> ReadModelConfigs(const ModelFile& file);
 
 }  // namespace tpumesh::pipeline
 

@@ -1,23 +1,22 @@
 // `tpumesh simulate`: prices a whole text-to-image generation on the emulated
-// chip without computing it and without weights. The models run in dry mode
+// chip without computing it and without weights. It runs the text-to-image
+// flow itself (pipeline/txt2img.h) as a dry run on zero weights
 // (models::Ctx::dry_run: every layer checks shapes, allocates and records
-// its cost, computes nothing), on the same code path and in the same order as
-// `tpumesh generate` — text encoder on [uncond; cond], per UNet call the
-// UNet, the guidance and the scheduler step, then the VAE decode — so that a
-// simulation and a real run of the same settings report the same modelled
-// time. Every device runs the same shapes, so one device is priced and its
-// figures stand for each.
+// its cost, computes nothing), so that a simulation and a real run of the
+// same settings record the same ops and report the same modelled time.
+// Every device runs the same shapes, so one device is run and its figures
+// stand for each.
 //
-// Contract: InvalidArgument for bad settings (as generate), Unimplemented
-// for a UNet the models cannot run (SDXL's text_time conditioning).
+// Contract: the request is validated as generate validates it (the flow's
+// Validate, prompts aside); InvalidArgument names the flag.
 #ifndef TPUMESH_PIPELINE_SIMULATE_H_
 #define TPUMESH_PIPELINE_SIMULATE_H_
 
 #include <string>
 
 #include "base/status.h"
-#include "models/nn.h"
 #include "pipeline/report.h"
+#include "pipeline/txt2img.h"
 
 namespace tpumesh::pipeline {
 
@@ -26,14 +25,9 @@ struct SimulateOptions {
   std::string model;  // a model file (its configs only are read)
   std::string chip = "v5e";
   int devices = 8;
-  int batch_per_device = 1;
-  int steps = 50;
-  int height = 0;  // 0: the architecture's default size
-  int width = 0;
-  std::string scheduler;  // empty: the model's
-  float guidance = 7.5f;
-  models::Precision precision = models::Precision::kDefault;
-  bool keep_ops = false;  // for a trace
+  // Sizes, steps, scheduler, guidance, precision, SDXL's size conditioning
+  // and keep_ops (for a trace); prompts are not read.
+  GenerateRequest request;
 };
 
 StatusOr<RunReport> Simulate(const SimulateOptions& options);

@@ -19,6 +19,7 @@
 #include "pipeline/h5io.h"
 #include "tools/commands.h"
 #include "tools/report_output.h"
+#include "tools/request_flags.h"
 
 namespace tpumesh::tools {
 namespace {
@@ -35,12 +36,10 @@ extern "C" void OnSigint(int) {
 
 struct GenerateCmdOptions {
   pipeline::GeneratorOptions gen;
-  pipeline::GenerateRequest req;
+  RequestFlags req;
   std::vector<std::string> prompts;
   std::string prompts_file;
   std::vector<std::string> negatives;
-  std::vector<std::string> scheduler_opts;
-  std::string precision = "default";
   std::string prng = "partitionable";
   std::string out = "out";
   std::string latents;
@@ -101,8 +100,7 @@ Status CheckOutputDir(const std::string& dir) {
 }
 
 Status RunGenerate(GenerateCmdOptions o) {
-  pipeline::GenerateRequest& r = o.req;
-  TPUMESH_ASSIGN_OR_RETURN(r.precision, models::ParsePrecision(o.precision));
+  TPUMESH_ASSIGN_OR_RETURN(pipeline::GenerateRequest r, ParseRequestFlags(o.req));
   if (o.prng == "partitionable") {
     r.prng = mesh::PrngImpl::kPartitionable;
   } else if (o.prng == "original") {
@@ -122,12 +120,6 @@ Status RunGenerate(GenerateCmdOptions o) {
     if (r.prompts.empty()) return InvalidArgumentError(o.prompts_file + ": no prompts (one per line)");
   }
   r.negative_prompts = o.negatives;
-  for (const std::string& kv : o.scheduler_opts) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return InvalidArgumentError("--scheduler-opt '" + kv + "': expected KEY=VALUE");
-    r.scheduler_overrides.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
   if (o.runs < 1) return InvalidArgumentError("--runs must be >= 1");
 
   TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
@@ -162,8 +154,9 @@ Status RunGenerate(GenerateCmdOptions o) {
 
   const int b = gen->devices() * r.batch_per_device;
   if (!o.quiet)
-    std::fprintf(stderr, "tpumesh generate: %d image(s) on %d emulated %s device(s), model %s\n", b,
-                 gen->devices(), gen->mesh().chip().name.c_str(), gen->model_name().c_str());
+    std::fprintf(stderr, "tpumesh generate: %d image(s) on %d emulated %s device(s), model %s (%s)\n", b,
+                 gen->devices(), gen->mesh().chip().name.c_str(), gen->model_name().c_str(),
+                 gen->flow().family().pipeline_class);
   pipeline::GenerateResult res;
   for (int run = 0; run < o.runs; ++run) {
     ProgressBar bar(o.quiet, gen->devices());
@@ -176,9 +169,10 @@ Status RunGenerate(GenerateCmdOptions o) {
     res = std::move(got).value();
     if (res.compiled)
       std::printf("compiled in %.2f s (plan: %d device(s) x %d image(s), %dx%d, %d steps = %d UNet calls, %s, "
-                  "precision %s)\n",
+                  "guidance %.2f, precision %s)\n",
                   res.compile_seconds, gen->devices(), r.batch_per_device, res.width, res.height, r.steps,
-                  static_cast<int>(res.timesteps.size()), res.scheduler.c_str(), o.precision.c_str());
+                  static_cast<int>(res.timesteps.size()), res.scheduler.c_str(), res.guidance,
+                  o.req.precision.c_str());
     std::printf("run %d: %.2f s host wall, %.3f images/s%s\n", run + 1, res.run_seconds,
                 res.run_seconds > 0 ? b / res.run_seconds : 0.0, res.compiled ? "" : " (plan cached)");
   }
@@ -200,7 +194,8 @@ Status RunGenerate(GenerateCmdOptions o) {
   res.report.info = {{"model", gen->model_name()}, {"scheduler", res.scheduler},
                      {"steps", std::to_string(r.steps)}, {"unet_calls", std::to_string(res.timesteps.size())},
                      {"size", std::to_string(res.width) + "x" + std::to_string(res.height)},
-                     {"precision", o.precision}, {"guidance", std::to_string(r.guidance)}};
+                     {"precision", o.req.precision}, {"guidance", std::to_string(res.guidance)},
+                     {"family", gen->flow().family().name}};
   if (!o.quiet || !o.report.empty()) std::printf("%s", pipeline::ReportTable(res.report).c_str());
   TPUMESH_RETURN_IF_ERROR(WriteReportFiles(res.report, o.report, o.trace));
   return OkStatus();
@@ -219,25 +214,15 @@ void RegisterGenerate(CLI::App& app, RunFn* run) {
   cmd->add_option("--prompts-file", opt->prompts_file, "File with one prompt per line (added to --prompt)");
   cmd->add_option("-n,--negative-prompt", opt->negatives,
                   "Negative prompt; once for all, or repeated to pair with the prompts in order");
-  cmd->add_option("--steps", opt->req.steps, "Denoising steps")->capture_default_str();
-  cmd->add_option("--guidance", opt->req.guidance, "Classifier-free guidance scale")->capture_default_str();
-  cmd->add_option("--seed", opt->req.seed, "Seed: image i starts from normal(split(key(seed), B)[i])")
+  AddRequestFlags(cmd, &opt->req);
+  cmd->add_option("--seed", opt->req.request.seed, "Seed: image i starts from normal(split(key(seed), B)[i])")
       ->capture_default_str();
-  cmd->add_option("--scheduler", opt->req.scheduler,
-                  "pndm | ddim | lms | euler | euler_a | dpmpp_2m (default: the model's scheduler config)");
-  cmd->add_option("--scheduler-opt", opt->scheduler_opts,
-                  "KEY=VALUE override of the scheduler config, e.g. prediction_type=v_prediction (repeatable)");
-  cmd->add_option("--height", opt->req.height, "Image height in pixels (default: the model's)");
-  cmd->add_option("--width", opt->req.width, "Image width in pixels (default: the model's)");
   cmd->add_option("--devices", opt->gen.devices, "Emulated devices")->capture_default_str();
-  cmd->add_option("--batch-per-device", opt->req.batch_per_device, "Images per device")->capture_default_str();
   cmd->add_option("--chip", opt->gen.chip, "Chip: v5e, v4, v2 or a chip JSON file")->capture_default_str();
   cmd->add_option("--threads-per-device", opt->gen.threads_per_device,
                   "Host threads per device arena (0: host cores / devices)")
       ->capture_default_str();
   cmd->add_option("-o,--out", opt->out, "Output directory for image_NN.png and grid.png")->capture_default_str();
-  cmd->add_option("--precision", opt->precision, "default (bf16 operands, f32 accumulation) or highest (f32)")
-      ->capture_default_str();
   cmd->add_option("--prng", opt->prng, "JAX threefry mode: partitionable (jax >= 0.5) or original")
       ->capture_default_str();
   cmd->add_option("--latents", opt->latents, "HDF5 file with 'latents' [B,4,h,w] f32 to start from");

@@ -82,7 +82,7 @@ TEST(CostModelTest, SimulationAndRealRunAgreeAndOpsAddUpToTheReport) {
   SimulateOptions so;
   so.arch = "tiny";
   so.devices = 2;
-  so.steps = 3;
+  so.request.steps = 3;
   auto sim = Simulate(so);
   ASSERT_TRUE(sim.ok()) << sim.status().message();
   EXPECT_GT(res->modelled_seconds, 0);
@@ -160,10 +160,11 @@ TEST(CostModelTest, ValidationTable) {
     o.arch = c.arch;
     o.chip = c.chip;
     o.devices = c.devices;
-    o.batch_per_device = c.per_device;
-    o.steps = c.steps;
-    o.height = o.width = c.size;
-    o.scheduler = c.scheduler;
+    o.request.batch_per_device = c.per_device;
+    o.request.steps = c.steps;
+    o.request.height = o.request.width = c.size;
+    o.request.scheduler = c.scheduler;
+    o.request.negative_prompts = {""};  // the published runs pass a negative prompt
     auto r = Simulate(o);
     ASSERT_TRUE(r.ok()) << r.status().message();
     const double m = r->modelled_seconds();

@@ -138,12 +138,12 @@ int CountNamed(const RunReport& r, const std::string& name) {
 TEST(SimulateTest, UNetCallsFollowTheSchedulerAndGuidanceOneDropsTheUnconditionalHalf) {
   SimulateOptions o;
   o.arch = "sd15";
-  o.steps = 50;
-  o.scheduler = "pndm";
+  o.request.steps = 50;
+  o.request.scheduler = "pndm";
   auto pndm = Simulate(o);
   ASSERT_TRUE(pndm.ok()) << pndm.status().ToString();
   EXPECT_EQ(pndm->info.at("unet_calls"), "51");  // PNDM (PLMS) repeats one timestep
-  o.scheduler = "euler";
+  o.request.scheduler = "euler";
   auto euler = Simulate(o);
   ASSERT_TRUE(euler.ok()) << euler.status().ToString();
   EXPECT_EQ(euler->info.at("unet_calls"), "50");
@@ -151,16 +151,16 @@ TEST(SimulateTest, UNetCallsFollowTheSchedulerAndGuidanceOneDropsTheUnconditiona
   SimulateOptions t;
   t.arch = "tiny";
   t.devices = 2;
-  t.batch_per_device = 2;
-  t.steps = 3;
-  t.scheduler = "euler";
-  t.keep_ops = true;
+  t.request.batch_per_device = 2;
+  t.request.steps = 3;
+  t.request.scheduler = "euler";
+  t.request.keep_ops = true;
   auto cfg = Simulate(t);
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
   EXPECT_EQ(FirstConvShape(*cfg).rfind("x[4,", 0), 0u) << FirstConvShape(*cfg);  // [uncond; cond]
   EXPECT_EQ(CountNamed(*cfg, "guidance"), 3);
   EXPECT_EQ(CountNamed(*cfg, "scheduler_step_euler"), 3);
-  t.guidance = 1.0f;  // diffusers: no classifier-free guidance when guidance_scale <= 1
+  t.request.guidance = 1.0f;  // diffusers: no classifier-free guidance when guidance_scale <= 1
   auto plain = Simulate(t);
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   EXPECT_EQ(FirstConvShape(*plain).rfind("x[2,", 0), 0u) << FirstConvShape(*plain);
@@ -174,13 +174,14 @@ TEST(SimulateTest, SdxlPricesBothTextEncodersTheProjectionAndTheAddedConditionin
   SimulateOptions o;
   o.arch = "sdxl";
   o.devices = 4;
-  o.steps = 1;
-  o.scheduler = "euler";
-  o.keep_ops = true;
+  o.request.steps = 1;
+  o.request.scheduler = "euler";
+  o.request.keep_ops = true;
   auto r = Simulate(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   // CLIP ViT-L's 12 layers and OpenCLIP bigG's 32, each with one causal
-  // self-attention, on [uncond; cond].
+  // self-attention. No negative prompt: force_zeros_for_empty_prompt zeroes
+  // the unconditional embeddings, so the encoders see the prompt rows only.
   EXPECT_EQ(CountNamed(*r, "causal_attention"), 12 + 32);
   // Up to the UNet's first op (its timestep embedding), the text encoders:
   // bigG's text_projection of the pooled output once (the UNet has products
@@ -190,24 +191,37 @@ TEST(SimulateTest, SdxlPricesBothTextEncodersTheProjectionAndTheAddedConditionin
   bool text = true;
   for (const auto& e : r->logs[0].ops()) {
     text = text && e.op.name != "timestep_embedding";
-    if (text) projection += e.op.shape == "x[2,1280] w[1280,1280]";
+    if (text) projection += e.op.shape == "x[1,1280] w[1280,1280]";
     add_embedding += e.op.shape == "x[2,2816] w[1280,2816]";
   }
   EXPECT_EQ(projection, 1);
   EXPECT_EQ(add_embedding, 1);  // one UNet call
   EXPECT_EQ(FirstConvShape(*r).rfind("x[2,4,128,128]", 0), 0u) << FirstConvShape(*r);  // 1024 / 8
+
+  // A negative prompt is encoded: [uncond; cond] through both encoders.
+  o.request.negative_prompts = {"blurry"};
+  auto neg = Simulate(o);
+  ASSERT_TRUE(neg.ok()) << neg.status().ToString();
+  int projection_neg = 0;
+  text = true;
+  for (const auto& e : neg->logs[0].ops()) {
+    text = text && e.op.name != "timestep_embedding";
+    if (text) projection_neg += e.op.shape == "x[2,1280] w[1280,1280]";
+  }
+  EXPECT_EQ(projection_neg, 1);
+  EXPECT_GT(neg->modelled_seconds(), r->modelled_seconds());
 }
 
 TEST(SimulateTest, PerOpPricesAddUpToTheReportAndTheTraceIsValid) {
   SimulateOptions o;
   o.arch = "tiny";
   o.devices = 2;
-  o.steps = 4;
-  o.keep_ops = true;
+  o.request.steps = 4;
+  o.request.keep_ops = true;
   auto r = Simulate(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   // Priced without keeping the ops (the repeat path): the same totals.
-  o.keep_ops = false;
+  o.request.keep_ops = false;
   auto lean = Simulate(o);
   ASSERT_TRUE(lean.ok()) << lean.status().ToString();
   EXPECT_NEAR(lean->modelled_seconds(), r->modelled_seconds(), 1e-12 * r->modelled_seconds());

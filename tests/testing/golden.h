@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,25 @@ namespace tpumesh::testing {
 
 inline std::string RefdataDir() { return std::string(TPUMESH_SOURCE_DIR) + "/../shared/refdata"; }
 inline bool Exists(const std::string& p) { return access(p.c_str(), R_OK) == 0; }
+// CI sets CI=true; there, absent reference data is a failure, not a skip.
+inline bool InCi() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
+}
+
+}  // namespace tpumesh::testing
+
+// In a test body or SetUp: skips when `path` is absent outside CI, fails
+// under CI=true (where ../shared is always beside the clone).
+#define TPUMESH_REQUIRE_REFDATA(path)                                                        \
+  do {                                                                                       \
+    if (!::tpumesh::testing::Exists(path)) {                                                 \
+      if (::tpumesh::testing::InCi()) GTEST_FAIL() << "reference data absent under CI: " << (path); \
+      GTEST_SKIP() << "reference data absent: " << (path);                                   \
+    }                                                                                        \
+  } while (0)
+
+namespace tpumesh::testing {
 
 // Reads a numeric dataset as f32 (floats) or s32 (integers). Empty array
 // with shape {0} on failure.

@@ -1,0 +1,316 @@
+#include "pipeline/txt2img.h"
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "nlohmann/json.hpp"
+#include "pipeline/report.h"
+
+namespace tpumesh::pipeline {
+namespace {
+
+using mesh::Array;
+using mesh::DType;
+
+// The per-image noise of the pipeline: normal(key, [1, C, h, w]) for each
+// image's key (folded with `fold` when non-zero), row after row.
+void DrawLatents(const uint32_t* keys, int64_t images, mesh::PrngImpl impl, const mesh::Shape& one, float* out,
+                 uint32_t fold = 0) {
+  const int64_t per = mesh::NumElements(one);
+  for (int64_t i = 0; i < images; ++i) {
+    mesh::PrngKey k{keys[2 * i], keys[2 * i + 1]};
+    if (fold != 0) k = mesh::FoldIn(k, fold, impl);
+    mesh::Normal(k, impl, one, out + i * per);
+  }
+}
+
+bool SizesSet(const SizeConditioning& s) {
+  for (const auto* a : {&s.original_size, &s.crops_coords_top_left, &s.target_size})
+    if ((*a)[0] != 0 || (*a)[1] != 0) return true;
+  return false;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TextToImage>> TextToImage::Create(Parts parts) {
+  const auto& uc = parts.unet->config();
+  TPUMESH_RETURN_IF_ERROR(parts.conditioning->CheckUNet(uc, parts.origin));
+  if (parts.vae->config().latent_channels != uc.in_channels || uc.out_channels != uc.in_channels)
+    return InvalidArgumentError(parts.origin + ": the VAE's latent_channels " +
+                                std::to_string(parts.vae->config().latent_channels) +
+                                " do not match the UNet's in/out channels " + std::to_string(uc.in_channels) + "/" +
+                                std::to_string(uc.out_channels));
+  // Checked now, so that a bad config is reported before any compute.
+  TPUMESH_RETURN_IF_ERROR(
+      SchedulerConfig::FromJson(parts.scheduler_json, parts.origin + ": scheduler/scheduler_config.json").status());
+  return std::unique_ptr<TextToImage>(new TextToImage(std::move(parts)));
+}
+
+std::vector<const models::ParamMap*> TextToImage::params() const {
+  std::vector<const models::ParamMap*> p = conditioning().params();
+  p.push_back(&unet().params());
+  p.push_back(&vae().params());
+  return p;
+}
+
+int TextToImage::default_size() const { return unet().config().sample_size * vae().config().scale_factor(); }
+
+Status TextToImage::Validate(const GenerateRequest& r, int devices, bool dry_run) const {
+  if (devices < 1) return InvalidArgumentError("--devices must be >= 1, got " + std::to_string(devices));
+  if (r.batch_per_device < 1)
+    return InvalidArgumentError("--batch-per-device must be >= 1, got " + std::to_string(r.batch_per_device));
+  const int64_t b = static_cast<int64_t>(devices) * r.batch_per_device;
+  if (!dry_run) {
+    if (r.prompts.empty()) return InvalidArgumentError("no prompt given (--prompt or --prompts-file)");
+    if (r.prompts.size() != 1 && static_cast<int64_t>(r.prompts.size()) != b)
+      return InvalidArgumentError(std::to_string(r.prompts.size()) + " prompts for a batch of " + std::to_string(b) +
+                                  " images (" + std::to_string(devices) + " devices x " +
+                                  std::to_string(r.batch_per_device) +
+                                  " per device): give one prompt, or one per image");
+    if (!r.negative_prompts.empty() && r.negative_prompts.size() != 1 &&
+        r.negative_prompts.size() != r.prompts.size())
+      return InvalidArgumentError(std::to_string(r.negative_prompts.size()) + " negative prompts for " +
+                                  std::to_string(r.prompts.size()) +
+                                  " prompts: give none, one, or one per prompt");
+  }
+  if (r.steps < 1) return InvalidArgumentError("--steps must be >= 1, got " + std::to_string(r.steps));
+  if (r.guidance && !std::isfinite(*r.guidance)) return InvalidArgumentError("--guidance must be a finite number");
+  if (r.height < 0 || r.width < 0) return InvalidArgumentError("--height and --width must be positive");
+  const int factor = vae().config().scale_factor();
+  const int unet_factor = 1 << (static_cast<int>(unet().config().block_out_channels.size()) - 1);
+  const int h = r.height > 0 ? r.height : default_size();
+  const int w = r.width > 0 ? r.width : default_size();
+  for (auto [name, v] : {std::pair<const char*, int>{"--height", h}, {"--width", w}}) {
+    if (v % (factor * unet_factor) != 0)
+      return InvalidArgumentError(std::string(name) + " " + std::to_string(v) + " is not a multiple of " +
+                                  std::to_string(factor * unet_factor) + " (the VAE's factor " +
+                                  std::to_string(factor) + " times the UNet's " + std::to_string(unet_factor) +
+                                  ")");
+  }
+  if (SizesSet(r.sizes) && !unet().config().text_time_embedding)
+    return InvalidArgumentError(
+        "--original-size, --crops-coords-top-left and --target-size condition SDXL models only; this is a " +
+        std::string(family().name) + " model");
+  for (auto [name, v] : {std::pair{"--original-size", r.sizes.original_size},
+                         {"--crops-coords-top-left", r.sizes.crops_coords_top_left},
+                         {"--target-size", r.sizes.target_size}})
+    if (v[0] < 0 || v[1] < 0) return InvalidArgumentError(std::string(name) + " must not be negative");
+  if (r.initial_latents) {
+    const mesh::Shape want{b, unet().config().in_channels, h / factor, w / factor};
+    if (r.initial_latents->dtype() != DType::kF32 || r.initial_latents->shape() != want)
+      return InvalidArgumentError("--latents: 'latents' is " + r.initial_latents->ToString() + ", need f32" +
+                                  mesh::ShapeToString(want));
+  }
+  if (!r.scheduler.empty()) {
+    bool known = false;
+    for (const std::string& s : SchedulerNames()) known |= s == r.scheduler;
+    if (!known) {
+      std::string names;
+      for (const std::string& s : SchedulerNames()) names += (names.empty() ? "" : ", ") + s;
+      return InvalidArgumentError("unknown scheduler '" + r.scheduler + "' (" + names + ")");
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<Txt2ImgPlan> TextToImage::MakePlan(const GenerateRequest& r) const {
+  Txt2ImgPlan plan;
+  TPUMESH_ASSIGN_OR_RETURN(plan.scheduler_config,
+                           SchedulerConfig::FromJson(parts_.scheduler_json, "scheduler/scheduler_config.json"));
+  plan.scheduler = r.scheduler;
+  if (plan.scheduler.empty()) {
+    TPUMESH_ASSIGN_OR_RETURN(plan.scheduler, SchedulerNameOfClass(plan.scheduler_config.class_name));
+  }
+  for (const auto& [k, v] : r.scheduler_overrides) TPUMESH_RETURN_IF_ERROR(plan.scheduler_config.Set(k, v));
+  TPUMESH_ASSIGN_OR_RETURN(auto sched, MakeScheduler(plan.scheduler, plan.scheduler_config));
+  TPUMESH_RETURN_IF_ERROR(sched->SetTimesteps(r.steps));
+  plan.timesteps = sched->timesteps();
+  plan.init_noise_sigma = sched->init_noise_sigma();
+  plan.steps = r.steps;
+  plan.batch_per_device = r.batch_per_device;
+  plan.height = r.height > 0 ? r.height : default_size();
+  plan.width = r.width > 0 ? r.width : default_size();
+  plan.latent_h = plan.height / vae().config().scale_factor();
+  plan.latent_w = plan.width / vae().config().scale_factor();
+  plan.channels = unet().config().in_channels;
+  plan.guided = guidance(r) > 1.0f;
+  plan.precision = r.precision;
+  return plan;
+}
+
+std::array<float, 6> TextToImage::TimeIds(const GenerateRequest& r, const Txt2ImgPlan& plan) const {
+  // diffusers' _get_add_time_ids: original_size + crops_coords_top_left +
+  // target_size, sizes defaulting to (height, width).
+  auto size = [&](const std::array<int, 2>& s) {
+    return s[0] == 0 && s[1] == 0 ? std::array<int, 2>{plan.height, plan.width} : s;
+  };
+  const auto o = size(r.sizes.original_size), t = size(r.sizes.target_size);
+  const auto& c = r.sizes.crops_coords_top_left;
+  return {static_cast<float>(o[0]), static_cast<float>(o[1]), static_cast<float>(c[0]),
+          static_cast<float>(c[1]), static_cast<float>(t[0]), static_cast<float>(t[1])};
+}
+
+StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt2ImgPlan& plan,
+                                               const GenerateRequest& r, const DeviceInputs& in,
+                                               const DeviceProgressFn& progress,
+                                               const std::atomic<bool>* cancel) const {
+  auto report = [&](const char* phase, int done, int total) {
+    if (progress) progress(phase, done, total);
+  };
+  const int64_t bpd = plan.batch_per_device;
+  const int64_t c = plan.channels;
+  const bool guided = plan.guided;
+  const int64_t rows = guided ? 2 * bpd : bpd;
+  const bool bf16_bytes = plan.precision == models::Precision::kDefault;
+  const float g = guidance(r);
+  const mesh::Shape one{1, c, plan.latent_h, plan.latent_w};
+
+  if (in.device_id == 0) report("text", 0, 1);
+  ConditioningOptions co;
+  co.guided = guided;
+  co.negatives_given = !r.negative_prompts.empty();
+  co.time_ids = TimeIds(r, plan);
+  TPUMESH_ASSIGN_OR_RETURN(UNetConditioning cond, conditioning().Encode(ctx, in.ids, co));
+  report("text", 1, 1);
+
+  DeviceOutputs out;
+  TPUMESH_ASSIGN_OR_RETURN(out.initial_latents, ctx.Alloc({bpd, c, plan.latent_h, plan.latent_w}, "latents"));
+  TPUMESH_ASSIGN_OR_RETURN(Array x, ctx.Alloc(out.initial_latents.shape(), "latents"));
+  const size_t nx = static_cast<size_t>(x.num_elements());
+  if (!ctx.dry_run) {
+    float* init = out.initial_latents.mutable_data<float>();
+    if (in.latents != nullptr) {
+      std::memcpy(init, in.latents, nx * sizeof(float));
+    } else {
+      DrawLatents(in.keys, bpd, r.prng, one, init);
+    }
+    for (size_t i = 0; i < nx; ++i) x.mutable_data<float>()[i] = init[i] * plan.init_noise_sigma;
+  }
+
+  TPUMESH_ASSIGN_OR_RETURN(auto sched, MakeScheduler(plan.scheduler, plan.scheduler_config));
+  TPUMESH_RETURN_IF_ERROR(sched->SetTimesteps(plan.steps));
+  const int steps = static_cast<int>(plan.timesteps.size());
+  const bool keep = r.keep_step_latents && !ctx.dry_run;
+  out.history = Array::Host(DType::kF32, {keep ? steps : 0, bpd, c, plan.latent_h, plan.latent_w});
+  TPUMESH_ASSIGN_OR_RETURN(Array model_in, ctx.Alloc({rows, c, plan.latent_h, plan.latent_w}, "unet input"));
+  std::vector<float> guided_out(nx);
+  NoiseFn noise = [&](int step, float* dst, size_t) {
+    if (!ctx.dry_run) DrawLatents(in.keys, bpd, r.prng, one, dst, static_cast<uint32_t>(step + 1));
+  };
+  for (int s = 0; s < steps; ++s) {
+    if (cancel && cancel->load()) return CancelledError("cancelled at step " + std::to_string(s));
+    float* xin = model_in.mutable_data<float>();
+    if (!ctx.dry_run) {
+      std::memcpy(xin, x.data<float>(), nx * sizeof(float));
+      if (guided) std::memcpy(xin + nx, x.data<float>(), nx * sizeof(float));
+      sched->ScaleModelInput(xin, (guided ? 2 : 1) * nx, s);
+    }
+    const std::vector<float> t(rows, static_cast<float>(plan.timesteps[s]));
+    TPUMESH_ASSIGN_OR_RETURN(Array eps, unet().Forward(ctx, model_in, t, cond.context, {},
+                                                       cond.added ? &*cond.added : nullptr));
+    const float* u = eps.data<float>();
+    if (guided) {
+      if (!ctx.dry_run) {
+        const float* cnd = u + nx;
+        // u + g (c - u), op by op as torch (no FMA: -ffp-contract=off).
+        for (size_t i = 0; i < nx; ++i) {
+          const float diff = cnd[i] - u[i];
+          const float scaled = g * diff;
+          guided_out[i] = u[i] + scaled;
+        }
+      }
+      if (ctx.ops) ctx.ops->push_back(GuidanceRecord(static_cast<int64_t>(nx), bf16_bytes));
+    } else if (!ctx.dry_run) {
+      std::memcpy(guided_out.data(), u, nx * sizeof(float));
+    }
+    if (!ctx.dry_run) TPUMESH_RETURN_IF_ERROR(sched->Step(guided_out.data(), s, x.mutable_data<float>(), nx, noise));
+    if (ctx.ops) ctx.ops->push_back(SchedulerStepRecord(plan.scheduler, static_cast<int64_t>(nx), bf16_bytes));
+    if (keep) std::memcpy(out.history.mutable_data<float>() + s * nx, x.data<float>(), nx * sizeof(float));
+    report("denoise", 1, steps);
+  }
+  if (in.device_id == 0) report("decode", 0, 1);
+  const float scaling = vae().config().scaling_factor;
+  if (!ctx.dry_run)
+    for (size_t i = 0; i < nx; ++i) x.mutable_data<float>()[i] = x.data<float>()[i] / scaling;
+  TPUMESH_ASSIGN_OR_RETURN(out.decoded, vae().Decode(ctx, x));
+  report("decode", 1, 1);
+  return out;
+}
+
+StatusOr<models::ParamMap> ZeroParams(const std::string&, const std::vector<models::ParamSpec>& manifest) {
+  std::map<std::string, Array> m;
+  for (const models::ParamSpec& p : manifest) m.emplace(p.name, Array::Host(DType::kF32, p.shape));
+  return models::ParamMap(std::move(m));
+}
+
+StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& cf, const ParamSource& params,
+                                                        std::unique_ptr<ClipTokenizer> tokenizer,
+                                                        std::unique_ptr<ClipTokenizer> tokenizer_2) {
+  const std::string& o = cf.origin;
+  // The family: model_index.json's pipeline class, else the encoder count.
+  const int encoders = cf.text_encoder_2.empty() ? 1 : 2;
+  const ModelFamily* family = nullptr;
+  std::string pipeline_class;
+  bool force_zeros = false;
+  if (!cf.model_index.empty()) {
+    const auto j = nlohmann::json::parse(cf.model_index, nullptr, false);
+    if (!j.is_object()) return InvalidArgumentError(o + ": model_index.json is not a JSON object");
+    if (j.contains("_class_name") && j["_class_name"].is_string()) pipeline_class = j["_class_name"];
+    // The Flax pipelines (the seeds') share the PyTorch ones' folder layout.
+    if (pipeline_class.rfind("Flax", 0) == 0) pipeline_class.erase(0, 4);
+    if (j.contains("force_zeros_for_empty_prompt")) {
+      if (!j["force_zeros_for_empty_prompt"].is_boolean())
+        return InvalidArgumentError(o + ": model_index.json: force_zeros_for_empty_prompt must be true or false");
+      force_zeros = j["force_zeros_for_empty_prompt"];
+    } else {
+      force_zeros = true;  // StableDiffusionXLPipeline's default
+    }
+  }
+  for (const ModelFamily& f : kModelFamilies)
+    if (pipeline_class.empty() ? f.text_encoders == encoders : pipeline_class == f.pipeline_class) family = &f;
+  if (family == nullptr) {
+    std::string known;
+    for (const ModelFamily& f : kModelFamilies) known += (known.empty() ? "" : ", ") + std::string(f.pipeline_class);
+    return UnimplementedError(o + ": model_index.json names pipeline " + pipeline_class + " (tpumesh runs " +
+                              known + ")");
+  }
+  if (family->text_encoders != encoders)
+    return InvalidArgumentError(o + ": a " + family->pipeline_class + " needs " +
+                                std::to_string(family->text_encoders) + " text encoder(s), the model has " +
+                                std::to_string(encoders) +
+                                (encoders == 1 ? " (no text_encoder_2/config.json)" : ""));
+
+  TPUMESH_ASSIGN_OR_RETURN(auto tc, models::ParseClipTextConfig(cf.text_encoder, o + ": text_encoder/config.json"));
+  TPUMESH_ASSIGN_OR_RETURN(auto tp, params("text_encoder", models::ClipTextParams(tc)));
+  TPUMESH_ASSIGN_OR_RETURN(auto te, models::ClipTextModel::Create(tc, std::move(tp)));
+  auto te_ptr = std::make_unique<models::ClipTextModel>(std::move(te));
+
+  TextToImage::Parts parts;
+  parts.family = family;
+  parts.origin = o;
+  parts.scheduler_json = cf.scheduler;
+  if (encoders == 1) {
+    parts.conditioning = MakeSdConditioning(std::move(tokenizer), std::move(te_ptr));
+  } else {
+    TPUMESH_ASSIGN_OR_RETURN(auto tc2,
+                             models::ParseClipTextConfig(cf.text_encoder_2, o + ": text_encoder_2/config.json"));
+    TPUMESH_ASSIGN_OR_RETURN(auto tp2, params("text_encoder_2", models::ClipTextParams(tc2)));
+    TPUMESH_ASSIGN_OR_RETURN(auto te2, models::ClipTextModel::Create(tc2, std::move(tp2)));
+    parts.conditioning =
+        MakeSdxlConditioning(std::move(tokenizer), std::move(te_ptr), std::move(tokenizer_2),
+                             std::make_unique<models::ClipTextModel>(std::move(te2)), force_zeros);
+  }
+  TPUMESH_ASSIGN_OR_RETURN(auto uc, models::ParseUNetConfig(cf.unet, o + ": unet/config.json"));
+  TPUMESH_ASSIGN_OR_RETURN(auto up, params("unet", models::UNetParams(uc)));
+  TPUMESH_ASSIGN_OR_RETURN(auto unet, models::UNetModel::Create(uc, std::move(up)));
+  parts.unet = std::make_unique<models::UNetModel>(std::move(unet));
+  TPUMESH_ASSIGN_OR_RETURN(auto vc, models::ParseVaeConfig(cf.vae, o + ": vae/config.json"));
+  TPUMESH_ASSIGN_OR_RETURN(auto vp, params("vae", models::VaeParams(vc)));
+  TPUMESH_ASSIGN_OR_RETURN(auto vae, models::VaeModel::Create(vc, std::move(vp)));
+  parts.vae = std::make_unique<models::VaeModel>(std::move(vae));
+  return TextToImage::Create(std::move(parts));
+}
+
+}  // namespace tpumesh::pipeline

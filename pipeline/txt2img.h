@@ -1,0 +1,179 @@
+// The text-to-image flow, written once: what one device does for its images
+// (the body of the seed's pmapped `_generate`). `tpumesh generate` runs it for
+// real on every device of the mesh (pipeline/generate.h); `tpumesh simulate`
+// runs the same code as a dry run on zero weights (models::Ctx::dry_run:
+// every layer checks shapes, allocates and records its cost, computes
+// nothing; pipeline/simulate.h). A model family differs only in its
+// conditioning (pipeline/conditioning.h) and its row of kModelFamilies.
+//
+// Per device, for its b images (rows [uncond; cond] when guidance > 1, as
+// diffusers' do_classifier_free_guidance; [cond] otherwise):
+//   conditioning: the family's text encoders on the device's token rows
+//   initial latents: normal(key_i, [1, C, h, w]) per image (or the given
+//     latents), times the scheduler's init_noise_sigma
+//   each step: UNet on [x; x] scaled by the scheduler, with the conditioning;
+//     guided = u + g (c - u); scheduler step
+//   VAE decode of x / scaling_factor
+//
+// Contract:
+// - Validate is the one check of a request against the model and the mesh,
+//   run before any compute; errors name the flag or the file.
+// - A plan ("jit"): the scheduler config is parsed and its timesteps set once
+//   per plan (static shapes: batch per device, size, steps, scheduler and its
+//   overrides, precision, whether guided); RunDevice only reads it.
+// - RunDevice is thread-safe (the devices of a pmap call it at once) and
+//   deterministic: image i's numbers depend only on its key, its prompt and
+//   the plan, never on the batch it sits in, the device or the thread count.
+#ifndef TPUMESH_PIPELINE_TXT2IMG_H_
+#define TPUMESH_PIPELINE_TXT2IMG_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "mesh/array.h"
+#include "mesh/prng.h"
+#include "models/configs.h"
+#include "models/nn.h"
+#include "models/params.h"
+#include "models/unet.h"
+#include "models/vae.h"
+#include "pipeline/conditioning.h"
+#include "pipeline/schedulers.h"
+#include "pipeline/tokenizer.h"
+
+namespace tpumesh::pipeline {
+
+// The model families, one row each: the diffusers pipeline class a
+// model_index.json names, how many text encoders it has, and the defaults of
+// that pipeline's __call__.
+struct ModelFamily {
+  const char* name;            // "sd", "sdxl"
+  const char* pipeline_class;  // model_index.json's _class_name
+  int text_encoders;
+  float default_guidance;
+};
+inline constexpr ModelFamily kModelFamilies[] = {
+    {"sd", "StableDiffusionPipeline", 1, 7.5f},
+    {"sdxl", "StableDiffusionXLPipeline", 2, 5.0f},
+};
+
+struct GenerateRequest {
+  std::vector<std::string> prompts;
+  std::vector<std::string> negative_prompts;  // empty: none given
+  int steps = 50;
+  std::optional<float> guidance;  // unset: the family's default
+  uint64_t seed = 0;
+  mesh::PrngImpl prng = mesh::PrngImpl::kPartitionable;
+  std::string scheduler;  // pndm | ddim | ... ; empty: the model's own
+  // key=value overrides of the scheduler config (SchedulerConfig::Set).
+  std::vector<std::pair<std::string, std::string>> scheduler_overrides;
+  int height = 0;  // 0: the UNet's sample_size times the VAE factor
+  int width = 0;
+  int batch_per_device = 1;
+  models::Precision precision = models::Precision::kDefault;
+  SizeConditioning sizes;  // SDXL only (refused for other families when set)
+  // [B, C, h, w] N(0, 1) latents to start from instead of drawing them.
+  std::optional<mesh::Array> initial_latents;
+  bool keep_step_latents = false;  // fill GenerateResult::latents_after_step
+  bool keep_ops = false;           // keep every op in the report (for a trace)
+};
+
+// What a set of static shapes compiles to.
+struct Txt2ImgPlan {
+  SchedulerConfig scheduler_config;
+  std::string scheduler;
+  std::vector<double> timesteps;
+  float init_noise_sigma = 1.0f;
+  int steps = 0;
+  int64_t batch_per_device = 0;
+  int height = 0, width = 0, latent_h = 0, latent_w = 0, channels = 0;
+  bool guided = true;
+  models::Precision precision = models::Precision::kDefault;
+};
+
+// One device's share of a run.
+struct DeviceInputs {
+  std::span<const mesh::Array> ids;  // its rows of each Tokenize array, [b, 77]
+  const uint32_t* keys = nullptr;    // [b, 2] PRNG keys (unused in a dry run)
+  const float* latents = nullptr;    // given initial latents [b, C, h, w], or null: drawn
+  int device_id = 0;
+};
+struct DeviceOutputs {
+  mesh::Array decoded;          // [b, 3, H, W], the VAE's output
+  mesh::Array initial_latents;  // [b, C, h, w], before init_noise_sigma
+  mesh::Array history;          // [steps, b, C, h, w] when kept, else empty
+};
+// Progress: phase "text", "denoise" or "decode", `done` units of the device's
+// `total` (text and decode report 0 of 1 on device 0 when they start).
+using DeviceProgressFn = std::function<void(const std::string& phase, int done, int total)>;
+
+class TextToImage {
+ public:
+  struct Parts {
+    const ModelFamily* family = nullptr;
+    std::unique_ptr<Conditioning> conditioning;
+    std::unique_ptr<models::UNetModel> unet;
+    std::unique_ptr<models::VaeModel> vae;
+    std::string scheduler_json;
+    std::string origin;  // the model's name in errors
+  };
+  // Checks that the parts fit together (encoders vs the UNet, the VAE's
+  // latent channels, the scheduler config).
+  static StatusOr<std::unique_ptr<TextToImage>> Create(Parts parts);
+
+  const ModelFamily& family() const { return *parts_.family; }
+  const Conditioning& conditioning() const { return *parts_.conditioning; }
+  const models::UNetModel& unet() const { return *parts_.unet; }
+  const models::VaeModel& vae() const { return *parts_.vae; }
+  // Every parameter map: the encoders', the UNet's, the VAE's.
+  std::vector<const models::ParamMap*> params() const;
+  // The model's default image size (UNet sample_size times the VAE factor).
+  int default_size() const;
+  float guidance(const GenerateRequest& r) const { return r.guidance.value_or(family().default_guidance); }
+
+  // `devices` x batch_per_device images; a dry run needs no prompts.
+  Status Validate(const GenerateRequest& r, int devices, bool dry_run) const;
+  StatusOr<Txt2ImgPlan> MakePlan(const GenerateRequest& r) const;
+  // SDXL's add_time_ids for an image of the plan's size.
+  std::array<float, 6> TimeIds(const GenerateRequest& r, const Txt2ImgPlan& plan) const;
+  StatusOr<DeviceOutputs> RunDevice(const models::Ctx& ctx, const Txt2ImgPlan& plan, const GenerateRequest& r,
+                                    const DeviceInputs& in, const DeviceProgressFn& progress = {},
+                                    const std::atomic<bool>* cancel = nullptr) const;
+
+ private:
+  explicit TextToImage(Parts parts) : parts_(std::move(parts)) {}
+  Parts parts_;
+};
+
+// The texts that define a model: each component's config, from a model file
+// or a built-in architecture.
+struct ModelConfigs {
+  std::string origin;         // the file or architecture, for errors
+  std::string model_index;    // may be empty
+  std::string text_encoder;
+  std::string text_encoder_2;  // empty: none
+  std::string unet, vae, scheduler;
+};
+// A component's parameters for its manifest: read from a file, or zeros.
+using ParamSource = std::function<StatusOr<models::ParamMap>(const std::string& component,
+                                                             const std::vector<models::ParamSpec>& manifest)>;
+// Zero weights of the manifest's shapes (a dry run reads none of them).
+StatusOr<models::ParamMap> ZeroParams(const std::string& component, const std::vector<models::ParamSpec>& manifest);
+// The family from model_index.json's _class_name (or, without one, from the
+// number of text encoders), the configs parsed, the parameters taken from
+// `params`. Tokenizers may be null (a dry run).
+StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& configs, const ParamSource& params,
+                                                        std::unique_ptr<ClipTokenizer> tokenizer,
+                                                        std::unique_ptr<ClipTokenizer> tokenizer_2);
+
+}  // namespace tpumesh::pipeline
+
+#endif  // TPUMESH_PIPELINE_TXT2IMG_H_

@@ -1,0 +1,76 @@
+#include "tools/request_flags.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <tuple>
+
+namespace tpumesh::tools {
+namespace {
+
+// "A,B" -> {A, B}, two integers >= min.
+StatusOr<std::array<int, 2>> ParsePair(const std::string& flag, const std::string& text, const char* form,
+                                       int min) {
+  const size_t comma = text.find(',');
+  std::array<int, 2> out{};
+  bool ok = comma != std::string::npos;
+  for (int i = 0; ok && i < 2; ++i) {
+    const std::string part = i == 0 ? text.substr(0, comma) : text.substr(comma + 1);
+    char* end = nullptr;
+    errno = 0;
+    const long v = part.empty() ? -1 : std::strtol(part.c_str(), &end, 10);
+    ok = errno == 0 && end != nullptr && *end == '\0' && v >= min && v <= 1 << 20;
+    out[i] = static_cast<int>(v);
+  }
+  if (!ok)
+    return InvalidArgumentError(flag + " '" + text + "': expected " + form + ", two integers from " +
+                                std::to_string(min) + " to 1048576");
+  return out;
+}
+
+}  // namespace
+
+void AddRequestFlags(CLI::App* cmd, RequestFlags* f) {
+  pipeline::GenerateRequest& r = f->request;
+  cmd->add_option("--steps", r.steps, "Denoising steps")->capture_default_str();
+  cmd->add_option("--guidance", f->guidance,
+                  "Classifier-free guidance scale, <= 1: none (default: the model family's, 7.5 SD, 5.0 SDXL)");
+  cmd->add_option("--scheduler", r.scheduler,
+                  "pndm | ddim | lms | euler | euler_a | dpmpp_2m (default: the model's scheduler config)");
+  cmd->add_option("--scheduler-opt", f->scheduler_opts,
+                  "KEY=VALUE override of the scheduler config, e.g. prediction_type=v_prediction (repeatable)");
+  cmd->add_option("--height", r.height, "Image height in pixels (default: the model's, e.g. 512 SD 1.5, 1024 SDXL)");
+  cmd->add_option("--width", r.width, "Image width in pixels (default: the model's)");
+  cmd->add_option("--batch-per-device", r.batch_per_device, "Images per device")->capture_default_str();
+  cmd->add_option("--precision", f->precision, "default (bf16 operands, f32 accumulation) or highest (f32)")
+      ->capture_default_str();
+  cmd->add_option("--original-size", f->original_size,
+                  "SDXL: the original_size conditioning W,H in pixels (default: the image size)");
+  cmd->add_option("--crops-coords-top-left", f->crops_coords_top_left,
+                  "SDXL: the crop conditioning X,Y in pixels (left, top; default 0,0)");
+  cmd->add_option("--target-size", f->target_size,
+                  "SDXL: the target_size conditioning W,H in pixels (default: the image size)");
+}
+
+StatusOr<pipeline::GenerateRequest> ParseRequestFlags(const RequestFlags& f) {
+  pipeline::GenerateRequest r = f.request;
+  r.guidance = f.guidance;
+  TPUMESH_ASSIGN_OR_RETURN(r.precision, models::ParsePrecision(f.precision));
+  for (const std::string& kv : f.scheduler_opts) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return InvalidArgumentError("--scheduler-opt '" + kv + "': expected KEY=VALUE");
+    r.scheduler_overrides.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  // W,H and X,Y on the command line; diffusers' tuples are (h, w) and (top, left).
+  for (auto [flag, text, out, form, min] :
+       {std::tuple{"--original-size", &f.original_size, &r.sizes.original_size, "W,H", 1},
+        {"--crops-coords-top-left", &f.crops_coords_top_left, &r.sizes.crops_coords_top_left, "X,Y", 0},
+        {"--target-size", &f.target_size, &r.sizes.target_size, "W,H", 1}}) {
+    if (text->empty()) continue;
+    TPUMESH_ASSIGN_OR_RETURN(auto xy, ParsePair(flag, *text, form, min));
+    *out = {xy[1], xy[0]};
+  }
+  return r;
+}
+
+}  // namespace tpumesh::tools

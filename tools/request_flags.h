@@ -1,0 +1,33 @@
+// The flags that shape a text-to-image request (pipeline::GenerateRequest),
+// declared once for every command that runs or prices one (generate,
+// simulate): steps, guidance, scheduler and its overrides, size, batch per
+// device, precision and SDXL's size conditioning.
+#ifndef TPUMESH_TOOLS_REQUEST_FLAGS_H_
+#define TPUMESH_TOOLS_REQUEST_FLAGS_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "base/status.h"
+#include "pipeline/txt2img.h"
+
+namespace tpumesh::tools {
+
+struct RequestFlags {
+  pipeline::GenerateRequest request;  // defaults and the plain values
+  std::optional<float> guidance;
+  std::vector<std::string> scheduler_opts;
+  std::string precision = "default";
+  std::string original_size, crops_coords_top_left, target_size;
+};
+
+void AddRequestFlags(CLI::App* cmd, RequestFlags* flags);
+// Copies the parsed flags into flags->request (InvalidArgument naming the
+// flag for a malformed value) and returns it.
+StatusOr<pipeline::GenerateRequest> ParseRequestFlags(const RequestFlags& flags);
+
+}  // namespace tpumesh::tools
+
+#endif  // TPUMESH_TOOLS_REQUEST_FLAGS_H_
