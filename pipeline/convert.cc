@@ -32,12 +32,27 @@ StatusOr<std::string> ReadJsonFile(const fs::path& p) {
 struct Component {
   const char* name;
   const char* weights;  // file inside the component folder
+  bool sdxl_only;       // text_encoder_2: present in an SDXL folder only
 };
 constexpr Component kComponents[] = {
-    {"text_encoder", "model.safetensors"},
-    {"unet", "diffusion_pytorch_model.safetensors"},
-    {"vae", "diffusion_pytorch_model.safetensors"},
+    {"text_encoder", "model.safetensors", false},
+    {"text_encoder_2", "model.safetensors", true},
+    {"unet", "diffusion_pytorch_model.safetensors", false},
+    {"vae", "diffusion_pytorch_model.safetensors", false},
 };
+
+// Whether the folder is an SDXL pipeline, and what says so: model_index.json's
+// class, or a second text encoder or tokenizer folder.
+std::string SdxlEvidence(const fs::path& root, const std::string& model_index) {
+  const auto j = nlohmann::json::parse(model_index, nullptr, false);
+  if (j.is_object() && j.contains("_class_name") && j["_class_name"].is_string()) {
+    const std::string c = j["_class_name"];
+    if (c.find("StableDiffusionXL") != std::string::npos) return "model_index.json names " + c;
+  }
+  for (const char* d : {"text_encoder_2", "tokenizer_2"})
+    if (fs::exists(root / d)) return std::string("it has ") + d + "/";
+  return "";
+}
 
 }  // namespace
 
@@ -54,18 +69,35 @@ StatusOr<ConvertStats> ConvertDiffusersFolder(
   TPUMESH_ASSIGN_OR_RETURN(std::string model_index, ReadJsonFile(root / "model_index.json"));
   TPUMESH_ASSIGN_OR_RETURN(std::string scheduler,
                            ReadJsonFile(root / "scheduler" / "scheduler_config.json"));
-  TPUMESH_ASSIGN_OR_RETURN(std::string vocab, ReadJsonFile(root / "tokenizer" / "vocab.json"));
-  TPUMESH_ASSIGN_OR_RETURN(std::string merges, ReadFile(root / "tokenizer" / "merges.txt"));
-  std::vector<std::pair<std::string, std::string>> optional_texts;
-  for (const char* f : {"special_tokens_map.json", "tokenizer_config.json"}) {
-    if (fs::exists(root / "tokenizer" / f)) {
-      TPUMESH_ASSIGN_OR_RETURN(std::string t, ReadJsonFile(root / "tokenizer" / f));
-      optional_texts.emplace_back(std::string("tokenizer/") + f, t);
+  const std::string sdxl = SdxlEvidence(root, model_index);
+  // An SDXL folder must be whole: each missing part is named with the
+  // reason the folder counts as SDXL.
+  auto need = [&](const fs::path& p) -> Status {
+    if (sdxl.empty() || fs::exists(p)) return OkStatus();
+    return NotFoundError(folder + ": an SDXL folder (" + sdxl + ") without " +
+                         fs::relative(p, root).string() + "; both text encoders and both tokenizers are needed");
+  };
+  // Texts: (dataset in the model file, file in the folder), the tokenizers'
+  // vocab and merges required, their two JSON configs optional.
+  std::vector<std::pair<std::string, std::string>> texts;
+  for (const std::string tok : {"tokenizer", "tokenizer_2"}) {
+    if (tok == "tokenizer_2" && sdxl.empty()) continue;
+    for (const char* f : {"vocab.json", "merges.txt", "special_tokens_map.json", "tokenizer_config.json"}) {
+      const fs::path p = root / tok / f;
+      const bool required = std::string(f) == "vocab.json" || std::string(f) == "merges.txt";
+      if (required) TPUMESH_RETURN_IF_ERROR(need(p));
+      if (!required && !fs::exists(p)) continue;
+      TPUMESH_ASSIGN_OR_RETURN(std::string t, std::string(f) == "merges.txt" ? ReadFile(p) : ReadJsonFile(p));
+      texts.emplace_back(tok + "/" + f, std::move(t));
     }
   }
+  std::vector<const Component*> present;
   std::vector<std::string> configs;
   std::vector<SafetensorsFile> weights;
   for (const Component& c : kComponents) {
+    if (c.sdxl_only && sdxl.empty()) continue;
+    TPUMESH_RETURN_IF_ERROR(need(root / c.name / "config.json"));
+    present.push_back(&c);
     TPUMESH_ASSIGN_OR_RETURN(std::string cfg, ReadJsonFile(root / c.name / "config.json"));
     configs.push_back(cfg);
     const fs::path w = root / c.name / c.weights;
@@ -78,13 +110,11 @@ StatusOr<ConvertStats> ConvertDiffusersFolder(
   TPUMESH_ASSIGN_OR_RETURN(std::unique_ptr<ModelFileWriter> out, ModelFileWriter::Create(output));
   TPUMESH_RETURN_IF_ERROR(out->WriteText("model_index.json", model_index));
   TPUMESH_RETURN_IF_ERROR(out->WriteText("scheduler/scheduler_config.json", scheduler));
-  TPUMESH_RETURN_IF_ERROR(out->WriteText("tokenizer/vocab.json", vocab));
-  TPUMESH_RETURN_IF_ERROR(out->WriteText("tokenizer/merges.txt", merges));
-  for (const auto& [path, text] : optional_texts) TPUMESH_RETURN_IF_ERROR(out->WriteText(path, text));
+  for (const auto& [path, text] : texts) TPUMESH_RETURN_IF_ERROR(out->WriteText(path, text));
 
   ConvertStats stats;
-  for (size_t i = 0; i < std::size(kComponents); ++i) {
-    const std::string comp = kComponents[i].name;
+  for (size_t i = 0; i < present.size(); ++i) {
+    const std::string comp = present[i]->name;
     TPUMESH_RETURN_IF_ERROR(out->WriteText(comp + "/config.json", configs[i]));
     const auto& entries = weights[i].entries();
     int done = 0;

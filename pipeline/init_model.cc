@@ -50,6 +50,41 @@ StatusOr<std::string> ReadText(const std::filesystem::path& p) {
   return ss.str();
 }
 
+// SDXL's tokenizer_2: the same vocabulary and merges as `tokenizer`, padded
+// with "!" (OpenCLIP's convention, as stabilityai's tokenizer_2 folder has
+// it): pad_token "!" in both JSON configs, and "!" an added token of its own
+// id in added_tokens_decoder, so that transformers splits it out of prompts.
+StatusOr<std::vector<std::pair<std::string, std::string>>> Tokenizer2Texts(
+    const std::vector<std::pair<std::string, std::string>>& tokenizer) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string vocab_text;
+  for (const auto& [path, text] : tokenizer)
+    if (path == "tokenizer/vocab.json") vocab_text = text;
+  const auto vocab = nlohmann::json::parse(vocab_text, nullptr, false);
+  if (!vocab.is_object() || !vocab.contains("!") || !vocab["!"].is_number_integer())
+    return InvalidArgumentError("tokenizer/vocab.json has no \"!\" token, which SDXL's tokenizer_2 pads with");
+  const int bang = vocab["!"];
+  bool have_special = false;
+  for (const auto& [path, text] : tokenizer) {
+    const std::string file = path.substr(path.find('/') + 1);
+    std::string t = text;
+    if (file == "special_tokens_map.json" || file == "tokenizer_config.json") {
+      auto j = nlohmann::json::parse(text, nullptr, false);
+      if (!j.is_object()) return InvalidArgumentError(path + ": not a JSON object");
+      j["pad_token"] = "!";
+      if (file == "tokenizer_config.json" && j.contains("added_tokens_decoder"))
+        j["added_tokens_decoder"][std::to_string(bang)] = {{"content", "!"},  {"lstrip", false},
+                                                           {"normalized", false}, {"rstrip", false},
+                                                           {"single_word", false}, {"special", true}};
+      t = j.dump(2);
+      have_special |= file == "special_tokens_map.json";
+    }
+    out.emplace_back("tokenizer_2/" + file, t);
+  }
+  if (!have_special) out.emplace_back("tokenizer_2/special_tokens_map.json", R"({"pad_token": "!"})");
+  return out;
+}
+
 }  // namespace
 
 StatusOr<InitStats> InitModel(const InitOptions& opt,
@@ -72,13 +107,19 @@ StatusOr<InitStats> InitModel(const InitOptions& opt,
         TPUMESH_ASSIGN_OR_RETURN(std::string t, ReadText(dir / f));
         tokenizer.emplace_back(std::string("tokenizer/") + f, t);
       }
-  } else if (opt.arch == "tiny") {
+  } else {
+    // Every architecture's vocabulary holds the tiny tokenizer's 1000 ids.
     tokenizer = {{"tokenizer/vocab.json", std::string(embedded::TinyTokenizer_vocab_json())},
                  {"tokenizer/merges.txt", std::string(embedded::TinyTokenizer_merges_txt())},
                  {"tokenizer/special_tokens_map.json",
                   std::string(embedded::TinyTokenizer_special_tokens_map_json())},
                  {"tokenizer/tokenizer_config.json",
                   std::string(embedded::TinyTokenizer_tokenizer_config_json())}};
+  }
+
+  if (!arch.text_encoder_2.empty() && !tokenizer.empty()) {
+    TPUMESH_ASSIGN_OR_RETURN(auto t2, Tokenizer2Texts(tokenizer));
+    tokenizer.insert(tokenizer.end(), t2.begin(), t2.end());
   }
 
   struct Component {

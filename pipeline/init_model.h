@@ -25,7 +25,9 @@ struct InitOptions {
   uint64_t seed = 0;
   mesh::DType dtype = mesh::DType::kF32;
   // A folder with vocab.json and merges.txt (e.g. a diffusers tokenizer/).
-  // Empty: the embedded tokenizer for `tiny`; no tokenizer for the others.
+  // Empty: the embedded tiny tokenizer (1000 ids, within every
+  // architecture's vocabulary). SDXL's tokenizer_2 is the same vocabulary and
+  // merges padded with "!", as stabilityai's tokenizer_2 is.
   std::string tokenizer_dir;
   std::string output;
 };

@@ -34,7 +34,9 @@ Status RunInit(InitCmdOptions opt) {
   std::cout << "wrote " << opt.init.output << ": " << opt.init.arch << " with random weights (seed "
             << opt.init.seed << "), " << s.tensors << " tensors, " << s.parameters << " parameters, "
             << mesh::FormatBytes(s.bytes) << " as " << opt.dtype
-            << (s.has_tokenizer ? "" : "; no tokenizer (pass --tokenizer DIR to include one)") << "\n";
+            << (opt.init.tokenizer_dir.empty() ? "; the embedded tiny tokenizer (pass --tokenizer DIR for another)"
+                                               : "; tokenizer from " + opt.init.tokenizer_dir)
+            << "\n";
   return OkStatus();
 }
 
@@ -49,7 +51,8 @@ void RegisterInit(CLI::App& app, RunFn* run) {
   cmd->add_option("--seed", opt->init.seed, "Seed of the random weights")->capture_default_str();
   cmd->add_option("--dtype", opt->dtype, "Parameter storage: f32 or bf16")->capture_default_str();
   cmd->add_option("--tokenizer", opt->init.tokenizer_dir,
-                  "Folder with vocab.json and merges.txt to include (tiny has one built in)");
+                  "Folder with vocab.json and merges.txt to include (default: the embedded tiny tokenizer); "
+                  "SDXL's tokenizer_2 is the same, padded with \"!\"");
   cmd->add_option("-o,--output", opt->init.output, "Model file to write (written atomically)")->required();
   cmd->add_flag("-q,--quiet", opt->quiet, "No progress on stderr");
   cmd->callback([opt, run] { *run = [opt] { return RunInit(*opt); }; });

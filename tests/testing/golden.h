@@ -68,6 +68,40 @@ inline mesh::Array ReadDataset(const std::string& file, const std::string& name)
   return out;
 }
 
+// A string attribute of a group or dataset (h5py writes str attributes as
+// variable-length UTF-8). Empty on failure.
+inline std::string ReadStringAttribute(const std::string& file, const std::string& object,
+                                       const std::string& name) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  std::string out;
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) return out;
+  hid_t a = H5Aopen_by_name(f, object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT);
+  if (a >= 0) {
+    hid_t t = H5Aget_type(a);
+    if (H5Tget_class(t) == H5T_STRING) {
+      if (H5Tis_variable_str(t) > 0) {
+        hid_t mt = H5Tcopy(H5T_C_S1);
+        H5Tset_size(mt, H5T_VARIABLE);
+        H5Tset_cset(mt, H5Tget_cset(t));
+        char* v = nullptr;
+        if (H5Aread(a, mt, &v) >= 0 && v != nullptr) {
+          out = v;
+          H5free_memory(v);
+        }
+        H5Tclose(mt);
+      } else {
+        std::vector<char> buf(H5Tget_size(t) + 1, '\0');
+        if (H5Aread(a, t, buf.data()) >= 0) out = buf.data();
+      }
+    }
+    H5Tclose(t);
+    H5Aclose(a);
+  }
+  H5Fclose(f);
+  return out;
+}
+
 // max |got - want| / max |want|, the issues' relative error.
 inline double RelativeError(const mesh::Array& got, const mesh::Array& want) {
   double err = 0, ref = 0;
