@@ -103,5 +103,48 @@ TEST_F(ConvertTest, MissingOrCorruptInputWritesNothing) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// An SDXL folder converts whole (both encoders and tokenizers), and one
+// missing a part is refused in one line naming the part and why the folder
+// counts as SDXL; nothing is written.
+TEST(ConvertSdxlTest, WholeFolderConvertsHalfFolderIsRefused) {
+  const std::string ref = std::string(TPUMESH_TEST_DATA_DIR) + "/tiny-sdxl-b";
+  const std::string dir = ::testing::TempDir() + "/convert_sdxl_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string out = dir + "/out.h5";
+  auto whole = ConvertDiffusersFolder(ref, out, mesh::DType::kBF16);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  auto file = ModelFile::Open(out);
+  ASSERT_TRUE(file.ok());
+  for (const char* d : {"text_encoder_2/config.json", "tokenizer_2/vocab.json", "tokenizer_2/merges.txt",
+                        "tokenizer_2/special_tokens_map.json", "model_index.json"})
+    EXPECT_TRUE((*file)->Has(d)) << d;
+  auto names = (*file)->TensorNames("text_encoder_2");
+  ASSERT_TRUE(names.ok());
+  EXPECT_NE(std::find(names->begin(), names->end(), "text_projection.weight"), names->end());
+  file->reset();
+  fs::remove(out);
+
+  struct Case {
+    const char* remove;
+    const char* message;
+  };
+  for (const Case& c : {Case{"text_encoder_2", "without text_encoder_2/config.json"},
+                        Case{"tokenizer_2", "(model_index.json names StableDiffusionXLPipeline) without "
+                                            "tokenizer_2/vocab.json"}}) {
+    SCOPED_TRACE(c.remove);
+    const std::string copy = dir + "/copy";
+    fs::remove_all(copy);
+    fs::copy(ref, copy, fs::copy_options::recursive);
+    fs::remove_all(copy + "/" + c.remove);
+    auto r = ConvertDiffusersFolder(copy, out, mesh::DType::kF32);
+    EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+    EXPECT_THAT(r.status().message(), HasSubstr(c.message));
+    EXPECT_THAT(r.status().message(), HasSubstr("an SDXL folder"));
+    EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
+    EXPECT_FALSE(fs::exists(out));
+  }
+}
+
 }  // namespace
 }  // namespace tpumesh::pipeline
