@@ -139,12 +139,27 @@ StatusOr<kernels::PackedMatrix> PackTransposed(const float* w, int64_t n, int64_
   return PackTransposedAs<float>(w, n, c, taps, opt, threads);
 }
 
+// A weight's values as f32: its own storage, or (stored bf16, as a model
+// file in bf16 keeps it) widened into `tmp`, exactly.
+const float* F32Values(const Array& w, std::vector<float>& tmp) {
+  if (w.dtype() == DType::kF32) return w.data<float>();
+  tmp.resize(static_cast<size_t>(w.num_elements()));
+  const kernels::bf16* p = w.data<kernels::bf16>();
+  for (size_t i = 0; i < tmp.size(); ++i) tmp[i] = kernels::Bf16ToF32(p[i]);
+  return tmp.data();
+}
+
+StatusOr<kernels::PackedMatrix> PackWeight(const Array& w, Precision precision, int threads) {
+  const int64_t taps = w.rank() == 4 ? w.dim(2) * w.dim(3) : 1;
+  std::vector<float> tmp;
+  return PackTransposed(F32Values(w, tmp), w.dim(0), w.dim(1), taps, precision, threads);
+}
+
 // The packed form of a Linear or conv weight (WeightPacks::Get): from
 // ctx.packs, or packed into `local` for this call when the Ctx has none.
 StatusOr<const kernels::PackedMatrix*> PackedWeight(const Ctx& ctx, const Array& w, kernels::PackedMatrix& local) {
   if (ctx.packs != nullptr) return ctx.packs->Get(w, ctx.precision, ctx.threads);
-  const int64_t taps = w.rank() == 4 ? w.dim(2) * w.dim(3) : 1;
-  TPUMESH_ASSIGN_OR_RETURN(local, PackTransposed(w.data<float>(), w.dim(0), w.dim(1), taps, ctx.precision, ctx.threads));
+  TPUMESH_ASSIGN_OR_RETURN(local, PackWeight(w, ctx.precision, ctx.threads));
   return &local;
 }
 
@@ -203,14 +218,14 @@ std::shared_ptr<WeightPacks::Entry> WeightPacks::Find(const Array& w, Precision 
 }
 
 StatusOr<const kernels::PackedMatrix*> WeightPacks::Get(const Array& w, Precision precision, int threads) {
-  if (w.dtype() != DType::kF32 || (w.rank() != 2 && w.rank() != 4))
-    return InvalidArgumentError("weight packs: " + w.ToString() + " is not an f32 Linear or conv weight");
+  if ((w.dtype() != DType::kF32 && w.dtype() != DType::kBF16) || (w.rank() != 2 && w.rank() != 4))
+    return InvalidArgumentError("weight packs: " + w.ToString() + " is not an f32 or bf16 Linear or conv weight");
   const int64_t n = w.dim(0), c = w.dim(1), taps = w.rank() == 4 ? w.dim(2) * w.dim(3) : 1;
   std::shared_ptr<Entry> e = Find(w, precision);
   // Packed outside the map's lock: other weights pack concurrently, callers
   // of this one wait here until it is done.
   std::call_once(e->once, [&] {
-    StatusOr<kernels::PackedMatrix> p = PackTransposed(w.data<float>(), n, c, taps, precision, threads);
+    StatusOr<kernels::PackedMatrix> p = PackWeight(w, precision, threads);
     if (p.ok()) e->packed = std::move(p).value();
     else e->status = p.status();
     e->done.store(true, std::memory_order_release);

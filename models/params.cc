@@ -2,6 +2,10 @@
 
 namespace tpumesh::models {
 
+bool MayHoldBf16(const std::string& name, const mesh::Shape& shape) {
+  return (shape.size() == 2 || shape.size() == 4) && name.find("embedding.weight") == std::string::npos;
+}
+
 Status ParamMap::Check(const std::vector<ParamSpec>& manifest, std::string_view component) const {
   for (const ParamSpec& p : manifest) {
     auto it = params_.find(p.name);
@@ -12,7 +16,8 @@ Status ParamMap::Check(const std::vector<ParamSpec>& manifest, std::string_view 
       return InvalidArgumentError(std::string(component) + ": tensor " + p.name + " has shape " +
                                   mesh::ShapeToString(it->second.shape()) + " but the config needs " +
                                   mesh::ShapeToString(p.shape));
-    if (it->second.dtype() != mesh::DType::kF32)
+    const mesh::DType d = it->second.dtype();
+    if (d != mesh::DType::kF32 && !(d == mesh::DType::kBF16 && MayHoldBf16(p.name, p.shape)))
       return InvalidArgumentError(std::string(component) + ": tensor " + p.name + " is " +
                                   it->second.ToString() + ", expected f32");
   }

@@ -17,7 +17,15 @@
 
 namespace tpumesh::models {
 
-// Name -> f32 array. Arrays may be replicated views (read-only, shared).
+// Whether a parameter may be held in bf16 (a model file stored in bf16 keeps
+// it so: half the host memory, no f32 master copy): the Linear and conv
+// weights (rank 2 or 4), which reach the computation only through their
+// packed forms (WeightPacks widens them exactly); not the embedding tables,
+// read element by element. Everything else is f32.
+bool MayHoldBf16(const std::string& name, const mesh::Shape& shape);
+
+// Name -> array: f32, or bf16 where MayHoldBf16. Arrays may be replicated
+// views (read-only, shared).
 class ParamMap {
  public:
   ParamMap() = default;

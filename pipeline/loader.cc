@@ -9,7 +9,12 @@ StatusOr<models::ParamMap> ReadParams(const ModelFile& file, const std::string& 
                                       const std::vector<models::ParamSpec>& manifest) {
   std::map<std::string, mesh::Array> params;
   for (const models::ParamSpec& p : manifest) {
-    TPUMESH_ASSIGN_OR_RETURN(mesh::Array a, file.ReadTensor(component, p.name, mesh::DType::kF32));
+    // Stored bf16: kept bf16 where the models allow it (no f32 copy).
+    TPUMESH_ASSIGN_OR_RETURN(TensorInfo info, file.Info(component, p.name));
+    const mesh::DType as = info.stored == mesh::DType::kBF16 && models::MayHoldBf16(p.name, p.shape)
+                               ? mesh::DType::kBF16
+                               : mesh::DType::kF32;
+    TPUMESH_ASSIGN_OR_RETURN(mesh::Array a, file.ReadTensor(component, p.name, as));
     if (a.shape() != p.shape)
       return InvalidArgumentError(file.path() + ": tensor " + component + "/" + p.name + " has shape " +
                                   mesh::ShapeToString(a.shape()) + " but " + component +

@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "models/nn.h"
+#include "models/params.h"
 
 namespace tpumesh::models {
 namespace {
@@ -101,6 +102,40 @@ TEST(WeightPacksTest, RejectsWhatIsNotAWeight) {
                 .status()
                 .code(),
             StatusCode::kInvalidArgument);
+}
+
+// A weight held in bf16 (a bf16 model file, no f32 master copy) computes
+// exactly what its f32 widening computes: Linear and conv, both precisions,
+// through the packs and packed per call.
+TEST(WeightPacksTest, Bf16HeldWeightsEqualTheirF32Widening) {
+  for (mesh::Shape shape : {mesh::Shape{24, 40}, mesh::Shape{24, 16, 3, 3}}) {
+    const Array f32 = Random(shape, 5);
+    Array wide = Array::Host(DType::kF32, shape);
+    Array held = Array::Host(DType::kBF16, shape);
+    for (int64_t i = 0; i < f32.num_elements(); ++i) {
+      held.mutable_data<kernels::bf16>()[i] = kernels::F32ToBf16(f32.data<float>()[i]);
+      wide.mutable_data<float>()[i] = kernels::Bf16ToF32(held.data<kernels::bf16>()[i]);
+    }
+    EXPECT_TRUE(MayHoldBf16("down_blocks.0.resnets.0.conv1.weight", shape));
+    for (Precision p : {Precision::kDefault, Precision::kHighest}) {
+      for (bool use_packs : {true, false}) {
+        WeightPacks packs;
+        Ctx ctx{nullptr, p};
+        if (use_packs) ctx.packs = &packs;
+        auto run = [&](const Array& w) {
+          return shape.size() == 2 ? Linear(ctx, Random({3, 40}, 9), w, nullptr)
+                                   : Conv2d(ctx, Random({2, 16, 6, 5}, 9), w, nullptr, 1, 1);
+        };
+        auto a = run(held), b = run(wide);
+        ASSERT_TRUE(a.ok()) << a.status().ToString();
+        ASSERT_TRUE(b.ok()) << b.status().ToString();
+        EXPECT_TRUE(SameBits(*a, *b)) << mesh::ShapeToString(shape) << " precision " << static_cast<int>(p);
+      }
+    }
+  }
+  // Embedding tables and vectors stay f32.
+  EXPECT_FALSE(MayHoldBf16("text_model.embeddings.token_embedding.weight", {1000, 32}));
+  EXPECT_FALSE(MayHoldBf16("conv_in.bias", {32}));
 }
 
 }  // namespace

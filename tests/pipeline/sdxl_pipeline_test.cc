@@ -253,6 +253,35 @@ TEST(SdxlGenerateTest, SamePngBytesOnEveryDeviceCount) {
   }
 }
 
+// A bf16 model file loads without an f32 copy of its Linear and conv
+// weights (embedding tables and vectors are f32) and runs.
+TEST(SdxlGenerateTest, Bf16FileKeepsBf16Weights) {
+  const std::string model = tpumesh::testing::TestTempDir() + "/b16.h5";
+  ASSERT_TRUE(ConvertDiffusersFolder(std::string(TPUMESH_TEST_DATA_DIR) + "/tiny-sdxl-b", model,
+                                     mesh::DType::kBF16)
+                  .ok());
+  auto file = ModelFile::Open(model);
+  ASSERT_TRUE(file.ok());
+  auto flow = LoadTextToImage(**file);
+  ASSERT_TRUE(flow.ok()) << flow.status().ToString();
+  EXPECT_EQ((*flow)->unet().params()["conv_in.weight"].dtype(), mesh::DType::kBF16);
+  EXPECT_EQ((*flow)->unet().params()["conv_in.bias"].dtype(), mesh::DType::kF32);
+  EXPECT_EQ((*flow)->vae().params()["decoder.conv_out.weight"].dtype(), mesh::DType::kBF16);
+  GeneratorOptions go;
+  go.model = model;
+  go.devices = 1;
+  auto gen = Generator::Open(go);
+  ASSERT_TRUE(gen.ok()) << gen.status().ToString();
+  GenerateRequest r;
+  r.prompts = {"a cat"};
+  r.steps = 2;
+  auto res = (*gen)->Generate(r);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ(res->images.size(), 1u);
+  EXPECT_EQ(res->guidance, 5.0f);  // SDXL's default
+  EXPECT_EQ(res->height, 64);       // sample_size 16 x the VAE's 4
+}
+
 // A dry run of the flow (simulate --model) records what a real run records:
 // the same ops, so the same modelled time, to 1e-9; with and without a
 // negative prompt (SDXL zeroes it or encodes it) and with guidance 1.
