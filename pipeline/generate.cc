@@ -72,6 +72,19 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
   } remove_temp{temp};
 
   TPUMESH_ASSIGN_OR_RETURN(auto file, ModelFile::Open(path));
+  // Refused before loading when the weights cannot fit in the host's memory.
+  TPUMESH_ASSIGN_OR_RETURN(HostMemoryEstimate need, EstimateHostMemory(*file));
+  const int64_t have = HostMemoryAvailable();
+  if (have > 0 && need.total() > have) {
+    auto gib = [](int64_t b) { return mesh::FormatBytes(b); };
+    return ResourceExhaustedError(
+        path + ": loading needs about " + gib(need.total()) + " of host memory (weights " +
+        gib(need.f32_bytes) + " f32 + " + gib(need.bf16_bytes) + " bf16, packed matmul weights " +
+        gib(need.packed_bytes) + "), this host has " + gib(have) + " available" +
+        (need.f32_bytes > need.bf16_bytes ? "; a bf16 model file (`tpumesh convert|init --dtype bf16`) "
+                                            "holds its weights in half the memory"
+                                          : ""));
+  }
   TPUMESH_ASSIGN_OR_RETURN(g->flow_, LoadTextToImage(*file));
   TPUMESH_ASSIGN_OR_RETURN(mesh::ChipSpec chip, mesh::LoadChipSpec(o.chip));
   TPUMESH_ASSIGN_OR_RETURN(std::vector<int> dims, mesh::Topology::DimsForDevices(chip, o.devices));

@@ -1,5 +1,7 @@
 #include "pipeline/loader.h"
 
+#include <cinttypes>
+#include <cstdio>
 #include <map>
 
 namespace tpumesh::pipeline {
@@ -51,6 +53,34 @@ StatusOr<ClipTokenizer> LoadTokenizer(const ModelFile& file, const std::string& 
   }
   ClipTokenizerTexts texts{vocab, merges, special, config};
   return ClipTokenizer::FromStrings(texts, file.path() + ": " + c);
+}
+
+StatusOr<HostMemoryEstimate> EstimateHostMemory(const ModelFile& file) {
+  HostMemoryEstimate e;
+  for (const char* component : {"text_encoder", "text_encoder_2", "unet", "vae"}) {
+    if (!file.Has(std::string(component) + "/config.json")) continue;
+    TPUMESH_ASSIGN_OR_RETURN(std::vector<std::string> names, file.TensorNames(component));
+    for (const std::string& name : names) {
+      TPUMESH_ASSIGN_OR_RETURN(TensorInfo info, file.Info(component, name));
+      const int64_t n = mesh::NumElements(info.shape);
+      const bool matmul = models::MayHoldBf16(name, info.shape);
+      if (info.stored == mesh::DType::kBF16 && matmul) e.bf16_bytes += 2 * n;
+      else e.f32_bytes += 4 * n;
+      if (matmul) e.packed_bytes += 2 * n;
+    }
+  }
+  return e;
+}
+
+int64_t HostMemoryAvailable() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  int64_t kib = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr)
+    if (std::sscanf(line, "MemAvailable: %" SCNd64 " kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib < 0 ? -1 : kib * 1024;
 }
 
 StatusOr<ModelConfigs> ReadModelConfigs(const ModelFile& file) {

@@ -29,6 +29,19 @@ StatusOr<models::VaeModel> LoadVae(const ModelFile& file);
 // The whole text-to-image model: its family (model_index.json), every
 // component, its tokenizer(s) and scheduler config.
 StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file);
+// Host memory a loaded model takes before any compute: every parameter as
+// the loader holds it (bf16 where the file stores bf16 and the models allow
+// it, else f32) and the packed bf16 copies of the Linear and conv weights
+// that precision default builds at the first call (highest: f32 copies,
+// twice that).
+struct HostMemoryEstimate {
+  int64_t f32_bytes = 0, bf16_bytes = 0, packed_bytes = 0;
+  int64_t total() const { return f32_bytes + bf16_bytes + packed_bytes; }
+};
+StatusOr<HostMemoryEstimate> EstimateHostMemory(const ModelFile& file);
+// MemAvailable of /proc/meminfo in bytes; -1 when it cannot be read.
+int64_t HostMemoryAvailable();
+
 // Every config text of the file (the components a model has), for a dry run.
 StatusOr<ModelConfigs> ReadModelConfigs(const ModelFile& file);
 
