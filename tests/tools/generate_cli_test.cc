@@ -102,6 +102,11 @@ TEST(GenerateCliTest, BadInputIsOneLineNonZeroAndWritesNothing) {
            {"-p a --devices 2 --latents " + dir + "/missing.h5", "--latents"},
            {"-p a --devices 2 --precision fast", "precision"},
            {"--devices 2", "needs a prompt"},
+           {"-p a --devices 2 --original-size 1024", "--original-size '1024': expected W,H"},
+           {"-p a --devices 2 --crops-coords-top-left 1,-2", "--crops-coords-top-left '1,-2': expected X,Y"},
+           {"-p a --devices 2 --target-size 0,64", "--target-size '0,64': expected W,H"},
+           {"-p a --devices 2 --original-size 64,64", "condition SDXL models only"},
+           {"-p a --devices 2 --guidance nan", "--guidance must be a finite number"},
        }) {
     auto r = RunTpumesh("generate " + c.args + " -o " + dir + "/out");
     EXPECT_EQ(r.code, 1) << c.args << "\n" << r.err;
@@ -113,6 +118,31 @@ TEST(GenerateCliTest, BadInputIsOneLineNonZeroAndWritesNothing) {
   auto r = RunTpumesh("generate -p a --devices 2 -o " + dir + "/a-file");
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("a-file"));
+}
+
+// An SDXL diffusers folder converted and run from the command line: the
+// family's defaults (guidance 5.0, the UNet's size), the size-conditioning
+// flags, and the plan built once over --runs.
+TEST(GenerateCliTest, SdxlConvertedAndRunWithItsDefaultsAndFlags) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  const std::string model = dir + "/sdxl.h5";
+  auto c = RunTpumesh(std::string("convert ") + TPUMESH_SOURCE_DIR + "/tests/data/tiny-sdxl-b -o " + model + " -q");
+  ASSERT_EQ(c.code, 0) << c.err;
+  auto r = RunTpumesh("generate --model " + model +
+                      " -p 'a red fox' --devices 2 --steps 2 --runs 2 --original-size 1024,768"
+                      " --crops-coords-top-left 0,16 --target-size 640,896 -o " + dir + "/out");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("(StableDiffusionXLPipeline)"));
+  EXPECT_THAT(r.out, HasSubstr("compiled in"));
+  EXPECT_THAT(r.out, HasSubstr("64x64, 2 steps = 2 UNet calls, euler, guidance 5.00"));
+  EXPECT_THAT(r.out, HasSubstr("run 2:"));
+  EXPECT_THAT(r.out, HasSubstr("(plan cached)"));
+  EXPECT_EQ(Files(dir + "/out").size(), 3u);  // 2 images + grid
+  // The same on SD: refused, nothing written.
+  auto sd = RunTpumesh("generate -p a --devices 1 --target-size 64,64 -o " + dir + "/sd");
+  EXPECT_EQ(sd.code, 1);
+  EXPECT_THAT(sd.err, HasSubstr("this is a sd model"));
+  EXPECT_TRUE(Files(dir + "/sd").empty());
 }
 
 // SIGINT mid-run: a non-zero exit, a message, and no image files (the PNGs
