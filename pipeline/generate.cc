@@ -228,7 +228,10 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   res.report.images = b;
   res.report.host_seconds = res.run_seconds;
   res.report.Finish(records, r.keep_ops);
-  for (int d = 0; d < n; ++d) mesh_->device(d).AdvanceClock(res.report.logs[d].seconds());
+  for (int d = 0; d < n; ++d) {
+    mesh_->device(d).AdvanceClock(res.report.logs[d].seconds());
+    res.report.hbm_peak_bytes.push_back(mesh_->device(d).hbm_peak());
+  }
   res.modelled_seconds = mesh_->MaxClockSeconds();
   return res;
 }

@@ -68,8 +68,8 @@ struct GeneratorOptions {
 
 // What a call reports as it goes, phase "text", "denoise" or "decode": done
 // of total counts the work of all devices (total = devices for text and
-// decode, steps x devices for denoise); text and decode also report done = 0
-// when they start. Called from the devices' threads, one call at a time.
+// decode, steps x devices for denoise); every phase also reports done = 0
+// when it starts. Called from the devices' threads, one call at a time.
 using ProgressFn = std::function<void(const std::string& phase, int done, int total)>;
 
 struct GenerateResult {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "mesh/device.h"
 #include "nlohmann/json.hpp"
 
 namespace tpumesh::pipeline {
@@ -106,6 +107,10 @@ Status WriteReportJson(const std::string& path, const RunReport& r) {
   summary["flops"] = all.flops;
   summary["hbm_bytes"] = all.bytes;
   summary["mxu_utilisation"] = all.utilisation();
+  if (!r.hbm_peak_bytes.empty()) {
+    summary["hbm_peak_bytes"] = *std::max_element(r.hbm_peak_bytes.begin(), r.hbm_peak_bytes.end());
+    summary["hbm_capacity_bytes"] = r.chip.hbm_bytes_per_device();
+  }
   for (const auto& [k, v] : r.info) summary[k] = v;
   json devices = json::array();
   for (size_t d = 0; d < r.logs.size(); ++d) {
@@ -117,6 +122,7 @@ Status WriteReportJson(const std::string& path, const RunReport& r) {
                        {"host_seconds", t.host_seconds},
                        {"totals", Totals(t)},
                        {"by_op_type", by_type}});
+    if (d < r.hbm_peak_bytes.size()) devices.back()["hbm_peak_bytes"] = r.hbm_peak_bytes[d];
   }
   json out = {{"summary", summary}, {"devices", devices}};
   return WriteFileAtomic(path, out.dump(1) + "\n");
@@ -187,6 +193,9 @@ std::string ReportTable(const RunReport& r) {
   };
   for (const auto& [type, t] : r.logs[0].by_type()) row(type, t);
   row("total", r.logs[0].total());
+  if (!r.hbm_peak_bytes.empty())
+    o << "HBM of device 0: peak " << mesh::FormatBytes(r.hbm_peak_bytes[0]) << " of "
+      << mesh::FormatBytes(r.chip.hbm_bytes_per_device()) << " (parameters and live activations)\n";
   return o.str();
 }
 

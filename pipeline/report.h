@@ -39,6 +39,9 @@ struct RunReport {
   double host_seconds = 0;
   std::map<std::string, std::string> info;  // extra summary fields (model, steps, scheduler...)
   std::vector<mesh::DeviceCostLog> logs;     // per device, after Finish
+  // Per device, the most HBM held at once (parameters and live activations,
+  // as the device's accounting counts them); empty when not measured.
+  std::vector<int64_t> hbm_peak_bytes;
 
   // Prices `records[d]` for every device d (keep_ops: for a trace).
   void Finish(const std::vector<std::vector<mesh::OpRecord>>& records, bool keep_ops);

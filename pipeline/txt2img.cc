@@ -199,6 +199,7 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
   NoiseFn noise = [&](int step, float* dst, size_t) {
     if (!ctx.dry_run) DrawLatents(in.keys, bpd, r.prng, one, dst, static_cast<uint32_t>(step + 1));
   };
+  if (in.device_id == 0) report("denoise", 0, steps);
   for (int s = 0; s < steps; ++s) {
     if (cancel && cancel->load()) return CancelledError("cancelled at step " + std::to_string(s));
     float* xin = model_in.mutable_data<float>();

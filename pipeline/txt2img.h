@@ -112,7 +112,7 @@ struct DeviceOutputs {
   mesh::Array history;          // [steps, b, C, h, w] when kept, else empty
 };
 // Progress: phase "text", "denoise" or "decode", `done` units of the device's
-// `total` (text and decode report 0 of 1 on device 0 when they start).
+// `total` (each phase reports 0 done on device 0 when it starts).
 using DeviceProgressFn = std::function<void(const std::string& phase, int done, int total)>;
 
 class TextToImage {

@@ -74,7 +74,7 @@ class ProgressBar {
     const auto now = std::chrono::steady_clock::now();
     auto [it, fresh] = phases_.try_emplace(phase, Span{now, now});
     it->second.last = now;
-    if (quiet_) return;
+    if (quiet_ || done == 0) return;
     // One bar over the denoising steps of all devices (the devices share the
     // host's cores, so their text and decode phases interleave with others'
     // steps and get no line of their own).
@@ -91,8 +91,12 @@ class ProgressBar {
     const int fill = total > 0 ? static_cast<int>(static_cast<int64_t>(done) * width / total) : width;
     std::string bar(fill, '#');
     bar.resize(width, '.');
-    std::fprintf(stderr, "%sdenoise  [%s] %d/%d UNet steps  %.2f it/s  ETA %.0f s", tty_ ? "\r\033[K" : "",
-                 bar.c_str(), done / devices_, steps, rate, eta);
+    // it/s, or s/it when a step takes more than a second (SDXL on a CPU).
+    char speed[32];
+    if (rate >= 1 || rate == 0) std::snprintf(speed, sizeof speed, "%.2f it/s", rate);
+    else std::snprintf(speed, sizeof speed, "%.1f s/it", 1 / rate);
+    std::fprintf(stderr, "%sdenoise  [%s] %d/%d UNet steps  %s  ETA %.0f s", tty_ ? "\r\033[K" : "",
+                 bar.c_str(), done / devices_, steps, speed, eta);
     if (done == total) {
       std::fprintf(stderr, "  (%.2f s)\n", el);
     } else if (!tty_) {

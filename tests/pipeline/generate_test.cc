@@ -78,36 +78,12 @@ TEST_P(GoldenPipelineTest, LatentsAfterEveryStepAndImagesMatchDiffusers) {
   auto res = (*gen)->Generate(r);
   ASSERT_TRUE(res.ok()) << res.status().message();
 
-  const mesh::Array want = ReadDataset(golden, group + "/latents_after_step");
-  const mesh::Array got = res->latents_after_step;
-  ASSERT_EQ(got.shape(), want.shape());
-  // Step by step: relative error of each step's latents.
-  const int64_t per_step = want.num_elements() / want.dim(0);
-  for (int64_t s = 0; s < want.dim(0); ++s) {
-    double err = 0, ref = 0;
-    for (int64_t i = s * per_step; i < (s + 1) * per_step; ++i) {
-      err = std::max(err, std::fabs(double(got.data<float>()[i]) - want.data<float>()[i]));
-      ref = std::max(ref, std::fabs(double(want.data<float>()[i])));
-    }
-    std::printf("%s step %lld: relative error %.3g\n", GetParam().c_str(), static_cast<long long>(s), err / ref);
-    EXPECT_LE(err / ref, 1e-4) << "step " << s << ": max abs error " << err << ", max abs reference " << ref;
-  }
+  tpumesh::testing::ExpectEachStepWithin(res->latents_after_step, ReadDataset(golden, group + "/latents_after_step"),
+                                         1e-4, GetParam());
   // Final images: uint8 within one level on >= 99.9% of values.
-  const mesh::Array img = ReadDataset(golden, group + "/images_uint8");  // [2, 64, 64, 3]
-  ASSERT_EQ(res->images.size(), 2u);
-  int64_t off = 0, far = 0;
-  for (int i = 0; i < 2; ++i) {
-    ASSERT_EQ(res->images[i].rgb.size(), 64u * 64 * 3);
-    for (size_t j = 0; j < res->images[i].rgb.size(); ++j) {
-      const int d = std::abs(int(res->images[i].rgb[j]) - img.data<int32_t>()[i * 64 * 64 * 3 + j]);
-      off += d > 0;
-      far += d > 1;
-    }
-  }
-  std::printf("%s images: %lld of %d uint8 values one level off, %lld more\n", GetParam().c_str(),
-              static_cast<long long>(off), 2 * 64 * 64 * 3, static_cast<long long>(far));
-  EXPECT_EQ(far, 0) << "values more than one level off";
-  EXPECT_LE(off, 2 * 64 * 64 * 3 / 1000) << off << " values differ by one level";
+  std::vector<const std::vector<uint8_t>*> images;
+  for (const Image& im : res->images) images.push_back(&im.rgb);
+  tpumesh::testing::ExpectImagesWithinOneLevel(images, ReadDataset(golden, group + "/images_uint8"), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedulers, GoldenPipelineTest, ::testing::Values("pndm", "ddim", "euler"));

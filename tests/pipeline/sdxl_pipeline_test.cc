@@ -165,37 +165,13 @@ TEST_P(SdxlPipelineTest, LatentsAfterEveryStepAndImages) {
   auto res = (*gen)->Generate(r);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
 
-  const Array want = ReadDataset(golden_, group_ + "/latents_after_step");
-  const Array& got = res->latents_after_step;
-  ASSERT_EQ(got.shape(), want.shape());
-  const int64_t per_step = want.num_elements() / want.dim(0);
-  for (int64_t s = 0; s < want.dim(0); ++s) {
-    double err = 0, ref = 0;
-    for (int64_t i = s * per_step; i < (s + 1) * per_step; ++i) {
-      err = std::max(err, std::fabs(double(got.data<float>()[i]) - want.data<float>()[i]));
-      ref = std::max(ref, std::fabs(double(want.data<float>()[i])));
-    }
-    std::printf("%s %s step %lld: relative error %.3g\n", ref_.c_str(), group_.c_str(), static_cast<long long>(s),
-                err / ref);
-    EXPECT_LE(err / ref, Tolerance()) << "step " << s;
-  }
+  const std::string label = ref_ + " " + group_;
+  tpumesh::testing::ExpectEachStepWithin(res->latents_after_step,
+                                         ReadDataset(golden_, group_ + "/latents_after_step"), Tolerance(), label);
   if (precision() != models::Precision::kHighest) return;
-  const Array img = ReadDataset(golden_, group_ + "/images_uint8");
-  ASSERT_EQ(res->images.size(), static_cast<size_t>(img.dim(0)));
-  const int64_t per_image = img.num_elements() / img.dim(0);
-  int64_t off = 0, far = 0;
-  for (size_t i = 0; i < res->images.size(); ++i) {
-    ASSERT_EQ(static_cast<int64_t>(res->images[i].rgb.size()), per_image);
-    for (int64_t j = 0; j < per_image; ++j) {
-      const int d = std::abs(int(res->images[i].rgb[j]) - img.data<int32_t>()[i * per_image + j]);
-      off += d > 0;
-      far += d > 1;
-    }
-  }
-  std::printf("%s %s images: %lld of %lld uint8 values one level off, %lld more\n", ref_.c_str(), group_.c_str(),
-              static_cast<long long>(off), static_cast<long long>(img.num_elements()), static_cast<long long>(far));
-  EXPECT_EQ(far, 0);
-  EXPECT_LE(off * 1000, img.num_elements()) << off << " values one level off";
+  std::vector<const std::vector<uint8_t>*> images;
+  for (const Image& im : res->images) images.push_back(&im.rgb);
+  tpumesh::testing::ExpectImagesWithinOneLevel(images, ReadDataset(golden_, group_ + "/images_uint8"), label);
 }
 
 // tiny-sdxl-b converted once per test (tests/data: always present).

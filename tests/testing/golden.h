@@ -6,11 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "gtest/gtest.h"
 #include "hdf5.h"
 #include "mesh/array.h"
 
@@ -111,6 +114,44 @@ inline double RelativeError(const mesh::Array& got, const mesh::Array& want) {
     ref = std::max(ref, std::fabs(static_cast<double>(want.data<float>()[i])));
   }
   return ref > 0 ? err / ref : err;
+}
+
+// [steps, ...] latents: for each leading index, max |got - want| over max
+// |want| within `tol` (printed with `label`, one line per step).
+inline void ExpectEachStepWithin(const mesh::Array& got, const mesh::Array& want, double tol,
+                                 const std::string& label) {
+  ASSERT_EQ(got.shape(), want.shape()) << label;
+  const int64_t per_step = want.num_elements() / want.dim(0);
+  for (int64_t s = 0; s < want.dim(0); ++s) {
+    double err = 0, ref = 0;
+    for (int64_t i = s * per_step; i < (s + 1) * per_step; ++i) {
+      err = std::max(err, std::fabs(double(got.data<float>()[i]) - want.data<float>()[i]));
+      ref = std::max(ref, std::fabs(double(want.data<float>()[i])));
+    }
+    std::printf("%s step %lld: relative error %.3g\n", label.c_str(), static_cast<long long>(s), err / ref);
+    EXPECT_LE(err / ref, tol) << label << " step " << s << ": max abs error " << err << ", max abs reference " << ref;
+  }
+}
+
+// uint8 images (one RGB buffer each) against want [B, H, W, 3]: none more
+// than one level off, at most 0.1% of the values one level off.
+inline void ExpectImagesWithinOneLevel(const std::vector<const std::vector<uint8_t>*>& got, const mesh::Array& want,
+                                       const std::string& label) {
+  ASSERT_EQ(static_cast<int64_t>(got.size()), want.dim(0)) << label;
+  const int64_t per_image = want.num_elements() / want.dim(0);
+  int64_t off = 0, far = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(static_cast<int64_t>(got[i]->size()), per_image) << label;
+    for (int64_t j = 0; j < per_image; ++j) {
+      const int d = std::abs(int((*got[i])[j]) - want.data<int32_t>()[i * per_image + j]);
+      off += d > 0;
+      far += d > 1;
+    }
+  }
+  std::printf("%s images: %lld of %lld uint8 values one level off, %lld more\n", label.c_str(),
+              static_cast<long long>(off), static_cast<long long>(want.num_elements()), static_cast<long long>(far));
+  EXPECT_EQ(far, 0) << label << ": values more than one level off";
+  EXPECT_LE(off * 1000, want.num_elements()) << label << ": " << off << " values one level off";
 }
 
 }  // namespace tpumesh::testing
