@@ -50,11 +50,9 @@ StatusOr<std::string> ReadText(const std::filesystem::path& p) {
   return ss.str();
 }
 
-// SDXL's tokenizer_2: the same vocabulary and merges as `tokenizer`, padded
-// with "!" (OpenCLIP's convention, as stabilityai's tokenizer_2 folder has
-// it): pad_token "!" in both JSON configs, and "!" an added token of its own
-// id in added_tokens_decoder, so that transformers splits it out of prompts.
-StatusOr<std::vector<std::pair<std::string, std::string>>> Tokenizer2Texts(
+}  // namespace
+
+StatusOr<std::vector<std::pair<std::string, std::string>>> SdxlTokenizer2Texts(
     const std::vector<std::pair<std::string, std::string>>& tokenizer) {
   std::vector<std::pair<std::string, std::string>> out;
   std::string vocab_text;
@@ -84,8 +82,6 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> Tokenizer2Texts(
   if (!have_special) out.emplace_back("tokenizer_2/special_tokens_map.json", R"({"pad_token": "!"})");
   return out;
 }
-
-}  // namespace
 
 StatusOr<InitStats> InitModel(const InitOptions& opt,
                               const std::function<void(const std::string&, int, int)>& progress) {
@@ -118,7 +114,7 @@ StatusOr<InitStats> InitModel(const InitOptions& opt,
   }
 
   if (!arch.text_encoder_2.empty() && !tokenizer.empty()) {
-    TPUMESH_ASSIGN_OR_RETURN(auto t2, Tokenizer2Texts(tokenizer));
+    TPUMESH_ASSIGN_OR_RETURN(auto t2, SdxlTokenizer2Texts(tokenizer));
     tokenizer.insert(tokenizer.end(), t2.begin(), t2.end());
   }
 
@@ -146,7 +142,6 @@ StatusOr<InitStats> InitModel(const InitOptions& opt,
   TPUMESH_RETURN_IF_ERROR(out->WriteText("scheduler/scheduler_config.json", arch.scheduler));
   for (const auto& [path, text] : tokenizer) TPUMESH_RETURN_IF_ERROR(out->WriteText(path, text));
   InitStats stats;
-  stats.has_tokenizer = !tokenizer.empty();
   for (const Component& c : components) {
     TPUMESH_RETURN_IF_ERROR(out->WriteText(c.name + "/config.json", c.config));
     int done = 0;

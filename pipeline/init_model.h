@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "mesh/array.h"
@@ -36,8 +38,15 @@ struct InitStats {
   int64_t tensors = 0;
   int64_t parameters = 0;
   int64_t bytes = 0;
-  bool has_tokenizer = false;
 };
+
+// SDXL's tokenizer_2 from tokenizer/'s texts ((dataset, text) pairs named
+// "tokenizer/vocab.json" ...): the same vocabulary and merges, padded with
+// "!" as stabilityai's tokenizer_2 is — pad_token "!" in both JSON configs,
+// and "!" an added token of its own id in added_tokens_decoder, so that
+// transformers splits it out of prompts. Returned as "tokenizer_2/..." pairs.
+StatusOr<std::vector<std::pair<std::string, std::string>>> SdxlTokenizer2Texts(
+    const std::vector<std::pair<std::string, std::string>>& tokenizer);
 
 // progress(component, tensors done, tensors total); may be empty.
 StatusOr<InitStats> InitModel(const InitOptions& options,

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "gmock/gmock.h"
@@ -10,7 +11,10 @@
 #include "tests/testing/temp_dir.h"
 #include "models/architectures.h"
 #include "models/configs.h"
+#include "pipeline/h5io.h"
 #include "pipeline/model_file.h"
+#include "pipeline/tokenizer.h"
+#include "tests/testing/golden.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -34,7 +38,6 @@ TEST(InitModelTest, TinyHasEveryParameterAndTheEmbeddedTokenizer) {
   o.output = Dir() + "/tiny.h5";
   auto s = InitModel(o);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_TRUE(s->has_tokenizer);
   auto f = ModelFile::Open(o.output);
   ASSERT_TRUE(f.ok());
   EXPECT_THAT(*(*f)->ReadText("tokenizer/vocab.json"), HasSubstr("<|endoftext|>"));
@@ -85,6 +88,37 @@ TEST(InitModelTest, BadOptions) {
   o.tokenizer_dir = Dir() + "/no-such-tokenizer";
   EXPECT_THAT(InitModel(o).status().message(), HasSubstr("vocab.json: missing"));
   EXPECT_FALSE(fs::exists(o.output));
+}
+
+// SDXL's tokenizer_2 derived from a tokenizer folder pads with "!" and
+// splits "!" out of prompts: on tiny-sdxl-b's tokenizer/ it gives exactly the
+// ids transformers gave with that model's real tokenizer_2 folder.
+TEST(InitModelTest, SdxlTokenizer2FromTokenizerMatchesTransformers) {
+  const std::string ref = std::string(TPUMESH_TEST_DATA_DIR) + "/tiny-sdxl-b";
+  std::vector<std::pair<std::string, std::string>> texts;
+  for (const char* f : {"vocab.json", "merges.txt", "special_tokens_map.json", "tokenizer_config.json"}) {
+    std::ifstream in(ref + "/tokenizer/" + f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    texts.emplace_back(std::string("tokenizer/") + f, ss.str());
+  }
+  auto t2 = SdxlTokenizer2Texts(texts);
+  ASSERT_TRUE(t2.ok()) << t2.status().ToString();
+  std::map<std::string, std::string> m(t2->begin(), t2->end());
+  ClipTokenizerTexts tt{m["tokenizer_2/vocab.json"], m["tokenizer_2/merges.txt"],
+                        m["tokenizer_2/special_tokens_map.json"], m["tokenizer_2/tokenizer_config.json"]};
+  auto tok = ClipTokenizer::FromStrings(tt, "tokenizer_2");
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  const std::string golden = ref + "/golden.h5";
+  const mesh::Array want = tpumesh::testing::ReadDataset(golden, "tokenizer_2/input_ids");
+  auto prompts = H5ReadStrings(golden, "tokenizer/prompts");
+  ASSERT_TRUE(prompts.ok()) << prompts.status().ToString();
+  ASSERT_EQ(static_cast<int64_t>(prompts->size()), want.dim(0));
+  for (size_t i = 0; i < prompts->size(); ++i) {
+    auto ids = tok->EncodePadded((*prompts)[i], 77);
+    ASSERT_TRUE(ids.ok());
+    for (int j = 0; j < 77; ++j) ASSERT_EQ((*ids)[j], want.data<int32_t>()[i * 77 + j]) << "prompt " << i << " id " << j;
+  }
 }
 
 }  // namespace
