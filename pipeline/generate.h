@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "io/png.h"
 #include "mesh/array.h"
 #include "mesh/mesh.h"
 #include "mesh/prng.h"
@@ -60,10 +61,9 @@
 #include "models/nn.h"
 #include "models/unet.h"
 #include "models/vae.h"
-#include "pipeline/png.h"
 #include "pipeline/report.h"
-#include "pipeline/schedulers.h"
-#include "pipeline/tokenizer.h"
+#include "schedulers/schedulers.h"
+#include "text/tokenizer.h"
 
 namespace tpumesh::pipeline {
 

@@ -9,11 +9,11 @@
 #define TPUMESH_PIPELINE_LOADER_H_
 
 #include "base/status.h"
+#include "io/model_file.h"
 #include "models/clip.h"
 #include "models/unet.h"
 #include "models/vae.h"
-#include "pipeline/model_file.h"
-#include "pipeline/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace tpumesh::pipeline {
 

@@ -3,13 +3,13 @@
 #include <chrono>
 #include <map>
 
+#include "io/model_file.h"
 #include "models/architectures.h"
 #include "models/clip.h"
 #include "models/configs.h"
 #include "models/unet.h"
 #include "models/vae.h"
-#include "pipeline/model_file.h"
-#include "pipeline/schedulers.h"
+#include "schedulers/schedulers.h"
 
 namespace tpumesh::pipeline {
 namespace {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "io/h5io.h"
 #include "mesh/prng.h"
 #include "pipeline/generate.h"
-#include "pipeline/h5io.h"
 #include "tools/commands.h"
 #include "tools/report_output.h"
 

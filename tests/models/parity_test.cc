@@ -9,11 +9,11 @@
 #include <tuple>
 
 #include "gtest/gtest.h"
+#include "io/safetensors.h"
 #include "models/clip.h"
 #include "models/configs.h"
 #include "models/unet.h"
 #include "models/vae.h"
-#include "pipeline/safetensors.h"
 #include "tests/testing/golden.h"
 #include "tests/testing/model_files.h"
 

@@ -9,8 +9,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/model_file.h"
-#include "pipeline/safetensors.h"
+#include "io/model_file.h"
+#include "io/safetensors.h"
 
 namespace tpumesh::pipeline {
 namespace {

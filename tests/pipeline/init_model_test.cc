@@ -7,10 +7,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/temp_dir.h"
+#include "io/model_file.h"
 #include "models/architectures.h"
 #include "models/configs.h"
-#include "pipeline/model_file.h"
+#include "tests/testing/temp_dir.h"
 
 namespace tpumesh::pipeline {
 namespace {

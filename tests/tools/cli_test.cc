@@ -109,7 +109,7 @@ TEST(CliTest, ConvertWritesAModelAndRefusesBadInput) {
 
 }  // namespace
 
-#include "pipeline/h5io.h"
+#include "io/h5io.h"
 #include "tests/testing/golden.h"
 
 namespace {

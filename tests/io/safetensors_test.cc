@@ -1,4 +1,4 @@
-#include "pipeline/safetensors.h"
+#include "io/safetensors.h"
 
 #include <unistd.h>
 

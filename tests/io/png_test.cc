@@ -1,7 +1,7 @@
-// pipeline/png.h: diffusers' uint8 conversion against the reference pipelines
+// io/png.h: diffusers' uint8 conversion against the reference pipelines
 // pixel for pixel, PNG round trips with tEXt/iTXt text, deterministic bytes,
 // make_image_grid's layout and GridShape, and the errors (no file left).
-#include "pipeline/png.h"
+#include "io/png.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
