@@ -22,13 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "io/model_file.h"
 #include "kernels/matmul.h"
 #include "kernels/peak.h"
 #include "mesh/cost_model.h"
 #include "models/flops.h"
 #include "models/unet.h"
 #include "pipeline/loader.h"
-#include "pipeline/model_file.h"
 
 namespace {
 

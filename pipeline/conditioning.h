@@ -43,7 +43,7 @@
 #include "models/nn.h"
 #include "models/params.h"
 #include "models/unet.h"
-#include "pipeline/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace tpumesh::pipeline {
 

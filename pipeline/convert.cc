@@ -5,9 +5,9 @@
 #include <sstream>
 #include <vector>
 
+#include "io/model_file.h"
+#include "io/safetensors.h"
 #include "nlohmann/json.hpp"
-#include "pipeline/model_file.h"
-#include "pipeline/safetensors.h"
 
 namespace tpumesh::pipeline {
 namespace {

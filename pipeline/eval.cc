@@ -4,9 +4,9 @@
 #include <functional>
 #include <memory>
 
+#include "io/h5io.h"
 #include "mesh/collectives.h"
 #include "mesh/mesh.h"
-#include "pipeline/h5io.h"
 #include "pipeline/loader.h"
 
 namespace tpumesh::pipeline {

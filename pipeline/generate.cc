@@ -11,10 +11,10 @@
 #include <mutex>
 #include <sstream>
 
+#include "io/model_file.h"
 #include "mesh/collectives.h"
 #include "pipeline/init_model.h"
 #include "pipeline/loader.h"
-#include "pipeline/model_file.h"
 
 namespace tpumesh::pipeline {
 namespace {

@@ -49,9 +49,10 @@
 #include <vector>
 
 #include "base/status.h"
+#include "io/png.h"
 #include "mesh/array.h"
 #include "mesh/mesh.h"
-#include "pipeline/png.h"
+#include "io/png.h"
 #include "pipeline/report.h"
 #include "pipeline/txt2img.h"
 

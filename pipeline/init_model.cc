@@ -5,11 +5,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/model_file.h"
 #include "models/architectures.h"
 #include "models/configs.h"
 #include "nlohmann/json.hpp"
-#include "pipeline/embedded.h"
-#include "pipeline/model_file.h"
+#include "text/embedded.h"
 
 namespace tpumesh::pipeline {
 namespace {

@@ -12,12 +12,13 @@
 #include <string>
 
 #include "base/status.h"
+#include "io/model_file.h"
 #include "models/clip.h"
 #include "models/unet.h"
 #include "models/vae.h"
-#include "pipeline/model_file.h"
-#include "pipeline/tokenizer.h"
+#include "io/model_file.h"
 #include "pipeline/txt2img.h"
+#include "text/tokenizer.h"
 
 namespace tpumesh::pipeline {
 

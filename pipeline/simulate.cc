@@ -2,9 +2,10 @@
 
 #include <chrono>
 
+#include "io/model_file.h"
 #include "models/architectures.h"
+#include "io/model_file.h"
 #include "pipeline/loader.h"
-#include "pipeline/model_file.h"
 
 namespace tpumesh::pipeline {
 namespace {

@@ -46,8 +46,8 @@
 #include "models/unet.h"
 #include "models/vae.h"
 #include "pipeline/conditioning.h"
-#include "pipeline/schedulers.h"
-#include "pipeline/tokenizer.h"
+#include "schedulers/schedulers.h"
+#include "text/tokenizer.h"
 
 namespace tpumesh::pipeline {
 

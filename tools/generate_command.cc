@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "io/h5io.h"
 #include "mesh/prng.h"
 #include "pipeline/generate.h"
-#include "pipeline/h5io.h"
 #include "tools/commands.h"
 #include "tools/report_output.h"
 #include "tools/request_flags.h"

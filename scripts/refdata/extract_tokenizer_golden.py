@@ -5,7 +5,7 @@ Source: ../shared/refdata/tiny-sd-a/golden.h5, datasets tokenizer/prompts (4 UTF
 prompt, "", a 120-token prompt that gets truncated, and a mixed prompt with case, an apostrophe, a digit,
 punctuation, a triple space and "café"), tokenizer/input_ids (4, 77) and tokenizer/ids_untruncated_{i},
 made by transformers' slow CLIPTokenizer without ftfy (see that folder's README.md). Only these few ids are
-copied; the tiny vocabulary itself lives in pipeline/data/tiny-tokenizer/ (identical to
+copied; the tiny vocabulary itself lives in text/data/tiny-tokenizer/ (identical to
 tiny-sd-a/tokenizer/). The real ViT-L/14 vocabulary and its tokens.h5 are read by the test straight from
 ../shared/refdata/clip-tokenizer/ and never copied into the repository.
 

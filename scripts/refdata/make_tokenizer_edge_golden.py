@@ -2,7 +2,7 @@
 """Writes tests/data/tokenizer_edge_golden.json: transformers' CLIPTokenizer ids for edge-case prompts.
 
 The ids come from the real slow CLIPTokenizer (transformers 4.45.2, `regex`, Python 3.11 whose unicodedata
-is Unicode 14.0, ftfy NOT installed), on the tiny vocabulary of pipeline/data/tiny-tokenizer/ (a copy of
+is Unicode 14.0, ftfy NOT installed), on the tiny vocabulary of text/data/tiny-tokenizer/ (a copy of
 ../shared/refdata/tiny-sd-a/tokenizer/; every byte has a token, so any text is encodable) under three
 special-token layouts:
   tiny        the folder as is (tokenizer_config.json with added_tokens_decoder, SD 1.x style);
@@ -15,7 +15,7 @@ for L in MAX_LENGTHS.
 
 Offline tool, re-run it to regenerate:
   python3 -m venv /tmp/venv && /tmp/venv/bin/pip install transformers==4.45.2   # no ftfy, no torch
-  /tmp/venv/bin/python scripts/refdata/make_tokenizer_edge_golden.py pipeline/data/tiny-tokenizer \
+  /tmp/venv/bin/python scripts/refdata/make_tokenizer_edge_golden.py text/data/tiny-tokenizer \
       tests/data/tokenizer_edge_golden.json
 """
 import json
@@ -98,7 +98,7 @@ def main():
         "source": {
             "transformers": transformers.__version__, "regex": regex.__version__,
             "python_unicodedata": unicodedata.unidata_version, "ftfy": "not installed",
-            "vocabulary": "pipeline/data/tiny-tokenizer (= ../shared/refdata/tiny-sd-a/tokenizer)",
+            "vocabulary": "text/data/tiny-tokenizer (= ../shared/refdata/tiny-sd-a/tokenizer)",
             "made_by": "scripts/refdata/make_tokenizer_edge_golden.py",
         },
         "max_lengths": MAX_LENGTHS,

@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/golden.h"
 #include "nlohmann/json.hpp"
 
 namespace tpumesh::models {
@@ -56,7 +57,7 @@ void ExpectSame(const std::vector<ParamSpec>& manifest, const std::map<std::stri
 class RefdataTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (Slurp(kRef + "/unet/config.json").empty()) GTEST_SKIP() << "reference data absent: " << kRef;
+    TPUMESH_REQUIRE_REFDATA(kRef + "/unet/config.json");
   }
 };
 

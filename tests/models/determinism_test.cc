@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "io/safetensors.h"
 #include "models/clip.h"
 #include "models/configs.h"
 #include "models/unet.h"
 #include "models/vae.h"
 #include "oneapi/tbb/task_arena.h"
-#include "pipeline/safetensors.h"
 #include "tests/testing/golden.h"
 #include "tests/testing/model_files.h"
 
@@ -69,7 +69,7 @@ class DeterminismTest : public ::testing::TestWithParam<Precision> {
   void SetUp() override {
     ref_ = tpumesh::testing::RefdataDir() + "/tiny-sd-a";
     golden_ = ref_ + "/golden.h5";
-    if (!tpumesh::testing::Exists(golden_)) GTEST_SKIP() << "reference data absent: " << golden_;
+    TPUMESH_REQUIRE_REFDATA(golden_);
   }
   std::string ref_, golden_;
 };

@@ -9,11 +9,11 @@
 #include <tuple>
 
 #include "gtest/gtest.h"
+#include "io/safetensors.h"
 #include "models/clip.h"
 #include "models/configs.h"
 #include "models/unet.h"
 #include "models/vae.h"
-#include "pipeline/safetensors.h"
 #include "tests/testing/golden.h"
 #include "tests/testing/model_files.h"
 
@@ -33,7 +33,7 @@ class ParityTest : public ::testing::TestWithParam<std::tuple<std::string, Preci
     kRef = std::get<0>(GetParam()) == "tiny-sd-a" ? tpumesh::testing::RefdataDir() + "/tiny-sd-a"
                                                   : std::string(TPUMESH_TEST_DATA_DIR) + "/tiny-sd-b";
     kGolden = kRef + "/golden.h5";
-    if (!tpumesh::testing::Exists(kGolden)) GTEST_SKIP() << "reference data absent: " << kGolden;
+    TPUMESH_REQUIRE_REFDATA(kGolden);
   }
   Precision precision() const { return std::get<1>(GetParam()); }
   double Tolerance() const { return precision() == Precision::kHighest ? 1e-4 : 3e-2; }

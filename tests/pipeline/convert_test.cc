@@ -9,8 +9,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/model_file.h"
-#include "pipeline/safetensors.h"
+#include "tests/testing/golden.h"
+#include "io/model_file.h"
+#include "io/safetensors.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -23,7 +24,7 @@ const std::string kRef = std::string(TPUMESH_SOURCE_DIR) + "/../shared/refdata/t
 class ConvertTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kRef + "/model_index.json")) GTEST_SKIP() << "reference data absent: " << kRef;
+    TPUMESH_REQUIRE_REFDATA(kRef + "/model_index.json");
     // One folder per test: ctest runs the tests of this binary in parallel.
     dir_ = ::testing::TempDir() + "/convert_test_" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name();

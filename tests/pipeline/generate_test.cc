@@ -13,11 +13,11 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "io/h5io.h"
+#include "io/model_file.h"
 #include "mesh/prng.h"
 #include "pipeline/convert.h"
-#include "pipeline/h5io.h"
 #include "pipeline/init_model.h"
-#include "pipeline/model_file.h"
 #include "tests/testing/golden.h"
 #include "tests/testing/temp_dir.h"
 

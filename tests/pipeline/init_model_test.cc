@@ -8,13 +8,14 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/temp_dir.h"
+#include "io/model_file.h"
 #include "models/architectures.h"
 #include "models/configs.h"
-#include "pipeline/h5io.h"
-#include "pipeline/model_file.h"
-#include "pipeline/tokenizer.h"
+#include "io/h5io.h"
+#include "io/model_file.h"
 #include "tests/testing/golden.h"
+#include "tests/testing/temp_dir.h"
+#include "text/tokenizer.h"
 
 namespace tpumesh::pipeline {
 namespace {

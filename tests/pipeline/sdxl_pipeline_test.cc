@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "io/model_file.h"
 #include "nlohmann/json.hpp"
 #include "pipeline/convert.h"
 #include "pipeline/generate.h"
 #include "pipeline/loader.h"
-#include "pipeline/model_file.h"
 #include "pipeline/simulate.h"
 #include "tests/testing/golden.h"
 #include "tests/testing/temp_dir.h"

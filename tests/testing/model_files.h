@@ -8,8 +8,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "io/safetensors.h"
 #include "models/params.h"
-#include "pipeline/safetensors.h"
 
 namespace tpumesh::testing {
 

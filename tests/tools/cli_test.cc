@@ -9,8 +9,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "io/h5io.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/cli.h"
+#include "tests/testing/golden.h"
 
 namespace {
 
@@ -85,7 +87,7 @@ namespace {
 
 TEST(CliTest, ConvertWritesAModelAndRefusesBadInput) {
   const std::string ref = std::string(TPUMESH_SOURCE_DIR) + "/../shared/refdata/tiny-sd-a";
-  if (access((ref + "/model_index.json").c_str(), R_OK) != 0) GTEST_SKIP() << "reference data absent";
+  TPUMESH_REQUIRE_REFDATA(ref + "/model_index.json");
   const std::string out = ::testing::TempDir() + "/cli_convert.h5";
   std::remove(out.c_str());
   Result r = RunTpumesh("convert " + ref + " -o " + out + " --dtype bf16");
@@ -107,12 +109,6 @@ TEST(CliTest, ConvertWritesAModelAndRefusesBadInput) {
   EXPECT_THAT(missing.err, HasSubstr("--output is required"));
 }
 
-}  // namespace
-
-#include "pipeline/h5io.h"
-#include "tests/testing/golden.h"
-
-namespace {
 
 using tpumesh::mesh::Array;
 
@@ -121,7 +117,7 @@ using tpumesh::mesh::Array;
 TEST(CliTest, ConvertThenEvalReproducesGolden) {
   const std::string ref = tpumesh::testing::RefdataDir() + "/tiny-sd-a";
   const std::string golden = ref + "/golden.h5";
-  if (!tpumesh::testing::Exists(golden)) GTEST_SKIP() << "reference data absent: " << golden;
+  TPUMESH_REQUIRE_REFDATA(golden);
   const std::string dir = ::testing::TempDir() + "/cli_eval";
   std::filesystem::create_directories(dir);
   const std::string model = dir + "/tiny.h5";

@@ -15,7 +15,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/h5io.h"
+#include "io/h5io.h"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
 

@@ -12,8 +12,8 @@
 // reference implementation requires. Any failure is one InvalidArgument /
 // DataLoss naming the file and the first problem. Reads stream one tensor at
 // a time (pread), so loading a model never holds the whole file in memory.
-#ifndef TPUMESH_PIPELINE_SAFETENSORS_H_
-#define TPUMESH_PIPELINE_SAFETENSORS_H_
+#ifndef TPUMESH_IO_SAFETENSORS_H_
+#define TPUMESH_IO_SAFETENSORS_H_
 
 #include <cstdint>
 #include <map>
@@ -71,4 +71,4 @@ class SafetensorsFile {
 
 }  // namespace tpumesh::pipeline
 
-#endif  // TPUMESH_PIPELINE_SAFETENSORS_H_
+#endif  // TPUMESH_IO_SAFETENSORS_H_

@@ -47,8 +47,8 @@
 //   seed notebook's make_image_grid(images, rows=2, cols=4)), 4 -> 2 x 2,
 //   6 -> 2 x 3, 16 -> 4 x 4, a prime p -> 1 x p. n < 1 -> {0, 0}.
 // - All functions are thread-safe (no shared state but an atomic counter).
-#ifndef TPUMESH_PIPELINE_PNG_H_
-#define TPUMESH_PIPELINE_PNG_H_
+#ifndef TPUMESH_IO_PNG_H_
+#define TPUMESH_IO_PNG_H_
 
 #include <cstdint>
 #include <string>
@@ -82,4 +82,4 @@ std::pair<int, int> GridShape(int n);
 
 }  // namespace tpumesh::pipeline
 
-#endif  // TPUMESH_PIPELINE_PNG_H_
+#endif  // TPUMESH_IO_PNG_H_

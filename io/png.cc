@@ -1,4 +1,4 @@
-#include "pipeline/png.h"
+#include "io/png.h"
 
 #include <fcntl.h>
 #include <png.h>

@@ -1,4 +1,4 @@
-#include "pipeline/tokenizer.h"
+#include "text/tokenizer.h"
 
 #include <algorithm>
 #include <climits>

@@ -46,7 +46,7 @@
 //   operation here, in the same order (torch.linspace as torch 1.13's AVX2
 //   CPU kernel computes it, cumprod accumulating in double as torch's CPU
 //   cumprod does, np.linspace/arange/interp/round as numpy 1.24). Against
-//   diffusers 0.30.0 on torch 1.13 (tests/pipeline/schedulers_test.cc) every
+//   diffusers 0.30.0 on torch 1.13 (tests/schedulers/schedulers_test.cc) every
 //   timestep, sigma, beta and alphas_cumprod is equal, and PNDM, DDIM, LMS,
 //   Euler and Euler-a steps are bit-identical. DPM differs by <= 4e-7
 //   relative: torch takes its scalar log/exp from SLEEF (1 ulp from glibc's).
@@ -57,8 +57,8 @@
 // - Parity of EulerAncestral's noise with torch's generator is not possible:
 //   the draws come from the caller's NoiseFn (per-device JAX-style keys in
 //   the pipeline), so only the arithmetic around them matches diffusers.
-#ifndef TPUMESH_PIPELINE_SCHEDULERS_H_
-#define TPUMESH_PIPELINE_SCHEDULERS_H_
+#ifndef TPUMESH_SCHEDULERS_SCHEDULERS_H_
+#define TPUMESH_SCHEDULERS_SCHEDULERS_H_
 
 #include <cstddef>
 #include <functional>
@@ -193,4 +193,4 @@ StatusOr<std::string> SchedulerNameOfClass(std::string_view class_name);
 
 }  // namespace tpumesh::pipeline
 
-#endif  // TPUMESH_PIPELINE_SCHEDULERS_H_
+#endif  // TPUMESH_SCHEDULERS_SCHEDULERS_H_

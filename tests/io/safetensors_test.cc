@@ -1,4 +1,4 @@
-#include "pipeline/safetensors.h"
+#include "io/safetensors.h"
 
 #include <unistd.h>
 
@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/golden.h"
 #include "tests/testing/temp_dir.h"
 
 namespace tpumesh::pipeline {
@@ -114,7 +115,7 @@ TEST(SafetensorsTest, BadLengthsAndMissingFiles) {
 TEST(SafetensorsTest, ReadsTheRefdataUnet) {
   const std::string path = std::string(TPUMESH_SOURCE_DIR) +
                            "/../shared/refdata/tiny-sd-a/unet/diffusion_pytorch_model.safetensors";
-  if (access(path.c_str(), R_OK) != 0) GTEST_SKIP() << "reference data absent: " << path;
+  TPUMESH_REQUIRE_REFDATA(path);
   auto f = SafetensorsFile::Open(path);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   const SafetensorsEntry* e = f->Find("conv_in.weight");

@@ -1,4 +1,4 @@
-#include "pipeline/model_file.h"
+#include "io/model_file.h"
 
 #include <unistd.h>
 

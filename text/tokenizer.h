@@ -39,8 +39,8 @@
 // tokenizer.json are not read. Invalid UTF-8 in a prompt is InvalidArgument
 // naming the byte offset (a Python str cannot hold it). Thread-safe after
 // construction (no BPE cache).
-#ifndef TPUMESH_PIPELINE_TOKENIZER_H_
-#define TPUMESH_PIPELINE_TOKENIZER_H_
+#ifndef TPUMESH_TEXT_TOKENIZER_H_
+#define TPUMESH_TEXT_TOKENIZER_H_
 
 #include <cstdint>
 #include <string>
@@ -127,4 +127,4 @@ class ClipTokenizer {
 
 }  // namespace tpumesh::pipeline
 
-#endif  // TPUMESH_PIPELINE_TOKENIZER_H_
+#endif  // TPUMESH_TEXT_TOKENIZER_H_

@@ -1,6 +1,6 @@
 // SchedulerConfig parsing, the Scheduler base class, the factory, and the
 // numpy/torch routines the schedulers share (schedulers_internal.h).
-#include "pipeline/schedulers.h"
+#include "schedulers/schedulers.h"
 
 #include <algorithm>
 #include <array>
@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "nlohmann/json.hpp"
-#include "pipeline/schedulers_internal.h"
+#include "schedulers/schedulers_internal.h"
 
 namespace tpumesh::pipeline {
 namespace {

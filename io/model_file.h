@@ -14,8 +14,8 @@
 // - f32 is stored as IEEE f32 little-endian; bf16 as uint16 with the
 //   attribute dtype="bfloat16" (h5py reads it as uint16; view as bfloat16).
 // - Not thread-safe (Debian's HDF5 is the serial build): use from one thread.
-#ifndef TPUMESH_PIPELINE_MODEL_FILE_H_
-#define TPUMESH_PIPELINE_MODEL_FILE_H_
+#ifndef TPUMESH_IO_MODEL_FILE_H_
+#define TPUMESH_IO_MODEL_FILE_H_
 
 #include <cstdint>
 #include <memory>
@@ -86,4 +86,4 @@ class ModelFile {
 
 }  // namespace tpumesh::pipeline
 
-#endif  // TPUMESH_PIPELINE_MODEL_FILE_H_
+#endif  // TPUMESH_IO_MODEL_FILE_H_

@@ -1,13 +1,13 @@
-// Internals of pipeline/schedulers.*: the numpy and torch routines diffusers'
+// Internals of schedulers/schedulers.*: the numpy and torch routines diffusers'
 // schedulers call, reproduced operation by operation, and each scheduler
-// family's factory. Not part of the pipeline's API; tests may use it.
+// family's factory. Not part of the schedulers' API; tests may use it.
 //
 // Contract: every function returns what the named numpy 1.24 / torch 1.13
 // (CPU, AVX2) routine returns, bit for bit, for the arguments diffusers
 // passes; the comments say which routine and where the reproduction stops
 // being exact.
-#ifndef TPUMESH_PIPELINE_SCHEDULERS_INTERNAL_H_
-#define TPUMESH_PIPELINE_SCHEDULERS_INTERNAL_H_
+#ifndef TPUMESH_SCHEDULERS_SCHEDULERS_INTERNAL_H_
+#define TPUMESH_SCHEDULERS_SCHEDULERS_INTERNAL_H_
 
 #include <cstdint>
 #include <memory>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "pipeline/schedulers.h"
+#include "schedulers/schedulers.h"
 
 namespace tpumesh::pipeline::internal {
 
@@ -71,4 +71,4 @@ StatusOr<std::unique_ptr<Scheduler>> MakeDpmSolverMultistep(const SchedulerConfi
 
 }  // namespace tpumesh::pipeline::internal
 
-#endif  // TPUMESH_PIPELINE_SCHEDULERS_INTERNAL_H_
+#endif  // TPUMESH_SCHEDULERS_SCHEDULERS_INTERNAL_H_

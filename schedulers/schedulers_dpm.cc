@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/schedulers.h"
-#include "pipeline/schedulers_internal.h"
+#include "schedulers/schedulers.h"
+#include "schedulers/schedulers_internal.h"
 
 namespace tpumesh::pipeline::internal {
 namespace {

@@ -1,7 +1,7 @@
-// pipeline/png.h: diffusers' uint8 conversion against the reference pipelines
+// io/png.h: diffusers' uint8 conversion against the reference pipelines
 // pixel for pixel, PNG round trips with tEXt/iTXt text, deterministic bytes,
 // make_image_grid's layout and GridShape, and the errors (no file left).
-#include "pipeline/png.h"
+#include "io/png.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -93,7 +93,7 @@ std::string WithIhdr(std::string png, int depth, int color_type) {
 // as diffusers computed it, for the VAE alone and for whole pipelines.
 TEST(PngTest, Uint8ConversionEqualsDiffusersOnEveryPixel) {
   const std::string golden = tpumesh::testing::RefdataDir() + "/tiny-sd-a/golden.h5";
-  if (!tpumesh::testing::Exists(golden)) GTEST_SKIP() << "reference data absent: " << golden << " (nothing compared)";
+  TPUMESH_REQUIRE_REFDATA(golden);
   const std::vector<std::pair<std::string, std::string>> pairs = {
       {"vae_decode/decoded", "vae_decode/image_uint8"},
       {"pipeline_pndm/decoded", "pipeline_pndm/images_uint8"},

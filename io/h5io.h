@@ -6,8 +6,8 @@
 // datasets of any width are read as int32 (values outside int32 are an
 // error). H5Writer writes to a temporary file and renames it on Commit():
 // never a partial output file.
-#ifndef TPUMESH_PIPELINE_H5IO_H_
-#define TPUMESH_PIPELINE_H5IO_H_
+#ifndef TPUMESH_IO_H5IO_H_
+#define TPUMESH_IO_H5IO_H_
 
 #include <memory>
 #include <string>
@@ -39,4 +39,4 @@ class H5Writer {
 
 }  // namespace tpumesh::pipeline
 
-#endif  // TPUMESH_PIPELINE_H5IO_H_
+#endif  // TPUMESH_IO_H5IO_H_

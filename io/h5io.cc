@@ -1,4 +1,4 @@
-#include "pipeline/h5io.h"
+#include "io/h5io.h"
 
 #include <unistd.h>
 

@@ -5,7 +5,7 @@
 // ViT-L/14 vocabulary with its tokens.h5 read from
 // ../shared/refdata/clip-tokenizer (skipped, saying so, when absent). Then
 // the pieces: bytes_to_unicode, clean-up, padding, and load errors.
-#include "pipeline/tokenizer.h"
+#include "text/tokenizer.h"
 
 #include <unistd.h>
 
@@ -17,9 +17,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/golden.h"
+#include "io/h5io.h"
 #include "nlohmann/json.hpp"
-#include "pipeline/embedded.h"
-#include "pipeline/h5io.h"
+#include "text/embedded.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -76,7 +77,7 @@ TEST(TokenizerTest, TinyVocabularyMatchesTransformers) {
 
   // The same files as a folder (tokenizer_config.json and
   // special_tokens_map.json read from disk).
-  auto folder = ClipTokenizer::FromFolder(std::string(TPUMESH_SOURCE_DIR) + "/pipeline/data/tiny-tokenizer");
+  auto folder = ClipTokenizer::FromFolder(std::string(TPUMESH_SOURCE_DIR) + "/text/data/tiny-tokenizer");
   ASSERT_TRUE(folder.ok()) << folder.status().ToString();
   EXPECT_EQ(CheckPrompts(*folder, prompts, untruncated, padded, 77), 4);
 }
@@ -107,9 +108,9 @@ TEST(TokenizerTest, EdgeCasesMatchTransformers) {
 TEST(TokenizerTest, RealClipVocabularyMatchesTransformers) {
   const std::string dir = std::string(TPUMESH_SOURCE_DIR) + "/../shared/refdata/clip-tokenizer";
   const std::string h5 = dir + "/tokens.h5";
-  if (access((dir + "/vocab.json").c_str(), R_OK) != 0 || access(h5.c_str(), R_OK) != 0)
-    GTEST_SKIP() << "the real CLIP vocabulary and tokens.h5 are not at " << dir
-                 << " (they come from ../shared, never from the repository)";
+  // They come from ../shared, never from the repository.
+  TPUMESH_REQUIRE_REFDATA(dir + "/vocab.json");
+  TPUMESH_REQUIRE_REFDATA(h5);
   auto tok = ClipTokenizer::FromFolder(dir);
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
   EXPECT_EQ(tok->vocab_size(), 49408u);

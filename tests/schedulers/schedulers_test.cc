@@ -2,7 +2,7 @@
 // (tests/data/scheduler_golden.h5, scripts/refdata/extract_scheduler_golden.py)
 // for PNDM, DDIM and Euler, and runs of all six schedulers made by diffusers
 // itself (tests/data/scheduler_ref.h5, scripts/refdata/make_scheduler_ref.py).
-#include "pipeline/schedulers.h"
+#include "schedulers/schedulers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,8 +14,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hdf5.h"
-#include "pipeline/h5io.h"
-#include "pipeline/schedulers_internal.h"
+#include "io/h5io.h"
+#include "schedulers/schedulers_internal.h"
 
 namespace tpumesh::pipeline {
 namespace {

@@ -1,7 +1,7 @@
 // Files compiled into the binary (cmake/EmbedFiles.cmake): the tokenizer of
 // the built-in `tiny` architecture, so the default model needs no download.
-#ifndef TPUMESH_PIPELINE_EMBEDDED_H_
-#define TPUMESH_PIPELINE_EMBEDDED_H_
+#ifndef TPUMESH_TEXT_EMBEDDED_H_
+#define TPUMESH_TEXT_EMBEDDED_H_
 
 #include <string_view>
 
@@ -14,4 +14,4 @@ std::string_view TinyTokenizer_tokenizer_config_json();
 
 }  // namespace tpumesh::pipeline::embedded
 
-#endif  // TPUMESH_PIPELINE_EMBEDDED_H_
+#endif  // TPUMESH_TEXT_EMBEDDED_H_
