@@ -1,5 +1,5 @@
-// UNet2DConditionModel as diffusers computes it (the SD 1.x / 2.x subset:
-// positional time embedding, DownBlock2D / CrossAttnDownBlock2D,
+// UNet2DConditionModel as diffusers computes it (the SD 1.x / 2.x / SDXL
+// subset: positional time embedding, SDXL's text_time added conditioning, DownBlock2D / CrossAttnDownBlock2D,
 // UNetMidBlock2DCrossAttn, UpBlock2D / CrossAttnUpBlock2D, ResnetBlock2D,
 // Transformer2DModel with conv or linear projections, GEGLU feed-forward).
 // Every size comes from the config; attention_head_dim is read as diffusers
@@ -20,8 +20,8 @@ namespace tpumesh::models {
 
 class UNetModel {
  public:
-  // Unimplemented for configs only `simulate` can price (SDXL's text_time
-  // conditioning).
+  // Checks the parameters against the config's manifest; Unimplemented for
+  // a mid_block_scale_factor other than 1.
   static StatusOr<UNetModel> Create(const UNetConfig& config, ParamMap params);
   const UNetConfig& config() const { return config_; }
   const ParamMap& params() const { return params_; }
