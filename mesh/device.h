@@ -72,6 +72,9 @@ class Device {
   int64_t hbm_capacity() const { return hbm_capacity_; }
   int64_t hbm_in_use() const { return hbm_in_use_.load(std::memory_order_relaxed); }
   int64_t hbm_peak() const { return hbm_peak_.load(std::memory_order_relaxed); }
+  // Starts a new peak from what is in use now (one run's peak, not the
+  // device's lifetime).
+  void ResetHbmPeak() { hbm_peak_.store(hbm_in_use(), std::memory_order_relaxed); }
   int64_t hbm_free() const { return hbm_capacity_ - hbm_in_use(); }
   // For tests and studies of smaller parts: shrink or grow the budget.
   void set_hbm_capacity(int64_t bytes) { hbm_capacity_ = bytes; }

@@ -85,6 +85,7 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
                                             "holds its weights in half the memory"
                                           : ""));
   }
+  g->packed_estimate_ = need.packed_bytes;
   TPUMESH_ASSIGN_OR_RETURN(g->flow_, LoadTextToImage(*file));
   TPUMESH_ASSIGN_OR_RETURN(mesh::ChipSpec chip, mesh::LoadChipSpec(o.chip));
   TPUMESH_ASSIGN_OR_RETURN(std::vector<int> dims, mesh::Topology::DimsForDevices(chip, o.devices));
@@ -120,11 +121,45 @@ StatusOr<const Txt2ImgPlan*> Generator::GetPlan(const GenerateRequest& r, bool* 
       }
     }
   }
+  TPUMESH_RETURN_IF_ERROR(CheckMemory(r, plan));
   *built = true;
   auto owned = std::make_unique<Txt2ImgPlan>(std::move(plan));
   const Txt2ImgPlan* p = owned.get();
   plans_.emplace(key, std::move(owned));
   return p;
+}
+
+Status Generator::CheckMemory(const GenerateRequest& r, const Txt2ImgPlan& plan) {
+  // A dry run of the flow on device 0 (every device runs the same shapes):
+  // its allocations count against the device's HBM as the real run's will,
+  // so a device without room fails here, naming itself, before any compute.
+  mesh::Device& d0 = mesh_->device(0);
+  const int64_t params_hbm = d0.hbm_in_use();
+  d0.ResetHbmPeak();
+  models::Ctx ctx{&d0, r.precision};
+  ctx.dry_run = true;
+  std::vector<Array> ids(flow_->conditioning().token_arrays(),
+                         Array::Host(DType::kI32, {plan.batch_per_device, kPromptLength}));
+  DeviceInputs in;
+  in.ids = ids;
+  TPUMESH_RETURN_IF_ERROR(flow_->RunDevice(ctx, plan, r, in).status());
+  const int64_t activations = d0.hbm_peak() - params_hbm;
+  d0.ResetHbmPeak();
+  // The host holds the weights (loaded), their packed copies (built at the
+  // first call) and every device's activations at once.
+  int64_t packed = 0;
+  for (const models::ParamMap* p : flow_->params()) packed += static_cast<int64_t>(p->packs()->bytes());
+  const int64_t to_pack =
+      std::max<int64_t>(0, (r.precision == models::Precision::kHighest ? 2 : 1) * packed_estimate_ - packed);
+  const int64_t need = to_pack + static_cast<int64_t>(devices()) * activations;
+  const int64_t have = HostMemoryAvailable();
+  if (have > 0 && need > have)
+    return ResourceExhaustedError(
+        "this run needs about " + mesh::FormatBytes(need) + " more host memory (packed weights " +
+        mesh::FormatBytes(to_pack) + ", activations " + mesh::FormatBytes(activations) + " per device x " +
+        std::to_string(devices()) + "), this host has " + mesh::FormatBytes(have) +
+        " available: fewer devices or images per device, a smaller size, or a bf16 model file");
+  return OkStatus();
 }
 
 StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const ProgressFn& progress,

@@ -28,8 +28,13 @@
 // - "jit": a Generator caches one plan (pipeline/txt2img.h) per set of static
 //   shapes (batch per device, height, width, steps, scheduler and overrides,
 //   precision, guided or not). The first call for a set builds it (the
-//   scheduler's timesteps, the parameters replicated to every device) and
+//   scheduler's timesteps, the parameters replicated to every device, a dry
+//   run of the flow that checks every device's HBM and the host's memory) and
 //   reports compile_seconds; later calls reuse it.
+// - Memory: Open refuses a model whose weights and packed weights exceed the
+//   host's available memory; the plan refuses a run whose activations (every
+//   device's) and packs still to build do not fit, or whose device HBM is
+//   exceeded, as ResourceExhausted, before any compute.
 // - Every check of the request runs before any compute (InvalidArgument
 //   naming the flag or the file). Cancelling (the flag polled between steps)
 //   returns Cancelled and nothing.
@@ -114,9 +119,14 @@ class Generator {
   using PlanKey = std::tuple<int, int, int, int, std::string, int, bool>;
   Generator() = default;
   StatusOr<const Txt2ImgPlan*> GetPlan(const GenerateRequest& request, bool* built);
+  // Plan time, before any compute: a dry run of the flow checks the devices'
+  // HBM, and the host's memory for the packs still to build and every
+  // device's activations (ResourceExhausted, one line).
+  Status CheckMemory(const GenerateRequest& request, const Txt2ImgPlan& plan);
 
   std::string model_name_;
   std::unique_ptr<TextToImage> flow_;
+  int64_t packed_estimate_ = 0;  // bf16 bytes of every packed weight (loader.h)
   std::unique_ptr<mesh::Mesh> mesh_;
   // Every parameter on every device: the HBM accounting of the replicated
   // weights (shared read-only storage, counted on each device as jax's

@@ -201,6 +201,33 @@ TEST(GenerateTest, BadRequestsAreRefusedBeforeAnyCompute) {
   EXPECT_EQ(gen->mesh().device(0).hbm_in_use(), 0) << "a refused request touched the devices";
 }
 
+// A device whose HBM holds the parameters but not the run's activations is
+// refused at plan time, by the dry run, before any compute: ResourceExhausted
+// naming the device; with room, the same request runs and its report's HBM
+// peak is what the dry run needed.
+TEST(GenerateTest, DeviceOutOfHbmIsRefusedBeforeCompute) {
+  auto gen = OpenDefault(2);
+  ASSERT_NE(gen, nullptr);
+  int64_t params = 0;
+  for (const models::ParamMap* p : gen->flow().params()) params += p->bytes();
+  for (int d = 0; d < 2; ++d) gen->mesh().device(d).set_hbm_capacity(params + (64 << 10));
+  bool computed = false;
+  auto progress = [&](const std::string& phase, int done, int) { computed |= phase == "denoise" && done > 0; };
+  auto res = gen->Generate(Small(), progress);
+  ASSERT_FALSE(res.ok());
+  EXPECT_EQ(res.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(res.status().message(), HasSubstr("device 0"));
+  EXPECT_THAT(res.status().message(), HasSubstr("out of HBM"));
+  EXPECT_FALSE(computed);
+
+  for (int d = 0; d < 2; ++d) gen->mesh().device(d).set_hbm_capacity(int64_t{16} << 30);
+  auto ok = gen->Generate(Small(), progress);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ(ok->report.hbm_peak_bytes.size(), 2u);
+  EXPECT_GT(ok->report.hbm_peak_bytes[0], params + (64 << 10));
+  EXPECT_EQ(ok->report.hbm_peak_bytes[0], ok->report.hbm_peak_bytes[1]);
+}
+
 TEST(GenerateTest, CancelStopsWithCancelled) {
   auto gen = OpenDefault(2);
   ASSERT_NE(gen, nullptr);
