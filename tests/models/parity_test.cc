@@ -30,8 +30,7 @@ using tpumesh::testing::Slurp;
 class ParityTest : public ::testing::TestWithParam<std::tuple<std::string, Precision>> {
  protected:
   void SetUp() override {
-    kRef = std::get<0>(GetParam()) == "tiny-sd-a" ? tpumesh::testing::RefdataDir() + "/tiny-sd-a"
-                                                  : std::string(TPUMESH_TEST_DATA_DIR) + "/tiny-sd-b";
+    kRef = tpumesh::testing::ReferenceDir(std::get<0>(GetParam()));
     kGolden = kRef + "/golden.h5";
     TPUMESH_REQUIRE_REFDATA(kGolden);
   }

@@ -26,9 +26,7 @@ using tpumesh::testing::Slurp;
 class SdxlTextParityTest : public ::testing::TestWithParam<std::tuple<std::string, Precision>> {
  protected:
   void SetUp() override {
-    const std::string variant = std::get<0>(GetParam());
-    ref_ = variant == "tiny-sdxl-a" ? tpumesh::testing::RefdataDir() + "/tiny-sdxl-a"
-                                    : std::string(TPUMESH_TEST_DATA_DIR) + "/tiny-sdxl-b";
+    ref_ = tpumesh::testing::ReferenceDir(std::get<0>(GetParam()));
     golden_ = ref_ + "/golden.h5";
     TPUMESH_REQUIRE_REFDATA(golden_);
   }

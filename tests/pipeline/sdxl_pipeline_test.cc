@@ -36,9 +36,7 @@ using Param = std::tuple<std::string, std::string, models::Precision>;
 class SdxlPipelineTest : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
-    const std::string variant = std::get<0>(GetParam());
-    ref_ = variant == "tiny-sdxl-a" ? tpumesh::testing::RefdataDir() + "/tiny-sdxl-a"
-                                    : std::string(TPUMESH_TEST_DATA_DIR) + "/tiny-sdxl-b";
+    ref_ = tpumesh::testing::ReferenceDir(std::get<0>(GetParam()));
     golden_ = ref_ + "/golden.h5";
     group_ = std::get<1>(GetParam());
     TPUMESH_REQUIRE_REFDATA(golden_);

@@ -21,6 +21,12 @@ namespace tpumesh::testing {
 
 inline std::string RefdataDir() { return std::string(TPUMESH_SOURCE_DIR) + "/../shared/refdata"; }
 inline bool Exists(const std::string& p) { return access(p.c_str(), R_OK) == 0; }
+// A reference model folder by name: the "-a" variants come from
+// ../shared/refdata, the others (made by scripts/refdata/) from tests/data.
+inline std::string ReferenceDir(const std::string& variant) {
+  const bool shared = variant.size() > 2 && variant.compare(variant.size() - 2, 2, "-a") == 0;
+  return shared ? RefdataDir() + "/" + variant : std::string(TPUMESH_SOURCE_DIR) + "/tests/data/" + variant;
+}
 // CI sets CI=true; there, absent reference data is a failure, not a skip.
 inline bool InCi() {
   const char* ci = std::getenv("CI");
