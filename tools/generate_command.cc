@@ -239,7 +239,8 @@ void RegisterGenerate(CLI::App& app, RunFn* run) {
   cmd->add_option("-p,--prompt", opt->prompts, "Prompt; repeat for one per image (as many as images)");
   cmd->add_option("--prompts-file", opt->prompts_file, "File with one prompt per line (added to --prompt)");
   cmd->add_option("-n,--negative-prompt", opt->negatives,
-                  "Negative prompt; once for all, or repeated to pair with the prompts in order");
+                  "Negative prompt; once for all, or repeated to pair with the prompts in order (none: SD encodes \"\", "
+                  "SDXL zeroes the unconditional embeddings)");
   AddRequestFlags(cmd, &opt->req);
   cmd->add_option("--seed", opt->req.request.seed, "Seed: image i starts from normal(split(key(seed), B)[i])")
       ->capture_default_str();
