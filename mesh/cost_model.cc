@@ -51,7 +51,8 @@ OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip) {
   const double vector_flops = std::max(0.0, op.cost.flops - mxu_single_pass);
   t.vector_seconds = vector_flops / VectorFlopsPerSecond(chip) + op.cost.transcendentals / TranscendentalsPerSecond(chip);
   t.hbm_seconds = op.cost.bytes() / chip.hbm_bandwidth_per_device();
-  t.seconds = std::max(t.mxu_seconds + t.vector_seconds, t.hbm_seconds);
+  t.ici_seconds = op.ici_seconds;
+  t.seconds = std::max(t.mxu_seconds + t.vector_seconds, t.hbm_seconds) + t.ici_seconds;
   t.utilisation = t.mxu_capacity_macs > 0 ? t.mxu_useful_macs / t.mxu_capacity_macs : 0;
   return t;
 }
@@ -66,6 +67,8 @@ void DeviceCostLog::Add(const OpRecord& op, const OpTiming& t, double repeat) {
   s.mxu_seconds += t.mxu_seconds * repeat;
   s.vector_seconds += t.vector_seconds * repeat;
   s.hbm_seconds += t.hbm_seconds * repeat;
+  s.ici_seconds += t.ici_seconds * repeat;
+  s.ici_bytes += static_cast<double>(op.ici_bytes) * repeat;
   s.host_seconds += op.host_seconds * repeat;
   s.mxu_useful_macs += t.mxu_useful_macs * repeat;
   s.mxu_capacity_macs += t.mxu_capacity_macs * repeat;
@@ -84,6 +87,8 @@ OpTypeTotals DeviceCostLog::total() const {
     all.mxu_seconds += s.mxu_seconds;
     all.vector_seconds += s.vector_seconds;
     all.hbm_seconds += s.hbm_seconds;
+    all.ici_seconds += s.ici_seconds;
+    all.ici_bytes += s.ici_bytes;
     all.host_seconds += s.host_seconds;
     all.mxu_useful_macs += s.mxu_useful_macs;
     all.mxu_capacity_macs += s.mxu_capacity_macs;

@@ -17,14 +17,16 @@
 //   seconds        max(mxu + vector, hbm): the roofline of an op whose
 //                  operands stream from HBM while the units work (XLA fuses
 //                  an op's elementwise tail into it, so MXU and vector work
-//                  of one op add up; memory overlaps with both)
+//                  of one op add up; memory overlaps with both), plus
+//                  ici_seconds for a collective (not overlapped with compute:
+//                  the layers after it wait for its result)
 //   utilisation    the MXU's useful MACs / (cycles x its MAC slots)
 //
 // Vector throughput (per device): VPU lanes x ALUs per lane x clock, with
 // the (8 sublanes x 128 lanes) VPU and 2 f32 ALU ops per lane per cycle, and
 // 1 transcendental per lane per cycle — docs/cost-model.md gives sources and
-// the caveats. Collectives are priced by mesh/interconnect.h and go on the
-// device's clock separately.
+// the caveats. Collectives are priced by mesh/interconnect.h when they are
+// recorded (OpRecord::ici_seconds).
 #ifndef TPUMESH_MESH_COST_MODEL_H_
 #define TPUMESH_MESH_COST_MODEL_H_
 
@@ -53,12 +55,20 @@ struct OpRecord {
   std::vector<MxuMatmul> mxu;  // empty: no MXU work
   kernels::Precision precision = kernels::Precision::kDefault;
   double host_seconds = 0;  // measured on this host; 0 in a dry run
+  // A collective (type "collective", name "psum", "all_gather", ...): its
+  // time on the ICI and the bytes this device sends, priced when it is
+  // recorded (mesh/interconnect.h needs the group's place on the topology);
+  // `module` names the layer it belongs to ("up_blocks.1.resnets.0").
+  double ici_seconds = 0;
+  int64_t ici_bytes = 0;
+  std::string module;
 };
 
 struct OpTiming {
   double mxu_seconds = 0;
   double vector_seconds = 0;
   double hbm_seconds = 0;
+  double ici_seconds = 0;  // a collective's time on the interconnect
   double seconds = 0;      // the op's modelled time
   double mxu_flops = 0;    // flops done on the MXU (2 m n k per pass)
   double utilisation = 0;  // of the MXU while it works on this op, 0..1
@@ -78,6 +88,7 @@ struct OpTypeTotals {
   int64_t count = 0;
   double flops = 0, bytes = 0, transcendentals = 0;
   double modelled_seconds = 0, mxu_seconds = 0, vector_seconds = 0, hbm_seconds = 0;
+  double ici_seconds = 0, ici_bytes = 0;
   double host_seconds = 0;
   double mxu_useful_macs = 0, mxu_capacity_macs = 0;
   double utilisation() const { return mxu_capacity_macs > 0 ? mxu_useful_macs / mxu_capacity_macs : 0; }

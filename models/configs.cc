@@ -281,57 +281,89 @@ namespace {
 
 using Params = std::vector<ParamSpec>;
 
-void Add(Params& p, const std::string& name, mesh::Shape shape) { p.push_back({name, std::move(shape)}); }
-void Linear(Params& p, const std::string& name, int64_t out, int64_t in, bool bias = true) {
-  Add(p, name + ".weight", {out, in});
-  if (bias) Add(p, name + ".bias", {out});
-}
-void Conv(Params& p, const std::string& name, int64_t out, int64_t in, int64_t k) {
-  Add(p, name + ".weight", {out, in, k, k});
-  Add(p, name + ".bias", {out});
-}
-void Norm(Params& p, const std::string& name, int64_t c) {
-  Add(p, name + ".weight", {c});
-  Add(p, name + ".bias", {c});
+void Add(Params& p, const std::string& name, mesh::Shape shape, ParamSplit split = {}) {
+  p.push_back({name, std::move(shape), split});
 }
 
-// ResnetBlock2D; temb_channels 0 means no time embedding projection.
-void Resnet(Params& p, const std::string& name, int64_t in, int64_t out, int64_t temb) {
+// How a layer is split over the model axis (Megatron's column and row
+// parallel layers): kColumn splits the output features (weight rows, bias)
+// and leaves the output sharded; kRow splits the input features (weight
+// columns) and leaves partial sums that a psum adds, the bias after it;
+// kGathered is kColumn whose output is all_gathered (equal shards only).
+enum class Split { kNone, kColumn, kRow, kGathered };
+struct Parallel {
+  Split split = Split::kNone;
+  int64_t units = 0;
+  int parts = 1;
+};
+Parallel Column(int64_t units, int parts = 1) { return {Split::kColumn, units, parts}; }
+Parallel Row(int64_t units) { return {Split::kRow, units, 1}; }
+Parallel Gathered(int64_t units) { return {Split::kGathered, units, 1}; }
+
+void Layer(Params& p, const std::string& name, mesh::Shape w, bool bias, Parallel par) {
+  ParamSplit ws, bs;
+  if (par.split == Split::kRow) ws = {1, par.units, 1, false};
+  if (par.split == Split::kColumn || par.split == Split::kGathered)
+    ws = bs = {0, par.units, par.parts, par.split == Split::kGathered};
+  const int64_t out = w[0];
+  Add(p, name + ".weight", std::move(w), ws);
+  if (bias) Add(p, name + ".bias", {out}, bs);
+}
+void Linear(Params& p, const std::string& name, int64_t out, int64_t in, bool bias = true, Parallel par = {}) {
+  Layer(p, name, {out, in}, bias, par);
+}
+void Conv(Params& p, const std::string& name, int64_t out, int64_t in, int64_t k, Parallel par = {}) {
+  Layer(p, name, {out, in, k, k}, true, par);
+}
+void Norm(Params& p, const std::string& name, int64_t c, ParamSplit split = {}) {
+  Add(p, name + ".weight", {c}, split);
+  Add(p, name + ".bias", {c}, split);
+}
+
+// ResnetBlock2D; temb_channels 0 means no time embedding projection. Split
+// by GroupNorm groups: conv1, the time projection and norm2 by output
+// channels (a group's channels stay on one rank, so norm2's statistics are
+// local), conv2 by input channels (one psum); norm1 and the shortcut whole.
+void Resnet(Params& p, const std::string& name, int64_t in, int64_t out, int64_t temb, int64_t groups) {
   Norm(p, name + ".norm1", in);
-  Conv(p, name + ".conv1", out, in, 3);
-  if (temb > 0) Linear(p, name + ".time_emb_proj", out, temb);
-  Norm(p, name + ".norm2", out);
-  Conv(p, name + ".conv2", out, out, 3);
+  Conv(p, name + ".conv1", out, in, 3, Column(groups));
+  if (temb > 0) Linear(p, name + ".time_emb_proj", out, temb, true, Column(groups));
+  Norm(p, name + ".norm2", out, {0, groups, 1, false});
+  Conv(p, name + ".conv2", out, out, 3, Row(groups));
   if (in != out) Conv(p, name + ".conv_shortcut", out, in, 1);
 }
 
 // Transformer2DModel with `layers` BasicTransformerBlocks (self-attention,
-// cross-attention, GEGLU feed-forward of 4x width).
-void Transformer(Params& p, const std::string& name, int64_t c, int64_t cross, int layers, bool linear_proj) {
+// cross-attention, GEGLU feed-forward of 4x width). Attention by heads (q, k,
+// v by output, to_out by input: one psum each), the feed-forward by its 4C
+// columns (one psum); proj_in / proj_out by output channels, all_gathered.
+void Transformer(Params& p, const std::string& name, int64_t c, int64_t cross, int layers, bool linear_proj,
+                 int64_t heads) {
   Norm(p, name + ".norm", c);
-  if (linear_proj) Linear(p, name + ".proj_in", c, c);
-  else Conv(p, name + ".proj_in", c, c, 1);
+  if (linear_proj) Linear(p, name + ".proj_in", c, c, true, Gathered(c));
+  else Conv(p, name + ".proj_in", c, c, 1, Gathered(c));
   for (int l = 0; l < layers; ++l) {
     const std::string b = name + ".transformer_blocks." + std::to_string(l);
     Norm(p, b + ".norm1", c);
-    Linear(p, b + ".attn1.to_q", c, c, false);
-    Linear(p, b + ".attn1.to_k", c, c, false);
-    Linear(p, b + ".attn1.to_v", c, c, false);
-    Linear(p, b + ".attn1.to_out.0", c, c);
+    Linear(p, b + ".attn1.to_q", c, c, false, Column(heads));
+    Linear(p, b + ".attn1.to_k", c, c, false, Column(heads));
+    Linear(p, b + ".attn1.to_v", c, c, false, Column(heads));
+    Linear(p, b + ".attn1.to_out.0", c, c, true, Row(heads));
     Norm(p, b + ".norm2", c);
-    Linear(p, b + ".attn2.to_q", c, c, false);
-    Linear(p, b + ".attn2.to_k", c, cross, false);
-    Linear(p, b + ".attn2.to_v", c, cross, false);
-    Linear(p, b + ".attn2.to_out.0", c, c);
+    Linear(p, b + ".attn2.to_q", c, c, false, Column(heads));
+    Linear(p, b + ".attn2.to_k", c, cross, false, Column(heads));
+    Linear(p, b + ".attn2.to_v", c, cross, false, Column(heads));
+    Linear(p, b + ".attn2.to_out.0", c, c, true, Row(heads));
     Norm(p, b + ".norm3", c);
-    Linear(p, b + ".ff.net.0.proj", 8 * c, c);
-    Linear(p, b + ".ff.net.2", c, 4 * c);
+    Linear(p, b + ".ff.net.0.proj", 8 * c, c, true, Column(4 * c, 2));
+    Linear(p, b + ".ff.net.2", c, 4 * c, true, Row(4 * c));
   }
-  if (linear_proj) Linear(p, name + ".proj_out", c, c);
-  else Conv(p, name + ".proj_out", c, c, 1);
+  if (linear_proj) Linear(p, name + ".proj_out", c, c, true, Gathered(c));
+  else Conv(p, name + ".proj_out", c, c, 1, Gathered(c));
 }
 
-// The VAE's single-head mid-block attention.
+// The VAE's single-head mid-block attention: whole on every rank (one head
+// cannot be split by heads; it is under 1% of the decoder's work).
 void VaeAttention(Params& p, const std::string& name, int64_t c) {
   Norm(p, name + ".group_norm", c);
   Linear(p, name + ".to_q", c, c);
@@ -349,10 +381,13 @@ std::vector<ParamSpec> ClipTextParams(const ClipTextConfig& c) {
   Add(p, "text_model.embeddings.position_embedding.weight", {c.max_position_embeddings, h});
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const std::string b = "text_model.encoder.layers." + std::to_string(l);
-    for (const char* proj : {"k_proj", "v_proj", "q_proj", "out_proj"}) Linear(p, b + ".self_attn." + proj, h, h);
+    // Attention by heads, the MLP by its hidden columns: one psum each.
+    for (const char* proj : {"k_proj", "v_proj", "q_proj"})
+      Linear(p, b + ".self_attn." + proj, h, h, true, Column(c.num_attention_heads));
+    Linear(p, b + ".self_attn.out_proj", h, h, true, Row(c.num_attention_heads));
     Norm(p, b + ".layer_norm1", h);
-    Linear(p, b + ".mlp.fc1", c.intermediate_size, h);
-    Linear(p, b + ".mlp.fc2", h, c.intermediate_size);
+    Linear(p, b + ".mlp.fc1", c.intermediate_size, h, true, Column(c.intermediate_size));
+    Linear(p, b + ".mlp.fc2", h, c.intermediate_size, true, Row(c.intermediate_size));
     Norm(p, b + ".layer_norm2", h);
   }
   Norm(p, "text_model.final_layer_norm", h);
@@ -365,6 +400,7 @@ std::vector<ParamSpec> UNetParams(const UNetConfig& c) {
   const int n = static_cast<int>(c.block_out_channels.size());
   const int64_t c0 = c.block_out_channels[0];
   const int64_t temb = c.time_embed_dim();
+  const int64_t g = c.norm_num_groups;
   Conv(p, "conv_in", c0, c.in_channels, c.conv_in_kernel);
   Linear(p, "time_embedding.linear_1", temb, c0);
   Linear(p, "time_embedding.linear_2", temb, temb);
@@ -379,18 +415,18 @@ std::vector<ParamSpec> UNetParams(const UNetConfig& c) {
     const std::string b = "down_blocks." + std::to_string(i);
     const bool attn = c.down_block_types[i] == "CrossAttnDownBlock2D";
     for (int j = 0; j < c.layers_per_block; ++j) {
-      Resnet(p, b + ".resnets." + std::to_string(j), j == 0 ? in : out, out, temb);
+      Resnet(p, b + ".resnets." + std::to_string(j), j == 0 ? in : out, out, temb, g);
       if (attn)
         Transformer(p, b + ".attentions." + std::to_string(j), out, c.cross_attention_dim[i],
-                    c.transformer_layers_per_block[i], c.use_linear_projection);
+                    c.transformer_layers_per_block[i], c.use_linear_projection, c.num_attention_heads[i]);
     }
-    if (i < n - 1) Conv(p, b + ".downsamplers.0.conv", out, out, 3);
+    if (i < n - 1) Conv(p, b + ".downsamplers.0.conv", out, out, 3, Gathered(out));
   }
   const int64_t mid = c.block_out_channels.back();
-  Resnet(p, "mid_block.resnets.0", mid, mid, temb);
+  Resnet(p, "mid_block.resnets.0", mid, mid, temb, g);
   Transformer(p, "mid_block.attentions.0", mid, c.cross_attention_dim.back(),
-              c.transformer_layers_per_block.back(), c.use_linear_projection);
-  Resnet(p, "mid_block.resnets.1", mid, mid, temb);
+              c.transformer_layers_per_block.back(), c.use_linear_projection, c.num_attention_heads.back());
+  Resnet(p, "mid_block.resnets.1", mid, mid, temb, g);
   int64_t prev = mid;
   for (int i = 0; i < n; ++i) {
     const int r = n - 1 - i;  // the matching down block
@@ -401,12 +437,12 @@ std::vector<ParamSpec> UNetParams(const UNetConfig& c) {
     for (int j = 0; j <= c.layers_per_block; ++j) {
       const int64_t skip = j == c.layers_per_block ? skip_in : o;
       const int64_t res_in = j == 0 ? prev : o;
-      Resnet(p, b + ".resnets." + std::to_string(j), res_in + skip, o, temb);
+      Resnet(p, b + ".resnets." + std::to_string(j), res_in + skip, o, temb, g);
       if (attn)
         Transformer(p, b + ".attentions." + std::to_string(j), o, c.cross_attention_dim[r],
-                    c.transformer_layers_per_block[r], c.use_linear_projection);
+                    c.transformer_layers_per_block[r], c.use_linear_projection, c.num_attention_heads[r]);
     }
-    if (i < n - 1) Conv(p, b + ".upsamplers.0.conv", o, o, 3);
+    if (i < n - 1) Conv(p, b + ".upsamplers.0.conv", o, o, 3, Gathered(o));
     prev = o;
   }
   Norm(p, "conv_norm_out", c0);
@@ -419,6 +455,7 @@ std::vector<ParamSpec> VaeParams(const VaeConfig& c) {
   const int n = static_cast<int>(c.block_out_channels.size());
   const int64_t c0 = c.block_out_channels[0];
   const int64_t last = c.block_out_channels.back();
+  const int64_t g = c.norm_num_groups;
   // Encoder.
   Conv(p, "encoder.conv_in", c0, c.in_channels, 3);
   int64_t out = c0;
@@ -427,26 +464,26 @@ std::vector<ParamSpec> VaeParams(const VaeConfig& c) {
     out = c.block_out_channels[i];
     const std::string b = "encoder.down_blocks." + std::to_string(i);
     for (int j = 0; j < c.layers_per_block; ++j)
-      Resnet(p, b + ".resnets." + std::to_string(j), j == 0 ? in : out, out, 0);
-    if (i < n - 1) Conv(p, b + ".downsamplers.0.conv", out, out, 3);
+      Resnet(p, b + ".resnets." + std::to_string(j), j == 0 ? in : out, out, 0, g);
+    if (i < n - 1) Conv(p, b + ".downsamplers.0.conv", out, out, 3, Gathered(out));
   }
-  Resnet(p, "encoder.mid_block.resnets.0", last, last, 0);
+  Resnet(p, "encoder.mid_block.resnets.0", last, last, 0, g);
   if (c.mid_block_add_attention) VaeAttention(p, "encoder.mid_block.attentions.0", last);
-  Resnet(p, "encoder.mid_block.resnets.1", last, last, 0);
+  Resnet(p, "encoder.mid_block.resnets.1", last, last, 0, g);
   Norm(p, "encoder.conv_norm_out", last);
   Conv(p, "encoder.conv_out", 2 * c.latent_channels, last, 3);
   // Decoder.
   Conv(p, "decoder.conv_in", last, c.latent_channels, 3);
-  Resnet(p, "decoder.mid_block.resnets.0", last, last, 0);
+  Resnet(p, "decoder.mid_block.resnets.0", last, last, 0, g);
   if (c.mid_block_add_attention) VaeAttention(p, "decoder.mid_block.attentions.0", last);
-  Resnet(p, "decoder.mid_block.resnets.1", last, last, 0);
+  Resnet(p, "decoder.mid_block.resnets.1", last, last, 0, g);
   int64_t prev = last;
   for (int i = 0; i < n; ++i) {
     const int64_t o = c.block_out_channels[n - 1 - i];
     const std::string b = "decoder.up_blocks." + std::to_string(i);
     for (int j = 0; j <= c.layers_per_block; ++j)
-      Resnet(p, b + ".resnets." + std::to_string(j), j == 0 ? prev : o, o, 0);
-    if (i < n - 1) Conv(p, b + ".upsamplers.0.conv", o, o, 3);
+      Resnet(p, b + ".resnets." + std::to_string(j), j == 0 ? prev : o, o, 0, g);
+    if (i < n - 1) Conv(p, b + ".upsamplers.0.conv", o, o, 3, Gathered(o));
     prev = o;
   }
   Norm(p, "decoder.conv_norm_out", c0);

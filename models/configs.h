@@ -110,9 +110,28 @@ StatusOr<ClipTextConfig> ParseClipTextConfig(std::string_view json, std::string_
 StatusOr<UNetConfig> ParseUNetConfig(std::string_view json, std::string_view origin);
 StatusOr<VaeConfig> ParseVaeConfig(std::string_view json, std::string_view origin);
 
+// How a parameter splits over the `model` axis of a mesh (tensor
+// parallelism, docs/sharding.md). Along `dim` the parameter holds `parts`
+// equal parts (GEGLU's [value; gate] projection holds 2), each made of
+// `units` indivisible units (attention heads, GroupNorm groups, feed-forward
+// columns); rank r of M holds units [units r / M, units (r + 1) / M) of every
+// part. A parameter stays whole on every rank (replicated) when dim < 0, when
+// M exceeds the units, or, for an `even` split (a layer whose output is
+// all_gathered, which needs equal shards), when M does not divide them. The
+// layers of one block share their units, so they split or stay whole
+// together.
+struct ParamSplit {
+  int dim = -1;
+  int64_t units = 0;
+  int parts = 1;
+  bool even = false;
+  bool SplitsOver(int m) const { return dim >= 0 && m > 1 && units >= m && (!even || units % m == 0); }
+};
+
 struct ParamSpec {
   std::string name;  // as in the checkpoint
   mesh::Shape shape;
+  ParamSplit split;  // replicated unless stated
 };
 std::vector<ParamSpec> ClipTextParams(const ClipTextConfig& c);
 std::vector<ParamSpec> UNetParams(const UNetConfig& c);
