@@ -14,7 +14,7 @@ int main() {
   std::printf("%-8s %-12s %7s %12s %14s %10s\n", "devices", "op type", "count", "host s", "modelled s", "host/mod");
   for (int devices : {1, 8}) {
     pipeline::GeneratorOptions o;
-    o.devices = devices;
+    o.mesh.devices = devices;
     auto gen = pipeline::Generator::Open(o);
     if (!gen.ok()) {
       std::fprintf(stderr, "%s\n", gen.status().message().c_str());

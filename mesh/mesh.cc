@@ -1,6 +1,7 @@
 #include "mesh/mesh.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <exception>
 #include <set>
@@ -71,12 +72,38 @@ StatusOr<Array> DistributedArray::Gather() const {
   return out;
 }
 
+StatusOr<int> ParseChipAxis(std::string_view name) {
+  if (name == "x") return 0;
+  if (name == "y") return 1;
+  if (name == "z") return 2;
+  return InvalidArgumentError("chip axis '" + std::string(name) + "': expected x, y or z");
+}
+
 Mesh::Mesh(const ChipSpec& chip, Topology topology, std::vector<MeshAxis> axes, int threads,
-           int host_cores)
-    : chip_(chip), topology_(std::move(topology)), axes_(std::move(axes)), host_cores_(host_cores) {
+           int host_cores, int fastest_chip_axis)
+    : chip_(chip),
+      topology_(std::move(topology)),
+      axes_(std::move(axes)),
+      host_cores_(host_cores),
+      fastest_chip_axis_(fastest_chip_axis) {
   for (int d = 0; d < topology_.num_devices(); ++d) {
     devices_.push_back(std::make_unique<Device>(d, chip_, topology_.Coords(d), threads));
   }
+  // Positions: cores of a chip, then chips along the fastest axis, then the
+  // other axes in x, y, z order.
+  std::vector<int> order = {fastest_chip_axis};
+  for (int a = 0; a < 3; ++a)
+    if (a != fastest_chip_axis) order.push_back(a);
+  std::vector<int> dims = topology_.chip_dims();
+  dims.resize(3, 1);
+  const int cores = topology_.devices_per_chip();
+  std::array<int, 3> c{};
+  for (c[order[2]] = 0; c[order[2]] < dims[order[2]]; ++c[order[2]])
+    for (c[order[1]] = 0; c[order[1]] < dims[order[1]]; ++c[order[1]])
+      for (c[order[0]] = 0; c[order[0]] < dims[order[0]]; ++c[order[0]])
+        for (int k = 0; k < cores; ++k) device_at_.push_back(topology_.ChipAt(c) * cores + k);
+  position_of_.resize(device_at_.size());
+  for (size_t p = 0; p < device_at_.size(); ++p) position_of_[device_at_[p]] = static_cast<int>(p);
 }
 
 Mesh::~Mesh() = default;
@@ -107,7 +134,11 @@ StatusOr<std::unique_ptr<Mesh>> Mesh::Create(const ChipSpec& chip,
   int threads = options.threads_per_device > 0
                     ? options.threads_per_device
                     : std::max(1, cores / topo.num_devices());
-  return std::unique_ptr<Mesh>(new Mesh(chip, std::move(topo), std::move(axes), threads, cores));
+  if (options.fastest_chip_axis < 0 || options.fastest_chip_axis >= static_cast<int>(topo.chip_dims().size()))
+    return InvalidArgumentError("chip axis " + std::string(1, "xyz"[std::clamp(options.fastest_chip_axis, 0, 2)]) +
+                                " is not an axis of topology " + topo.DimsString());
+  return std::unique_ptr<Mesh>(
+      new Mesh(chip, std::move(topo), std::move(axes), threads, cores, options.fastest_chip_axis));
 }
 
 StatusOr<int> Mesh::AxisPosition(std::string_view name) const {
@@ -119,11 +150,18 @@ StatusOr<int> Mesh::AxisPosition(std::string_view name) const {
 
 std::vector<int> Mesh::AxisIndices(int device) const {
   std::vector<int> idx(axes_.size());
+  int p = position_of_[device];
   for (int a = static_cast<int>(axes_.size()) - 1; a >= 0; --a) {
-    idx[a] = device % axes_[a].size;
-    device /= axes_[a].size;
+    idx[a] = p % axes_[a].size;
+    p /= axes_[a].size;
   }
   return idx;
+}
+
+int Mesh::DeviceAt(std::span<const int> indices) const {
+  int p = 0;
+  for (size_t a = 0; a < axes_.size(); ++a) p = p * axes_[a].size + indices[a];
+  return device_at_[p];
 }
 
 StatusOr<std::vector<int>> Mesh::Group(int device, std::span<const std::string> axis_names) const {
@@ -148,9 +186,7 @@ StatusOr<std::vector<int>> Mesh::Group(int device, std::span<const std::string> 
       idx[pos[i]] = static_cast<int>(rest % axes_[pos[i]].size);
       rest /= axes_[pos[i]].size;
     }
-    int id = 0;
-    for (size_t a = 0; a < axes_.size(); ++a) id = id * axes_[a].size + idx[a];
-    group.push_back(id);
+    group.push_back(DeviceAt(idx));
   }
   return group;
 }
@@ -177,6 +213,31 @@ StatusOr<DistributedArray> Mesh::Shard(const Array& x) {
   DistributedArray out;
   for (int d = 0; d < n; ++d) {
     TPUMESH_ASSIGN_OR_RETURN(Array a, x.SliceLeading(d * per, (d + 1) * per, devices_[d].get()));
+    out.shards.push_back(std::move(a));
+  }
+  return out;
+}
+
+StatusOr<DistributedArray> Mesh::Shard(const Array& x, std::span<const std::string> axes) {
+  std::vector<int> pos;
+  int n = 1;
+  for (const std::string& name : axes) {
+    TPUMESH_ASSIGN_OR_RETURN(int p, AxisPosition(name));
+    pos.push_back(p);
+    n *= axes_[p].size;
+  }
+  if (x.rank() == 0) return InvalidArgumentError("cannot shard a scalar " + x.ToString());
+  if (x.dim(0) % n != 0)
+    return InvalidArgumentError("cannot shard " + x.ToString() + " over " + std::to_string(n) +
+                                " devices: leading dimension " + std::to_string(x.dim(0)) +
+                                " is not divisible by " + std::to_string(n));
+  const int64_t per = x.dim(0) / n;
+  DistributedArray out;
+  for (int d = 0; d < num_devices(); ++d) {
+    const std::vector<int> idx = AxisIndices(d);
+    int64_t slice = 0;
+    for (int p : pos) slice = slice * axes_[p].size + idx[p];
+    TPUMESH_ASSIGN_OR_RETURN(Array a, x.SliceLeading(slice * per, (slice + 1) * per, devices_[d].get()));
     out.shards.push_back(std::move(a));
   }
   return out;
@@ -265,6 +326,68 @@ StatusOr<std::vector<DistributedArray>> Mesh::Pmap(const PmapFn& fn,
     }
   }
   return outs;
+}
+
+StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
+  TPUMESH_ASSIGN_OR_RETURN(ChipSpec chip, LoadChipSpec(spec.chip));
+  std::vector<MeshAxis> axes;
+  int64_t product = 0;
+  if (!spec.axes.empty()) {
+    auto parsed = ParseMeshAxes(spec.axes);
+    if (!parsed.ok()) return parsed.status().WithContext("--mesh");
+    axes = std::move(parsed).value();
+    product = 1;
+    for (const MeshAxis& a : axes) product *= a.size;
+  }
+  if (spec.devices < 0) return InvalidArgumentError("--devices must be >= 1, got " + std::to_string(spec.devices));
+  const int devices = spec.devices > 0 ? spec.devices : product > 0 ? static_cast<int>(product) : 8;
+  if (product > 0 && product != devices)
+    return InvalidArgumentError("--mesh " + spec.axes + " holds " + std::to_string(product) + " devices but --devices is " +
+                                std::to_string(devices));
+  std::vector<int> dims;
+  if (!spec.topology.empty()) {
+    auto parsed = Topology::ParseDims(spec.topology);
+    if (!parsed.ok()) return parsed.status().WithContext("--topology");
+    dims = std::move(parsed).value();
+  } else {
+    TPUMESH_ASSIGN_OR_RETURN(dims, Topology::DimsForDevices(chip, devices));
+  }
+  MeshOptions o;
+  o.threads_per_device = spec.threads_per_device;
+  auto axis = ParseChipAxis(spec.model_axis_along);
+  if (!axis.ok()) return axis.status().WithContext("--model-axis-along");
+  o.fastest_chip_axis = *axis;
+  auto m = Mesh::Create(chip, dims, axes, o);
+  if (!m.ok() && !spec.topology.empty()) return m.status().WithContext("--topology " + spec.topology);
+  return m;
+}
+
+StatusOr<std::unique_ptr<Mesh>> CreateDataModelMesh(const MeshSpec& spec) {
+  MeshSpec s = spec;
+  if (!s.axes.empty()) {
+    auto parsed = ParseMeshAxes(s.axes);
+    if (!parsed.ok()) return parsed.status().WithContext("--mesh");
+    int data = 0, model = 1;
+    for (const MeshAxis& a : *parsed) {
+      if (a.name == "data") data = a.size;
+      else if (a.name == "model") model = a.size;
+      else
+        return InvalidArgumentError("--mesh " + spec.axes + ": axis '" + a.name +
+                                    "' is not one of data, model (the axes a model runs over)");
+    }
+    if (data == 0) {  // model=M alone: the rest of the devices on data
+      const int devices = s.devices > 0 ? s.devices : model;
+      if (devices % model != 0)
+        return InvalidArgumentError("--mesh " + spec.axes + ": model=" + std::to_string(model) +
+                                    " does not divide --devices " + std::to_string(devices));
+      data = devices / model;
+    }
+    s.axes = "data=" + std::to_string(data) + ",model=" + std::to_string(model);
+  } else {
+    const int devices = s.devices > 0 ? s.devices : 8;
+    s.axes = "data=" + std::to_string(devices) + ",model=1";
+  }
+  return CreateMesh(s);
 }
 
 void Mesh::ResetClocks() {

@@ -2,13 +2,21 @@
 // them: Replicate, Shard and Pmap (collectives inside pmap: collectives.h).
 //
 // Contract:
-// - Axes are row-major over device ids, the last axis fastest, as
-//   jax.sharding.Mesh(np.array(jax.devices()).reshape(sizes), names): device
-//   d has axis indices unravel(d, sizes).
+// - Axes are row-major over mesh positions, the last axis fastest, as
+//   jax.sharding.Mesh(devices.reshape(sizes), names): the device at position
+//   p has axis indices unravel(p, sizes). Positions follow the physical
+//   layout: the cores of a chip first, then the chips along
+//   MeshOptions::fastest_chip_axis, then along the other chip axes in x, y, z
+//   order. With the default (x fastest) position p is device p, as
+//   jax.devices() orders a slice; so the last mesh axis (`model`) runs along
+//   x first, and its groups are the chips nearest each other.
 // - Replicate(x) puts x on every device (shared read-only storage, counted
 //   on every device's HBM). Shard(x) splits the leading dimension b into n
 //   slices of b/n (InvalidArgument when n does not divide b); the stacked
-//   view is [n, b/n, ...], as the seed's `shard`.
+//   view is [n, b/n, ...], as the seed's `shard`. Shard(x, axes) splits it
+//   over the named axes only (slice = the device's row-major index over
+//   them) and replicates it over the others: a batch sharded over `data`,
+//   the same on every device of a `model` group.
 // - Pmap(fn, args) runs fn once per device, concurrently, each on a host
 //   thread that enters the device's task arena; fn gets a DeviceContext (axis
 //   indices, collectives) and the device's shard of every argument. Outputs
@@ -48,7 +56,12 @@ struct MeshOptions {
   int threads_per_device = 0;
   // Host cores the mesh may keep busy; 0 means all (hardware_concurrency).
   int host_cores = 0;
+  // The chip axis (0 = x, 1 = y, 2 = z) mesh positions run along first, after
+  // the cores of a chip: the physical axis the last mesh axis occupies.
+  int fastest_chip_axis = 0;
 };
+// "x" | "y" | "z" -> 0 | 1 | 2.
+StatusOr<int> ParseChipAxis(std::string_view name);
 
 // One array per device: shards[i] lives on device i (PJRT's per-device list
 // of one argument).
@@ -95,6 +108,9 @@ class Mesh {
   StatusOr<int> AxisPosition(std::string_view name) const;
   // The device's index on every axis (row-major, last axis fastest).
   std::vector<int> AxisIndices(int device) const;
+  // The device at these axis indices (one per axis).
+  int DeviceAt(std::span<const int> indices) const;
+  int fastest_chip_axis() const { return fastest_chip_axis_; }
   // Devices that agree with `device` on every axis not named, ordered
   // row-major over the named axes in the order given (JAX's multi-axis
   // collective order). Names must be distinct axes of this mesh.
@@ -102,6 +118,7 @@ class Mesh {
 
   StatusOr<DistributedArray> Replicate(const Array& x);
   StatusOr<DistributedArray> Shard(const Array& x);
+  StatusOr<DistributedArray> Shard(const Array& x, std::span<const std::string> axes);
   StatusOr<std::vector<DistributedArray>> Pmap(const PmapFn& fn,
                                                std::span<const DistributedArray> args);
 
@@ -110,14 +127,34 @@ class Mesh {
 
  private:
   Mesh(const ChipSpec& chip, Topology topology, std::vector<MeshAxis> axes, int threads,
-       int host_cores);
+       int host_cores, int fastest_chip_axis);
 
   ChipSpec chip_;
   Topology topology_;
   std::vector<MeshAxis> axes_;
   std::vector<std::unique_ptr<Device>> devices_;
   int host_cores_;
+  int fastest_chip_axis_;
+  std::vector<int> device_at_;    // mesh position -> device id
+  std::vector<int> position_of_;  // device id -> mesh position
 };
+
+// The mesh a command runs on, as its device flags give it (one flag group
+// for every command, tools/device_flags.h).
+struct MeshSpec {
+  std::string chip = "v5e";  // a preset (v5e, v4, v2) or a chip JSON file
+  int devices = 0;           // 0: the product of `axes`, else 8
+  std::string axes;          // "data=4,model=2"; empty: data=devices
+  std::string topology;      // "2x4"; empty: the chip's slice for the device count
+  std::string model_axis_along = "x";  // the chip axis the last mesh axis runs along first
+  int threads_per_device = 0;          // 0: host cores / devices
+};
+// The devices, topology and axes of `spec`; errors name the flag.
+StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec);
+// A mesh whose axes are exactly data=D, model=M (model=1 when `spec.axes`
+// names no model axis; other axis names are refused): what generate,
+// simulate and eval run on.
+StatusOr<std::unique_ptr<Mesh>> CreateDataModelMesh(const MeshSpec& spec);
 
 }  // namespace tpumesh::mesh
 

@@ -2,11 +2,18 @@
 
 #include <cstring>
 
+#include "models/parallel.h"
+
 namespace tpumesh::models {
 
 StatusOr<ClipTextModel> ClipTextModel::Create(const ClipTextConfig& config, ParamMap params) {
   TPUMESH_RETURN_IF_ERROR(params.Check(ClipTextParams(config), "text_encoder"));
-  return ClipTextModel(config, std::move(params));
+  return ClipTextModel(config, {std::move(params)});
+}
+
+StatusOr<ClipTextModel> ClipTextModel::Create(const ClipTextConfig& config, std::vector<ParamMap> ranks) {
+  TPUMESH_RETURN_IF_ERROR(CheckShards(ranks, ClipTextParams(config), "text_encoder"));
+  return ClipTextModel(config, std::move(ranks));
 }
 
 StatusOr<Array> ClipTextModel::Forward(const Ctx& ctx, const Array& ids) const {
@@ -15,13 +22,15 @@ StatusOr<Array> ClipTextModel::Forward(const Ctx& ctx, const Array& ids) const {
 }
 
 StatusOr<ClipTextModel::Outputs> ClipTextModel::Encode(const Ctx& ctx_in, const Array& ids) const {
-  const Ctx ctx = ctx_in.WithPacks(params_.packs());
+  TPUMESH_ASSIGN_OR_RETURN(const ParamMap* rank_params, RankParams(ctx_in, ranks_, "text_encoder"));
+  const ParamMap& P = *rank_params;
+  Ctx ctx = ctx_in.WithPacks(P.packs());
+  if (*ctx.scope == '\0') ctx.scope = "text_encoder";
   const ClipTextConfig& c = config_;
   if (ids.dtype() != mesh::DType::kI32 || ids.rank() != 2 || ids.dim(1) > c.max_position_embeddings)
     return InvalidArgumentError("text_encoder: input_ids must be int32 [B, L<=" +
                                 std::to_string(c.max_position_embeddings) + "], got " + ids.ToString());
   const int64_t b = ids.dim(0), l = ids.dim(1), h = c.hidden_size;
-  const auto& P = params_;
   // The encoder layers' Linear weights, packed once (not the embeddings).
   TPUMESH_RETURN_IF_ERROR(P.PackMatmulWeights(
       ctx, [](const std::string& name) { return name.rfind("text_model.encoder.layers.", 0) == 0; }));
@@ -53,15 +62,17 @@ StatusOr<ClipTextModel::Outputs> ClipTextModel::Encode(const Ctx& ctx_in, const 
     TPUMESH_ASSIGN_OR_RETURN(Array q, Linear(ctx, n1, P[p + ".self_attn.q_proj.weight"], &P[p + ".self_attn.q_proj.bias"]));
     TPUMESH_ASSIGN_OR_RETURN(Array k, Linear(ctx, n1, P[p + ".self_attn.k_proj.weight"], &P[p + ".self_attn.k_proj.bias"]));
     TPUMESH_ASSIGN_OR_RETURN(Array v, Linear(ctx, n1, P[p + ".self_attn.v_proj.weight"], &P[p + ".self_attn.v_proj.bias"]));
-    TPUMESH_ASSIGN_OR_RETURN(Array a, Attention(ctx, q, k, v, c.num_attention_heads, /*causal=*/true));
-    TPUMESH_ASSIGN_OR_RETURN(Array o, Linear(ctx, a, P[p + ".self_attn.out_proj.weight"], &P[p + ".self_attn.out_proj.bias"]));
+    // This rank's heads (all of them without a model axis), then one psum.
+    const int heads = static_cast<int>(LocalUnits(P, p + ".self_attn.q_proj.weight", c.num_attention_heads));
+    TPUMESH_ASSIGN_OR_RETURN(Array a, Attention(ctx, q, k, v, heads, /*causal=*/true));
+    TPUMESH_ASSIGN_OR_RETURN(Array o, RowLinear(ctx, P, p + ".self_attn.out_proj", a));
     TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, x, o));
     TPUMESH_ASSIGN_OR_RETURN(Array n2, LayerNorm(ctx, x, P[p + ".layer_norm2.weight"], P[p + ".layer_norm2.bias"],
                                                  c.layer_norm_eps));
     TPUMESH_ASSIGN_OR_RETURN(Array f1, Linear(ctx, n2, P[p + ".mlp.fc1.weight"], &P[p + ".mlp.fc1.bias"]));
     if (c.hidden_act == Activation::kGelu) GeluInPlace(ctx, f1);
     else QuickGeluInPlace(ctx, f1);
-    TPUMESH_ASSIGN_OR_RETURN(Array f2, Linear(ctx, f1, P[p + ".mlp.fc2.weight"], &P[p + ".mlp.fc2.bias"]));
+    TPUMESH_ASSIGN_OR_RETURN(Array f2, RowLinear(ctx, P, p + ".mlp.fc2", f1));
     TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, x, f2));
     if (layer == c.num_hidden_layers - 2) TPUMESH_RETURN_IF_ERROR(keep_penultimate());
   }

@@ -11,6 +11,8 @@
 #ifndef TPUMESH_MODELS_CLIP_H_
 #define TPUMESH_MODELS_CLIP_H_
 
+#include <vector>
+
 #include "base/status.h"
 #include "models/configs.h"
 #include "models/nn.h"
@@ -21,8 +23,12 @@ namespace tpumesh::models {
 class ClipTextModel {
  public:
   static StatusOr<ClipTextModel> Create(const ClipTextConfig& config, ParamMap params);
+  // One map per model rank (ShardParams / ShardManifest, models/params.h):
+  // the model runs tensor-parallel over a Ctx::model axis of that size.
+  static StatusOr<ClipTextModel> Create(const ClipTextConfig& config, std::vector<ParamMap> ranks);
   const ClipTextConfig& config() const { return config_; }
-  const ParamMap& params() const { return params_; }
+  const ParamMap& params() const { return ranks_[0]; }  // rank 0's (the whole model when unsplit)
+  const std::vector<ParamMap>& ranks() const { return ranks_; }
 
   struct Outputs {
     Array last_hidden_state;  // [B, L, H], after the final LayerNorm
@@ -39,9 +45,9 @@ class ClipTextModel {
   StatusOr<Array> Forward(const Ctx& ctx, const Array& ids) const;
 
  private:
-  ClipTextModel(const ClipTextConfig& c, ParamMap p) : config_(c), params_(std::move(p)) {}
+  ClipTextModel(const ClipTextConfig& c, std::vector<ParamMap> r) : config_(c), ranks_(std::move(r)) {}
   ClipTextConfig config_;
-  ParamMap params_;
+  std::vector<ParamMap> ranks_;
 };
 
 }  // namespace tpumesh::models

@@ -294,17 +294,18 @@ enum class Split { kNone, kColumn, kRow, kGathered };
 struct Parallel {
   Split split = Split::kNone;
   int64_t units = 0;
+  const char* unit = "";
   int parts = 1;
 };
-Parallel Column(int64_t units, int parts = 1) { return {Split::kColumn, units, parts}; }
-Parallel Row(int64_t units) { return {Split::kRow, units, 1}; }
-Parallel Gathered(int64_t units) { return {Split::kGathered, units, 1}; }
+Parallel Column(int64_t units, const char* unit, int parts = 1) { return {Split::kColumn, units, unit, parts}; }
+Parallel Row(int64_t units, const char* unit) { return {Split::kRow, units, unit, 1}; }
+Parallel Gathered(int64_t units) { return {Split::kGathered, units, "channels", 1}; }
 
 void Layer(Params& p, const std::string& name, mesh::Shape w, bool bias, Parallel par) {
   ParamSplit ws, bs;
-  if (par.split == Split::kRow) ws = {1, par.units, 1, false};
+  if (par.split == Split::kRow) ws = {1, par.units, 1, false, par.unit};
   if (par.split == Split::kColumn || par.split == Split::kGathered)
-    ws = bs = {0, par.units, par.parts, par.split == Split::kGathered};
+    ws = bs = {0, par.units, par.parts, par.split == Split::kGathered, par.unit};
   const int64_t out = w[0];
   Add(p, name + ".weight", std::move(w), ws);
   if (bias) Add(p, name + ".bias", {out}, bs);
@@ -326,10 +327,10 @@ void Norm(Params& p, const std::string& name, int64_t c, ParamSplit split = {}) 
 // local), conv2 by input channels (one psum); norm1 and the shortcut whole.
 void Resnet(Params& p, const std::string& name, int64_t in, int64_t out, int64_t temb, int64_t groups) {
   Norm(p, name + ".norm1", in);
-  Conv(p, name + ".conv1", out, in, 3, Column(groups));
-  if (temb > 0) Linear(p, name + ".time_emb_proj", out, temb, true, Column(groups));
-  Norm(p, name + ".norm2", out, {0, groups, 1, false});
-  Conv(p, name + ".conv2", out, out, 3, Row(groups));
+  Conv(p, name + ".conv1", out, in, 3, Column(groups, "groups"));
+  if (temb > 0) Linear(p, name + ".time_emb_proj", out, temb, true, Column(groups, "groups"));
+  Norm(p, name + ".norm2", out, {0, groups, 1, false, "groups"});
+  Conv(p, name + ".conv2", out, out, 3, Row(groups, "groups"));
   if (in != out) Conv(p, name + ".conv_shortcut", out, in, 1);
 }
 
@@ -345,18 +346,18 @@ void Transformer(Params& p, const std::string& name, int64_t c, int64_t cross, i
   for (int l = 0; l < layers; ++l) {
     const std::string b = name + ".transformer_blocks." + std::to_string(l);
     Norm(p, b + ".norm1", c);
-    Linear(p, b + ".attn1.to_q", c, c, false, Column(heads));
-    Linear(p, b + ".attn1.to_k", c, c, false, Column(heads));
-    Linear(p, b + ".attn1.to_v", c, c, false, Column(heads));
-    Linear(p, b + ".attn1.to_out.0", c, c, true, Row(heads));
+    Linear(p, b + ".attn1.to_q", c, c, false, Column(heads, "heads"));
+    Linear(p, b + ".attn1.to_k", c, c, false, Column(heads, "heads"));
+    Linear(p, b + ".attn1.to_v", c, c, false, Column(heads, "heads"));
+    Linear(p, b + ".attn1.to_out.0", c, c, true, Row(heads, "heads"));
     Norm(p, b + ".norm2", c);
-    Linear(p, b + ".attn2.to_q", c, c, false, Column(heads));
-    Linear(p, b + ".attn2.to_k", c, cross, false, Column(heads));
-    Linear(p, b + ".attn2.to_v", c, cross, false, Column(heads));
-    Linear(p, b + ".attn2.to_out.0", c, c, true, Row(heads));
+    Linear(p, b + ".attn2.to_q", c, c, false, Column(heads, "heads"));
+    Linear(p, b + ".attn2.to_k", c, cross, false, Column(heads, "heads"));
+    Linear(p, b + ".attn2.to_v", c, cross, false, Column(heads, "heads"));
+    Linear(p, b + ".attn2.to_out.0", c, c, true, Row(heads, "heads"));
     Norm(p, b + ".norm3", c);
-    Linear(p, b + ".ff.net.0.proj", 8 * c, c, true, Column(4 * c, 2));
-    Linear(p, b + ".ff.net.2", c, 4 * c, true, Row(4 * c));
+    Linear(p, b + ".ff.net.0.proj", 8 * c, c, true, Column(4 * c, "columns", 2));
+    Linear(p, b + ".ff.net.2", c, 4 * c, true, Row(4 * c, "columns"));
   }
   if (linear_proj) Linear(p, name + ".proj_out", c, c, true, Gathered(c));
   else Conv(p, name + ".proj_out", c, c, 1, Gathered(c));
@@ -383,11 +384,11 @@ std::vector<ParamSpec> ClipTextParams(const ClipTextConfig& c) {
     const std::string b = "text_model.encoder.layers." + std::to_string(l);
     // Attention by heads, the MLP by its hidden columns: one psum each.
     for (const char* proj : {"k_proj", "v_proj", "q_proj"})
-      Linear(p, b + ".self_attn." + proj, h, h, true, Column(c.num_attention_heads));
-    Linear(p, b + ".self_attn.out_proj", h, h, true, Row(c.num_attention_heads));
+      Linear(p, b + ".self_attn." + proj, h, h, true, Column(c.num_attention_heads, "heads"));
+    Linear(p, b + ".self_attn.out_proj", h, h, true, Row(c.num_attention_heads, "heads"));
     Norm(p, b + ".layer_norm1", h);
-    Linear(p, b + ".mlp.fc1", c.intermediate_size, h, true, Column(c.intermediate_size));
-    Linear(p, b + ".mlp.fc2", h, c.intermediate_size, true, Row(c.intermediate_size));
+    Linear(p, b + ".mlp.fc1", c.intermediate_size, h, true, Column(c.intermediate_size, "columns"));
+    Linear(p, b + ".mlp.fc2", h, c.intermediate_size, true, Row(c.intermediate_size, "columns"));
     Norm(p, b + ".layer_norm2", h);
   }
   Norm(p, "text_model.final_layer_norm", h);

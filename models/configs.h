@@ -125,6 +125,7 @@ struct ParamSplit {
   int64_t units = 0;
   int parts = 1;
   bool even = false;
+  const char* unit = "";  // what a unit is: "heads", "groups", "columns", "channels"
   bool SplitsOver(int m) const { return dim >= 0 && m > 1 && units >= m && (!even || units % m == 0); }
 };
 

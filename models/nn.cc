@@ -518,6 +518,21 @@ Status AddPerChannelInPlace(const Ctx& ctx, Array& x, const Array& v) {
                                       x.dim(1), p, ctx.threads);
 }
 
+Status AddBiasInPlace(const Ctx& ctx, Array& x, const Array& b, int dim) {
+  if (dim < 0 || dim >= x.rank() || b.rank() != 1 || b.dim(0) != x.dim(dim) || b.dtype() != DType::kF32)
+    return InvalidArgumentError("add bias along dim " + std::to_string(dim) + ": x" + ShapeToString(x.shape()) +
+                                " and b" + ShapeToString(b.shape()));
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < dim; ++i) outer *= x.dim(i);
+  for (int i = dim + 1; i < x.rank(); ++i) inner *= x.dim(i);
+  OpScope op(ctx, "add_bias", "elementwise");
+  op.Set(kernels::BroadcastChannelCost(outer, x.dim(dim), inner, 0), "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return OkStatus();
+  float* p = x.mutable_data<float>();
+  return kernels::BroadcastChannelF32(kernels::BinaryOp::kAdd, outer, x.dim(dim), inner, p, b.data<float>(), 0, p,
+                                      ctx.threads);
+}
+
 StatusOr<Array> NchwToNlc(const Ctx& ctx, const Array& x) {
   if (x.rank() != 4) return InvalidArgumentError("nchw->nlc: " + ShapeToString(x.shape()));
   const int64_t n = x.dim(0), c = x.dim(1), hw = x.dim(2) * x.dim(3);

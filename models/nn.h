@@ -110,6 +110,8 @@ class WeightPacks {
   std::map<std::pair<const void*, Precision>, std::shared_ptr<Entry>> entries_;
 };
 
+class ModelAxis;  // models/parallel.h
+
 struct Ctx {
   mesh::Device* device = nullptr;  // where outputs live; nullptr: the host
   Precision precision = Precision::kHighest;
@@ -121,6 +123,12 @@ struct Ctx {
   // Shapes only: layers check, allocate (and count HBM) and record, but
   // compute nothing; outputs hold unspecified values. `tpumesh simulate`.
   bool dry_run = false;
+  // Tensor parallelism: the model axis this device computes its share of
+  // the layers on (models/parallel.h); nullptr: the whole model here.
+  const ModelAxis* model = nullptr;
+  // The component being run ("unet", "text_encoder_2"): names collectives
+  // in the report.
+  const char* scope = "";
   StatusOr<mesh::Array> Alloc(mesh::Shape shape, std::string_view what) const;
   Ctx WithPacks(WeightPacks* p) const {
     Ctx c = *this;
@@ -165,6 +173,9 @@ StatusOr<Array> UpsampleNearest2x(const Ctx& ctx, const Array& x);
 StatusOr<Array> ConcatChannels(const Ctx& ctx, const Array& a, const Array& b);
 // x += y (same shape).
 Status AddInPlace(const Ctx& ctx, Array& x, const Array& y);
+// x += b, the vector b [x.dim(dim)] broadcast along dimension `dim` (a
+// bias added after a reduction: dim 1 of NCHW, the last of [..., C]).
+Status AddBiasInPlace(const Ctx& ctx, Array& x, const Array& b, int dim);
 // x [N, C, ...] += v [N, C] broadcast over the trailing dimensions.
 Status AddPerChannelInPlace(const Ctx& ctx, Array& x, const Array& v);
 // [N, C, H, W] <-> [N, H*W, C].

@@ -1,5 +1,7 @@
 #include "models/params.h"
 
+#include <cstring>
+
 namespace tpumesh::models {
 
 bool MayHoldBf16(const std::string& name, const mesh::Shape& shape) {
@@ -30,6 +32,83 @@ Status ParamMap::PackMatmulWeights(const Ctx& ctx, const std::function<bool(cons
   for (const auto& [name, a] : params_)
     if ((a.rank() == 2 || a.rank() == 4) && (!include || include(name))) weights.push_back(&a);
   return ctx.packs->PackAll(weights, ctx.precision, ctx.threads);
+}
+
+void ParamMap::SetShard(const std::vector<ParamSpec>& manifest, int ranks, int rank) {
+  rank_ = rank;
+  ranks_ = ranks;
+  split_.clear();
+  for (const ParamSpec& p : manifest)
+    if (p.split.SplitsOver(ranks)) split_[p.name] = ShardUnits(p.split.units, ranks, rank);
+}
+
+std::pair<int64_t, int64_t> ShardUnits(int64_t units, int m, int r) {
+  return {units * r / m, units * (r + 1) / m};
+}
+
+std::vector<ParamSpec> ShardManifest(const std::vector<ParamSpec>& manifest, int m, int r) {
+  std::vector<ParamSpec> out = manifest;
+  for (ParamSpec& p : out) {
+    if (!p.split.SplitsOver(m)) continue;
+    const auto [u0, u1] = ShardUnits(p.split.units, m, r);
+    const int64_t unit = p.shape[p.split.dim] / (p.split.parts * p.split.units);
+    p.shape[p.split.dim] = p.split.parts * (u1 - u0) * unit;
+  }
+  return out;
+}
+
+StatusOr<std::vector<ParamMap>> ShardParams(const ParamMap& full, const std::vector<ParamSpec>& manifest, int m) {
+  if (m <= 1) return std::vector<ParamMap>{full};
+  std::vector<std::map<std::string, mesh::Array>> maps(m);
+  for (const ParamSpec& p : manifest) {
+    const mesh::Array& a = full[p.name];
+    if (!p.split.SplitsOver(m)) {
+      for (auto& mp : maps) mp.emplace(p.name, a);
+      continue;
+    }
+    const ParamSplit& s = p.split;
+    const int64_t dim_size = a.dim(s.dim), part = dim_size / s.parts, unit = part / s.units;
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < s.dim; ++i) outer *= a.dim(i);
+    for (int i = s.dim + 1; i < a.rank(); ++i) inner *= a.dim(i);
+    const size_t elem = mesh::DTypeSize(a.dtype());
+    const std::byte* src = static_cast<const std::byte*>(a.raw());
+    for (int r = 0; r < m; ++r) {
+      const auto [u0, u1] = ShardUnits(s.units, m, r);
+      mesh::Shape shape = a.shape();
+      shape[s.dim] = s.parts * (u1 - u0) * unit;
+      mesh::Array out = mesh::Array::Host(a.dtype(), shape);
+      std::byte* dst = static_cast<std::byte*>(out.mutable_raw());
+      const size_t run = static_cast<size_t>((u1 - u0) * unit * inner) * elem;
+      for (int64_t o = 0; o < outer; ++o)
+        for (int q = 0; q < s.parts; ++q) {
+          std::memcpy(dst, src + static_cast<size_t>((o * dim_size + q * part + u0 * unit) * inner) * elem, run);
+          dst += run;
+        }
+      maps[r].emplace(p.name, std::move(out));
+    }
+  }
+  std::vector<ParamMap> ranks;
+  for (int r = 0; r < m; ++r) {
+    ranks.emplace_back(std::move(maps[r]));
+    ranks.back().SetShard(manifest, m, r);
+  }
+  return ranks;
+}
+
+Status CheckShards(const std::vector<ParamMap>& ranks, const std::vector<ParamSpec>& manifest,
+                   std::string_view component) {
+  if (ranks.empty()) return InvalidArgumentError(std::string(component) + ": no parameters");
+  const int m = static_cast<int>(ranks.size());
+  for (int r = 0; r < m; ++r) {
+    if (ranks[r].ranks() != m || ranks[r].rank() != r)
+      return InternalError(std::string(component) + ": parameter map " + std::to_string(r) + " is rank " +
+                           std::to_string(ranks[r].rank()) + " of " + std::to_string(ranks[r].ranks()));
+    const std::string name =
+        std::string(component) + (m == 1 ? "" : " (model rank " + std::to_string(r) + " of " + std::to_string(m) + ")");
+    TPUMESH_RETURN_IF_ERROR(ranks[r].Check(m == 1 ? manifest : ShardManifest(manifest, m, r), name));
+  }
+  return OkStatus();
 }
 
 int64_t ParamMap::bytes() const {

@@ -25,7 +25,9 @@ namespace tpumesh::models {
 bool MayHoldBf16(const std::string& name, const mesh::Shape& shape);
 
 // Name -> array: f32, or bf16 where MayHoldBf16. Arrays may be replicated
-// views (read-only, shared).
+// views (read-only, shared). A map holds a whole component, or one model
+// rank's share of it (ShardParams): then split() says which parameters are
+// slices and which units of the split each holds.
 class ParamMap {
  public:
   ParamMap() = default;
@@ -38,6 +40,18 @@ class ParamMap {
   const mesh::Array& operator[](const std::string& name) const { return params_.at(name); }
   const std::map<std::string, mesh::Array>& all() const { return params_; }
   int64_t bytes() const;
+  // Rank `rank` of `ranks` (0 of 1 for a whole component).
+  int rank() const { return rank_; }
+  int ranks() const { return ranks_; }
+  // The units [first, second) of its split this rank holds of `name`, or
+  // nullptr when the parameter is whole on every rank.
+  const std::pair<int64_t, int64_t>* split(const std::string& name) const {
+    auto it = split_.find(name);
+    return it == split_.end() ? nullptr : &it->second;
+  }
+  // Marks this map as rank `rank` of `ranks` of `manifest` (which of its
+  // parameters are split, and how).
+  void SetShard(const std::vector<ParamSpec>& manifest, int ranks, int rank);
   // The packed forms of these weights (shared by copies of this map).
   WeightPacks* packs() const { return packs_.get(); }
   // Packs the matmul weights among these parameters (every rank-2 and rank-4
@@ -51,7 +65,23 @@ class ParamMap {
  private:
   std::map<std::string, mesh::Array> params_;
   std::shared_ptr<WeightPacks> packs_ = std::make_shared<WeightPacks>();
+  int rank_ = 0, ranks_ = 1;
+  std::map<std::string, std::pair<int64_t, int64_t>> split_;
 };
+
+// Units [first, second) of `units` that rank r of m holds: units r / m to
+// units (r + 1) / m (balanced; the last ranks hold the larger shares).
+std::pair<int64_t, int64_t> ShardUnits(int64_t units, int m, int r);
+// The shapes rank r of m holds: each split parameter's dim cut to its share.
+std::vector<ParamSpec> ShardManifest(const std::vector<ParamSpec>& manifest, int m, int r);
+// Every rank's parameters (m maps, SetShard done): split parameters sliced
+// (copies on the host, dtype kept), whole ones shared with `full`. m = 1
+// returns `full` itself.
+StatusOr<std::vector<ParamMap>> ShardParams(const ParamMap& full, const std::vector<ParamSpec>& manifest, int m);
+// Checks `ranks` against `manifest`: as many as ranks()[0].ranks(), each
+// rank's shapes as ShardManifest says.
+Status CheckShards(const std::vector<ParamMap>& ranks, const std::vector<ParamSpec>& manifest,
+                   std::string_view component);
 
 }  // namespace tpumesh::models
 

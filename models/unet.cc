@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "models/parallel.h"
+
 namespace tpumesh::models {
 
 StatusOr<UNetModel> UNetModel::Create(const UNetConfig& config, ParamMap params) {
@@ -10,22 +12,32 @@ StatusOr<UNetModel> UNetModel::Create(const UNetConfig& config, ParamMap params)
     return UnimplementedError("unet: mid_block_scale_factor " + std::to_string(config.mid_block_scale_factor) +
                               " (only 1)");
   TPUMESH_RETURN_IF_ERROR(params.Check(UNetParams(config), "unet"));
-  return UNetModel(config, std::move(params));
+  return UNetModel(config, {std::move(params)});
+}
+
+StatusOr<UNetModel> UNetModel::Create(const UNetConfig& config, std::vector<ParamMap> ranks) {
+  if (config.mid_block_scale_factor != 1.0f)
+    return UnimplementedError("unet: mid_block_scale_factor " + std::to_string(config.mid_block_scale_factor) +
+                              " (only 1)");
+  TPUMESH_RETURN_IF_ERROR(CheckShards(ranks, UNetParams(config), "unet"));
+  return UNetModel(config, std::move(ranks));
 }
 
 // ResnetBlock2D: norm1 -> silu -> conv1 (+ time projection) -> norm2 -> silu
-// -> conv2, plus the (1x1-projected) input.
-StatusOr<Array> UNetModel::Resnet(const Ctx& ctx, const std::string& p, const Array& x,
+// -> conv2, plus the (1x1-projected) input. Split by groups over the model
+// axis: conv1, the projection and norm2 on this rank's groups, conv2's
+// partial sums added by one psum (models/parallel.h).
+StatusOr<Array> UNetModel::Resnet(const Ctx& ctx, const ParamMap& P, const std::string& p, const Array& x,
                                   const Array& temb) const {
-  const auto& P = params_;
   const int g = config_.norm_num_groups;
   const float eps = config_.norm_eps;
   TPUMESH_ASSIGN_OR_RETURN(Array h, GroupNorm(ctx, x, g, P[p + ".norm1.weight"], P[p + ".norm1.bias"], eps, true));
   TPUMESH_ASSIGN_OR_RETURN(h, Conv2d(ctx, h, P[p + ".conv1.weight"], &P[p + ".conv1.bias"], 1, 1));
   TPUMESH_ASSIGN_OR_RETURN(Array t, Linear(ctx, temb, P[p + ".time_emb_proj.weight"], &P[p + ".time_emb_proj.bias"]));
   TPUMESH_RETURN_IF_ERROR(AddPerChannelInPlace(ctx, h, t));
-  TPUMESH_ASSIGN_OR_RETURN(h, GroupNorm(ctx, h, g, P[p + ".norm2.weight"], P[p + ".norm2.bias"], eps, true));
-  TPUMESH_ASSIGN_OR_RETURN(h, Conv2d(ctx, h, P[p + ".conv2.weight"], &P[p + ".conv2.bias"], 1, 1));
+  TPUMESH_ASSIGN_OR_RETURN(h, GroupNorm(ctx, h, static_cast<int>(LocalUnits(P, p + ".norm2.weight", g)),
+                                        P[p + ".norm2.weight"], P[p + ".norm2.bias"], eps, true));
+  TPUMESH_ASSIGN_OR_RETURN(h, RowConv2d(ctx, P, p + ".conv2", h, 1, 1));
   if (P.all().count(p + ".conv_shortcut.weight")) {
     TPUMESH_ASSIGN_OR_RETURN(Array s, Conv2d(ctx, x, P[p + ".conv_shortcut.weight"], &P[p + ".conv_shortcut.bias"]));
     TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, h, s));
@@ -36,10 +48,11 @@ StatusOr<Array> UNetModel::Resnet(const Ctx& ctx, const std::string& p, const Ar
 }
 
 // Transformer2DModel: GroupNorm (eps 1e-6) -> proj_in -> BasicTransformerBlocks
-// (self-attention, cross-attention, GEGLU) -> proj_out, plus the input.
-StatusOr<Array> UNetModel::Transformer(const Ctx& ctx, const std::string& p, const Array& x,
+// (self-attention, cross-attention, GEGLU) -> proj_out, plus the input. Over
+// the model axis: each attention on this rank's heads and the feed-forward on
+// its columns, one psum each; proj_in / proj_out all_gathered.
+StatusOr<Array> UNetModel::Transformer(const Ctx& ctx, const ParamMap& P, const std::string& p, const Array& x,
                                        const Array& ehs, int heads, int layers) const {
-  const auto& P = params_;
   const int64_t hgt = x.dim(2), wid = x.dim(3);
   TPUMESH_ASSIGN_OR_RETURN(Array h, GroupNorm(ctx, x, config_.norm_num_groups, P[p + ".norm.weight"],
                                               P[p + ".norm.bias"], 1e-6f));
@@ -47,7 +60,7 @@ StatusOr<Array> UNetModel::Transformer(const Ctx& ctx, const std::string& p, con
   // (use_linear_projection) or 1x1 convs; on channels-last activations both
   // are the same product, so the conv needs no layout change of its own.
   TPUMESH_ASSIGN_OR_RETURN(h, NchwToNlc(ctx, h));
-  TPUMESH_ASSIGN_OR_RETURN(h, Linear(ctx, h, P[p + ".proj_in.weight"], &P[p + ".proj_in.bias"]));
+  TPUMESH_ASSIGN_OR_RETURN(h, GatheredLinear(ctx, P, p + ".proj_in", h));
   for (int l = 0; l < layers; ++l) {
     const std::string b = p + ".transformer_blocks." + std::to_string(l);
     for (const char* attn : {"attn1", "attn2"}) {
@@ -58,17 +71,18 @@ StatusOr<Array> UNetModel::Transformer(const Ctx& ctx, const std::string& p, con
       TPUMESH_ASSIGN_OR_RETURN(Array q, Linear(ctx, n, P[a + ".to_q.weight"], nullptr));
       TPUMESH_ASSIGN_OR_RETURN(Array k, Linear(ctx, context, P[a + ".to_k.weight"], nullptr));
       TPUMESH_ASSIGN_OR_RETURN(Array v, Linear(ctx, context, P[a + ".to_v.weight"], nullptr));
-      TPUMESH_ASSIGN_OR_RETURN(Array o, Attention(ctx, q, k, v, heads, false));
-      TPUMESH_ASSIGN_OR_RETURN(o, Linear(ctx, o, P[a + ".to_out.0.weight"], &P[a + ".to_out.0.bias"]));
+      TPUMESH_ASSIGN_OR_RETURN(
+          Array o, Attention(ctx, q, k, v, static_cast<int>(LocalUnits(P, a + ".to_q.weight", heads)), false));
+      TPUMESH_ASSIGN_OR_RETURN(o, RowLinear(ctx, P, a + ".to_out.0", o));
       TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, h, o));
     }
     TPUMESH_ASSIGN_OR_RETURN(Array n, LayerNorm(ctx, h, P[b + ".norm3.weight"], P[b + ".norm3.bias"], 1e-5f));
     TPUMESH_ASSIGN_OR_RETURN(Array f, Linear(ctx, n, P[b + ".ff.net.0.proj.weight"], &P[b + ".ff.net.0.proj.bias"]));
     TPUMESH_ASSIGN_OR_RETURN(f, GegluSplit(ctx, f));
-    TPUMESH_ASSIGN_OR_RETURN(f, Linear(ctx, f, P[b + ".ff.net.2.weight"], &P[b + ".ff.net.2.bias"]));
+    TPUMESH_ASSIGN_OR_RETURN(f, RowLinear(ctx, P, b + ".ff.net.2", f));
     TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, h, f));
   }
-  TPUMESH_ASSIGN_OR_RETURN(h, Linear(ctx, h, P[p + ".proj_out.weight"], &P[p + ".proj_out.bias"]));
+  TPUMESH_ASSIGN_OR_RETURN(h, GatheredLinear(ctx, P, p + ".proj_out", h));
   TPUMESH_ASSIGN_OR_RETURN(h, NlcToNchw(ctx, h, hgt, wid));
   TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, h, x));
   return h;
@@ -76,12 +90,14 @@ StatusOr<Array> UNetModel::Transformer(const Ctx& ctx, const std::string& p, con
 
 StatusOr<Array> UNetModel::Forward(const Ctx& ctx_in, const Array& sample, const std::vector<float>& timesteps,
                                    const Array& ehs, const Tap& tap, const AddedCond* added) const {
-  const Ctx ctx = ctx_in.WithPacks(params_.packs());
+  TPUMESH_ASSIGN_OR_RETURN(const ParamMap* rank_params, RankParams(ctx_in, ranks_, "unet"));
+  const ParamMap& P = *rank_params;
+  Ctx ctx = ctx_in.WithPacks(P.packs());
+  ctx.scope = "unet";
   auto emit = [&](const std::string& name, const Array& a) {
     if (tap) tap(name, a);
   };
   const UNetConfig& c = config_;
-  const auto& P = params_;
   const int n = static_cast<int>(c.block_out_channels.size());
   const int64_t factor = int64_t{1} << (n - 1);
   if (sample.dtype() != mesh::DType::kF32 || sample.rank() != 4 || sample.dim(1) != c.in_channels ||
@@ -142,24 +158,24 @@ StatusOr<Array> UNetModel::Forward(const Ctx& ctx_in, const Array& sample, const
     const std::string p = "down_blocks." + std::to_string(i);
     const bool attn = c.down_block_types[i] == "CrossAttnDownBlock2D";
     for (int j = 0; j < c.layers_per_block; ++j) {
-      TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, p + ".resnets." + std::to_string(j), x, temb));
+      TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, P, p + ".resnets." + std::to_string(j), x, temb));
       if (attn) {
-        TPUMESH_ASSIGN_OR_RETURN(x, Transformer(ctx, p + ".attentions." + std::to_string(j), x, ehs,
+        TPUMESH_ASSIGN_OR_RETURN(x, Transformer(ctx, P, p + ".attentions." + std::to_string(j), x, ehs,
                                                 c.num_attention_heads[i], c.transformer_layers_per_block[i]));
       }
       skips.push_back(x);
     }
     if (i < n - 1) {
-      TPUMESH_ASSIGN_OR_RETURN(x, Conv2d(ctx, x, P[p + ".downsamplers.0.conv.weight"],
-                                         &P[p + ".downsamplers.0.conv.bias"], 2, c.downsample_padding));
+      const int pad = c.downsample_padding;
+      TPUMESH_ASSIGN_OR_RETURN(x, GatheredConv2d(ctx, P, p + ".downsamplers.0.conv", x, 2, pad, pad, pad, pad));
       skips.push_back(x);
     }
     emit(p, x);
   }
-  TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, "mid_block.resnets.0", x, temb));
-  TPUMESH_ASSIGN_OR_RETURN(x, Transformer(ctx, "mid_block.attentions.0", x, ehs, c.num_attention_heads.back(),
+  TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, P, "mid_block.resnets.0", x, temb));
+  TPUMESH_ASSIGN_OR_RETURN(x, Transformer(ctx, P, "mid_block.attentions.0", x, ehs, c.num_attention_heads.back(),
                                           c.transformer_layers_per_block.back()));
-  TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, "mid_block.resnets.1", x, temb));
+  TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, P, "mid_block.resnets.1", x, temb));
   emit("mid_block", x);
   for (int i = 0; i < n; ++i) {
     const int r = n - 1 - i;
@@ -169,15 +185,15 @@ StatusOr<Array> UNetModel::Forward(const Ctx& ctx_in, const Array& sample, const
       Array skip = skips.back();
       skips.pop_back();
       TPUMESH_ASSIGN_OR_RETURN(x, ConcatChannels(ctx, x, skip));
-      TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, p + ".resnets." + std::to_string(j), x, temb));
+      TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, P, p + ".resnets." + std::to_string(j), x, temb));
       if (attn) {
-        TPUMESH_ASSIGN_OR_RETURN(x, Transformer(ctx, p + ".attentions." + std::to_string(j), x, ehs,
+        TPUMESH_ASSIGN_OR_RETURN(x, Transformer(ctx, P, p + ".attentions." + std::to_string(j), x, ehs,
                                                 c.num_attention_heads[r], c.transformer_layers_per_block[r]));
       }
     }
     if (i < n - 1) {
       TPUMESH_ASSIGN_OR_RETURN(x, UpsampleNearest2x(ctx, x));
-      TPUMESH_ASSIGN_OR_RETURN(x, Conv2d(ctx, x, P[p + ".upsamplers.0.conv.weight"], &P[p + ".upsamplers.0.conv.bias"], 1, 1));
+      TPUMESH_ASSIGN_OR_RETURN(x, GatheredConv2d(ctx, P, p + ".upsamplers.0.conv", x, 1, 1, 1, 1, 1));
     }
     emit(p, x);
   }

@@ -23,8 +23,12 @@ class UNetModel {
   // Checks the parameters against the config's manifest; Unimplemented for
   // a mid_block_scale_factor other than 1.
   static StatusOr<UNetModel> Create(const UNetConfig& config, ParamMap params);
+  // One map per model rank (ShardParams / ShardManifest, models/params.h):
+  // the model runs tensor-parallel over a Ctx::model axis of that size.
+  static StatusOr<UNetModel> Create(const UNetConfig& config, std::vector<ParamMap> ranks);
   const UNetConfig& config() const { return config_; }
-  const ParamMap& params() const { return params_; }
+  const ParamMap& params() const { return ranks_[0]; }  // rank 0's (the whole model when unsplit)
+  const std::vector<ParamMap>& ranks() const { return ranks_; }
 
   // sample [B, C_in, h, w] f32 (h, w multiples of 2^(blocks-1)); timesteps:
   // one per sample; encoder_hidden_states [B, L, cross_attention_dim].
@@ -48,13 +52,14 @@ class UNetModel {
                           const AddedCond* added = nullptr) const;
 
  private:
-  UNetModel(const UNetConfig& c, ParamMap p) : config_(c), params_(std::move(p)) {}
-  StatusOr<Array> Resnet(const Ctx& ctx, const std::string& p, const Array& x, const Array& temb) const;
-  StatusOr<Array> Transformer(const Ctx& ctx, const std::string& p, const Array& x, const Array& ehs,
-                              int heads, int layers) const;
+  UNetModel(const UNetConfig& c, std::vector<ParamMap> r) : config_(c), ranks_(std::move(r)) {}
+  StatusOr<Array> Resnet(const Ctx& ctx, const ParamMap& P, const std::string& p, const Array& x,
+                         const Array& temb) const;
+  StatusOr<Array> Transformer(const Ctx& ctx, const ParamMap& P, const std::string& p, const Array& x,
+                              const Array& ehs, int heads, int layers) const;
 
   UNetConfig config_;
-  ParamMap params_;
+  std::vector<ParamMap> ranks_;
 };
 
 }  // namespace tpumesh::models

@@ -1,5 +1,7 @@
 #include "models/vae.h"
 
+#include "models/parallel.h"
+
 namespace tpumesh::models {
 
 namespace {
@@ -8,16 +10,22 @@ constexpr float kEps = 1e-6f;  // every VAE GroupNorm
 
 StatusOr<VaeModel> VaeModel::Create(const VaeConfig& config, ParamMap params) {
   TPUMESH_RETURN_IF_ERROR(params.Check(VaeParams(config), "vae"));
-  return VaeModel(config, std::move(params));
+  return VaeModel(config, {std::move(params)});
 }
 
-StatusOr<Array> VaeModel::Resnet(const Ctx& ctx, const std::string& p, const Array& x) const {
-  const auto& P = params_;
+StatusOr<VaeModel> VaeModel::Create(const VaeConfig& config, std::vector<ParamMap> ranks) {
+  TPUMESH_RETURN_IF_ERROR(CheckShards(ranks, VaeParams(config), "vae"));
+  return VaeModel(config, std::move(ranks));
+}
+
+// Split by groups over the model axis as the UNet's (unet.cc).
+StatusOr<Array> VaeModel::Resnet(const Ctx& ctx, const ParamMap& P, const std::string& p, const Array& x) const {
   const int g = config_.norm_num_groups;
   TPUMESH_ASSIGN_OR_RETURN(Array h, GroupNorm(ctx, x, g, P[p + ".norm1.weight"], P[p + ".norm1.bias"], kEps, true));
   TPUMESH_ASSIGN_OR_RETURN(h, Conv2d(ctx, h, P[p + ".conv1.weight"], &P[p + ".conv1.bias"], 1, 1));
-  TPUMESH_ASSIGN_OR_RETURN(h, GroupNorm(ctx, h, g, P[p + ".norm2.weight"], P[p + ".norm2.bias"], kEps, true));
-  TPUMESH_ASSIGN_OR_RETURN(h, Conv2d(ctx, h, P[p + ".conv2.weight"], &P[p + ".conv2.bias"], 1, 1));
+  TPUMESH_ASSIGN_OR_RETURN(h, GroupNorm(ctx, h, static_cast<int>(LocalUnits(P, p + ".norm2.weight", g)),
+                                        P[p + ".norm2.weight"], P[p + ".norm2.bias"], kEps, true));
+  TPUMESH_ASSIGN_OR_RETURN(h, RowConv2d(ctx, P, p + ".conv2", h, 1, 1));
   if (P.all().count(p + ".conv_shortcut.weight")) {
     TPUMESH_ASSIGN_OR_RETURN(Array s, Conv2d(ctx, x, P[p + ".conv_shortcut.weight"], &P[p + ".conv_shortcut.bias"]));
     TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, h, s));
@@ -28,9 +36,8 @@ StatusOr<Array> VaeModel::Resnet(const Ctx& ctx, const std::string& p, const Arr
 }
 
 // resnet -> (group norm -> single-head attention over H*W -> + input) -> resnet
-StatusOr<Array> VaeModel::MidBlock(const Ctx& ctx, const std::string& p, const Array& x) const {
-  const auto& P = params_;
-  TPUMESH_ASSIGN_OR_RETURN(Array h, Resnet(ctx, p + ".resnets.0", x));
+StatusOr<Array> VaeModel::MidBlock(const Ctx& ctx, const ParamMap& P, const std::string& p, const Array& x) const {
+  TPUMESH_ASSIGN_OR_RETURN(Array h, Resnet(ctx, P, p + ".resnets.0", x));
   if (config_.mid_block_add_attention) {
     const std::string a = p + ".attentions.0";
     TPUMESH_ASSIGN_OR_RETURN(Array n, GroupNorm(ctx, h, config_.norm_num_groups, P[a + ".group_norm.weight"],
@@ -45,13 +52,15 @@ StatusOr<Array> VaeModel::MidBlock(const Ctx& ctx, const std::string& p, const A
     TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, o, h));
     h = o;
   }
-  return Resnet(ctx, p + ".resnets.1", h);
+  return Resnet(ctx, P, p + ".resnets.1", h);
 }
 
 StatusOr<Array> VaeModel::Decode(const Ctx& ctx_in, const Array& latents, const Tap& tap) const {
-  const Ctx ctx = ctx_in.WithPacks(params_.packs());
+  TPUMESH_ASSIGN_OR_RETURN(const ParamMap* rank_params, RankParams(ctx_in, ranks_, "vae"));
+  const ParamMap& P = *rank_params;
+  Ctx ctx = ctx_in.WithPacks(P.packs());
+  ctx.scope = "vae";
   const VaeConfig& c = config_;
-  const auto& P = params_;
   auto emit = [&](const std::string& name, const Array& a) {
     if (tap) tap(name, a);
   };
@@ -69,17 +78,17 @@ StatusOr<Array> VaeModel::Decode(const Ctx& ctx_in, const Array& latents, const 
   }
   TPUMESH_ASSIGN_OR_RETURN(Array x, Conv2d(ctx, z, P["decoder.conv_in.weight"], &P["decoder.conv_in.bias"], 1, 1));
   emit("decoder.conv_in", x);
-  TPUMESH_ASSIGN_OR_RETURN(x, MidBlock(ctx, "decoder.mid_block", x));
+  TPUMESH_ASSIGN_OR_RETURN(x, MidBlock(ctx, P, "decoder.mid_block", x));
   emit("decoder.mid_block", x);
   const int n = static_cast<int>(c.block_out_channels.size());
   for (int i = 0; i < n; ++i) {
     const std::string p = "decoder.up_blocks." + std::to_string(i);
     for (int j = 0; j <= c.layers_per_block; ++j) {
-      TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, p + ".resnets." + std::to_string(j), x));
+      TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, P, p + ".resnets." + std::to_string(j), x));
     }
     if (i < n - 1) {
       TPUMESH_ASSIGN_OR_RETURN(x, UpsampleNearest2x(ctx, x));
-      TPUMESH_ASSIGN_OR_RETURN(x, Conv2d(ctx, x, P[p + ".upsamplers.0.conv.weight"], &P[p + ".upsamplers.0.conv.bias"], 1, 1));
+      TPUMESH_ASSIGN_OR_RETURN(x, GatheredConv2d(ctx, P, p + ".upsamplers.0.conv", x, 1, 1, 1, 1, 1));
     }
     emit(p, x);
   }
@@ -93,9 +102,11 @@ StatusOr<Array> VaeModel::Decode(const Ctx& ctx_in, const Array& latents, const 
 }
 
 StatusOr<Array> VaeModel::EncodeMean(const Ctx& ctx_in, const Array& sample) const {
-  const Ctx ctx = ctx_in.WithPacks(params_.packs());
+  TPUMESH_ASSIGN_OR_RETURN(const ParamMap* rank_params, RankParams(ctx_in, ranks_, "vae"));
+  const ParamMap& P = *rank_params;
+  Ctx ctx = ctx_in.WithPacks(P.packs());
+  ctx.scope = "vae";
   const VaeConfig& c = config_;
-  const auto& P = params_;
   const int64_t f = c.scale_factor();
   if (sample.dtype() != mesh::DType::kF32 || sample.rank() != 4 || sample.dim(1) != c.in_channels ||
       sample.dim(2) % f != 0 || sample.dim(3) % f != 0)
@@ -110,15 +121,14 @@ StatusOr<Array> VaeModel::EncodeMean(const Ctx& ctx_in, const Array& sample) con
   for (int i = 0; i < n; ++i) {
     const std::string p = "encoder.down_blocks." + std::to_string(i);
     for (int j = 0; j < c.layers_per_block; ++j) {
-      TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, p + ".resnets." + std::to_string(j), x));
+      TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, P, p + ".resnets." + std::to_string(j), x));
     }
     if (i < n - 1) {
       // diffusers pads (0, 1, 0, 1) and convolves with stride 2, padding 0.
-      TPUMESH_ASSIGN_OR_RETURN(x, Conv2d(ctx, x, P[p + ".downsamplers.0.conv.weight"],
-                                         &P[p + ".downsamplers.0.conv.bias"], 2, 0, 0, 1, 1));
+      TPUMESH_ASSIGN_OR_RETURN(x, GatheredConv2d(ctx, P, p + ".downsamplers.0.conv", x, 2, 0, 0, 1, 1));
     }
   }
-  TPUMESH_ASSIGN_OR_RETURN(x, MidBlock(ctx, "encoder.mid_block", x));
+  TPUMESH_ASSIGN_OR_RETURN(x, MidBlock(ctx, P, "encoder.mid_block", x));
   TPUMESH_ASSIGN_OR_RETURN(x, GroupNorm(ctx, x, c.norm_num_groups, P["encoder.conv_norm_out.weight"],
                                         P["encoder.conv_norm_out.bias"], kEps, true));
   TPUMESH_ASSIGN_OR_RETURN(x, Conv2d(ctx, x, P["encoder.conv_out.weight"], &P["encoder.conv_out.bias"], 1, 1));

@@ -9,6 +9,8 @@
 #include <functional>
 #include <string>
 
+#include <vector>
+
 #include "base/status.h"
 #include "models/configs.h"
 #include "models/nn.h"
@@ -19,8 +21,12 @@ namespace tpumesh::models {
 class VaeModel {
  public:
   static StatusOr<VaeModel> Create(const VaeConfig& config, ParamMap params);
+  // One map per model rank (ShardParams / ShardManifest, models/params.h):
+  // the model runs tensor-parallel over a Ctx::model axis of that size.
+  static StatusOr<VaeModel> Create(const VaeConfig& config, std::vector<ParamMap> ranks);
   const VaeConfig& config() const { return config_; }
-  const ParamMap& params() const { return params_; }
+  const ParamMap& params() const { return ranks_[0]; }  // rank 0's (the whole model when unsplit)
+  const std::vector<ParamMap>& ranks() const { return ranks_; }
 
   using Tap = std::function<void(const std::string& module, const Array& output)>;
   // latents [B, latent_channels, h, w], already divided by scaling_factor ->
@@ -33,12 +39,12 @@ class VaeModel {
   StatusOr<Array> EncodeMean(const Ctx& ctx, const Array& sample) const;
 
  private:
-  VaeModel(const VaeConfig& c, ParamMap p) : config_(c), params_(std::move(p)) {}
-  StatusOr<Array> Resnet(const Ctx& ctx, const std::string& p, const Array& x) const;
-  StatusOr<Array> MidBlock(const Ctx& ctx, const std::string& p, const Array& x) const;
+  VaeModel(const VaeConfig& c, std::vector<ParamMap> r) : config_(c), ranks_(std::move(r)) {}
+  StatusOr<Array> Resnet(const Ctx& ctx, const ParamMap& P, const std::string& p, const Array& x) const;
+  StatusOr<Array> MidBlock(const Ctx& ctx, const ParamMap& P, const std::string& p, const Array& x) const;
 
   VaeConfig config_;
-  ParamMap params_;
+  std::vector<ParamMap> ranks_;
 };
 
 }  // namespace tpumesh::models

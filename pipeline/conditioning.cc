@@ -54,7 +54,9 @@ class SdConditioning : public Conditioning {
     TPUMESH_ASSIGN_OR_RETURN(c.context, encoder_->Forward(ctx, Rows(ids[0], o.guided ? &ids[1] : nullptr)));
     return c;
   }
-  std::vector<const models::ParamMap*> params() const override { return {&encoder_->params()}; }
+  std::vector<ComponentParams> components() const override {
+    return {{"text_encoder", &encoder_->ranks(), models::ClipTextParams(encoder_->config())}};
+  }
   Status CheckUNet(const models::UNetConfig& unet, const std::string& origin) const override {
     if (unet.text_time_embedding)
       return InvalidArgumentError(origin + ": the UNet takes SDXL's text_time conditioning, but the model has one "
@@ -96,7 +98,9 @@ class SdxlConditioning : public Conditioning {
     const bool zero = o.guided && !o.negatives_given && force_zeros_;
     const bool encode_uncond = o.guided && !zero;
     TPUMESH_ASSIGN_OR_RETURN(auto out1, e1_->Encode(ctx, Rows(ids[0], encode_uncond ? &ids[1] : nullptr)));
-    TPUMESH_ASSIGN_OR_RETURN(auto out2, e2_->Encode(ctx, Rows(ids[2], encode_uncond ? &ids[3] : nullptr)));
+    models::Ctx ctx2 = ctx;
+    ctx2.scope = "text_encoder_2";
+    TPUMESH_ASSIGN_OR_RETURN(auto out2, e2_->Encode(ctx2, Rows(ids[2], encode_uncond ? &ids[3] : nullptr)));
     const int64_t b = ids[0].dim(0);
     const int64_t rows = o.guided ? 2 * b : b;
     const int64_t skip = zero ? b : 0;  // leading zero rows
@@ -127,7 +131,10 @@ class SdxlConditioning : public Conditioning {
     return c;
   }
 
-  std::vector<const models::ParamMap*> params() const override { return {&e1_->params(), &e2_->params()}; }
+  std::vector<ComponentParams> components() const override {
+    return {{"text_encoder", &e1_->ranks(), models::ClipTextParams(e1_->config())},
+            {"text_encoder_2", &e2_->ranks(), models::ClipTextParams(e2_->config())}};
+  }
 
   Status CheckUNet(const models::UNetConfig& unet, const std::string& origin) const override {
     if (!e2_->config().with_projection)

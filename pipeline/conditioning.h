@@ -68,6 +68,14 @@ struct UNetConditioning {
   std::optional<models::UNetModel::AddedCond> added;  // SDXL
 };
 
+// A component's parameters: one map per model rank (models/params.h) and the
+// manifest they were split from.
+struct ComponentParams {
+  std::string name;  // "text_encoder", "text_encoder_2", "unet", "vae"
+  const std::vector<models::ParamMap>* ranks = nullptr;
+  std::vector<models::ParamSpec> manifest;
+};
+
 class Conditioning {
  public:
   virtual ~Conditioning() = default;
@@ -80,8 +88,8 @@ class Conditioning {
   // Device: `ids` are this device's rows of each Tokenize array.
   virtual StatusOr<UNetConditioning> Encode(const models::Ctx& ctx, std::span<const mesh::Array> ids,
                                             const ConditioningOptions& options) const = 0;
-  // The encoders' parameters (what is replicated to every device).
-  virtual std::vector<const models::ParamMap*> params() const = 0;
+  // The encoders' parameters, per model rank.
+  virtual std::vector<ComponentParams> components() const = 0;
   // Checks the encoders against the UNet that will read their output
   // (InvalidArgument naming both widths).
   virtual Status CheckUNet(const models::UNetConfig& unet, const std::string& origin) const = 0;

@@ -14,6 +14,7 @@
 #include "io/model_file.h"
 #include "mesh/collectives.h"
 #include "pipeline/init_model.h"
+#include "models/parallel.h"
 #include "pipeline/loader.h"
 
 namespace tpumesh::pipeline {
@@ -45,8 +46,9 @@ std::string PrecisionName(models::Precision p) {
 Generator::~Generator() = default;
 
 StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) {
-  if (o.devices < 1) return InvalidArgumentError("--devices must be >= 1, got " + std::to_string(o.devices));
   auto g = std::unique_ptr<Generator>(new Generator());
+  // The mesh first: a bad --mesh fails before any loading.
+  TPUMESH_ASSIGN_OR_RETURN(g->mesh_, mesh::CreateDataModelMesh(o.mesh));
   std::string path = o.model;
   std::string temp;
   if (path.empty()) {
@@ -86,16 +88,13 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
                                           : ""));
   }
   g->packed_estimate_ = need.packed_bytes;
-  TPUMESH_ASSIGN_OR_RETURN(g->flow_, LoadTextToImage(*file));
-  TPUMESH_ASSIGN_OR_RETURN(mesh::ChipSpec chip, mesh::LoadChipSpec(o.chip));
-  TPUMESH_ASSIGN_OR_RETURN(std::vector<int> dims, mesh::Topology::DimsForDevices(chip, o.devices));
-  mesh::MeshOptions mo;
-  mo.threads_per_device = o.threads_per_device;
-  TPUMESH_ASSIGN_OR_RETURN(g->mesh_, mesh::Mesh::Create(chip, dims, {{"data", o.devices}}, mo));
+  TPUMESH_ASSIGN_OR_RETURN(g->flow_, LoadTextToImage(*file, g->model_size()));
   return g;
 }
 
-Status Generator::Validate(const GenerateRequest& r) const { return flow_->Validate(r, devices(), false); }
+Status Generator::Validate(const GenerateRequest& r) const { return flow_->Validate(r, data_size(), false); }
+
+int Generator::ModelRank(int device) const { return mesh_->AxisIndices(device)[1]; }
 
 StatusOr<const Txt2ImgPlan*> Generator::GetPlan(const GenerateRequest& r, bool* built) {
   std::string overrides;
@@ -108,16 +107,21 @@ StatusOr<const Txt2ImgPlan*> Generator::GetPlan(const GenerateRequest& r, bool* 
   if (auto it = plans_.find(key); it != plans_.end()) return it->second.get();
   TPUMESH_ASSIGN_OR_RETURN(Txt2ImgPlan plan, flow_->MakePlan(r));
   // The parameters go to the devices once, with the first plan (the
-  // transfer jax does on the first call of the pmapped function).
+  // transfer jax does on the first call of the pmapped function): each device
+  // its model rank's share.
   if (replicas_.empty()) {
-    for (const models::ParamMap* params : flow_->params()) {
-      for (const auto& [name, a] : params->all()) {
-        auto rep = mesh_->Replicate(a);
-        if (!rep.ok()) {
-          replicas_.clear();
-          return rep.status().WithContext("replicating parameter " + name);
+    param_bytes_.assign(devices(), 0);
+    for (int d = 0; d < devices(); ++d) {
+      for (const ComponentParams& c : flow_->components()) {
+        for (const auto& [name, a] : (*c.ranks)[ModelRank(d)].all()) {
+          auto rep = a.ShareTo(mesh_->device(d), "parameter");
+          if (!rep.ok()) {
+            replicas_.clear();
+            return rep.status().WithContext("placing parameter " + c.name + "/" + name);
+          }
+          param_bytes_[d] += rep->size_bytes();
+          replicas_.push_back(std::move(rep).value());
         }
-        replicas_.push_back(std::move(rep).value());
       }
     }
   }
@@ -130,25 +134,34 @@ StatusOr<const Txt2ImgPlan*> Generator::GetPlan(const GenerateRequest& r, bool* 
 }
 
 Status Generator::CheckMemory(const GenerateRequest& r, const Txt2ImgPlan& plan) {
-  // A dry run of the flow on device 0 (every device runs the same shapes):
-  // its allocations count against the device's HBM as the real run's will,
-  // so a device without room fails here, naming itself, before any compute.
-  mesh::Device& d0 = mesh_->device(0);
-  const int64_t params_hbm = d0.hbm_in_use();
-  d0.ResetHbmPeak();
-  models::Ctx ctx{&d0, r.precision};
-  ctx.dry_run = true;
-  std::vector<Array> ids(flow_->conditioning().token_arrays(),
-                         Array::Host(DType::kI32, {plan.batch_per_device, kPromptLength}));
-  DeviceInputs in;
-  in.ids = ids;
-  TPUMESH_RETURN_IF_ERROR(flow_->RunDevice(ctx, plan, r, in).status());
-  const int64_t activations = d0.hbm_peak() - params_hbm;
-  d0.ResetHbmPeak();
+  // A dry run of the flow on the first device of each model rank (the
+  // devices of one rank run the same shapes): its allocations count against
+  // the device's HBM as the real run's will, so a device without room fails
+  // here, naming itself, before any compute.
+  int64_t activations = 0;
+  for (int rank = 0; rank < model_size(); ++rank) {
+    const int ids_at[] = {0, rank};
+    const int device = mesh_->DeviceAt(ids_at);
+    mesh::Device& dev = mesh_->device(device);
+    const int64_t params_hbm = dev.hbm_in_use();
+    dev.ResetHbmPeak();
+    TPUMESH_ASSIGN_OR_RETURN(models::ModelAxis axis, models::ModelAxis::Priced(*mesh_, device));
+    models::Ctx ctx{&dev, r.precision};
+    ctx.dry_run = true;
+    ctx.model = &axis;
+    std::vector<Array> ids(flow_->conditioning().token_arrays(),
+                           Array::Host(DType::kI32, {plan.batch_per_device, kPromptLength}));
+    DeviceInputs in;
+    in.ids = ids;
+    TPUMESH_RETURN_IF_ERROR(flow_->RunDevice(ctx, plan, r, in).status());
+    activations = std::max(activations, dev.hbm_peak() - params_hbm);
+    dev.ResetHbmPeak();
+  }
   // The host holds the weights (loaded), their packed copies (built at the
   // first call) and every device's activations at once.
   int64_t packed = 0;
-  for (const models::ParamMap* p : flow_->params()) packed += static_cast<int64_t>(p->packs()->bytes());
+  for (const ComponentParams& c : flow_->components())
+    for (const models::ParamMap& p : *c.ranks) packed += static_cast<int64_t>(p.packs()->bytes());
   const int64_t to_pack =
       std::max<int64_t>(0, (r.precision == models::Precision::kHighest ? 2 : 1) * packed_estimate_ - packed);
   const int64_t need = to_pack + static_cast<int64_t>(devices()) * activations;
@@ -166,8 +179,9 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
                                              const std::atomic<bool>* cancel) {
   TPUMESH_RETURN_IF_ERROR(Validate(r));
   const int n = devices();
+  const int data = data_size();
   const int64_t bpd = r.batch_per_device;
-  const int64_t b = n * bpd;
+  const int64_t b = data * bpd;
 
   GenerateResult res;
   for (int64_t i = 0; i < b; ++i) {
@@ -203,14 +217,16 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   const int64_t per_image = int64_t{plan->channels} * plan->latent_h * plan->latent_w;
   Array given = r.initial_latents ? *r.initial_latents : Array::Host(DType::kF32, {b, 0});
 
-  // Sharded over the data axis: the token arrays, the keys, the latents.
+  // Sharded over the data axis (the same on every device of a model group):
+  // the token arrays, the keys, the latents.
+  const std::string data_axis[] = {"data"};
   std::vector<DistributedArray> args;
   for (const Array* a : {&key_data, &given}) {
-    TPUMESH_ASSIGN_OR_RETURN(DistributedArray d, mesh_->Shard(*a));
+    TPUMESH_ASSIGN_OR_RETURN(DistributedArray d, mesh_->Shard(*a, data_axis));
     args.push_back(std::move(d));
   }
   for (const Array& a : ids) {
-    TPUMESH_ASSIGN_OR_RETURN(DistributedArray d, mesh_->Shard(a));
+    TPUMESH_ASSIGN_OR_RETURN(DistributedArray d, mesh_->Shard(a, data_axis));
     args.push_back(std::move(d));
   }
   const int steps = static_cast<int>(plan->timesteps.size());
@@ -230,8 +246,10 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   mesh_->ResetClocks();
   const auto t_run = Clock::now();
   auto body = [&](mesh::DeviceContext& dctx, std::span<const Array> a) -> StatusOr<std::vector<Array>> {
+    TPUMESH_ASSIGN_OR_RETURN(models::ModelAxis axis, models::ModelAxis::ForDevice(dctx));
     models::Ctx ctx{&dctx.device(), r.precision};
     ctx.ops = &records[dctx.device_id()];
+    ctx.model = &axis;
     DeviceInputs in;
     in.keys = a[0].data<uint32_t>();
     in.latents = r.initial_latents ? a[1].data<float>() : nullptr;
@@ -240,15 +258,23 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
     TPUMESH_ASSIGN_OR_RETURN(DeviceOutputs out, flow_->RunDevice(ctx, *plan, r, in, report, cancel));
     return std::vector<Array>{out.decoded, out.initial_latents, out.history};
   };
-  TPUMESH_ASSIGN_OR_RETURN(auto outs, mesh_->Pmap(body, args));
+  TPUMESH_ASSIGN_OR_RETURN(auto all_outs, mesh_->Pmap(body, args));
+  // The images of data index i, from the model group's rank 0 (every rank of
+  // a group returns the same).
+  std::vector<DistributedArray> outs(all_outs.size());
+  for (size_t k = 0; k < all_outs.size(); ++k)
+    for (int i = 0; i < data; ++i) {
+      const int ids_at[] = {i, 0};
+      outs[k].shards.push_back(all_outs[k].shards[mesh_->DeviceAt(ids_at)]);
+    }
   TPUMESH_ASSIGN_OR_RETURN(Array decoded, Unstack(outs[0]));
   TPUMESH_ASSIGN_OR_RETURN(res.initial_latents, Unstack(outs[1]));
   if (keep) {
-    // [n, steps, bpd, ...] -> [steps, B, ...]
+    // [data, steps, bpd, ...] -> [steps, B, ...]
     TPUMESH_ASSIGN_OR_RETURN(Array h, outs[2].Gather());
     res.latents_after_step = Array::Host(DType::kF32, {steps, b, plan->channels, plan->latent_h, plan->latent_w});
     const int64_t block = bpd * per_image;
-    for (int d = 0; d < n; ++d)
+    for (int d = 0; d < data; ++d)
       for (int s = 0; s < steps; ++s)
         std::memcpy(res.latents_after_step.mutable_data<float>() + (s * b + d * bpd) * per_image,
                     h.data<float>() + (static_cast<int64_t>(d) * steps + s) * block, block * sizeof(float));
@@ -262,9 +288,13 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   res.report.devices = n;
   res.report.images = b;
   res.report.host_seconds = res.run_seconds;
+  res.report.mesh_axes = mesh::MeshAxesToString(mesh_->axes());
+  res.report.param_bytes = param_bytes_;
+  res.report.sharding = ShardingPlan(*flow_);
   res.report.Finish(records, r.keep_ops);
   for (int d = 0; d < n; ++d) {
-    mesh_->device(d).AdvanceClock(res.report.logs[d].seconds());
+    // The log holds every op and collective of the device: its clock.
+    mesh_->device(d).SetClock(res.report.logs[d].seconds());
     res.report.hbm_peak_bytes.push_back(mesh_->device(d).hbm_peak());
   }
   res.modelled_seconds = mesh_->MaxClockSeconds();

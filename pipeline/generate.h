@@ -1,9 +1,11 @@
 // Text to image over the emulated mesh: the seeds' flow
 // (FlaxStableDiffusionPipeline / FlaxStableDiffusionXLPipeline with
-// jax.pmap) on tpumesh's virtual devices.
+// jax.pmap) on tpumesh's virtual devices, over a data=D, model=M mesh.
 //
 //   prompts -> ids [B, 77] per tokenizer (and the negative prompts' ids)
-//   -> parameters replicated on every device, ids sharded [n, B/n, 77]
+//   -> each device gets its model rank's share of the parameters (all of
+//      them when M = 1: replicated), ids sharded over data [D, B/D, 77] and
+//      the same on every device of a model group
 //   -> one PRNG key per image: split(key(seed), B)   (JAX threefry)
 //   -> pmap: each device runs the text-to-image flow (pipeline/txt2img.h)
 //        on its B/n images
@@ -13,7 +15,11 @@
 // its ops' modelled time.
 //
 // Contract:
-// - B = devices * batch_per_device. One prompt is used for every image;
+// - With M > 1 the M devices of a model group compute the same images
+//   together, each its share of every split layer, combining the shares by
+//   psum / all_gather (models/parallel.h); the images are the same as with
+//   M = 1 up to the order of the sums (tests/pipeline/model_parallel_test).
+// - B = data_size() * batch_per_device. One prompt is used for every image;
 //   otherwise there must be exactly B prompts (image i gets prompt i). The
 //   negative prompts: none (diffusers' default for the family: "" for SD,
 //   zeros for SDXL with force_zeros_for_empty_prompt), one for every image,
@@ -67,9 +73,8 @@ struct GeneratorOptions {
   // A tpumesh model file; empty: the embedded default (the `tiny`
   // architecture with `tpumesh init`'s seed-0 random weights).
   std::string model;
-  int devices = 8;
-  std::string chip = "v5e";  // preset or chip JSON file
-  int threads_per_device = 0;  // 0: host cores / devices (at least 1)
+  // The devices and their data=D,model=M axes (mesh::CreateDataModelMesh).
+  mesh::MeshSpec mesh;
 };
 
 // What a call reports as it goes, phase "text", "denoise" or "decode": done
@@ -103,6 +108,10 @@ class Generator {
   const std::string& model_name() const { return model_name_; }
   mesh::Mesh& mesh() { return *mesh_; }
   int devices() const { return mesh_->num_devices(); }
+  // The sizes of the data and model axes: images run data_size() x
+  // batch_per_device at a time, each model split model_size() ways.
+  int data_size() const { return mesh_->axes()[0].size; }
+  int model_size() const { return mesh_->axes()[1].size; }
   const TextToImage& flow() const { return *flow_; }
   // The model's default image size (UNet sample_size times the VAE factor).
   int default_size() const { return flow_->default_size(); }
@@ -119,6 +128,7 @@ class Generator {
   using PlanKey = std::tuple<int, int, int, int, std::string, int, bool>;
   Generator() = default;
   StatusOr<const Txt2ImgPlan*> GetPlan(const GenerateRequest& request, bool* built);
+  int ModelRank(int device) const;
   // Plan time, before any compute: a dry run of the flow checks the devices'
   // HBM, and the host's memory for the packs still to build and every
   // device's activations (ResourceExhausted, one line).
@@ -128,11 +138,12 @@ class Generator {
   std::unique_ptr<TextToImage> flow_;
   int64_t packed_estimate_ = 0;  // bf16 bytes of every packed weight (loader.h)
   std::unique_ptr<mesh::Mesh> mesh_;
-  // Every parameter on every device: the HBM accounting of the replicated
-  // weights (shared read-only storage, counted on each device as jax's
-  // replicate puts a copy in each HBM). The layers read the same bytes
-  // through the models' ParamMaps, so nothing reads these arrays directly.
-  std::vector<mesh::DistributedArray> replicas_;
+  // Each device's parameters (its model rank's share): the HBM accounting
+  // of the weights (shared read-only storage, counted on each device as jax
+  // puts a copy in each HBM). The layers read the same bytes through the
+  // models' rank ParamMaps, so nothing reads these arrays directly.
+  std::vector<mesh::Array> replicas_;
+  std::vector<int64_t> param_bytes_;  // per device
   std::map<PlanKey, std::unique_ptr<Txt2ImgPlan>> plans_;
 };
 

@@ -101,7 +101,7 @@ StatusOr<ModelConfigs> ReadModelConfigs(const ModelFile& file) {
   return c;
 }
 
-StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file) {
+StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file, int model_ranks) {
   TPUMESH_ASSIGN_OR_RETURN(ModelConfigs configs, ReadModelConfigs(file));
   TPUMESH_ASSIGN_OR_RETURN(ClipTokenizer tok, LoadTokenizer(file, "tokenizer"));
   std::unique_ptr<ClipTokenizer> tok2;
@@ -109,10 +109,16 @@ StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file) {
     TPUMESH_ASSIGN_OR_RETURN(ClipTokenizer t, LoadTokenizer(file, "tokenizer_2"));
     tok2 = std::make_unique<ClipTokenizer>(std::move(t));
   }
-  auto read = [&](const std::string& component, const std::vector<models::ParamSpec>& manifest) {
-    return ReadParams(file, component, manifest);
+  // Each component read whole, then split into the model ranks' shares (the
+  // whole copy is released before the next component is read).
+  auto read = [&](const std::string& component, const std::vector<models::ParamSpec>& manifest,
+                  int ranks) -> StatusOr<std::vector<models::ParamMap>> {
+    TPUMESH_ASSIGN_OR_RETURN(models::ParamMap full, ReadParams(file, component, manifest));
+    TPUMESH_RETURN_IF_ERROR(full.Check(manifest, component));
+    return models::ShardParams(full, manifest, ranks);
   };
-  return BuildTextToImage(configs, read, std::make_unique<ClipTokenizer>(std::move(tok)), std::move(tok2));
+  return BuildTextToImage(configs, read, std::make_unique<ClipTokenizer>(std::move(tok)), std::move(tok2),
+                          model_ranks);
 }
 
 StatusOr<models::ClipTextModel> LoadTextEncoder(const ModelFile& file) {

@@ -29,7 +29,9 @@ StatusOr<models::UNetModel> LoadUNet(const ModelFile& file);
 StatusOr<models::VaeModel> LoadVae(const ModelFile& file);
 // The whole text-to-image model: its family (model_index.json), every
 // component, its tokenizer(s) and scheduler config.
-StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file);
+// model_ranks: the size of the mesh's model axis; each component's
+// parameters are split into that many shares (models/params.h ShardParams).
+StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file, int model_ranks = 1);
 // Host memory a loaded model takes before any compute: every parameter as
 // the loader holds it (bf16 where the file stores bf16 and the models allow
 // it, else f32) and the packed bf16 copies of the Linear and conv weights

@@ -42,6 +42,15 @@ struct RunReport {
   // Per device, the most HBM held at once (parameters and live activations,
   // as the device's accounting counts them); empty when not measured.
   std::vector<int64_t> hbm_peak_bytes;
+  std::string mesh_axes;               // "data=4,model=2"; empty when unknown
+  std::vector<int64_t> param_bytes;    // per device: HBM its parameters hold
+  // The layers split over the model axis and how (pipeline/txt2img.h
+  // ShardingPlan); empty when nothing is split.
+  struct ShardedLayer {
+    std::string module;  // "unet/down_blocks.0.resnets.0.conv2"
+    std::string split;   // "input features (partial sums added by psum) by 32 groups; rank 0 holds 4"
+  };
+  std::vector<ShardedLayer> sharding;
 
   // Prices `records[d]` for every device d (keep_ops: for a trace).
   void Finish(const std::vector<std::vector<mesh::OpRecord>>& records, bool keep_ops);

@@ -1,10 +1,12 @@
 #include "pipeline/simulate.h"
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "io/model_file.h"
 #include "models/architectures.h"
-#include "io/model_file.h"
+#include "models/parallel.h"
 #include "pipeline/loader.h"
 
 namespace tpumesh::pipeline {
@@ -23,36 +25,62 @@ StatusOr<ModelConfigs> ReadConfigs(const SimulateOptions& o) {
   return ReadModelConfigs(*f);
 }
 
-}  // namespace
-
-StatusOr<RunReport> Simulate(const SimulateOptions& o) {
+StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf) {
   const auto t0 = std::chrono::steady_clock::now();
   const GenerateRequest& req = o.request;
-  TPUMESH_ASSIGN_OR_RETURN(ModelConfigs cf, ReadConfigs(o));
-  auto built = BuildTextToImage(cf, ZeroParams, nullptr, nullptr);
+  TPUMESH_ASSIGN_OR_RETURN(auto mesh, mesh::CreateDataModelMesh(o.mesh));
+  const int data = mesh->axes()[0].size, model = mesh->axes()[1].size;
+  auto built = BuildTextToImage(cf, ZeroParams, nullptr, nullptr, model);
   if (!built.ok()) return Status(built.status().code(), "simulate " + cf.origin + ": " + built.status().message());
   const TextToImage& flow = **built;
-  TPUMESH_RETURN_IF_ERROR(flow.Validate(req, o.devices, /*dry_run=*/true));
+  TPUMESH_RETURN_IF_ERROR(flow.Validate(req, data, /*dry_run=*/true));
   TPUMESH_ASSIGN_OR_RETURN(Txt2ImgPlan plan, flow.MakePlan(req));
 
-  // One device's share, run dry: zero token ids, no keys.
-  std::vector<mesh::OpRecord> ops;
-  models::Ctx ctx{nullptr, req.precision};
-  ctx.dry_run = true;
-  ctx.ops = &ops;
-  std::vector<Array> ids(flow.conditioning().token_arrays(),
-                         Array::Host(mesh::DType::kI32, {plan.batch_per_device, kPromptLength}));
-  DeviceInputs in;
-  in.ids = ids;
-  TPUMESH_RETURN_IF_ERROR(flow.RunDevice(ctx, plan, req, in).status());
+  // Each model rank's share, run dry on its first device: zero token ids, no
+  // keys. The device counts its parameters and activations without limit.
+  std::vector<std::vector<mesh::OpRecord>> rank_ops(model);
+  std::vector<int64_t> rank_peak(model), rank_params(model);
+  for (int rank = 0; rank < model; ++rank) {
+    const int at[] = {0, rank};
+    const int device = mesh->DeviceAt(at);
+    mesh::Device& dev = mesh->device(device);
+    dev.set_hbm_capacity(std::numeric_limits<int64_t>::max() / 4);
+    std::vector<Array> held;
+    for (const ComponentParams& c : flow.components())
+      for (const auto& [name, a] : (*c.ranks)[rank].all()) {
+        TPUMESH_ASSIGN_OR_RETURN(Array r, a.ShareTo(dev, "parameter"));
+        held.push_back(std::move(r));
+      }
+    rank_params[rank] = dev.hbm_in_use();
+    dev.ResetHbmPeak();
+    TPUMESH_ASSIGN_OR_RETURN(models::ModelAxis axis, models::ModelAxis::Priced(*mesh, device));
+    models::Ctx ctx{&dev, req.precision};
+    ctx.dry_run = true;
+    ctx.ops = &rank_ops[rank];
+    ctx.model = &axis;
+    std::vector<Array> ids(flow.conditioning().token_arrays(),
+                           Array::Host(mesh::DType::kI32, {plan.batch_per_device, kPromptLength}));
+    DeviceInputs in;
+    in.ids = ids;
+    TPUMESH_RETURN_IF_ERROR(flow.RunDevice(ctx, plan, req, in).status());
+    rank_peak[rank] = dev.hbm_peak();
+  }
 
   RunReport r;
   r.mode = "simulate";
-  TPUMESH_ASSIGN_OR_RETURN(r.chip, mesh::LoadChipSpec(o.chip));
-  r.devices = o.devices;
-  r.images = o.devices * plan.batch_per_device;
-  r.Finish({ops}, req.keep_ops);
-  r.logs.assign(o.devices, r.logs.front());
+  r.chip = mesh->chip();
+  r.devices = mesh->num_devices();
+  r.images = static_cast<int64_t>(data) * plan.batch_per_device;
+  r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
+  std::vector<std::vector<mesh::OpRecord>> records(r.devices);
+  for (int d = 0; d < r.devices; ++d) {
+    const int rank = mesh->AxisIndices(d)[1];
+    records[d] = rank_ops[rank];
+    r.hbm_peak_bytes.push_back(rank_peak[rank]);
+    r.param_bytes.push_back(rank_params[rank]);
+  }
+  r.sharding = ShardingPlan(flow);
+  r.Finish(records, req.keep_ops);
   r.host_seconds = 0;
   r.info = {{"model", cf.origin},
             {"family", flow.family().name},
@@ -66,6 +94,53 @@ StatusOr<RunReport> Simulate(const SimulateOptions& o) {
             {"simulation_wall_seconds",
              std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count())}};
   return r;
+}
+
+}  // namespace
+
+StatusOr<RunReport> Simulate(const SimulateOptions& o) {
+  TPUMESH_ASSIGN_OR_RETURN(ModelConfigs cf, ReadConfigs(o));
+  return SimulateOn(o, cf);
+}
+
+StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {
+  TPUMESH_ASSIGN_OR_RETURN(ModelConfigs cf, ReadConfigs(o));
+  // The device count the sweep factorises.
+  TPUMESH_ASSIGN_OR_RETURN(auto base, mesh::CreateDataModelMesh(o.mesh));
+  const int n = base->num_devices();
+  std::vector<MeshSweepRow> rows;
+  for (int m = 1; m <= n; ++m) {
+    if (n % m != 0) continue;
+    SimulateOptions so = o;
+    so.mesh.devices = n;
+    so.mesh.axes = "data=" + std::to_string(n / m) + ",model=" + std::to_string(m);
+    so.request.keep_ops = false;
+    TPUMESH_ASSIGN_OR_RETURN(RunReport r, SimulateOn(so, cf));
+    MeshSweepRow row;
+    row.mesh = so.mesh.axes;
+    row.data = n / m;
+    row.model = m;
+    row.images = r.images;
+    row.seconds = r.modelled_seconds();
+    row.images_per_second = row.seconds > 0 ? r.images / row.seconds : 0;
+    row.hbm_capacity = r.chip.hbm_bytes_per_device();
+    row.fits = true;
+    mesh::OpTypeTotals all;
+    for (int d = 0; d < r.devices; ++d) {
+      row.param_bytes = std::max(row.param_bytes, r.param_bytes[d]);
+      row.activation_bytes = std::max(row.activation_bytes, r.hbm_peak_bytes[d] - r.param_bytes[d]);
+      row.fits = row.fits && r.hbm_peak_bytes[d] <= row.hbm_capacity;
+      const mesh::OpTypeTotals t = r.logs[d].total();
+      all.mxu_useful_macs += t.mxu_useful_macs;
+      all.mxu_capacity_macs += t.mxu_capacity_macs;
+      row.ici_seconds = std::max(row.ici_seconds, t.ici_seconds);
+      row.ici_bytes += static_cast<int64_t>(t.ici_bytes);
+    }
+    row.mxu_utilisation = all.utilisation();
+    row.ici_share = row.seconds > 0 ? row.ici_seconds / row.seconds : 0;
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 }  // namespace tpumesh::pipeline

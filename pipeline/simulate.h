@@ -2,19 +2,30 @@
 // chip without computing it and without weights. It runs the text-to-image
 // flow itself (pipeline/txt2img.h) as a dry run on zero weights
 // (models::Ctx::dry_run: every layer checks shapes, allocates and records
-// its cost, computes nothing), so that a simulation and a real run of the
-// same settings record the same ops and report the same modelled time.
-// Every device runs the same shapes, so one device is run and its figures
-// stand for each.
+// its cost, computes nothing; collectives are priced and move nothing), so
+// that a simulation and a real run of the same settings record the same ops
+// and collectives and report the same modelled time.
+//
+// Over a data=D, model=M mesh each model rank holds its own share of the
+// parameters and may hold more or fewer heads or groups than another (an
+// uneven split), so the flow is run once per rank, on the first device of
+// that rank, and every device gets its rank's figures. A dry run runs the
+// first denoising step and repeats its records for the others (every step
+// has the same shapes).
 //
 // Contract: the request is validated as generate validates it (the flow's
-// Validate, prompts aside); InvalidArgument names the flag.
+// Validate, prompts aside); InvalidArgument names the flag. Device HBM is not
+// enforced here: hbm_peak_bytes says what each device would hold and
+// SweepMesh whether it fits.
 #ifndef TPUMESH_PIPELINE_SIMULATE_H_
 #define TPUMESH_PIPELINE_SIMULATE_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
+#include "mesh/mesh.h"
 #include "pipeline/report.h"
 #include "pipeline/txt2img.h"
 
@@ -23,14 +34,32 @@ namespace tpumesh::pipeline {
 struct SimulateOptions {
   std::string arch;   // sd15 | sd21 | sdxl | tiny; or
   std::string model;  // a model file (its configs only are read)
-  std::string chip = "v5e";
-  int devices = 8;
+  mesh::MeshSpec mesh;
   // Sizes, steps, scheduler, guidance, precision, SDXL's size conditioning
   // and keep_ops (for a trace); prompts are not read.
   GenerateRequest request;
 };
 
 StatusOr<RunReport> Simulate(const SimulateOptions& options);
+
+// One row of `simulate --sweep-mesh`: the same request on data=D, model=M.
+struct MeshSweepRow {
+  std::string mesh;  // "data=4,model=2"
+  int data = 0, model = 0;
+  int64_t images = 0;               // per batch: D x batch per device
+  double seconds = 0;               // modelled time of one batch = latency of an image
+  double images_per_second = 0;     // throughput
+  int64_t param_bytes = 0;          // per device (the largest)
+  int64_t activation_bytes = 0;     // peak live activations per device (the largest)
+  int64_t hbm_capacity = 0;         // per device
+  bool fits = false;                // params + activations <= capacity on every device
+  double mxu_utilisation = 0;       // over all devices
+  double ici_seconds = 0;           // the largest device's time in collectives
+  double ici_share = 0;             // ici_seconds / seconds
+  int64_t ici_bytes = 0;            // sent by all devices
+};
+// Every factorisation D x M of the device count, M ascending.
+StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& options);
 
 }  // namespace tpumesh::pipeline
 

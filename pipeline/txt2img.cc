@@ -48,11 +48,11 @@ StatusOr<std::unique_ptr<TextToImage>> TextToImage::Create(Parts parts) {
   return std::unique_ptr<TextToImage>(new TextToImage(std::move(parts)));
 }
 
-std::vector<const models::ParamMap*> TextToImage::params() const {
-  std::vector<const models::ParamMap*> p = conditioning().params();
-  p.push_back(&unet().params());
-  p.push_back(&vae().params());
-  return p;
+std::vector<ComponentParams> TextToImage::components() const {
+  std::vector<ComponentParams> c = conditioning().components();
+  c.push_back({"unet", &unet().ranks(), models::UNetParams(unet().config())});
+  c.push_back({"vae", &vae().ranks(), models::VaeParams(vae().config())});
+  return c;
 }
 
 int TextToImage::default_size() const { return unet().config().sample_size * vae().config().scale_factor(); }
@@ -200,8 +200,20 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
     if (!ctx.dry_run) DrawLatents(in.keys, bpd, r.prng, one, dst, static_cast<uint32_t>(step + 1));
   };
   if (in.device_id == 0) report("denoise", 0, steps);
+  // A dry run's steps all record the same ops (the same shapes and
+  // allocations): the first is run, the others repeat its records.
+  size_t step_ops_begin = 0, step_ops_end = 0;
   for (int s = 0; s < steps; ++s) {
     if (cancel && cancel->load()) return CancelledError("cancelled at step " + std::to_string(s));
+    if (ctx.dry_run && s > 0) {
+      if (ctx.ops) {
+        ctx.ops->reserve(ctx.ops->size() + (step_ops_end - step_ops_begin));
+        for (size_t i = step_ops_begin; i < step_ops_end; ++i) ctx.ops->push_back((*ctx.ops)[i]);
+      }
+      report("denoise", 1, steps);
+      continue;
+    }
+    if (ctx.ops) step_ops_begin = ctx.ops->size();
     float* xin = model_in.mutable_data<float>();
     if (!ctx.dry_run) {
       std::memcpy(xin, x.data<float>(), nx * sizeof(float));
@@ -229,6 +241,7 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
     if (!ctx.dry_run) TPUMESH_RETURN_IF_ERROR(sched->Step(guided_out.data(), s, x.mutable_data<float>(), nx, noise));
     if (ctx.ops) ctx.ops->push_back(SchedulerStepRecord(plan.scheduler, static_cast<int64_t>(nx), bf16_bytes));
     if (keep) std::memcpy(out.history.mutable_data<float>() + s * nx, x.data<float>(), nx * sizeof(float));
+    if (ctx.ops) step_ops_end = ctx.ops->size();
     report("denoise", 1, steps);
   }
   if (in.device_id == 0) report("decode", 0, 1);
@@ -240,16 +253,49 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
   return out;
 }
 
-StatusOr<models::ParamMap> ZeroParams(const std::string&, const std::vector<models::ParamSpec>& manifest) {
-  std::map<std::string, Array> m;
-  for (const models::ParamSpec& p : manifest) m.emplace(p.name, Array::Host(DType::kF32, p.shape));
-  return models::ParamMap(std::move(m));
+std::vector<RunReport::ShardedLayer> ShardingPlan(const TextToImage& flow) {
+  std::vector<RunReport::ShardedLayer> plan;
+  const int m = flow.model_ranks();
+  if (m <= 1) return plan;
+  const std::string suffix = ".weight";
+  for (const ComponentParams& c : flow.components()) {
+    for (const models::ParamSpec& p : c.manifest) {
+      const models::ParamSplit& s = p.split;
+      if (!s.SplitsOver(m) || p.name.size() < suffix.size() ||
+          p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) != 0)
+        continue;
+      const auto [u0, u1] = models::ShardUnits(s.units, m, 0);
+      std::string what = s.dim == 1 ? "input features (partial sums added by psum)"
+                         : s.even   ? "output channels (all_gathered)"
+                         : p.shape.size() == 1 ? "channels (statistics local to each group)"
+                                               : "output features (stay split)";
+      what += " by " + std::to_string(s.units) + " " + s.unit + (s.parts > 1 ? " in each of 2 halves" : "") +
+              "; rank 0 holds " + std::to_string(u1 - u0);
+      plan.push_back({c.name + "/" + p.name.substr(0, p.name.size() - suffix.size()), what});
+    }
+  }
+  return plan;
+}
+
+StatusOr<std::vector<models::ParamMap>> ZeroParams(const std::string&, const std::vector<models::ParamSpec>& manifest,
+                                                   int model_ranks) {
+  std::vector<models::ParamMap> ranks;
+  for (int r = 0; r < model_ranks; ++r) {
+    std::map<std::string, Array> m;
+    for (const models::ParamSpec& p : models::ShardManifest(manifest, model_ranks, r))
+      m.emplace(p.name, Array::Host(DType::kF32, p.shape));
+    ranks.emplace_back(std::move(m));
+    ranks.back().SetShard(manifest, model_ranks, r);
+  }
+  return ranks;
 }
 
 StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& cf, const ParamSource& params,
                                                         std::unique_ptr<ClipTokenizer> tokenizer,
-                                                        std::unique_ptr<ClipTokenizer> tokenizer_2) {
+                                                        std::unique_ptr<ClipTokenizer> tokenizer_2,
+                                                        int model_ranks) {
   const std::string& o = cf.origin;
+  if (model_ranks < 1) return InvalidArgumentError("the model axis must have size >= 1");
   // The family: model_index.json's pipeline class, else the encoder count.
   const int encoders = cf.text_encoder_2.empty() ? 1 : 2;
   const ModelFamily* family = nullptr;
@@ -284,7 +330,7 @@ StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& cf, 
                                 (encoders == 1 ? " (no text_encoder_2/config.json)" : ""));
 
   TPUMESH_ASSIGN_OR_RETURN(auto tc, models::ParseClipTextConfig(cf.text_encoder, o + ": text_encoder/config.json"));
-  TPUMESH_ASSIGN_OR_RETURN(auto tp, params("text_encoder", models::ClipTextParams(tc)));
+  TPUMESH_ASSIGN_OR_RETURN(auto tp, params("text_encoder", models::ClipTextParams(tc), model_ranks));
   TPUMESH_ASSIGN_OR_RETURN(auto te, models::ClipTextModel::Create(tc, std::move(tp)));
   auto te_ptr = std::make_unique<models::ClipTextModel>(std::move(te));
 
@@ -297,18 +343,18 @@ StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& cf, 
   } else {
     TPUMESH_ASSIGN_OR_RETURN(auto tc2,
                              models::ParseClipTextConfig(cf.text_encoder_2, o + ": text_encoder_2/config.json"));
-    TPUMESH_ASSIGN_OR_RETURN(auto tp2, params("text_encoder_2", models::ClipTextParams(tc2)));
+    TPUMESH_ASSIGN_OR_RETURN(auto tp2, params("text_encoder_2", models::ClipTextParams(tc2), model_ranks));
     TPUMESH_ASSIGN_OR_RETURN(auto te2, models::ClipTextModel::Create(tc2, std::move(tp2)));
     parts.conditioning =
         MakeSdxlConditioning(std::move(tokenizer), std::move(te_ptr), std::move(tokenizer_2),
                              std::make_unique<models::ClipTextModel>(std::move(te2)), force_zeros);
   }
   TPUMESH_ASSIGN_OR_RETURN(auto uc, models::ParseUNetConfig(cf.unet, o + ": unet/config.json"));
-  TPUMESH_ASSIGN_OR_RETURN(auto up, params("unet", models::UNetParams(uc)));
+  TPUMESH_ASSIGN_OR_RETURN(auto up, params("unet", models::UNetParams(uc), model_ranks));
   TPUMESH_ASSIGN_OR_RETURN(auto unet, models::UNetModel::Create(uc, std::move(up)));
   parts.unet = std::make_unique<models::UNetModel>(std::move(unet));
   TPUMESH_ASSIGN_OR_RETURN(auto vc, models::ParseVaeConfig(cf.vae, o + ": vae/config.json"));
-  TPUMESH_ASSIGN_OR_RETURN(auto vp, params("vae", models::VaeParams(vc)));
+  TPUMESH_ASSIGN_OR_RETURN(auto vp, params("vae", models::VaeParams(vc), model_ranks));
   TPUMESH_ASSIGN_OR_RETURN(auto vae, models::VaeModel::Create(vc, std::move(vp)));
   parts.vae = std::make_unique<models::VaeModel>(std::move(vae));
   return TextToImage::Create(std::move(parts));

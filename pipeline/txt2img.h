@@ -46,6 +46,7 @@
 #include "models/unet.h"
 #include "models/vae.h"
 #include "pipeline/conditioning.h"
+#include "pipeline/report.h"
 #include "schedulers/schedulers.h"
 #include "text/tokenizer.h"
 
@@ -133,8 +134,10 @@ class TextToImage {
   const Conditioning& conditioning() const { return *parts_.conditioning; }
   const models::UNetModel& unet() const { return *parts_.unet; }
   const models::VaeModel& vae() const { return *parts_.vae; }
-  // Every parameter map: the encoders', the UNet's, the VAE's.
-  std::vector<const models::ParamMap*> params() const;
+  // Every component: the encoders, the UNet, the VAE (each with its
+  // parameters per model rank and its manifest).
+  std::vector<ComponentParams> components() const;
+  int model_ranks() const { return static_cast<int>(unet().ranks().size()); }
   // The model's default image size (UNet sample_size times the VAE factor).
   int default_size() const;
   float guidance(const GenerateRequest& r) const { return r.guidance.value_or(family().default_guidance); }
@@ -153,6 +156,11 @@ class TextToImage {
   Parts parts_;
 };
 
+// Every split layer of every component (module "unet/down_blocks.0.resnets.0.conv2")
+// and how it is split over the model axis, with rank 0's share, for
+// RunReport::sharding; empty when the model is not split.
+std::vector<RunReport::ShardedLayer> ShardingPlan(const TextToImage& flow);
+
 // The texts that define a model: each component's config, from a model file
 // or a built-in architecture.
 struct ModelConfigs {
@@ -162,17 +170,20 @@ struct ModelConfigs {
   std::string text_encoder_2;  // empty: none
   std::string unet, vae, scheduler;
 };
-// A component's parameters for its manifest: read from a file, or zeros.
-using ParamSource = std::function<StatusOr<models::ParamMap>(const std::string& component,
-                                                             const std::vector<models::ParamSpec>& manifest)>;
-// Zero weights of the manifest's shapes (a dry run reads none of them).
-StatusOr<models::ParamMap> ZeroParams(const std::string& component, const std::vector<models::ParamSpec>& manifest);
+// A component's parameters for its manifest, one map per model rank (a
+// rank's share, models/params.h): read from a file, or zeros.
+using ParamSource = std::function<StatusOr<std::vector<models::ParamMap>>(
+    const std::string& component, const std::vector<models::ParamSpec>& manifest, int model_ranks)>;
+// Zero weights of each rank's shapes (a dry run reads none of them).
+StatusOr<std::vector<models::ParamMap>> ZeroParams(const std::string& component,
+                                                   const std::vector<models::ParamSpec>& manifest, int model_ranks);
 // The family from model_index.json's _class_name (or, without one, from the
 // number of text encoders), the configs parsed, the parameters taken from
-// `params`. Tokenizers may be null (a dry run).
+// `params` split over `model_ranks`. Tokenizers may be null (a dry run).
 StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& configs, const ParamSource& params,
                                                         std::unique_ptr<ClipTokenizer> tokenizer,
-                                                        std::unique_ptr<ClipTokenizer> tokenizer_2);
+                                                        std::unique_ptr<ClipTokenizer> tokenizer_2,
+                                                        int model_ranks = 1);
 
 }  // namespace tpumesh::pipeline
 

@@ -19,6 +19,7 @@
 #include "mesh/prng.h"
 #include "pipeline/generate.h"
 #include "tools/commands.h"
+#include "tools/device_flags.h"
 #include "tools/report_output.h"
 #include "tools/request_flags.h"
 
@@ -37,6 +38,7 @@ extern "C" void OnSigint(int) {
 
 struct GenerateCmdOptions {
   pipeline::GeneratorOptions gen;
+  DeviceFlags dev;
   RequestFlags req;
   std::vector<std::string> prompts;
   std::string prompts_file;
@@ -45,8 +47,6 @@ struct GenerateCmdOptions {
   std::string out = "out";
   std::string latents;
   std::string save_latents;
-  std::string report;
-  std::string trace;
   int runs = 1;
   bool quiet = false;
 };
@@ -148,6 +148,7 @@ Status RunGenerate(GenerateCmdOptions o) {
   if (o.runs < 1) return InvalidArgumentError("--runs must be >= 1");
 
   TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
+  o.gen.mesh = o.dev.mesh;
   TPUMESH_ASSIGN_OR_RETURN(auto gen, pipeline::Generator::Open(o.gen));
   if (!o.latents.empty()) {
     auto l = pipeline::H5ReadArray(o.latents, "latents");
@@ -155,7 +156,7 @@ Status RunGenerate(GenerateCmdOptions o) {
     r.initial_latents = std::move(l).value();
   }
   r.keep_step_latents = !o.save_latents.empty();
-  r.keep_ops = !o.trace.empty();
+  r.keep_ops = !o.dev.trace.empty();
   TPUMESH_RETURN_IF_ERROR(gen->Validate(r));
   // Created before the run so that an unwritable path fails first; the file
   // appears only on Commit.
@@ -177,10 +178,11 @@ Status RunGenerate(GenerateCmdOptions o) {
     ~Restore() { sigaction(SIGINT, old, nullptr); }
   } restore{&old};
 
-  const int b = gen->devices() * r.batch_per_device;
+  const int b = gen->data_size() * r.batch_per_device;
   if (!o.quiet)
-    std::fprintf(stderr, "tpumesh generate: %d image(s) on %d emulated %s device(s), model %s (%s)\n", b,
-                 gen->devices(), gen->mesh().chip().name.c_str(), gen->model_name().c_str(),
+    std::fprintf(stderr, "tpumesh generate: %d image(s) on %d emulated %s device(s), mesh %s, model %s (%s)\n", b,
+                 gen->devices(), gen->mesh().chip().name.c_str(),
+                 mesh::MeshAxesToString(gen->mesh().axes()).c_str(), gen->model_name().c_str(),
                  gen->flow().family().pipeline_class);
   pipeline::GenerateResult res;
   for (int run = 0; run < o.runs; ++run) {
@@ -193,9 +195,9 @@ Status RunGenerate(GenerateCmdOptions o) {
     }
     res = std::move(got).value();
     if (res.compiled)
-      std::printf("compiled in %.2f s (plan: %d device(s) x %d image(s), %dx%d, %d steps = %d UNet calls, %s, "
-                  "guidance %.2f, precision %s)\n",
-                  res.compile_seconds, gen->devices(), r.batch_per_device, res.width, res.height, r.steps,
+      std::printf("compiled in %.2f s (plan: %d data x %d model device(s), %d image(s) per data index, %dx%d, "
+                  "%d steps = %d UNet calls, %s, guidance %.2f, precision %s)\n",
+                  res.compile_seconds, gen->data_size(), gen->model_size(), r.batch_per_device, res.width, res.height, r.steps,
                   static_cast<int>(res.timesteps.size()), res.scheduler.c_str(), res.guidance,
                   o.req.precision.c_str());
     std::printf("run %d: %.2f s host wall, %.3f images/s%s; %s\n", run + 1, res.run_seconds,
@@ -222,8 +224,8 @@ Status RunGenerate(GenerateCmdOptions o) {
                      {"size", std::to_string(res.width) + "x" + std::to_string(res.height)},
                      {"precision", o.req.precision}, {"guidance", std::to_string(res.guidance)},
                      {"family", gen->flow().family().name}};
-  if (!o.quiet || !o.report.empty()) std::printf("%s", pipeline::ReportTable(res.report).c_str());
-  TPUMESH_RETURN_IF_ERROR(WriteReportFiles(res.report, o.report, o.trace));
+  if (!o.quiet || !o.dev.report.empty()) std::printf("%s", pipeline::ReportTable(res.report).c_str());
+  TPUMESH_RETURN_IF_ERROR(WriteReportFiles(res.report, o.dev.report, o.dev.trace));
   return OkStatus();
 }
 
@@ -233,7 +235,8 @@ void RegisterGenerate(CLI::App& app, RunFn* run) {
   auto opt = std::make_shared<GenerateCmdOptions>();
   CLI::App* cmd = app.add_subcommand(
       "generate",
-      "Text to image over the emulated mesh (params replicated, prompts sharded, one PRNG key per image, pmap).");
+      "Text to image over the emulated mesh (prompts sharded over data, each model split over model, one PRNG "
+      "key per image, pmap).");
   cmd->add_option("--model", opt->gen.model,
                   "Model file (tpumesh convert / init); default: the embedded tiny model (random weights)");
   cmd->add_option("-p,--prompt", opt->prompts, "Prompt; repeat for one per image (as many as images)");
@@ -244,19 +247,13 @@ void RegisterGenerate(CLI::App& app, RunFn* run) {
   AddRequestFlags(cmd, &opt->req);
   cmd->add_option("--seed", opt->req.request.seed, "Seed: image i starts from normal(split(key(seed), B)[i])")
       ->capture_default_str();
-  cmd->add_option("--devices", opt->gen.devices, "Emulated devices")->capture_default_str();
-  cmd->add_option("--chip", opt->gen.chip, "Chip: v5e, v4, v2 or a chip JSON file")->capture_default_str();
-  cmd->add_option("--threads-per-device", opt->gen.threads_per_device,
-                  "Host threads per device arena (0: host cores / devices)")
-      ->capture_default_str();
+  AddDeviceFlags(cmd, &opt->dev);
   cmd->add_option("-o,--out", opt->out, "Output directory for image_NN.png and grid.png")->capture_default_str();
   cmd->add_option("--prng", opt->prng, "JAX threefry mode: partitionable (jax >= 0.5) or original")
       ->capture_default_str();
   cmd->add_option("--latents", opt->latents, "HDF5 file with 'latents' [B,4,h,w] f32 to start from");
   cmd->add_option("--save-latents", opt->save_latents,
                   "HDF5 file to write 'latents' (initial) and 'latents_after_step' [steps,B,4,h,w]");
-  cmd->add_option("--report", opt->report, "Write the chip's view of the run as JSON (summary, per device per op type)");
-  cmd->add_option("--trace", opt->trace, "Write a Chrome trace (Perfetto): MXU, vector, HBM, ICI tracks per device");
   cmd->add_option("--runs", opt->runs, "Run the same generation N times (the first compiles, as jit)")
       ->capture_default_str();
   cmd->add_flag("-q,--quiet", opt->quiet, "No progress on stderr");

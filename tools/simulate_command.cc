@@ -1,11 +1,16 @@
 // `tpumesh simulate`: prices a whole generation on the emulated chip without
-// computing it (pipeline/simulate.h). See docs/cli.md and docs/cost-model.md.
+// computing it (pipeline/simulate.h); --sweep-mesh prices it on every
+// data x model factorisation of the devices. See docs/cli.md,
+// docs/cost-model.md and docs/sharding.md.
 #include <cstdio>
+#include <iostream>
 #include <memory>
 #include <string>
 
+#include "nlohmann/json.hpp"
 #include "pipeline/simulate.h"
 #include "tools/commands.h"
+#include "tools/device_flags.h"
 #include "tools/report_output.h"
 #include "tools/request_flags.h"
 
@@ -14,26 +19,72 @@ namespace {
 
 struct SimulateCmdOptions {
   pipeline::SimulateOptions sim;
+  DeviceFlags dev;
   RequestFlags req;
-  std::string report;
-  std::string trace;
+  bool sweep_mesh = false;
+  bool json = false;
 };
+
+Status RunSweep(const SimulateCmdOptions& o) {
+  TPUMESH_ASSIGN_OR_RETURN(std::vector<pipeline::MeshSweepRow> rows, pipeline::SweepMesh(o.sim));
+  if (o.json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const auto& r : rows)
+      j.push_back({{"mesh", r.mesh},
+                   {"data", r.data},
+                   {"model", r.model},
+                   {"images", r.images},
+                   {"seconds_per_image", r.seconds},
+                   {"images_per_second", r.images_per_second},
+                   {"param_bytes_per_device", r.param_bytes},
+                   {"activation_bytes_per_device", r.activation_bytes},
+                   {"hbm_capacity_bytes", r.hbm_capacity},
+                   {"fits", r.fits},
+                   {"mxu_utilisation", r.mxu_utilisation},
+                   {"ici_seconds", r.ici_seconds},
+                   {"ici_share", r.ici_share},
+                   {"ici_bytes", r.ici_bytes},
+                   {"modelled", true}});
+    std::cout << j.dump(1) << "\n";
+    return OkStatus();
+  }
+  std::printf("modelled (the emulated chip, nothing computed); latency = one batch, every image of it in parallel\n");
+  std::printf("%-18s %12s %10s %11s %11s %5s %6s %7s %10s\n", "mesh", "s per image", "images/s", "params/dev",
+              "activ./dev", "fits", "MXU", "ICI", "ICI bytes");
+  for (const auto& r : rows) {
+    std::printf("%-18s %12.4f %10.3f %11s %11s %5s %5.0f%% %6.1f%% %10s\n", r.mesh.c_str(), r.seconds,
+                r.images_per_second, mesh::FormatBytes(r.param_bytes).c_str(),
+                mesh::FormatBytes(r.activation_bytes).c_str(), r.fits ? "yes" : "NO", 100 * r.mxu_utilisation,
+                100 * r.ici_share, mesh::FormatBytes(r.ici_bytes).c_str());
+  }
+  if (!rows.empty())
+    std::printf("HBM per device: %s\n", mesh::FormatBytes(rows.front().hbm_capacity).c_str());
+  return OkStatus();
+}
 
 Status RunSimulate(SimulateCmdOptions o) {
   TPUMESH_ASSIGN_OR_RETURN(o.sim.request, ParseRequestFlags(o.req));
-  o.sim.request.keep_ops = !o.trace.empty();
+  o.sim.mesh = o.dev.mesh;
+  if (o.sweep_mesh) {
+    if (!o.dev.report.empty() || !o.dev.trace.empty())
+      return InvalidArgumentError("--sweep-mesh prints a table (--json for JSON); --report and --trace are for one mesh");
+    if (!o.dev.mesh.axes.empty()) return InvalidArgumentError("--sweep-mesh tries every mesh: give --devices, not --mesh");
+    return RunSweep(o);
+  }
+  if (o.json) return InvalidArgumentError("--json goes with --sweep-mesh (use --report FILE for one mesh)");
+  o.sim.request.keep_ops = !o.dev.trace.empty();
   TPUMESH_ASSIGN_OR_RETURN(pipeline::RunReport r, pipeline::Simulate(o.sim));
   const double t = r.modelled_seconds();
-  std::printf("simulated %s: %lld image(s) %s on %d emulated %s device(s) x %d per device, %s steps (%s UNet calls), "
-              "%s, guidance %.2f, precision %s\n",
+  std::printf("simulated %s: %lld image(s) %s on %d emulated %s device(s), mesh %s, x %d per data index, %s steps "
+              "(%s UNet calls), %s, guidance %.2f, precision %s\n",
               r.info["model"].c_str(), static_cast<long long>(r.images), r.info["size"].c_str(), r.devices,
-              r.chip.name.c_str(), o.sim.request.batch_per_device, r.info["steps"].c_str(),
+              r.chip.name.c_str(), r.mesh_axes.c_str(), o.sim.request.batch_per_device, r.info["steps"].c_str(),
               r.info["unet_calls"].c_str(), r.info["scheduler"].c_str(), std::stod(r.info["guidance"]),
               o.req.precision.c_str());
   std::printf("modelled: %.3f s per batch, %.2f images/s (priced in %s s, nothing computed)\n", t,
               t > 0 ? r.images / t : 0.0, r.info["simulation_wall_seconds"].substr(0, 5).c_str());
   std::printf("%s", pipeline::ReportTable(r).c_str());
-  TPUMESH_RETURN_IF_ERROR(WriteReportFiles(r, o.report, o.trace));
+  TPUMESH_RETURN_IF_ERROR(WriteReportFiles(r, o.dev.report, o.dev.trace));
   return OkStatus();
 }
 
@@ -45,13 +96,14 @@ void RegisterSimulate(CLI::App& app, RunFn* run) {
       "simulate", "Price a whole generation on the emulated chip without computing it (no weights needed).");
   cmd->add_option("--arch", opt->sim.arch, "Built-in architecture: sd15, sd21, sdxl or tiny");
   cmd->add_option("--model", opt->sim.model, "A model file (only its configs are read)");
-  cmd->add_option("--chip", opt->sim.chip, "Chip: v5e, v4, v2 or a chip JSON file")->capture_default_str();
-  cmd->add_option("--devices", opt->sim.devices, "Emulated devices")->capture_default_str();
+  AddDeviceFlags(cmd, &opt->dev, kMeshFlags | kOutputFlags);
+  cmd->add_flag("--sweep-mesh", opt->sweep_mesh,
+                "One row per data x model factorisation of --devices: latency, throughput, HBM per device, "
+                "whether it fits, MXU utilisation, ICI share");
+  cmd->add_flag("--json", opt->json, "With --sweep-mesh: the table as JSON");
   AddRequestFlags(cmd, &opt->req);
   cmd->add_option("-n,--negative-prompt", opt->req.request.negative_prompts,
                   "Price as with a negative prompt (its text is not read): SDXL encodes it instead of zeroing");
-  cmd->add_option("--report", opt->report, "Write the report as JSON");
-  cmd->add_option("--trace", opt->trace, "Write a Chrome trace (Perfetto)");
   cmd->callback([opt, run] { *run = [opt] { return RunSimulate(*opt); }; });
 }
 

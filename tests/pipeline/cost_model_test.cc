@@ -69,7 +69,7 @@ TEST(CostModelTest, VectorWorkAndMemoryBoundOps) {
 // Runs the tiny model for real and simulates the same settings.
 TEST(CostModelTest, SimulationAndRealRunAgreeAndOpsAddUpToTheReport) {
   GeneratorOptions go;
-  go.devices = 2;
+  go.mesh.devices = 2;
   auto gen = Generator::Open(go);
   ASSERT_TRUE(gen.ok());
   GenerateRequest r;
@@ -81,7 +81,7 @@ TEST(CostModelTest, SimulationAndRealRunAgreeAndOpsAddUpToTheReport) {
 
   SimulateOptions so;
   so.arch = "tiny";
-  so.devices = 2;
+  so.mesh.devices = 2;
   so.request.steps = 3;
   auto sim = Simulate(so);
   ASSERT_TRUE(sim.ok()) << sim.status().message();
@@ -158,8 +158,8 @@ TEST(CostModelTest, ValidationTable) {
   for (const Case& c : cases) {
     SimulateOptions o;
     o.arch = c.arch;
-    o.chip = c.chip;
-    o.devices = c.devices;
+    o.mesh.chip = c.chip;
+    o.mesh.devices = c.devices;
     o.request.batch_per_device = c.per_device;
     o.request.steps = c.steps;
     o.request.height = o.request.width = c.size;

@@ -31,7 +31,7 @@ const std::string kRef = tpumesh::testing::RefdataDir() + "/tiny-sd-a";
 
 std::unique_ptr<Generator> OpenDefault(int devices) {
   GeneratorOptions o;
-  o.devices = devices;
+  o.mesh.devices = devices;
   auto g = Generator::Open(o);
   EXPECT_TRUE(g.ok()) << g.status().message();
   return g.ok() ? std::move(g).value() : nullptr;
@@ -59,7 +59,7 @@ TEST_P(GoldenPipelineTest, LatentsAfterEveryStepAndImagesMatchDiffusers) {
 
   GeneratorOptions o;
   o.model = model;
-  o.devices = 2;
+  o.mesh.devices = 2;
   auto gen = Generator::Open(o);
   ASSERT_TRUE(gen.ok()) << gen.status().message();
 
@@ -119,8 +119,8 @@ TEST(GenerateTest, EverySchedulerAndThreadCountGivesTheSameBits) {
     std::vector<uint8_t> first;
     for (int threads : {1, 2}) {
       GeneratorOptions o;
-      o.devices = 1;
-      o.threads_per_device = threads;
+      o.mesh.devices = 1;
+      o.mesh.threads_per_device = threads;
       auto gen = Generator::Open(o);
       ASSERT_TRUE(gen.ok());
       GenerateRequest r = Small(3);
@@ -267,7 +267,7 @@ TEST(GenerateTest, AModelWithoutAVaeIsOneClearError) {
   }
   GeneratorOptions o;
   o.model = path;
-  o.devices = 1;
+  o.mesh.devices = 1;
   auto gen = Generator::Open(o);
   ASSERT_FALSE(gen.ok());
   EXPECT_THAT(gen.status().message(), HasSubstr("the model has no vae"));

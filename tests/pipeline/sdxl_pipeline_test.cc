@@ -156,7 +156,7 @@ TEST_P(SdxlPipelineTest, TokensEmbeddingsPooledAndTimeIds) {
 TEST_P(SdxlPipelineTest, LatentsAfterEveryStepAndImages) {
   GeneratorOptions go;
   go.model = model_;
-  go.devices = 2;
+  go.mesh.devices = 2;
   auto gen = Generator::Open(go);
   ASSERT_TRUE(gen.ok()) << gen.status().ToString();
   const GenerateRequest r = Request();
@@ -198,7 +198,7 @@ TEST(SdxlGenerateTest, SamePngBytesOnEveryDeviceCount) {
   for (int devices : {1, 2, 4, 8}) {
     GeneratorOptions go;
     go.model = model;
-    go.devices = devices;
+    go.mesh.devices = devices;
     auto gen = Generator::Open(go);
     ASSERT_TRUE(gen.ok()) << gen.status().ToString();
     GenerateRequest r;
@@ -243,7 +243,7 @@ TEST(SdxlGenerateTest, Bf16FileKeepsBf16Weights) {
   EXPECT_EQ((*flow)->vae().params()["decoder.conv_out.weight"].dtype(), mesh::DType::kBF16);
   GeneratorOptions go;
   go.model = model;
-  go.devices = 1;
+  go.mesh.devices = 1;
   auto gen = Generator::Open(go);
   ASSERT_TRUE(gen.ok()) << gen.status().ToString();
   GenerateRequest r;
@@ -265,7 +265,7 @@ TEST(SdxlGenerateTest, SimulateAgreesWithARealRun) {
     SCOPED_TRACE(variant);
     GeneratorOptions go;
     go.model = model;
-    go.devices = 2;
+    go.mesh.devices = 2;
     auto gen = Generator::Open(go);
     ASSERT_TRUE(gen.ok()) << gen.status().ToString();
     GenerateRequest r;
@@ -278,7 +278,7 @@ TEST(SdxlGenerateTest, SimulateAgreesWithARealRun) {
     ASSERT_TRUE(res.ok()) << res.status().ToString();
     SimulateOptions so;
     so.model = model;
-    so.devices = 2;
+    so.mesh.devices = 2;
     so.request = r;
     so.request.prompts.clear();
     auto sim = Simulate(so);

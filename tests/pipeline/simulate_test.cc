@@ -150,7 +150,7 @@ TEST(SimulateTest, UNetCallsFollowTheSchedulerAndGuidanceOneDropsTheUnconditiona
 
   SimulateOptions t;
   t.arch = "tiny";
-  t.devices = 2;
+  t.mesh.devices = 2;
   t.request.batch_per_device = 2;
   t.request.steps = 3;
   t.request.scheduler = "euler";
@@ -173,7 +173,7 @@ TEST(SimulateTest, UNetCallsFollowTheSchedulerAndGuidanceOneDropsTheUnconditiona
 TEST(SimulateTest, SdxlPricesBothTextEncodersTheProjectionAndTheAddedConditioning) {
   SimulateOptions o;
   o.arch = "sdxl";
-  o.devices = 4;
+  o.mesh.devices = 4;
   o.request.steps = 1;
   o.request.scheduler = "euler";
   o.request.keep_ops = true;
@@ -215,7 +215,7 @@ TEST(SimulateTest, SdxlPricesBothTextEncodersTheProjectionAndTheAddedConditionin
 TEST(SimulateTest, PerOpPricesAddUpToTheReportAndTheTraceIsValid) {
   SimulateOptions o;
   o.arch = "tiny";
-  o.devices = 2;
+  o.mesh.devices = 2;
   o.request.steps = 4;
   o.request.keep_ops = true;
   auto r = Simulate(o);

@@ -1,0 +1,38 @@
+#include "tools/device_flags.h"
+
+namespace tpumesh::tools {
+
+void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
+  if (which & kMeshFlags) {
+    cmd->add_option("--chip", f->mesh.chip, "Chip: v5e, v4, v2 or a chip JSON file (docs/chips.md)")
+        ->capture_default_str()
+        ->group("Devices");
+    cmd->add_option("--devices", f->mesh.devices, "Emulated devices (default: the --mesh product, else 8)")
+        ->group("Devices");
+    cmd->add_option("--mesh", f->mesh.axes,
+                    "Mesh axes, e.g. data=4,model=2: images split over data, each model split over model "
+                    "(default data=DEVICES; docs/sharding.md)")
+        ->group("Devices");
+    cmd->add_option("--topology", f->mesh.topology, "Chips per axis, e.g. 2x4 (default: the chip's slice)")
+        ->group("Devices");
+    cmd->add_option("--model-axis-along", f->mesh.model_axis_along,
+                    "Physical chip axis (x, y or z) the mesh's last axis (model) runs along first")
+        ->capture_default_str()
+        ->group("Devices");
+  }
+  if (which & kThreadFlags) {
+    cmd->add_option("--threads-per-device", f->mesh.threads_per_device,
+                    "Host threads per device arena (0: host cores / devices)")
+        ->capture_default_str()
+        ->group("Devices");
+  }
+  if (which & kOutputFlags) {
+    cmd->add_option("--report", f->report,
+                    "Write the chip's view as JSON (summary, per device per op type, ICI, sharding plan)")
+        ->group("Devices");
+    cmd->add_option("--trace", f->trace, "Write a Chrome trace (Perfetto): MXU, vector, HBM, ICI tracks per device")
+        ->group("Devices");
+  }
+}
+
+}  // namespace tpumesh::tools

@@ -1,0 +1,32 @@
+// The device flags, declared once for every command that runs or prices work
+// on the emulated mesh (generate, simulate, eval, devices): the chip, the
+// device count, the mesh axes and where they sit on the topology, host
+// threads, and the report and trace of the chip's view.
+#ifndef TPUMESH_TOOLS_DEVICE_FLAGS_H_
+#define TPUMESH_TOOLS_DEVICE_FLAGS_H_
+
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "mesh/mesh.h"
+
+namespace tpumesh::tools {
+
+struct DeviceFlags {
+  mesh::MeshSpec mesh;
+  std::string report;  // JSON of the chip's view (pipeline/report.h)
+  std::string trace;   // Chrome trace (Perfetto)
+};
+
+// What a command takes of the group.
+enum DeviceFlagSet : unsigned {
+  kMeshFlags = 1,     // --chip --devices --mesh --topology --model-axis-along
+  kThreadFlags = 2,   // --threads-per-device
+  kOutputFlags = 4,   // --report --trace
+  kAllDeviceFlags = 7,
+};
+void AddDeviceFlags(CLI::App* cmd, DeviceFlags* flags, unsigned which = kAllDeviceFlags);
+
+}  // namespace tpumesh::tools
+
+#endif  // TPUMESH_TOOLS_DEVICE_FLAGS_H_
