@@ -209,7 +209,7 @@ TEST(GenerateTest, DeviceOutOfHbmIsRefusedBeforeCompute) {
   auto gen = OpenDefault(2);
   ASSERT_NE(gen, nullptr);
   int64_t params = 0;
-  for (const models::ParamMap* p : gen->flow().params()) params += p->bytes();
+  for (const ComponentParams& c : gen->flow().components()) params += (*c.ranks)[0].bytes();
   for (int d = 0; d < 2; ++d) gen->mesh().device(d).set_hbm_capacity(params + (64 << 10));
   bool computed = false;
   auto progress = [&](const std::string& phase, int done, int) { computed |= phase == "denoise" && done > 0; };

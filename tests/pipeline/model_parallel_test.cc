@@ -1,0 +1,234 @@
+// Tensor parallelism over the mesh's model axis (models/parallel.h,
+// pipeline/generate.h): the same images as data parallelism on every mesh
+// shape, the same bits on any thread count, each device holding its share
+// of the weights, and the interconnect used exactly when model > 1.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "models/architectures.h"
+#include "nlohmann/json.hpp"
+#include "pipeline/convert.h"
+#include "pipeline/generate.h"
+#include "pipeline/simulate.h"
+#include "tests/testing/golden.h"
+#include "tests/testing/temp_dir.h"
+
+namespace tpumesh::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// tiny-sd-b (tests/data) as a pipeline: its text encoder, UNet and VAE with
+// the tiny architecture's tokenizer (the same 1000-token vocabulary) and
+// scheduler, converted once.
+std::string TinySdB() {
+  static const std::string path = [] {
+    const std::string dir = ::testing::TempDir() + "/tpumesh_model_parallel_tiny_sd_b";
+    const std::string out = dir + ".h5";
+    fs::remove_all(dir);
+    fs::create_directories(dir + "/scheduler");
+    const std::string src = std::string(TPUMESH_SOURCE_DIR) + "/tests/data/tiny-sd-b";
+    for (const char* c : {"text_encoder", "unet", "vae"}) fs::create_directory_symlink(src + "/" + c, dir + "/" + c);
+    fs::create_directory_symlink(std::string(TPUMESH_SOURCE_DIR) + "/text/data/tiny-tokenizer", dir + "/tokenizer");
+    auto arch = models::BuiltinArchitecture("tiny");
+    EXPECT_TRUE(arch.ok());
+    std::ofstream(dir + "/scheduler/scheduler_config.json") << arch->scheduler;
+    std::ofstream(dir + "/model_index.json") << R"({"_class_name": "StableDiffusionPipeline"})";
+    auto st = ConvertDiffusersFolder(dir, out, mesh::DType::kF32);
+    EXPECT_TRUE(st.ok()) << st.status().ToString();
+    return out;
+  }();
+  return path;
+}
+
+struct MeshRun {
+  std::string mesh;
+  int batch_per_device;
+};
+
+StatusOr<GenerateResult> RunMesh(const std::string& model, const std::string& mesh, int bpd, models::Precision p,
+                             int threads = 0, const std::string& chip = "v5e") {
+  GeneratorOptions o;
+  o.model = model;
+  o.mesh.axes = mesh;
+  o.mesh.chip = chip;
+  o.mesh.threads_per_device = threads;
+  TPUMESH_ASSIGN_OR_RETURN(auto gen, Generator::Open(o));
+  GenerateRequest r;
+  r.prompts = {"a red fox in the snow", "a lighthouse at dusk"};
+  r.prompts.resize(static_cast<size_t>(gen->data_size()) * bpd, "a bowl of fruit");
+  r.steps = 2;
+  r.seed = 11;
+  r.batch_per_device = bpd;
+  r.precision = p;
+  r.keep_step_latents = true;
+  return gen->Generate(r);
+}
+
+void ExpectSameImages(const GenerateResult& got, const GenerateResult& want, const std::string& label) {
+  tpumesh::testing::ExpectEachStepWithin(got.latents_after_step, want.latents_after_step, 1e-5, label);
+  ASSERT_EQ(got.images.size(), want.images.size());
+  const int64_t per = static_cast<int64_t>(want.images[0].rgb.size());
+  mesh::Array ref = mesh::Array::Host(mesh::DType::kI32, {static_cast<int64_t>(want.images.size()), per});
+  std::vector<const std::vector<uint8_t>*> imgs;
+  for (size_t i = 0; i < want.images.size(); ++i) {
+    for (int64_t j = 0; j < per; ++j) ref.mutable_data<int32_t>()[i * per + j] = want.images[i].rgb[j];
+    imgs.push_back(&got.images[i].rgb);
+  }
+  tpumesh::testing::ExpectImagesWithinOneLevel(imgs, ref, label);
+}
+
+class ModelParallelTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::string Model() const { return GetParam() == "tiny" ? std::string() : TinySdB(); }
+};
+
+// The 8 images of 8 devices computed on every data x model shape (the batch
+// per device makes up the images a smaller data axis does not hold): latents
+// after every step within 1e-5 relative and images within one level of the
+// data-parallel run at precision highest; and on 4 devices, data=2,model=2.
+TEST_P(ModelParallelTest, EveryMeshShapeMatchesDataParallel) {
+  auto ref = RunMesh(Model(), "data=8", 1, models::Precision::kHighest);
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  for (const MeshRun& m : {MeshRun{"data=4,model=2", 2}, MeshRun{"data=2,model=4", 4}, MeshRun{"data=1,model=8", 8}}) {
+    auto got = RunMesh(Model(), m.mesh, m.batch_per_device, models::Precision::kHighest);
+    ASSERT_TRUE(got.ok()) << m.mesh << ": " << got.status().ToString();
+    ExpectSameImages(*got, *ref, GetParam() + " " + m.mesh);
+    EXPECT_GT(got->report.logs[0].total().ici_bytes, 0) << m.mesh;
+  }
+  EXPECT_EQ(ref->report.logs[0].total().ici_bytes, 0);
+  auto ref4 = RunMesh(Model(), "data=4", 1, models::Precision::kHighest);
+  auto got4 = RunMesh(Model(), "data=2,model=2", 2, models::Precision::kHighest);
+  ASSERT_TRUE(ref4.ok() && got4.ok());
+  ExpectSameImages(*got4, *ref4, GetParam() + " 4 devices data=2,model=2");
+}
+
+// One mesh shape: the same bytes on 1 or 2 threads per device and on a
+// repeated run (every sum over the model axis runs in rank order).
+TEST_P(ModelParallelTest, SameBitsOnEveryThreadCountAndRun) {
+  auto a = RunMesh(Model(), "data=2,model=4", 1, models::Precision::kDefault, 1);
+  auto b = RunMesh(Model(), "data=2,model=4", 1, models::Precision::kDefault, 2);
+  auto c = RunMesh(Model(), "data=2,model=4", 1, models::Precision::kDefault, 2);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  for (const GenerateResult* r : {&*b, &*c}) {
+    EXPECT_TRUE(r->latents_after_step.BitwiseEquals(a->latents_after_step));
+    for (size_t i = 0; i < a->images.size(); ++i) EXPECT_EQ(r->images[i].rgb, a->images[i].rgb) << "image " << i;
+  }
+}
+
+// Each device's parameter bytes: the split parameters' share plus the
+// whole ones, within 10% of (split / M + whole).
+TEST_P(ModelParallelTest, EachDeviceHoldsItsShareOfTheWeights) {
+  for (int m : {2, 4, 8}) {
+    GeneratorOptions o;
+    o.model = Model();
+    o.mesh.axes = "data=" + std::to_string(8 / m) + ",model=" + std::to_string(m);
+    auto gen = Generator::Open(o);
+    ASSERT_TRUE(gen.ok()) << gen.status().ToString();
+    double split = 0, whole = 0;
+    for (const ComponentParams& c : (*gen)->flow().components())
+      for (const models::ParamSpec& p : c.manifest)
+        (p.split.SplitsOver(m) ? split : whole) += 4.0 * mesh::NumElements(p.shape);
+    GenerateRequest r;
+    r.prompts = {"a cat"};
+    r.steps = 1;
+    auto res = (*gen)->Generate(r);
+    ASSERT_TRUE(res.ok()) << res.status().ToString();
+    ASSERT_EQ(res->report.param_bytes.size(), 8u);
+    EXPECT_GT(split, 0) << "nothing split " << m << " ways";
+    for (int d = 0; d < 8; ++d) {
+      const double want = split / m + whole;
+      EXPECT_NEAR(res->report.param_bytes[d], want, 0.1 * want) << "model=" << m << " device " << d;
+      EXPECT_LE(res->report.param_bytes[d], (*gen)->mesh().device(d).hbm_peak());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ModelParallelTest, ::testing::Values("tiny", "tiny_sd_b"));
+
+// A chip whose HBM holds the model's run split two or four ways but not
+// whole: model=1 is refused before compute, model=2 and model=4 run.
+TEST(ModelParallelMemoryTest, SplittingFitsAModelTheChipCannotHoldWhole) {
+  const std::string model = TinySdB();
+  std::vector<int64_t> peak;
+  for (int m : {1, 2, 4}) {
+    auto res = RunMesh(model, "data=1,model=" + std::to_string(m), 1, models::Precision::kDefault);
+    ASSERT_TRUE(res.ok()) << res.status().ToString();
+    peak.push_back(*std::max_element(res->report.hbm_peak_bytes.begin(), res->report.hbm_peak_bytes.end()));
+  }
+  ASSERT_LT(peak[1], peak[0]);
+  ASSERT_LT(peak[2], peak[0]);
+  const int64_t capacity = (peak[0] + std::max(peak[1], peak[2])) / 2;
+  auto chip = mesh::LoadChipSpec("v5e");
+  ASSERT_TRUE(chip.ok());
+  nlohmann::json j = nlohmann::json::parse(chip->ToJson());
+  j["name"] = "v5e-small-hbm";
+  j["hbm_bytes"] = capacity;
+  const std::string path = tpumesh::testing::TestTempDir() + "/small.json";
+  std::ofstream(path) << j.dump();
+  auto whole = RunMesh(model, "data=1,model=1", 1, models::Precision::kDefault, 0, path);
+  ASSERT_FALSE(whole.ok());
+  EXPECT_EQ(whole.status().code(), StatusCode::kResourceExhausted) << whole.status().ToString();
+  for (const char* m : {"data=1,model=2", "data=1,model=4"}) {
+    auto split = RunMesh(model, m, 1, models::Precision::kDefault, 0, path);
+    EXPECT_TRUE(split.ok()) << m << ": " << split.status().ToString();
+  }
+}
+
+// simulate prices the sharded flow with the same code: the same modelled
+// time and ICI traffic as a real run of the same mesh.
+TEST(ModelParallelSimulateTest, SimulationMatchesTheRealRun) {
+  auto real = RunMesh("", "data=2,model=4", 1, models::Precision::kDefault);
+  ASSERT_TRUE(real.ok()) << real.status().ToString();
+  SimulateOptions so;
+  so.arch = "tiny";
+  so.mesh.axes = "data=2,model=4";
+  so.request.steps = 2;
+  auto sim = Simulate(so);
+  ASSERT_TRUE(sim.ok()) << sim.status().ToString();
+  for (int d = 0; d < 8; ++d) {
+    EXPECT_NEAR(sim->logs[d].seconds(), real->report.logs[d].seconds(), 1e-9 + 1e-6 * real->report.logs[d].seconds())
+        << "device " << d;
+    EXPECT_EQ(sim->logs[d].total().ici_bytes, real->report.logs[d].total().ici_bytes) << "device " << d;
+  }
+  auto rows = SweepMesh(so);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 4u);  // 8 = 8x1, 4x2, 2x4, 1x8
+  EXPECT_EQ(rows->front().ici_bytes, 0);
+  for (size_t i = 1; i < rows->size(); ++i) {
+    EXPECT_GT((*rows)[i].ici_share, 0) << (*rows)[i].mesh;
+    EXPECT_LT((*rows)[i].param_bytes, rows->front().param_bytes) << (*rows)[i].mesh;
+  }
+}
+
+TEST(ModelParallelFlagsTest, BadMeshesNameTheFlag) {
+  GeneratorOptions o;
+  o.mesh.axes = "data=2,tensor=4";
+  auto g = Generator::Open(o);
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(g.status().message(), HasSubstr("--mesh"));
+  EXPECT_THAT(g.status().message(), HasSubstr("tensor"));
+  o.mesh.axes = "data=2,model=2";
+  o.mesh.devices = 8;
+  g = Generator::Open(o);
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(g.status().message(), HasSubstr("--devices"));
+  o.mesh = {};
+  o.mesh.axes = "model=4";
+  o.mesh.devices = 8;
+  g = Generator::Open(o);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ((*g)->data_size(), 2);
+  EXPECT_EQ((*g)->model_size(), 4);
+}
+
+}  // namespace
+}  // namespace tpumesh::pipeline
