@@ -63,7 +63,15 @@ constexpr size_t kHugePage = size_t{2} << 20;
 // touch faults once per 2 MiB instead of once per 4 KiB. Measured on the
 // all_gather bench (8 devices, 256 MB): glibc malloc + memset spent most of
 // its time in page faults (see bench/mesh_collectives_bench.cc).
-Array::Storage::Storage(size_t n) : bytes(n) {
+Array::Storage::Storage(size_t n, bool lazy) : bytes(n) {
+  if (lazy && n > 0 && n < kHugePage) {  // whole pages, mapped on first touch
+    mapped = (n + 4095) / 4096 * 4096;
+    void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) throw std::bad_alloc();
+    map_base = base;
+    ptr = static_cast<std::byte*>(base);
+    return;
+  }
   if (n >= kHugePage) {
     mapped = (n + kHugePage - 1) / kHugePage * kHugePage + kHugePage;
     void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -101,6 +109,15 @@ Status CheckShape(const Shape& shape) {
 }
 
 }  // namespace
+
+Array Array::LazyZeros(DType dtype, Shape shape) {
+  Array a;
+  a.dtype_ = dtype;
+  a.shape_ = std::move(shape);
+  assert(CheckShape(a.shape_).ok());
+  a.storage_ = std::make_shared<Storage>(static_cast<size_t>(a.size_bytes()), /*lazy=*/true);
+  return a;
+}
 
 Array Array::Host(DType dtype, Shape shape) {
   Array a;

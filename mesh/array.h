@@ -47,6 +47,10 @@ class Array {
 
   // A zero-filled host array (no device, no HBM accounting).
   static Array Host(DType dtype, Shape shape);
+  // The same, with pages mapped only when first touched whatever its size
+  // (Host maps lazily only from 2 MiB): for the weights of a dry run, which
+  // are never read.
+  static Array LazyZeros(DType dtype, Shape shape);
   template <typename T>
   static Array HostFrom(Shape shape, std::span<const T> values);
   // A zero-filled array on `device`, counted against its HBM.
@@ -86,7 +90,7 @@ class Array {
 
  private:
   struct Storage {
-    explicit Storage(size_t bytes);
+    explicit Storage(size_t bytes, bool lazy = false);
     ~Storage();
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;

@@ -30,7 +30,13 @@ StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf)
   const GenerateRequest& req = o.request;
   TPUMESH_ASSIGN_OR_RETURN(auto mesh, mesh::CreateDataModelMesh(o.mesh));
   const int data = mesh->axes()[0].size, model = mesh->axes()[1].size;
-  auto built = BuildTextToImage(cf, ZeroParams, nullptr, nullptr, model);
+  // At precision default the weights are counted in bf16, as the seeds' bf16
+  // pipeline and a bf16 model file hold them; f32 at highest.
+  const bool bf16 = req.precision == models::Precision::kDefault;
+  auto zeros = [bf16](const std::string& c, const std::vector<models::ParamSpec>& m, int ranks) {
+    return ZeroParams(c, m, ranks, bf16);
+  };
+  auto built = BuildTextToImage(cf, zeros, nullptr, nullptr, model);
   if (!built.ok()) return Status(built.status().code(), "simulate " + cf.origin + ": " + built.status().message());
   const TextToImage& flow = **built;
   TPUMESH_RETURN_IF_ERROR(flow.Validate(req, data, /*dry_run=*/true));

@@ -278,12 +278,14 @@ std::vector<RunReport::ShardedLayer> ShardingPlan(const TextToImage& flow) {
 }
 
 StatusOr<std::vector<models::ParamMap>> ZeroParams(const std::string&, const std::vector<models::ParamSpec>& manifest,
-                                                   int model_ranks) {
+                                                   int model_ranks, bool bf16_weights) {
   std::vector<models::ParamMap> ranks;
   for (int r = 0; r < model_ranks; ++r) {
     std::map<std::string, Array> m;
     for (const models::ParamSpec& p : models::ShardManifest(manifest, model_ranks, r))
-      m.emplace(p.name, Array::Host(DType::kF32, p.shape));
+      m.emplace(p.name, Array::LazyZeros(bf16_weights && models::MayHoldBf16(p.name, p.shape) ? DType::kBF16
+                                                                                           : DType::kF32,
+                                         p.shape));
     ranks.emplace_back(std::move(m));
     ranks.back().SetShard(manifest, model_ranks, r);
   }

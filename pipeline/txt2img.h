@@ -174,9 +174,12 @@ struct ModelConfigs {
 // rank's share, models/params.h): read from a file, or zeros.
 using ParamSource = std::function<StatusOr<std::vector<models::ParamMap>>(
     const std::string& component, const std::vector<models::ParamSpec>& manifest, int model_ranks)>;
-// Zero weights of each rank's shapes (a dry run reads none of them).
+// Zero weights of each rank's shapes (a dry run reads none of them); with
+// bf16_weights, the Linear and conv weights in bf16 as a bf16 model file
+// holds them (models::MayHoldBf16), so that HBM is counted as for it.
 StatusOr<std::vector<models::ParamMap>> ZeroParams(const std::string& component,
-                                                   const std::vector<models::ParamSpec>& manifest, int model_ranks);
+                                                   const std::vector<models::ParamSpec>& manifest, int model_ranks,
+                                                   bool bf16_weights = false);
 // The family from model_index.json's _class_name (or, without one, from the
 // number of text encoders), the configs parsed, the parameters taken from
 // `params` split over `model_ranks`. Tokenizers may be null (a dry run).
