@@ -1,5 +1,7 @@
 #include "io/png.h"
 
+#include "io/atomic_file.h"
+
 #include <fcntl.h>
 #include <png.h>
 #include <unistd.h>
@@ -224,37 +226,6 @@ struct FileCloser {
   void operator()(FILE* f) const { std::fclose(f); }
 };
 
-// "<what>: <strerror>", with a code that says what kind of failure it was.
-Status ErrnoStatus(const std::string& what, int e) {
-  std::string m = what + ": " + std::generic_category().message(e);
-  switch (e) {
-    case ENOENT:
-    case ENOTDIR:
-      return NotFoundError(std::move(m));
-    case ENOSPC:
-    case EDQUOT:
-      return ResourceExhaustedError(std::move(m));
-    case EIO:
-      return DataLossError(std::move(m));
-    default:
-      return InvalidArgumentError(std::move(m));
-  }
-}
-
-// 0 or errno.
-int WriteAll(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return 0;
-}
-
 std::string ColorTypeName(int color_type) {
   switch (color_type) {
     case PNG_COLOR_TYPE_GRAY:
@@ -343,30 +314,7 @@ StatusOr<std::string> EncodePng(const Image& img, const TextChunks& text) {
 Status WritePngAtomic(const std::string& path, const Image& img, const TextChunks& text) {
   if (path.empty()) return InvalidArgumentError("cannot write a PNG to an empty path");
   TPUMESH_ASSIGN_OR_RETURN(std::string bytes, EncodePng(img, text));
-  static std::atomic<uint64_t> counter{0};
-  const std::filesystem::path p(path);
-  std::string temp;
-  int fd = -1, e = 0;
-  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    temp = (p.parent_path() / ("." + p.filename().string() + ".tmp-" + std::to_string(getpid()) + "-" +
-                               std::to_string(counter.fetch_add(1))))
-               .string();
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) {
-      e = errno;
-      if (e != EEXIST) break;
-    }
-  }
-  if (fd < 0) return ErrnoStatus("cannot write " + path, e);
-  e = WriteAll(fd, bytes);
-  if (e == 0 && ::fsync(fd) != 0) e = errno;
-  if (::close(fd) != 0 && e == 0 && errno != EINTR) e = errno;
-  if (e == 0 && std::rename(temp.c_str(), path.c_str()) != 0) e = errno;
-  if (e != 0) {
-    ::unlink(temp.c_str());
-    return ErrnoStatus("cannot write " + path, e);
-  }
-  return OkStatus();
+  return WriteFileAtomic(path, bytes);
 }
 
 StatusOr<Image> ReadPng(const std::string& path, TextChunks* text) {

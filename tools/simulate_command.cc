@@ -7,12 +7,14 @@
 #include <memory>
 #include <string>
 
+#include "io/atomic_file.h"
 #include "nlohmann/json.hpp"
 #include "pipeline/simulate.h"
 #include "tools/commands.h"
 #include "tools/device_flags.h"
 #include "tools/report_output.h"
 #include "tools/request_flags.h"
+#include "tools/sweep_chart.h"
 
 namespace tpumesh::tools {
 namespace {
@@ -23,10 +25,17 @@ struct SimulateCmdOptions {
   RequestFlags req;
   bool sweep_mesh = false;
   bool json = false;
+  std::string svg;
 };
 
 Status RunSweep(const SimulateCmdOptions& o) {
   TPUMESH_ASSIGN_OR_RETURN(std::vector<pipeline::MeshSweepRow> rows, pipeline::SweepMesh(o.sim));
+  if (!o.svg.empty()) {
+    const std::string arch = o.sim.arch.empty() ? o.sim.model : o.sim.arch;
+    const std::string title = arch + " on " + std::to_string(rows.empty() ? 0 : rows[0].data) + " " + o.sim.mesh.chip +
+                              " devices, every data x model mesh";
+    TPUMESH_RETURN_IF_ERROR(WriteFileAtomic(o.svg, SweepChartSvg(rows, title)));
+  }
   if (o.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (const auto& r : rows)
@@ -71,7 +80,8 @@ Status RunSimulate(SimulateCmdOptions o) {
     if (!o.dev.mesh.axes.empty()) return InvalidArgumentError("--sweep-mesh tries every mesh: give --devices, not --mesh");
     return RunSweep(o);
   }
-  if (o.json) return InvalidArgumentError("--json goes with --sweep-mesh (use --report FILE for one mesh)");
+  if (o.json || !o.svg.empty())
+    return InvalidArgumentError("--json and --svg go with --sweep-mesh (use --report FILE for one mesh)");
   o.sim.request.keep_ops = !o.dev.trace.empty();
   TPUMESH_ASSIGN_OR_RETURN(pipeline::RunReport r, pipeline::Simulate(o.sim));
   const double t = r.modelled_seconds();
@@ -101,6 +111,7 @@ void RegisterSimulate(CLI::App& app, RunFn* run) {
                 "One row per data x model factorisation of --devices: latency, throughput, HBM per device, "
                 "whether it fits, MXU utilisation, ICI share");
   cmd->add_flag("--json", opt->json, "With --sweep-mesh: the table as JSON");
+  cmd->add_option("--svg", opt->svg, "With --sweep-mesh: also write the table as an SVG chart");
   AddRequestFlags(cmd, &opt->req);
   cmd->add_option("-n,--negative-prompt", opt->req.request.negative_prompts,
                   "Price as with a negative prompt (its text is not read): SDXL encodes it instead of zeroing");

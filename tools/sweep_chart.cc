@@ -1,0 +1,91 @@
+#include "tools/sweep_chart.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace tpumesh::tools {
+namespace {
+
+std::string Num(double v, int digits) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return b;
+}
+
+std::string Escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
+    else o += c;
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string SweepChartSvg(const std::vector<pipeline::MeshSweepRow>& rows, const std::string& title) {
+  const int panel_w = 360, panel_h = 220, top = 50, left = 60, gap = 70, bar_gap = 12;
+  const int width = left + 2 * panel_w + gap + 30, height = top + panel_h + 90;
+  double max_s = 0, max_ips = 0;
+  for (const auto& r : rows) {
+    max_s = std::max(max_s, r.seconds);
+    max_ips = std::max(max_ips, r.images_per_second);
+  }
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\">" << Escape(title) << "</text>\n";
+  o << "<text x=\"" << left << "\" y=\"40\" fill=\"#555\">modelled on the emulated chip (tpumesh simulate "
+       "--sweep-mesh); nothing computed</text>\n";
+  const int n = std::max<int>(1, static_cast<int>(rows.size()));
+  const double bar_w = (panel_w - bar_gap * (n + 1)) / static_cast<double>(n);
+  for (int panel = 0; panel < 2; ++panel) {
+    const int x0 = left + panel * (panel_w + gap), y0 = top + panel_h;
+    const double max_v = panel == 0 ? max_s : max_ips;
+    o << "<line x1=\"" << x0 << "\" y1=\"" << top << "\" x2=\"" << x0 << "\" y2=\"" << y0
+      << "\" stroke=\"black\"/>\n";
+    o << "<line x1=\"" << x0 << "\" y1=\"" << y0 << "\" x2=\"" << x0 + panel_w << "\" y2=\"" << y0
+      << "\" stroke=\"black\"/>\n";
+    o << "<text x=\"" << x0 + 4 << "\" y=\"" << top - 2 << "\" font-weight=\"bold\">"
+      << (panel == 0 ? "latency: seconds per image (ICI part hatched dark)" : "throughput: images per second")
+      << "</text>\n";
+    for (int t = 0; t <= 4; ++t) {
+      const double v = max_v * t / 4, y = y0 - panel_h * t / 4.0;
+      o << "<text x=\"" << x0 - 6 << "\" y=\"" << Num(y + 4, 1) << "\" text-anchor=\"end\">"
+        << Num(v, v >= 10 ? 1 : 2) << "</text>\n";
+      o << "<line x1=\"" << x0 << "\" y1=\"" << Num(y, 1) << "\" x2=\"" << x0 + panel_w << "\" y2=\"" << Num(y, 1)
+        << "\" stroke=\"#ddd\"/>\n";
+    }
+    for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+      const auto& r = rows[i];
+      const double v = panel == 0 ? r.seconds : r.images_per_second;
+      const double h = max_v > 0 ? panel_h * v / max_v : 0;
+      const double x = x0 + bar_gap + i * (bar_w + bar_gap);
+      const char* fill = !r.fits ? "#d9534f" : panel == 0 ? "#4a7bd0" : "#5cb85c";
+      o << "<rect x=\"" << Num(x, 1) << "\" y=\"" << Num(y0 - h, 1) << "\" width=\"" << Num(bar_w, 1)
+        << "\" height=\"" << Num(h, 1) << "\" fill=\"" << fill << "\"/>\n";
+      if (panel == 0 && r.ici_share > 0) {
+        const double hi = h * r.ici_share;
+        o << "<rect x=\"" << Num(x, 1) << "\" y=\"" << Num(y0 - hi, 1) << "\" width=\"" << Num(bar_w, 1)
+          << "\" height=\"" << Num(hi, 1) << "\" fill=\"#1d3b70\"/>\n";
+      }
+      o << "<text x=\"" << Num(x + bar_w / 2, 1) << "\" y=\"" << Num(y0 - h - 4, 1) << "\" text-anchor=\"middle\">"
+        << Num(v, v >= 10 ? 1 : 2) << "</text>\n";
+      o << "<text x=\"" << Num(x + bar_w / 2, 1) << "\" y=\"" << y0 + 16 << "\" text-anchor=\"middle\">d="
+        << r.data << "</text>\n";
+      o << "<text x=\"" << Num(x + bar_w / 2, 1) << "\" y=\"" << y0 + 30 << "\" text-anchor=\"middle\">m="
+        << r.model << "</text>\n";
+    }
+  }
+  o << "<text x=\"" << left << "\" y=\"" << height - 14
+    << "\" fill=\"#555\">d = data axis (images in parallel), m = model axis (each model split m ways); red: "
+       "does not fit the chip's HBM</text>\n";
+  o << "</svg>\n";
+  return o.str();
+}
+
+}  // namespace tpumesh::tools

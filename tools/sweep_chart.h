@@ -1,0 +1,19 @@
+// An SVG chart of `simulate --sweep-mesh`: per mesh shape, the latency of an
+// image (seconds, its ICI part shaded) and the throughput (images/s), each
+// against its own axis, and whether the shape fits the chip's HBM. Plain
+// SVG 1.1, no scripts, readable in any browser and in docs.
+#ifndef TPUMESH_TOOLS_SWEEP_CHART_H_
+#define TPUMESH_TOOLS_SWEEP_CHART_H_
+
+#include <string>
+#include <vector>
+
+#include "pipeline/simulate.h"
+
+namespace tpumesh::tools {
+
+std::string SweepChartSvg(const std::vector<pipeline::MeshSweepRow>& rows, const std::string& title);
+
+}  // namespace tpumesh::tools
+
+#endif  // TPUMESH_TOOLS_SWEEP_CHART_H_
