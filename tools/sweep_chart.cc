@@ -27,7 +27,7 @@ std::string Escape(const std::string& s) {
 }  // namespace
 
 std::string SweepChartSvg(const std::vector<pipeline::MeshSweepRow>& rows, const std::string& title) {
-  const int panel_w = 360, panel_h = 220, top = 50, left = 60, gap = 70, bar_gap = 12;
+  const int panel_w = 360, panel_h = 220, top = 76, left = 60, gap = 70, bar_gap = 12;
   const int width = left + 2 * panel_w + gap + 30, height = top + panel_h + 90;
   double max_s = 0, max_ips = 0;
   for (const auto& r : rows) {
@@ -50,8 +50,8 @@ std::string SweepChartSvg(const std::vector<pipeline::MeshSweepRow>& rows, const
       << "\" stroke=\"black\"/>\n";
     o << "<line x1=\"" << x0 << "\" y1=\"" << y0 << "\" x2=\"" << x0 + panel_w << "\" y2=\"" << y0
       << "\" stroke=\"black\"/>\n";
-    o << "<text x=\"" << x0 + 4 << "\" y=\"" << top - 2 << "\" font-weight=\"bold\">"
-      << (panel == 0 ? "latency: seconds per image (ICI part hatched dark)" : "throughput: images per second")
+    o << "<text x=\"" << x0 + 4 << "\" y=\"" << top - 10 << "\" font-weight=\"bold\">"
+      << (panel == 0 ? "latency: seconds per image (its ICI part dark)" : "throughput: images per second")
       << "</text>\n";
     for (int t = 0; t <= 4; ++t) {
       const double v = max_v * t / 4, y = y0 - panel_h * t / 4.0;
