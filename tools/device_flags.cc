@@ -28,7 +28,7 @@ void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
   }
   if (which & kOutputFlags) {
     cmd->add_option("--report", f->report,
-                    "Write the chip's view as JSON (summary, per device per op type, ICI, sharding plan)")
+                    "Write the chip's view as JSON (summary, per device per op type; collectives are the 'collective' type)")
         ->group("Devices");
     cmd->add_option("--trace", f->trace, "Write a Chrome trace (Perfetto): MXU, vector, HBM, ICI tracks per device")
         ->group("Devices");
