@@ -57,8 +57,9 @@ OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip) {
   return t;
 }
 
-void DeviceCostLog::Add(const OpRecord& op, const OpTiming& t, double repeat) {
-  OpTypeTotals& s = by_type_[op.type];
+namespace {
+
+void Accumulate(const OpRecord& op, const OpTiming& t, double repeat, OpTypeTotals& s) {
   s.count += static_cast<int64_t>(repeat);
   s.flops += op.cost.flops * repeat;
   s.bytes += op.cost.bytes() * repeat;
@@ -72,6 +73,22 @@ void DeviceCostLog::Add(const OpRecord& op, const OpTiming& t, double repeat) {
   s.host_seconds += op.host_seconds * repeat;
   s.mxu_useful_macs += t.mxu_useful_macs * repeat;
   s.mxu_capacity_macs += t.mxu_capacity_macs * repeat;
+}
+
+}  // namespace
+
+void DeviceCostLog::Add(const OpRecord& op, const OpTiming& t, double repeat) {
+  Accumulate(op, t, repeat, by_type_[op.type]);
+  if (op.type == "collective") {
+    Accumulate(op, t, repeat, by_collective_[op.name]);
+    ModuleCollectives& m = by_module_[op.module];
+    if (m.kind.empty()) {
+      m.kind = op.name;
+    } else if (("+" + m.kind + "+").find("+" + op.name + "+") == std::string::npos) {
+      m.kind += "+" + op.name;
+    }
+    Accumulate(op, t, repeat, m.totals);
+  }
   if (keep_ops_) ops_.push_back({op, t, now_});
   now_ += t.seconds * repeat;
 }

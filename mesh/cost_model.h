@@ -100,6 +100,15 @@ class DeviceCostLog {
   void Add(const OpRecord& op, const OpTiming& t, double repeat = 1);
   const std::map<std::string, OpTypeTotals>& by_type() const { return by_type_; }
   OpTypeTotals total() const;
+  // The collectives (type "collective") by kind ("psum", "all_gather") and
+  // by the layer that ran them (OpRecord::module; its kind or kinds joined
+  // by "+").
+  const std::map<std::string, OpTypeTotals>& by_collective() const { return by_collective_; }
+  struct ModuleCollectives {
+    std::string kind;
+    OpTypeTotals totals;
+  };
+  const std::map<std::string, ModuleCollectives>& collectives_by_module() const { return by_module_; }
   // The ops in order (kept when keep_ops, for traces), with their start on
   // the device's modelled timeline.
   struct Entry {
@@ -113,6 +122,8 @@ class DeviceCostLog {
 
  private:
   std::map<std::string, OpTypeTotals> by_type_;
+  std::map<std::string, OpTypeTotals> by_collective_;
+  std::map<std::string, ModuleCollectives> by_module_;
   std::vector<Entry> ops_;
   bool keep_ops_ = false;
   double now_ = 0;

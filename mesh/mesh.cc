@@ -340,16 +340,27 @@ StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
     for (const MeshAxis& a : axes) product *= a.size;
   }
   if (spec.devices < 0) return InvalidArgumentError("--devices must be >= 1, got " + std::to_string(spec.devices));
-  const int devices = spec.devices > 0 ? spec.devices : product > 0 ? static_cast<int>(product) : 8;
-  if (product > 0 && product != devices)
-    return InvalidArgumentError("--mesh " + spec.axes + " holds " + std::to_string(product) + " devices but --devices is " +
-                                std::to_string(devices));
+  // The device count: --devices, else the topology's, else the mesh's, else 8.
   std::vector<int> dims;
+  int devices = spec.devices;
+  std::string from = "--devices is";
   if (!spec.topology.empty()) {
     auto parsed = Topology::ParseDims(spec.topology);
     if (!parsed.ok()) return parsed.status().WithContext("--topology");
     dims = std::move(parsed).value();
-  } else {
+    int64_t on = std::max(1, chip.devices_per_chip);
+    for (int d : dims) on *= d;
+    if (devices > 0 && devices != on)
+      return InvalidArgumentError("--topology " + spec.topology + " holds " + std::to_string(on) +
+                                  " devices but --devices is " + std::to_string(devices));
+    devices = static_cast<int>(on);
+    from = "--topology " + spec.topology + " holds";
+  }
+  if (devices == 0) devices = product > 0 ? static_cast<int>(product) : 8;
+  if (product > 0 && product != devices)
+    return InvalidArgumentError("--mesh " + spec.axes + " holds " + std::to_string(product) + " devices but " + from +
+                                " " + std::to_string(devices));
+  if (dims.empty()) {
     TPUMESH_ASSIGN_OR_RETURN(dims, Topology::DimsForDevices(chip, devices));
   }
   MeshOptions o;

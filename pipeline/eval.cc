@@ -7,6 +7,7 @@
 #include "io/h5io.h"
 #include "mesh/collectives.h"
 #include "mesh/mesh.h"
+#include "models/parallel.h"
 #include "pipeline/loader.h"
 
 namespace tpumesh::pipeline {
@@ -15,42 +16,39 @@ namespace {
 using mesh::Array;
 using mesh::DistributedArray;
 
-// Keeps every parameter replicated on every device for as long as it lives,
-// so each device's HBM holds the model, as after jax's replicate(params).
-StatusOr<std::vector<DistributedArray>> ReplicateParams(mesh::Mesh& m, const models::ParamMap& params) {
-  std::vector<DistributedArray> out;
-  for (const auto& [name, a] : params.all()) {
-    auto r = m.Replicate(a);
-    if (!r.ok()) return r.status().WithContext("replicating parameter " + name);
-    out.push_back(std::move(r).value());
-  }
-  return out;
-}
-
-// Shards `inputs` (all [B, ...]) over the mesh, runs body per device, and
-// returns the output restacked to [B, ...].
+// Shards `inputs` (all [B, ...]) over the data axis, runs body per device
+// with its model axis, and returns the output of each data index's model
+// rank 0 device, restacked to [B, ...].
 StatusOr<Array> ShardedRun(mesh::Mesh& m, const std::vector<Array>& inputs,
                            const std::function<StatusOr<Array>(const models::Ctx&, std::span<const Array>)>& body,
                            models::Precision precision, double* seconds,
                            std::vector<std::vector<mesh::OpRecord>>* records) {
   records->assign(m.num_devices(), {});
+  const std::string data_axis[] = {"data"};
   std::vector<DistributedArray> sharded;
   for (const Array& x : inputs) {
-    TPUMESH_ASSIGN_OR_RETURN(DistributedArray d, m.Shard(x));
+    TPUMESH_ASSIGN_OR_RETURN(DistributedArray d, m.Shard(x, data_axis));
     sharded.push_back(std::move(d));
   }
   const auto t0 = std::chrono::steady_clock::now();
   TPUMESH_ASSIGN_OR_RETURN(
       auto outs, m.Pmap(
                      [&](mesh::DeviceContext& ctx, std::span<const Array> args) -> StatusOr<std::vector<Array>> {
+                       TPUMESH_ASSIGN_OR_RETURN(models::ModelAxis axis, models::ModelAxis::ForDevice(ctx));
                        models::Ctx mctx{&ctx.device(), precision};
                        mctx.ops = &(*records)[ctx.device_id()];
+                       mctx.model = &axis;
                        TPUMESH_ASSIGN_OR_RETURN(Array y, body(mctx, args));
                        return std::vector<Array>{y};
                      },
                      sharded));
   *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  TPUMESH_ASSIGN_OR_RETURN(Array stacked, outs[0].Gather());
+  DistributedArray rank0;
+  for (int i = 0; i < m.axes()[0].size; ++i) {
+    const int at[] = {i, 0};
+    rank0.shards.push_back(outs[0].shards[m.DeviceAt(at)]);
+  }
+  TPUMESH_ASSIGN_OR_RETURN(Array stacked, rank0.Gather());
   mesh::Shape s = stacked.shape();
   s[1] *= s[0];
   s.erase(s.begin());
@@ -83,33 +81,42 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
   // Created first so an unwritable output fails before any compute; the file
   // appears only on Commit.
   TPUMESH_ASSIGN_OR_RETURN(auto writer, H5Writer::Create(o.output));
-  TPUMESH_ASSIGN_OR_RETURN(mesh::ChipSpec chip, mesh::LoadChipSpec(o.chip));
-  TPUMESH_ASSIGN_OR_RETURN(std::vector<int> dims, mesh::Topology::DimsForDevices(chip, o.devices));
-  TPUMESH_ASSIGN_OR_RETURN(auto m, mesh::Mesh::Create(chip, dims, {{"data", o.devices}}));
+  mesh::MeshSpec spec = o.mesh;
+  if (spec.devices == 0 && spec.axes.empty()) spec.devices = 1;
+  TPUMESH_ASSIGN_OR_RETURN(auto m, mesh::CreateDataModelMesh(spec));
+  const int data = m->axes()[0].size, model_ranks = m->axes()[1].size;
 
   auto check_batch = [&](const Array& x, const std::string& name) -> Status {
-    if (x.rank() < 1 || x.dim(0) % o.devices != 0)
+    if (x.rank() < 1 || x.dim(0) % data != 0)
       return InvalidArgumentError(o.input + ": '" + name + "' has batch " + (x.rank() ? std::to_string(x.dim(0)) : "none") +
-                                  ", not divisible by --devices " + std::to_string(o.devices));
+                                  ", not divisible by the mesh's data axis (" + std::to_string(data) + ")");
     stats.batch = x.dim(0);
     return OkStatus();
   };
   std::string out_name;
   Array result;
   std::vector<std::vector<mesh::OpRecord>> records;
+  std::vector<ComponentParams> components;  // what the devices hold
+  PlacedParams placed;
+  auto place = [&](const char* name, const auto& model, std::vector<models::ParamSpec> manifest) -> Status {
+    components = {{name, &model.ranks(), std::move(manifest)}};
+    TPUMESH_ASSIGN_OR_RETURN(placed, PlaceParams(*m, components));
+    return OkStatus();
+  };
   const auto t_load = std::chrono::steady_clock::now();
   if (o.component == "text_encoder") {
-    TPUMESH_ASSIGN_OR_RETURN(auto model, LoadTextEncoder(*file));
+    TPUMESH_ASSIGN_OR_RETURN(auto model, LoadTextEncoder(*file, model_ranks));
+    TPUMESH_RETURN_IF_ERROR(place("text_encoder", model, models::ClipTextParams(model.config())));
     TPUMESH_ASSIGN_OR_RETURN(Array ids, Need(o.input, "input_ids"));
     if (ids.dtype() != mesh::DType::kI32) return InvalidArgumentError(o.input + ": 'input_ids' must be integers");
     TPUMESH_RETURN_IF_ERROR(check_batch(ids, "input_ids"));
-    TPUMESH_ASSIGN_OR_RETURN(auto replicas, ReplicateParams(*m, model.params()));
     TPUMESH_ASSIGN_OR_RETURN(result, ShardedRun(*m, {ids}, [&](const models::Ctx& c, std::span<const Array> a) {
       return model.Forward(c, a[0]);
     }, o.precision, &stats.host_seconds, &records));
     out_name = "last_hidden_state";
   } else if (o.component == "unet") {
-    TPUMESH_ASSIGN_OR_RETURN(auto model, LoadUNet(*file));
+    TPUMESH_ASSIGN_OR_RETURN(auto model, LoadUNet(*file, model_ranks));
+    TPUMESH_RETURN_IF_ERROR(place("unet", model, models::UNetParams(model.config())));
     TPUMESH_ASSIGN_OR_RETURN(Array sample, Need(o.input, "sample"));
     TPUMESH_ASSIGN_OR_RETURN(Array ehs, Need(o.input, "encoder_hidden_states"));
     TPUMESH_ASSIGN_OR_RETURN(Array t, Need(o.input, "timestep"));
@@ -125,19 +132,18 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
       ts.mutable_data<float>()[i] = t.dtype() == mesh::DType::kF32 ? t.data<float>()[j]
                                                                     : static_cast<float>(t.data<int32_t>()[j]);
     }
-    TPUMESH_ASSIGN_OR_RETURN(auto replicas, ReplicateParams(*m, model.params()));
     TPUMESH_ASSIGN_OR_RETURN(result, ShardedRun(*m, {sample, ts, ehs}, [&](const models::Ctx& c, std::span<const Array> a) {
       const std::vector<float> tv = a[1].ToVector<float>();
       return model.Forward(c, a[0], tv, a[2]);
     }, o.precision, &stats.host_seconds, &records));
     out_name = "out_sample";
   } else if (o.component == "vae_decoder" || o.component == "vae_encoder") {
-    TPUMESH_ASSIGN_OR_RETURN(auto model, LoadVae(*file));
+    TPUMESH_ASSIGN_OR_RETURN(auto model, LoadVae(*file, model_ranks));
+    TPUMESH_RETURN_IF_ERROR(place("vae", model, models::VaeParams(model.config())));
     const bool decode = o.component == "vae_decoder";
     TPUMESH_ASSIGN_OR_RETURN(Array x, Need(o.input, decode ? "latents" : "sample"));
     if (x.dtype() != mesh::DType::kF32) return InvalidArgumentError(o.input + ": input must be floats");
     TPUMESH_RETURN_IF_ERROR(check_batch(x, decode ? "latents" : "sample"));
-    TPUMESH_ASSIGN_OR_RETURN(auto replicas, ReplicateParams(*m, model.params()));
     TPUMESH_ASSIGN_OR_RETURN(result, ShardedRun(*m, {x}, [&](const models::Ctx& c, std::span<const Array> a) {
       return decode ? model.Decode(c, a[0]) : model.EncodeMean(c, a[0]);
     }, o.precision, &stats.host_seconds, &records));
@@ -149,15 +155,20 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
   stats.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
   stats.report.mode = "eval";
   stats.report.chip = m->chip();
-  stats.report.devices = o.devices;
+  stats.report.devices = m->num_devices();
+  stats.report.mesh_axes = mesh::MeshAxesToString(m->axes());
+  stats.report.param_bytes = placed.bytes;
+  // The encoder runs no split layer (only the decoder's are split).
+  if (o.component != "vae_encoder") stats.report.sharding = ShardingPlan(components, model_ranks);
   stats.report.images = stats.batch;
   stats.report.host_seconds = stats.host_seconds;
   stats.report.info = {{"component", o.component}, {"model", o.model}};
-  stats.report.Finish(records, !o.trace.empty());
-  for (int d = 0; d < m->num_devices(); ++d) m->device(d).AdvanceClock(stats.report.logs[d].seconds());
+  stats.report.Finish(records, o.keep_ops);
+  for (int d = 0; d < m->num_devices(); ++d) {
+    m->device(d).SetClock(stats.report.logs[d].seconds());
+    stats.report.hbm_peak_bytes.push_back(m->device(d).hbm_peak());
+  }
   stats.modelled_seconds = m->MaxClockSeconds();
-  if (!o.report.empty()) TPUMESH_RETURN_IF_ERROR(WriteReportJson(o.report, stats.report));
-  if (!o.trace.empty()) TPUMESH_RETURN_IF_ERROR(WriteTraceJson(o.trace, stats.report));
   TPUMESH_RETURN_IF_ERROR(writer->Write(out_name, result));
   TPUMESH_RETURN_IF_ERROR(writer->Commit());
   return stats;

@@ -1,7 +1,10 @@
 // `tpumesh eval`: runs one component of a model file on inputs from an HDF5
-// file, the batch sharded over N emulated devices (parameters replicated to
-// every device, the batch split along its leading dimension, one pmap), and
-// writes the outputs to an HDF5 file.
+// file over a data x model mesh (mesh::CreateDataModelMesh: --mesh
+// data=D,model=M), one pmap, and writes the outputs to an HDF5 file. The
+// batch is split along its leading dimension over `data`; the component's
+// parameters are split over `model` as generate splits them
+// (docs/sharding.md), each device holding its model rank's share; the
+// output is read from the model rank 0 device of each data index.
 //
 //   tokenizer     prompts (strings) [B]                  -> input_ids [B, 77] int32
 //   text_encoder  input_ids [B, 77]                      -> last_hidden_state [B, 77, H]
@@ -15,6 +18,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "mesh/mesh.h"
 #include "models/nn.h"
 #include "pipeline/report.h"
 
@@ -26,10 +30,8 @@ struct EvalOptions {
   std::string input;
   std::string output;
   models::Precision precision = models::Precision::kHighest;
-  int devices = 1;
-  std::string chip = "v5e";
-  std::string report;  // when set: the chip's view as JSON (pipeline/report.h)
-  std::string trace;   // when set: a Chrome trace
+  mesh::MeshSpec mesh;  // devices 0 and no axes: one device
+  bool keep_ops = false;  // keep every op in the report (for a trace)
 };
 
 struct EvalStats {

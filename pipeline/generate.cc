@@ -94,8 +94,6 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
 
 Status Generator::Validate(const GenerateRequest& r) const { return flow_->Validate(r, data_size(), false); }
 
-int Generator::ModelRank(int device) const { return mesh_->AxisIndices(device)[1]; }
-
 StatusOr<const Txt2ImgPlan*> Generator::GetPlan(const GenerateRequest& r, bool* built) {
   std::string overrides;
   for (const auto& [k, v] : r.scheduler_overrides) overrides += k + "=" + v + ";";
@@ -109,21 +107,8 @@ StatusOr<const Txt2ImgPlan*> Generator::GetPlan(const GenerateRequest& r, bool* 
   // The parameters go to the devices once, with the first plan (the
   // transfer jax does on the first call of the pmapped function): each device
   // its model rank's share.
-  if (replicas_.empty()) {
-    param_bytes_.assign(devices(), 0);
-    for (int d = 0; d < devices(); ++d) {
-      for (const ComponentParams& c : flow_->components()) {
-        for (const auto& [name, a] : (*c.ranks)[ModelRank(d)].all()) {
-          auto rep = a.ShareTo(mesh_->device(d), "parameter");
-          if (!rep.ok()) {
-            replicas_.clear();
-            return rep.status().WithContext("placing parameter " + c.name + "/" + name);
-          }
-          param_bytes_[d] += rep->size_bytes();
-          replicas_.push_back(std::move(rep).value());
-        }
-      }
-    }
+  if (placed_.arrays.empty()) {
+    TPUMESH_ASSIGN_OR_RETURN(placed_, PlaceParams(*mesh_, flow_->components()));
   }
   TPUMESH_RETURN_IF_ERROR(CheckMemory(r, plan));
   *built = true;
@@ -289,8 +274,8 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   res.report.images = b;
   res.report.host_seconds = res.run_seconds;
   res.report.mesh_axes = mesh::MeshAxesToString(mesh_->axes());
-  res.report.param_bytes = param_bytes_;
-  res.report.sharding = ShardingPlan(*flow_);
+  res.report.param_bytes = placed_.bytes;
+  res.report.sharding = ShardingPlan(flow_->components(), flow_->model_ranks());
   res.report.Finish(records, r.keep_ops);
   for (int d = 0; d < n; ++d) {
     // The log holds every op and collective of the device: its clock.

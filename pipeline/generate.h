@@ -63,7 +63,6 @@
 #include "io/png.h"
 #include "mesh/array.h"
 #include "mesh/mesh.h"
-#include "io/png.h"
 #include "pipeline/report.h"
 #include "pipeline/txt2img.h"
 
@@ -128,7 +127,6 @@ class Generator {
   using PlanKey = std::tuple<int, int, int, int, std::string, int, bool>;
   Generator() = default;
   StatusOr<const Txt2ImgPlan*> GetPlan(const GenerateRequest& request, bool* built);
-  int ModelRank(int device) const;
   // Plan time, before any compute: a dry run of the flow checks the devices'
   // HBM, and the host's memory for the packs still to build and every
   // device's activations (ResourceExhausted, one line).
@@ -142,8 +140,7 @@ class Generator {
   // of the weights (shared read-only storage, counted on each device as jax
   // puts a copy in each HBM). The layers read the same bytes through the
   // models' rank ParamMaps, so nothing reads these arrays directly.
-  std::vector<mesh::Array> replicas_;
-  std::vector<int64_t> param_bytes_;  // per device
+  PlacedParams placed_;
   std::map<PlanKey, std::unique_ptr<Txt2ImgPlan>> plans_;
 };
 

@@ -101,6 +101,19 @@ StatusOr<ModelConfigs> ReadModelConfigs(const ModelFile& file) {
   return c;
 }
 
+namespace {
+
+// A component read whole, then split into the model ranks' shares (the
+// whole copy is released on return).
+StatusOr<std::vector<models::ParamMap>> ReadSharded(const ModelFile& file, const std::string& component,
+                                                   const std::vector<models::ParamSpec>& manifest, int ranks) {
+  TPUMESH_ASSIGN_OR_RETURN(models::ParamMap full, ReadParams(file, component, manifest));
+  TPUMESH_RETURN_IF_ERROR(full.Check(manifest, component));
+  return models::ShardParams(full, manifest, ranks);
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file, int model_ranks) {
   TPUMESH_ASSIGN_OR_RETURN(ModelConfigs configs, ReadModelConfigs(file));
   TPUMESH_ASSIGN_OR_RETURN(ClipTokenizer tok, LoadTokenizer(file, "tokenizer"));
@@ -109,37 +122,31 @@ StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file, in
     TPUMESH_ASSIGN_OR_RETURN(ClipTokenizer t, LoadTokenizer(file, "tokenizer_2"));
     tok2 = std::make_unique<ClipTokenizer>(std::move(t));
   }
-  // Each component read whole, then split into the model ranks' shares (the
-  // whole copy is released before the next component is read).
   auto read = [&](const std::string& component, const std::vector<models::ParamSpec>& manifest,
-                  int ranks) -> StatusOr<std::vector<models::ParamMap>> {
-    TPUMESH_ASSIGN_OR_RETURN(models::ParamMap full, ReadParams(file, component, manifest));
-    TPUMESH_RETURN_IF_ERROR(full.Check(manifest, component));
-    return models::ShardParams(full, manifest, ranks);
-  };
+                  int ranks) { return ReadSharded(file, component, manifest, ranks); };
   return BuildTextToImage(configs, read, std::make_unique<ClipTokenizer>(std::move(tok)), std::move(tok2),
                           model_ranks);
 }
 
-StatusOr<models::ClipTextModel> LoadTextEncoder(const ModelFile& file) {
+StatusOr<models::ClipTextModel> LoadTextEncoder(const ModelFile& file, int model_ranks) {
   TPUMESH_ASSIGN_OR_RETURN(std::string text, Config(file, "text_encoder"));
   TPUMESH_ASSIGN_OR_RETURN(auto cfg, models::ParseClipTextConfig(text, file.path() + ": text_encoder/config.json"));
-  TPUMESH_ASSIGN_OR_RETURN(auto params, ReadParams(file, "text_encoder", models::ClipTextParams(cfg)));
-  return models::ClipTextModel::Create(cfg, std::move(params));
+  TPUMESH_ASSIGN_OR_RETURN(auto ranks, ReadSharded(file, "text_encoder", models::ClipTextParams(cfg), model_ranks));
+  return models::ClipTextModel::Create(cfg, std::move(ranks));
 }
 
-StatusOr<models::UNetModel> LoadUNet(const ModelFile& file) {
+StatusOr<models::UNetModel> LoadUNet(const ModelFile& file, int model_ranks) {
   TPUMESH_ASSIGN_OR_RETURN(std::string text, Config(file, "unet"));
   TPUMESH_ASSIGN_OR_RETURN(auto cfg, models::ParseUNetConfig(text, file.path() + ": unet/config.json"));
-  TPUMESH_ASSIGN_OR_RETURN(auto params, ReadParams(file, "unet", models::UNetParams(cfg)));
-  return models::UNetModel::Create(cfg, std::move(params));
+  TPUMESH_ASSIGN_OR_RETURN(auto ranks, ReadSharded(file, "unet", models::UNetParams(cfg), model_ranks));
+  return models::UNetModel::Create(cfg, std::move(ranks));
 }
 
-StatusOr<models::VaeModel> LoadVae(const ModelFile& file) {
+StatusOr<models::VaeModel> LoadVae(const ModelFile& file, int model_ranks) {
   TPUMESH_ASSIGN_OR_RETURN(std::string text, Config(file, "vae"));
   TPUMESH_ASSIGN_OR_RETURN(auto cfg, models::ParseVaeConfig(text, file.path() + ": vae/config.json"));
-  TPUMESH_ASSIGN_OR_RETURN(auto params, ReadParams(file, "vae", models::VaeParams(cfg)));
-  return models::VaeModel::Create(cfg, std::move(params));
+  TPUMESH_ASSIGN_OR_RETURN(auto ranks, ReadSharded(file, "vae", models::VaeParams(cfg), model_ranks));
+  return models::VaeModel::Create(cfg, std::move(ranks));
 }
 
 }  // namespace tpumesh::pipeline

@@ -16,7 +16,6 @@
 #include "models/clip.h"
 #include "models/unet.h"
 #include "models/vae.h"
-#include "io/model_file.h"
 #include "pipeline/txt2img.h"
 #include "text/tokenizer.h"
 
@@ -24,9 +23,10 @@ namespace tpumesh::pipeline {
 
 // component: "tokenizer" or "tokenizer_2".
 StatusOr<ClipTokenizer> LoadTokenizer(const ModelFile& file, const std::string& component = "tokenizer");
-StatusOr<models::ClipTextModel> LoadTextEncoder(const ModelFile& file);
-StatusOr<models::UNetModel> LoadUNet(const ModelFile& file);
-StatusOr<models::VaeModel> LoadVae(const ModelFile& file);
+// One component; model_ranks as for LoadTextToImage below.
+StatusOr<models::ClipTextModel> LoadTextEncoder(const ModelFile& file, int model_ranks = 1);
+StatusOr<models::UNetModel> LoadUNet(const ModelFile& file, int model_ranks = 1);
+StatusOr<models::VaeModel> LoadVae(const ModelFile& file, int model_ranks = 1);
 // The whole text-to-image model: its family (model_index.json), every
 // component, its tokenizer(s) and scheduler config.
 // model_ranks: the size of the mesh's model axis; each component's

@@ -1,13 +1,12 @@
 #include "pipeline/report.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
+#include <map>
+#include <set>
 #include <sstream>
 
+#include "io/atomic_file.h"
 #include "mesh/device.h"
 #include "nlohmann/json.hpp"
 
@@ -15,23 +14,6 @@ namespace tpumesh::pipeline {
 namespace {
 
 using nlohmann::json;
-
-Status WriteFileAtomic(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp-" + std::to_string(getpid());
-  FILE* f = std::fopen(temp.c_str(), "wb");
-  if (!f) return InvalidArgumentError("cannot write " + path + ": " + std::strerror(errno));
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok) {
-    std::remove(temp.c_str());
-    return InternalError("cannot write " + path + ": " + std::strerror(errno));
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    std::remove(temp.c_str());
-    return InternalError("cannot write " + path + ": " + std::strerror(e));
-  }
-  return OkStatus();
-}
 
 json Totals(const mesh::OpTypeTotals& t) {
   return {{"count", t.count},
@@ -43,7 +25,35 @@ json Totals(const mesh::OpTypeTotals& t) {
           {"vector_seconds", t.vector_seconds},
           {"hbm_seconds", t.hbm_seconds},
           {"utilisation", t.utilisation()},
+          {"ici_seconds", t.ici_seconds},
+          {"ici_bytes", t.ici_bytes},
           {"host_seconds", t.host_seconds}};
+}
+
+// The sharding plan with what device 0 (model rank 0) sent for each layer:
+// the collective, how often, the bytes per call and the ICI time.
+json ShardingPlanJson(const RunReport& r) {
+  json plan = json::array();
+  static const std::map<std::string, mesh::DeviceCostLog::ModuleCollectives> kNone;
+  const auto& by_module = r.logs.empty() ? kNone : r.logs[0].collectives_by_module();
+  std::set<std::string> listed;
+  auto entry = [&](const std::string& module, const std::string& split) {
+    json e = {{"module", module}, {"split", split}, {"collective", "none"}, {"calls", 0},
+              {"bytes_per_call", 0}, {"ici_seconds", 0.0}};
+    if (auto it = by_module.find(module); it != by_module.end()) {
+      const mesh::OpTypeTotals& t = it->second.totals;
+      e["collective"] = it->second.kind;
+      e["calls"] = t.count;
+      e["bytes_per_call"] = t.count > 0 ? t.ici_bytes / t.count : 0.0;
+      e["ici_seconds"] = t.ici_seconds;
+    }
+    listed.insert(module);
+    plan.push_back(std::move(e));
+  };
+  for (const RunReport::ShardedLayer& l : r.sharding) entry(l.module, l.split);
+  for (const auto& [module, c] : by_module)
+    if (!listed.count(module)) entry(module, "activations only (no split weights)");
+  return plan;
 }
 
 }  // namespace
@@ -103,10 +113,20 @@ Status WriteReportJson(const std::string& path, const RunReport& r) {
     all.bytes += t.bytes;
     all.mxu_useful_macs += t.mxu_useful_macs;
     all.mxu_capacity_macs += t.mxu_capacity_macs;
+    all.ici_bytes += t.ici_bytes;
+    all.ici_seconds = std::max(all.ici_seconds, t.ici_seconds);
   }
   summary["flops"] = all.flops;
   summary["hbm_bytes"] = all.bytes;
   summary["mxu_utilisation"] = all.utilisation();
+  // The ICI: bytes sent by all devices; the busiest device's time in
+  // collectives, and its share of the modelled time.
+  summary["ici_bytes"] = all.ici_bytes;
+  summary["ici_seconds"] = all.ici_seconds;
+  summary["ici_share"] = r.modelled_seconds() > 0 ? all.ici_seconds / r.modelled_seconds() : 0.0;
+  if (!r.mesh_axes.empty()) summary["mesh"] = r.mesh_axes;
+  if (!r.param_bytes.empty())
+    summary["param_bytes_per_device"] = *std::max_element(r.param_bytes.begin(), r.param_bytes.end());
   if (!r.hbm_peak_bytes.empty()) {
     summary["hbm_peak_bytes"] = *std::max_element(r.hbm_peak_bytes.begin(), r.hbm_peak_bytes.end());
     summary["hbm_capacity_bytes"] = r.chip.hbm_bytes_per_device();
@@ -114,17 +134,22 @@ Status WriteReportJson(const std::string& path, const RunReport& r) {
   for (const auto& [k, v] : r.info) summary[k] = v;
   json devices = json::array();
   for (size_t d = 0; d < r.logs.size(); ++d) {
-    json by_type = json::object();
+    json by_type = json::object(), by_collective = json::object();
     for (const auto& [type, t] : r.logs[d].by_type()) by_type[type] = Totals(t);
+    for (const auto& [kind, t] : r.logs[d].by_collective()) by_collective[kind] = Totals(t);
     const mesh::OpTypeTotals t = r.logs[d].total();
     devices.push_back({{"id", d},
                        {"modelled_seconds", r.logs[d].seconds()},
                        {"host_seconds", t.host_seconds},
+                       {"ici_bytes", t.ici_bytes},
+                       {"ici_seconds", t.ici_seconds},
                        {"totals", Totals(t)},
-                       {"by_op_type", by_type}});
+                       {"by_op_type", by_type},
+                       {"by_collective", by_collective}});
     if (d < r.hbm_peak_bytes.size()) devices.back()["hbm_peak_bytes"] = r.hbm_peak_bytes[d];
+    if (d < r.param_bytes.size()) devices.back()["param_bytes"] = r.param_bytes[d];
   }
-  json out = {{"summary", summary}, {"devices", devices}};
+  json out = {{"summary", summary}, {"devices", devices}, {"sharding_plan", ShardingPlanJson(r)}};
   return WriteFileAtomic(path, out.dump(1) + "\n");
 }
 
@@ -166,6 +191,12 @@ Status WriteTraceJson(const std::string& path, const RunReport& r) {
              {"dur", e.timing.vector_seconds * 1e6}, {"args", args}});
       if (e.timing.hbm_seconds > 0)
         add({{"ph", "X"}, {"name", e.op.name}, {"pid", pid}, {"tid", 3}, {"ts", ts}, {"dur", e.timing.hbm_seconds * 1e6}, {"args", args}});
+      if (e.timing.ici_seconds > 0)
+        add({{"ph", "X"}, {"name", e.op.name}, {"pid", pid}, {"tid", 4},
+             {"ts", ts + (e.timing.seconds - e.timing.ici_seconds) * 1e6}, {"dur", e.timing.ici_seconds * 1e6},
+             {"args", {{"module", e.op.module}, {"shape", e.op.shape}, {"ici_bytes", e.op.ici_bytes},
+                       {"flops", e.op.cost.flops}, {"bytes", e.op.cost.bytes()},
+                       {"modelled_us", e.timing.seconds * 1e6}}}});
       if (e.op.host_seconds > 0) {
         add({{"ph", "X"}, {"name", e.op.name}, {"pid", host_pid}, {"tid", pid}, {"ts", host_now * 1e6},
              {"dur", e.op.host_seconds * 1e6},
@@ -196,6 +227,15 @@ std::string ReportTable(const RunReport& r) {
   if (!r.hbm_peak_bytes.empty())
     o << "HBM of device 0: peak " << mesh::FormatBytes(r.hbm_peak_bytes[0]) << " of "
       << mesh::FormatBytes(r.chip.hbm_bytes_per_device()) << " (parameters and live activations)\n";
+  if (!r.param_bytes.empty())
+    o << "parameters of device 0: " << mesh::FormatBytes(r.param_bytes[0])
+      << (r.mesh_axes.empty() ? "" : " over mesh " + r.mesh_axes) << "\n";
+  const mesh::OpTypeTotals t = r.logs[0].total();
+  if (t.ici_seconds > 0 || t.ici_bytes > 0) {
+    std::snprintf(line, sizeof line, "ICI of device 0: %.3f GB sent, %.4f s modelled (%.1f%% of its time)\n",
+                  t.ici_bytes / 1e9, t.ici_seconds, r.logs[0].seconds() > 0 ? 100 * t.ici_seconds / r.logs[0].seconds() : 0.0);
+    o << line;
+  }
   return o.str();
 }
 

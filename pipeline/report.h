@@ -6,11 +6,17 @@
 // advances nothing else; modelled_seconds is the slowest device's total (the
 // devices run concurrently; nothing here overlaps ops within a device). The
 // JSON report has a top-level "summary" (modelled_seconds, host_seconds,
-// images, chip, devices, ...) and per device a breakdown by op type. The
-// trace is Chrome trace-event JSON (opens in Perfetto): one process per
-// virtual device with MXU, vector unit, HBM DMA and ICI tracks, plus a
-// "host" process with the wall-clock time each op took on this host. Files
-// are written atomically.
+// images, chip, devices, mesh, param_bytes_per_device, ici_bytes: sent by
+// all devices, ici_seconds: the busiest device's time in collectives,
+// ici_share of the modelled time, ...), per device a breakdown by op type
+// and by collective kind with its ici_bytes, ici_seconds and param_bytes,
+// and a "sharding_plan": per split layer, how it is split, the collective
+// it runs, calls, bytes per call and ICI seconds on device 0. The trace is
+// Chrome trace-event JSON (opens in Perfetto): one process per virtual
+// device with MXU, vector unit, HBM DMA and ICI tracks (one ICI event per
+// collective, after the op's compute), plus a "host" process with the
+// wall-clock time each op took on this host. Files are written atomically
+// (io/atomic_file.h).
 #ifndef TPUMESH_PIPELINE_REPORT_H_
 #define TPUMESH_PIPELINE_REPORT_H_
 

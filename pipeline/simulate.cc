@@ -85,7 +85,7 @@ StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf)
     r.hbm_peak_bytes.push_back(rank_peak[rank]);
     r.param_bytes.push_back(rank_params[rank]);
   }
-  r.sharding = ShardingPlan(flow);
+  r.sharding = ShardingPlan(flow.components(), flow.model_ranks());
   r.Finish(records, req.keep_ops);
   r.host_seconds = 0;
   r.info = {{"model", cf.origin},

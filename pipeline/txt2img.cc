@@ -253,12 +253,12 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
   return out;
 }
 
-std::vector<RunReport::ShardedLayer> ShardingPlan(const TextToImage& flow) {
+std::vector<RunReport::ShardedLayer> ShardingPlan(const std::vector<ComponentParams>& components, int model_ranks) {
   std::vector<RunReport::ShardedLayer> plan;
-  const int m = flow.model_ranks();
+  const int m = model_ranks;
   if (m <= 1) return plan;
   const std::string suffix = ".weight";
-  for (const ComponentParams& c : flow.components()) {
+  for (const ComponentParams& c : components) {
     for (const models::ParamSpec& p : c.manifest) {
       const models::ParamSplit& s = p.split;
       if (!s.SplitsOver(m) || p.name.size() < suffix.size() ||
@@ -275,6 +275,27 @@ std::vector<RunReport::ShardedLayer> ShardingPlan(const TextToImage& flow) {
     }
   }
   return plan;
+}
+
+StatusOr<PlacedParams> PlaceParams(mesh::Mesh& mesh, const std::vector<ComponentParams>& components) {
+  PlacedParams placed;
+  placed.bytes.assign(mesh.num_devices(), 0);
+  for (int d = 0; d < mesh.num_devices(); ++d) {
+    const std::vector<int> at = mesh.AxisIndices(d);
+    const int rank = at.size() > 1 ? at[1] : 0;
+    for (const ComponentParams& c : components) {
+      if (rank >= static_cast<int>(c.ranks->size()))
+        return FailedPreconditionError(c.name + ": parameters split " + std::to_string(c.ranks->size()) +
+                                       " ways placed on a model axis of " + std::to_string(rank + 1) + " or more");
+      for (const auto& [name, a] : (*c.ranks)[rank].all()) {
+        auto view = a.ShareTo(mesh.device(d), "parameter");
+        if (!view.ok()) return view.status().WithContext("placing parameter " + c.name + "/" + name);
+        placed.bytes[d] += view->size_bytes();
+        placed.arrays.push_back(std::move(view).value());
+      }
+    }
+  }
+  return placed;
 }
 
 StatusOr<std::vector<models::ParamMap>> ZeroParams(const std::string&, const std::vector<models::ParamSpec>& manifest,

@@ -39,6 +39,7 @@
 
 #include "base/status.h"
 #include "mesh/array.h"
+#include "mesh/mesh.h"
 #include "mesh/prng.h"
 #include "models/configs.h"
 #include "models/nn.h"
@@ -157,9 +158,19 @@ class TextToImage {
 };
 
 // Every split layer of every component (module "unet/down_blocks.0.resnets.0.conv2")
-// and how it is split over the model axis, with rank 0's share, for
+// and how it is split over `model_ranks`, with rank 0's share, for
 // RunReport::sharding; empty when the model is not split.
-std::vector<RunReport::ShardedLayer> ShardingPlan(const TextToImage& flow);
+std::vector<RunReport::ShardedLayer> ShardingPlan(const std::vector<ComponentParams>& components, int model_ranks);
+
+// Places every component's parameters on the devices of a data x model mesh
+// (mesh::CreateDataModelMesh): device d gets read-only views of its model
+// rank's share, charged to its HBM (as jax places params at the first call).
+// ResourceExhausted names the device and the parameter that did not fit.
+struct PlacedParams {
+  std::vector<mesh::Array> arrays;    // alive for as long as the devices use them
+  std::vector<int64_t> bytes;         // per device: HBM its parameters hold
+};
+StatusOr<PlacedParams> PlaceParams(mesh::Mesh& mesh, const std::vector<ComponentParams>& components);
 
 // The texts that define a model: each component's config, from a model file
 // or a built-in architecture.

@@ -7,13 +7,13 @@ void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
     cmd->add_option("--chip", f->mesh.chip, "Chip: v5e, v4, v2 or a chip JSON file (docs/chips.md)")
         ->capture_default_str()
         ->group("Devices");
-    cmd->add_option("--devices", f->mesh.devices, "Emulated devices (default: the --mesh product, else 8)")
+    cmd->add_option("--devices", f->mesh.devices, "Emulated devices (default: the --topology count, else the --mesh product, else 8; eval: 1)")
         ->group("Devices");
     cmd->add_option("--mesh", f->mesh.axes,
                     "Mesh axes, e.g. data=4,model=2: images split over data, each model split over model "
                     "(default data=DEVICES; docs/sharding.md)")
         ->group("Devices");
-    cmd->add_option("--topology", f->mesh.topology, "Chips per axis, e.g. 2x4 (default: the chip's slice)")
+    cmd->add_option("--topology", f->mesh.topology, "Chips per axis, e.g. 2x4; must hold the devices (default: the chip's slice for the device count)")
         ->group("Devices");
     cmd->add_option("--model-axis-along", f->mesh.model_axis_along,
                     "Physical chip axis (x, y or z) the mesh's last axis (model) runs along first")
@@ -28,7 +28,8 @@ void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
   }
   if (which & kOutputFlags) {
     cmd->add_option("--report", f->report,
-                    "Write the chip's view as JSON (summary, per device per op type; collectives are the 'collective' type)")
+                    "Write the chip's view as JSON: summary (modelled time, HBM, ICI bytes and seconds), per device "
+                    "per op type and per collective kind, and the sharding plan (docs/cost-model.md)")
         ->group("Devices");
     cmd->add_option("--trace", f->trace, "Write a Chrome trace (Perfetto): MXU, vector, HBM, ICI tracks per device")
         ->group("Devices");

@@ -1,5 +1,6 @@
 // `tpumesh devices`: the emulated devices as jax.devices() shows them, the
-// mesh and a chip summary.
+// mesh and a chip summary, for the same device flags as generate, eval and
+// simulate (any axis names here: the mesh is only shown).
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -9,14 +10,13 @@
 #include "mesh/mesh.h"
 #include "nlohmann/json.hpp"
 #include "tools/commands.h"
+#include "tools/device_flags.h"
 
 namespace tpumesh::tools {
 namespace {
 
 struct DevicesOptions {
-  std::string chip = "v5e";
-  std::string topology;  // empty: the chip's default
-  std::string mesh;      // empty: data=N
+  DeviceFlags dev;
   bool json = false;
 };
 
@@ -27,16 +27,8 @@ std::string Fixed(double v, int digits) {
 }
 
 Status RunDevices(const DevicesOptions& opt) {
-  TPUMESH_ASSIGN_OR_RETURN(mesh::ChipSpec chip, mesh::LoadChipSpec(opt.chip));
-  std::vector<int> dims = chip.default_topology;
-  if (!opt.topology.empty()) {
-    TPUMESH_ASSIGN_OR_RETURN(dims, mesh::Topology::ParseDims(opt.topology));
-  }
-  std::vector<mesh::MeshAxis> axes;
-  if (!opt.mesh.empty()) {
-    TPUMESH_ASSIGN_OR_RETURN(axes, mesh::ParseMeshAxes(opt.mesh));
-  }
-  TPUMESH_ASSIGN_OR_RETURN(std::unique_ptr<mesh::Mesh> m, mesh::Mesh::Create(chip, dims, axes));
+  TPUMESH_ASSIGN_OR_RETURN(std::unique_ptr<mesh::Mesh> m, mesh::CreateMesh(opt.dev.mesh));
+  const mesh::ChipSpec& chip = m->chip();
   const mesh::Topology& topo = m->topology();
 
   if (opt.json) {
@@ -105,11 +97,7 @@ void RegisterDevices(CLI::App& app, RunFn* run) {
   auto opt = std::make_shared<DevicesOptions>();
   CLI::App* cmd = app.add_subcommand(
       "devices", "List the emulated devices (like jax.devices()), the mesh and the chip.");
-  cmd->add_option("--chip", opt->chip, "Chip: v5e, v4, v2 or a chip JSON file (docs/chips.md)")
-      ->capture_default_str();
-  cmd->add_option("--topology", opt->topology,
-                  "Chips per axis, e.g. 2x4 (default: the chip's own, v5e 2x4)");
-  cmd->add_option("--mesh", opt->mesh, "Named mesh axes, e.g. x=2,y=4 (default: data=N)");
+  AddDeviceFlags(cmd, &opt->dev, kMeshFlags | kThreadFlags);
   cmd->add_flag("--json", opt->json, "Print JSON instead of text");
   cmd->callback([opt, run] { *run = [opt] { return RunDevices(*opt); }; });
 }

@@ -209,6 +209,87 @@ TEST(ModelParallelSimulateTest, SimulationMatchesTheRealRun) {
   }
 }
 
+// --report and --trace show the interconnect: summary, per device and per
+// collective kind ICI figures, the sharding plan with each split layer's
+// collective and bytes, and one ICI trace event per collective per device;
+// all zero on a data-parallel mesh.
+TEST(ModelParallelReportTest, ReportAndTraceShowEveryCollective) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  for (const std::string mesh : {"data=8,model=1", "data=4,model=2"}) {
+    GeneratorOptions o;
+    o.mesh.axes = mesh;
+    auto gen = Generator::Open(o);
+    ASSERT_TRUE(gen.ok()) << gen.status().ToString();
+    GenerateRequest r;
+    r.prompts = {"a red fox in the snow"};
+    r.prompts.resize(8, "a bowl of fruit");
+    r.batch_per_device = 8 / (*gen)->data_size();
+    r.steps = 2;
+    r.keep_ops = true;
+    auto res = (*gen)->Generate(r);
+    ASSERT_TRUE(res.ok()) << res.status().ToString();
+    ASSERT_TRUE(WriteReportJson(dir + "/r.json", res->report).ok());
+    ASSERT_TRUE(WriteTraceJson(dir + "/t.json", res->report).ok());
+    std::ifstream rf(dir + "/r.json"), tf(dir + "/t.json");
+    const nlohmann::json report = nlohmann::json::parse(rf), trace = nlohmann::json::parse(tf);
+    const nlohmann::json& summary = report["summary"];
+    EXPECT_EQ(summary["mesh"], mesh);
+    const bool split = mesh != "data=8,model=1";
+
+    // Collectives per device, from the log, against the report and trace.
+    std::vector<int> collectives(8, 0), ici_events(8, 0);
+    double bytes_all = 0, seconds_max = 0;
+    for (int d = 0; d < 8; ++d) {
+      for (const auto& e : res->report.logs[d].ops()) collectives[d] += e.op.type == "collective";
+      const nlohmann::json& dev = report["devices"][d];
+      bytes_all += dev["ici_bytes"].get<double>();
+      seconds_max = std::max(seconds_max, dev["ici_seconds"].get<double>());
+      EXPECT_EQ(dev["param_bytes"].get<int64_t>(), res->report.param_bytes[d]);
+      double by_kind = 0;
+      for (const auto& [kind, t] : dev["by_collective"].items()) {
+        EXPECT_TRUE(kind == "psum" || kind == "all_gather") << kind;
+        by_kind += t["ici_bytes"].get<double>();
+      }
+      EXPECT_DOUBLE_EQ(by_kind, dev["ici_bytes"].get<double>()) << "device " << d;
+      if (split) {
+        EXPECT_GT(collectives[d], 0) << "device " << d;
+        EXPECT_GT(dev["ici_bytes"].get<double>(), 0) << "device " << d;
+        EXPECT_TRUE(dev["by_collective"].contains("psum")) << "device " << d;
+      } else {
+        EXPECT_EQ(collectives[d], 0);
+        EXPECT_EQ(dev["ici_bytes"].get<double>(), 0);
+      }
+    }
+    EXPECT_DOUBLE_EQ(summary["ici_bytes"].get<double>(), bytes_all);
+    EXPECT_DOUBLE_EQ(summary["ici_seconds"].get<double>(), seconds_max);
+    EXPECT_EQ(summary["ici_bytes"].get<double>() > 0, split);
+    EXPECT_NEAR(summary["ici_share"].get<double>(), seconds_max / res->report.modelled_seconds(), 1e-12);
+    for (const auto& e : trace["traceEvents"])
+      if (e["ph"] == "X" && e["tid"] == 4 && e["pid"].get<int>() <= 8) {
+        ++ici_events[e["pid"].get<int>() - 1];
+        EXPECT_TRUE(e["name"] == "psum" || e["name"] == "all_gather") << e.dump();
+        EXPECT_GT(e["args"]["ici_bytes"].get<int64_t>(), 0) << e.dump();
+      }
+    EXPECT_EQ(ici_events, collectives) << mesh;
+
+    // The plan: every split layer listed; the ones that reduce or gather
+    // name their collective, and the plan's bytes add up to device 0's.
+    const nlohmann::json& plan = report["sharding_plan"];
+    EXPECT_EQ(plan.empty(), !split);
+    double plan_bytes = 0;
+    int with_collective = 0;
+    for (const auto& l : plan) {
+      plan_bytes += l["calls"].get<double>() * l["bytes_per_call"].get<double>();
+      if (l["collective"] != "none") ++with_collective;
+    }
+    EXPECT_NEAR(plan_bytes, report["devices"][0]["ici_bytes"].get<double>(), 1e-6 * (1 + plan_bytes));
+    EXPECT_EQ(with_collective > 0, split);
+    const std::string table = ReportTable(res->report);
+    EXPECT_EQ(table.find("ICI of device 0") != std::string::npos, split) << table;
+    EXPECT_THAT(table, HasSubstr("parameters of device 0"));
+  }
+}
+
 TEST(ModelParallelFlagsTest, BadMeshesNameTheFlag) {
   GeneratorOptions o;
   o.mesh.axes = "data=2,tensor=4";

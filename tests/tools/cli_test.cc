@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -66,8 +67,9 @@ TEST(CliTest, BadInputIsOneLineAndNonZero) {
   };
   for (const Case& c : std::vector<Case>{
            {"devices --chip v9", 1, "tpumesh: error: chip 'v9': neither a preset"},
-           {"devices --topology 2x", 1, "tpumesh: error: topology '2x'"},
-           {"devices --mesh x=3", 1, "mesh axes x=3 hold 3 devices but topology 2x4 of v5e has 8"},
+           {"devices --topology 2x", 1, "tpumesh: error: --topology: topology '2x'"},
+           {"devices --mesh x=3 --topology 2x4", 1, "--mesh x=3 holds 3 devices but --topology 2x4 holds 8"},
+           {"devices --devices 4 --topology 2x4", 1, "--topology 2x4 holds 8 devices but --devices is 4"},
            {"devices --bogus", 2, "--bogus"},
            {"frobnicate", 2, "frobnicate"},
            {"", 2, "subcommand"},
@@ -127,16 +129,16 @@ TEST(CliTest, ConvertThenEvalReproducesGolden) {
     std::string component;
     std::vector<std::pair<std::string, std::string>> inputs;  // dataset in input <- golden dataset
     std::string output, want;
-    int devices;
+    std::string mesh;  // device flags
     double tolerance;
   };
   const std::vector<Case> cases = {
       {"text_encoder", {{"input_ids", "text_encoder/input_ids"}}, "last_hidden_state",
-       "text_encoder/last_hidden_state", 4, 1e-4},
+       "text_encoder/last_hidden_state", "--mesh data=2,model=2", 1e-4},
       {"unet", {{"sample", "unet/sample"}, {"timestep", "unet/tpair/timestep"},
-                {"encoder_hidden_states", "unet/encoder_hidden_states"}}, "out_sample", "unet/tpair/noise_pred", 2, 1e-4},
-      {"vae_decoder", {{"latents", "vae_decode/decoder_input"}}, "sample", "vae_decode/decoded", 2, 1e-4},
-      {"vae_encoder", {{"sample", "vae_encode/image"}}, "latent_mean", "vae_encode/mean", 1, 1e-4},
+                {"encoder_hidden_states", "unet/encoder_hidden_states"}}, "out_sample", "unet/tpair/noise_pred", "--mesh model=2", 1e-4},
+      {"vae_decoder", {{"latents", "vae_decode/decoder_input"}}, "sample", "vae_decode/decoded", "--devices 2 --mesh model=2", 1e-4},
+      {"vae_encoder", {{"sample", "vae_encode/image"}}, "latent_mean", "vae_encode/mean", "--devices 1", 1e-4},
   };
   for (const Case& c : cases) {
     const std::string in = dir + "/in_" + c.component + ".h5", out = dir + "/out_" + c.component + ".h5";
@@ -147,8 +149,13 @@ TEST(CliTest, ConvertThenEvalReproducesGolden) {
       ASSERT_TRUE((*w)->Commit().ok());
     }
     Result r = RunTpumesh("eval --model " + model + " --component " + c.component + " --input " + in + " --output " +
-                          out + " --devices " + std::to_string(c.devices));
+                          out + " " + c.mesh + " --report " + dir + "/report.json");
     ASSERT_EQ(r.code, 0) << r.err;
+    // Over a model axis the devices exchange activations.
+    std::ifstream rf(dir + "/report.json");
+    const nlohmann::json report = nlohmann::json::parse(rf);
+    EXPECT_EQ(report["summary"]["ici_bytes"].get<double>() > 0, c.mesh.find("model=") != std::string::npos)
+        << c.component << " " << c.mesh;
     auto got = tpumesh::pipeline::H5ReadArray(out, c.output);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     const Array want = *tpumesh::pipeline::H5ReadArray(golden, c.want);
@@ -159,7 +166,7 @@ TEST(CliTest, ConvertThenEvalReproducesGolden) {
   Result bad = RunTpumesh("eval --model " + model + " --component unet --input " + dir + "/in_unet.h5 --output " + dir +
                           "/bad.h5 --devices 8");
   EXPECT_EQ(bad.code, 1);
-  EXPECT_THAT(bad.err, HasSubstr("not divisible by --devices 8"));
+  EXPECT_THAT(bad.err, HasSubstr("not divisible by the mesh's data axis (8)"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/bad.h5"));
   Result comp = RunTpumesh("eval --model " + model + " --component clip --input " + dir + "/in_unet.h5 --output " + dir + "/bad.h5");
   EXPECT_THAT(comp.err, HasSubstr("unknown component 'clip'"));
