@@ -1,5 +1,10 @@
-// The built-in configs parse and give the published parameter counts.
+// The built-in configs parse and give the published parameter counts; their
+// manifests are pinned.
 #include "models/architectures.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "models/configs.h"
@@ -53,6 +58,59 @@ TEST(ArchitecturesTest, Sdxl) {
   EXPECT_EQ(c.vae, 83653863);
   EXPECT_EQ(c.text_encoder, 123060480);
   EXPECT_EQ(c.text_encoder_2, 694659840);
+}
+
+// Every manifest entry (order, name, shape, split) pinned by a digest, so a
+// change to how the blocks are declared cannot silently reorder, rename,
+// reshape or resplit a parameter (the order fixes init's random draws).
+uint64_t Digest(const std::vector<ParamSpec>& manifest) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+  auto mix = [&](const std::string& s) {
+    for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  };
+  for (const ParamSpec& p : manifest) {
+    mix(p.name + "|" + mesh::ShapeToString(p.shape) + "|" + std::to_string(p.split.dim) + "," +
+        std::to_string(p.split.units) + "," + std::to_string(p.split.parts) + "," + std::to_string(p.split.even) +
+        "," + p.split.unit + "\n");
+  }
+  return h;
+}
+
+TEST(ArchitecturesTest, ManifestsArePinned) {
+  struct Pinned {
+    const char* arch;
+    const char* component;
+    size_t entries;
+    uint64_t digest;
+  };
+  for (const Pinned& want : std::vector<Pinned>{
+           {"sd15", "text_encoder", 196, 0x50d01dfae5dca777ull},
+           {"sd15", "unet", 686, 0x6e5fec7eb0586c5eull},
+           {"sd15", "vae", 248, 0x832fd7d3ce76fa23ull},
+           {"sd21", "text_encoder", 372, 0xfbdec12d87f1855bull},
+           {"sd21", "unet", 686, 0xcee9f74a0559a5baull},
+           {"sd21", "vae", 248, 0x832fd7d3ce76fa23ull},
+           {"sdxl", "text_encoder", 196, 0x50d01dfae5dca777ull},
+           {"sdxl", "text_encoder_2", 517, 0x745b5891ce5b44f3ull},
+           {"sdxl", "unet", 1680, 0x10b3b987220805acull},
+           {"sdxl", "vae", 248, 0x832fd7d3ce76fa23ull},
+           {"tiny", "text_encoder", 84, 0x810959a017d03510ull},
+           {"tiny", "unet", 304, 0xee395508f6e8d16aull},
+           {"tiny", "vae", 124, 0xd6b290dcd1a3dd37ull},
+       }) {
+    auto a = BuiltinArchitecture(want.arch);
+    ASSERT_TRUE(a.ok());
+    const std::string c = want.component;
+    std::vector<ParamSpec> m;
+    if (c == "text_encoder" || c == "text_encoder_2")
+      m = ClipTextParams(*ParseClipTextConfig(c == "text_encoder" ? a->text_encoder : a->text_encoder_2, c));
+    else if (c == "unet")
+      m = UNetParams(*ParseUNetConfig(a->unet, c));
+    else
+      m = VaeParams(*ParseVaeConfig(a->vae, c));
+    EXPECT_EQ(m.size(), want.entries) << want.arch << " " << c;
+    EXPECT_EQ(Digest(m), want.digest) << want.arch << " " << c;
+  }
 }
 
 TEST(ArchitecturesTest, TinyAndUnknown) {
