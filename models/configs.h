@@ -8,7 +8,9 @@
 // ignored. Keys that do not change inference (dropout, _diffusers_version,
 // initializer ranges, ...) are ignored. The manifests follow diffusers'
 // module structure exactly, so a checkpoint's names and shapes can be checked
-// against them before any compute (tests compare them with real checkpoints).
+// against them before any compute (tests compare them with real checkpoints);
+// they are derived from the block declarations of blocks.h, as the FLOP
+// counts of flops.h are.
 #ifndef TPUMESH_MODELS_CONFIGS_H_
 #define TPUMESH_MODELS_CONFIGS_H_
 
@@ -134,6 +136,7 @@ struct ParamSpec {
   mesh::Shape shape;
   ParamSplit split;  // replicated unless stated
 };
+// The manifests (defined in blocks.cc, from the block declarations).
 std::vector<ParamSpec> ClipTextParams(const ClipTextConfig& c);
 std::vector<ParamSpec> UNetParams(const UNetConfig& c);
 std::vector<ParamSpec> VaeParams(const VaeConfig& c);

@@ -8,8 +8,9 @@
 // attention, Q K^T and P V (2 Lq Lk D each, per batch entry and head; the
 // head count does not change the sum). Not counted: biases, norms, softmax,
 // activations and residual adds (vector work, under 1% of SD's flops). The
-// walk mirrors the Forward of clip.cc, unet.cc and vae.cc module by module;
-// tests/models/flops_test.cc checks it against diffusers' own modules (SD
+// count visits the same block declarations the parameter manifests come
+// from (blocks.h), which mirror the Forward of clip.cc, unet.cc and vae.cc
+// module by module; tests/models/flops_test.cc checks it against diffusers' own modules (SD
 // 1.5, counted with PyTorch forward hooks) and against the ops the models
 // record in a dry run (Ctx::ops).
 #ifndef TPUMESH_MODELS_FLOPS_H_

@@ -158,8 +158,7 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
   stats.report.devices = m->num_devices();
   stats.report.mesh_axes = mesh::MeshAxesToString(m->axes());
   stats.report.param_bytes = placed.bytes;
-  // The encoder runs no split layer (only the decoder's are split).
-  if (o.component != "vae_encoder") stats.report.sharding = ShardingPlan(components, model_ranks);
+  stats.report.sharding = ShardingPlan(components, model_ranks);
   stats.report.images = stats.batch;
   stats.report.host_seconds = stats.host_seconds;
   stats.report.info = {{"component", o.component}, {"model", o.model}};

@@ -31,14 +31,16 @@ json Totals(const mesh::OpTypeTotals& t) {
 }
 
 // The sharding plan with what device 0 (model rank 0) sent for each layer:
-// the collective, how often, the bytes per call and the ICI time.
+// the collective (as run; as planned for a layer this run did not reach,
+// e.g. the VAE encoder's in generate), how often, the bytes per call and the
+// ICI time.
 json ShardingPlanJson(const RunReport& r) {
   json plan = json::array();
   static const std::map<std::string, mesh::DeviceCostLog::ModuleCollectives> kNone;
   const auto& by_module = r.logs.empty() ? kNone : r.logs[0].collectives_by_module();
   std::set<std::string> listed;
-  auto entry = [&](const std::string& module, const std::string& split) {
-    json e = {{"module", module}, {"split", split}, {"collective", "none"}, {"calls", 0},
+  auto entry = [&](const std::string& module, const std::string& split, const std::string& collective) {
+    json e = {{"module", module}, {"split", split}, {"collective", collective}, {"calls", 0},
               {"bytes_per_call", 0}, {"ici_seconds", 0.0}};
     if (auto it = by_module.find(module); it != by_module.end()) {
       const mesh::OpTypeTotals& t = it->second.totals;
@@ -50,9 +52,9 @@ json ShardingPlanJson(const RunReport& r) {
     listed.insert(module);
     plan.push_back(std::move(e));
   };
-  for (const RunReport::ShardedLayer& l : r.sharding) entry(l.module, l.split);
+  for (const RunReport::ShardedLayer& l : r.sharding) entry(l.module, l.split, l.collective);
   for (const auto& [module, c] : by_module)
-    if (!listed.count(module)) entry(module, "activations only (no split weights)");
+    if (!listed.count(module)) entry(module, "activations only (no split weights)", c.kind);
   return plan;
 }
 

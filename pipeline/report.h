@@ -55,6 +55,7 @@ struct RunReport {
   struct ShardedLayer {
     std::string module;  // "unet/down_blocks.0.resnets.0.conv2"
     std::string split;   // "input features (partial sums added by psum) by 32 groups; rank 0 holds 4"
+    std::string collective;  // what the split layer runs: "psum", "all_gather" or "none"
   };
   std::vector<ShardedLayer> sharding;
 

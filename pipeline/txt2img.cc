@@ -271,7 +271,8 @@ std::vector<RunReport::ShardedLayer> ShardingPlan(const std::vector<ComponentPar
                                                : "output features (stay split)";
       what += " by " + std::to_string(s.units) + " " + s.unit + (s.parts > 1 ? " in each of 2 halves" : "") +
               "; rank 0 holds " + std::to_string(u1 - u0);
-      plan.push_back({c.name + "/" + p.name.substr(0, p.name.size() - suffix.size()), what});
+      plan.push_back({c.name + "/" + p.name.substr(0, p.name.size() - suffix.size()), what,
+                      s.dim == 1 ? "psum" : s.even ? "all_gather" : "none"});
     }
   }
   return plan;
