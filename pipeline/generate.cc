@@ -88,6 +88,7 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
                                           : ""));
   }
   g->packed_estimate_ = need.packed_bytes;
+  g->f32_weights_ = need.f32_bytes > need.bf16_bytes;
   TPUMESH_ASSIGN_OR_RETURN(g->flow_, LoadTextToImage(*file, g->model_size()));
   return g;
 }
@@ -156,7 +157,8 @@ Status Generator::CheckMemory(const GenerateRequest& r, const Txt2ImgPlan& plan)
         "this run needs about " + mesh::FormatBytes(need) + " more host memory (packed weights " +
         mesh::FormatBytes(to_pack) + ", activations " + mesh::FormatBytes(activations) + " per device x " +
         std::to_string(devices()) + "), this host has " + mesh::FormatBytes(have) +
-        " available: fewer devices or images per device, a smaller size, or a bf16 model file");
+        " available: fewer devices or images per device, or a smaller size" +
+        (f32_weights_ ? std::string(", or a bf16 model file") : std::string()));
   return OkStatus();
 }
 

@@ -135,6 +135,7 @@ class Generator {
   std::string model_name_;
   std::unique_ptr<TextToImage> flow_;
   int64_t packed_estimate_ = 0;  // bf16 bytes of every packed weight (loader.h)
+  bool f32_weights_ = false;     // the file holds its weights mostly in f32
   std::unique_ptr<mesh::Mesh> mesh_;
   // Each device's parameters (its model rank's share): the HBM accounting
   // of the weights (shared read-only storage, counted on each device as jax
