@@ -135,10 +135,12 @@ TEST(CliTest, ConvertThenEvalReproducesGolden) {
   const std::vector<Case> cases = {
       {"text_encoder", {{"input_ids", "text_encoder/input_ids"}}, "last_hidden_state",
        "text_encoder/last_hidden_state", "--mesh data=2,model=2", 1e-4},
+      {"text_encoder", {{"input_ids", "text_encoder/input_ids"}}, "last_hidden_state",
+       "text_encoder/last_hidden_state", "", 1e-4},
       {"unet", {{"sample", "unet/sample"}, {"timestep", "unet/tpair/timestep"},
                 {"encoder_hidden_states", "unet/encoder_hidden_states"}}, "out_sample", "unet/tpair/noise_pred", "--mesh model=2", 1e-4},
       {"vae_decoder", {{"latents", "vae_decode/decoder_input"}}, "sample", "vae_decode/decoded", "--devices 2 --mesh model=2", 1e-4},
-      {"vae_encoder", {{"sample", "vae_encode/image"}}, "latent_mean", "vae_encode/mean", "--devices 1", 1e-4},
+      {"vae_encoder", {{"sample", "vae_encode/image"}}, "latent_mean", "vae_encode/mean", "--mesh model=2", 1e-4},
   };
   for (const Case& c : cases) {
     const std::string in = dir + "/in_" + c.component + ".h5", out = dir + "/out_" + c.component + ".h5";
