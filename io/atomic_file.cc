@@ -1,6 +1,7 @@
 #include "io/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -36,6 +37,7 @@ Status ErrnoStatus(const std::string& what, int e) {
       return NotFoundError(std::move(m));
     case ENOSPC:
     case EDQUOT:
+    case EFBIG:
       return ResourceExhaustedError(std::move(m));
     case EIO:
       return DataLossError(std::move(m));
@@ -44,31 +46,91 @@ Status ErrnoStatus(const std::string& what, int e) {
   }
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
-  if (path.empty()) return InvalidArgumentError("cannot write a file to an empty path");
+namespace {
+
+// Writes `bytes` to a new temporary beside `path` and fsyncs it; 0 or errno.
+int WriteTemporary(const std::string& path, std::string_view bytes, std::string* temp) {
   static std::atomic<uint64_t> counter{0};
   const std::filesystem::path p(path);
-  std::string temp;
   int fd = -1, e = 0;
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    temp = (p.parent_path() / ("." + p.filename().string() + ".tmp-" + std::to_string(getpid()) + "-" +
-                               std::to_string(counter.fetch_add(1))))
-               .string();
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    *temp = (p.parent_path() / ("." + p.filename().string() + ".tmp-" + std::to_string(getpid()) + "-" +
+                                std::to_string(counter.fetch_add(1))))
+                .string();
+    fd = ::open(temp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) {
       e = errno;
       if (e != EEXIST) break;
     }
   }
-  if (fd < 0) return ErrnoStatus("cannot write " + path, e);
+  if (fd < 0) {
+    temp->clear();
+    return e;
+  }
   e = WriteAll(fd, bytes);
   if (e == 0 && ::fsync(fd) != 0) e = errno;
   if (::close(fd) != 0 && e == 0 && errno != EINTR) e = errno;
-  if (e == 0 && std::rename(temp.c_str(), path.c_str()) != 0) e = errno;
   if (e != 0) {
-    ::unlink(temp.c_str());
-    return ErrnoStatus("cannot write " + path, e);
+    ::unlink(temp->c_str());
+    temp->clear();
   }
+  return e;
+}
+
+}  // namespace
+
+Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
+  if (path.empty()) return InvalidArgumentError("cannot write a file to an empty path");
+  std::string temp;
+  int e = WriteTemporary(path, bytes, &temp);
+  if (e == 0 && std::rename(temp.c_str(), path.c_str()) != 0) {
+    e = errno;
+    ::unlink(temp.c_str());
+  }
+  if (e != 0) return ErrnoStatus("cannot write " + path, e);
+  return OkStatus();
+}
+
+Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<std::string> temps;
+  auto remove_temps = [&] {
+    for (const std::string& t : temps) ::unlink(t.c_str());
+  };
+  for (const auto& [path, bytes] : files) {
+    if (path.empty()) {
+      remove_temps();
+      return InvalidArgumentError("cannot write a file to an empty path");
+    }
+    std::string temp;
+    if (const int e = WriteTemporary(path, bytes, &temp); e != 0) {
+      remove_temps();
+      return ErrnoStatus("cannot write " + path, e);
+    }
+    temps.push_back(temp);
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (std::rename(temps[i].c_str(), files[i].first.c_str()) != 0) {
+      const int e = errno;
+      for (size_t j = i; j < temps.size(); ++j) ::unlink(temps[j].c_str());
+      return ErrnoStatus("cannot write " + files[i].first, e);
+    }
+  }
+  return OkStatus();
+}
+
+Status CheckWritable(const std::string& path, const std::string& flag) {
+  const std::string what = flag.empty() ? path : flag + " " + path;
+  if (path.empty()) return InvalidArgumentError((flag.empty() ? std::string("output") : flag) + ": empty path");
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return InvalidArgumentError(what + ": is a directory");
+    if (!S_ISREG(st.st_mode))
+      return InvalidArgumentError(what + ": not a regular file (a FIFO, device or socket is never written)");
+  }
+  std::string temp;
+  const int e = WriteTemporary(path, "", &temp);
+  if (e != 0) return ErrnoStatus(what + ": cannot write there", e);
+  ::unlink(temp.c_str());
   return OkStatus();
 }
 

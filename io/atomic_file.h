@@ -9,15 +9,28 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 
 namespace tpumesh {
 
 Status WriteFileAtomic(const std::string& path, std::string_view bytes);
+// Several files, all or none: every file's bytes go to its temporary and are
+// fsync'ed first; only when all of them are on disk are they renamed into
+// place. On a failure before the renames no path is touched and every
+// temporary is removed.
+Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& files);
+// Whether `path` can be written as WriteFileAtomic writes it, checked before
+// a long run: its directory exists and takes a new file (a probe is created
+// and removed), and `path` is not a directory, FIFO, device or socket.
+// `flag` names the option in the message ("--save-latents out.h5: ...").
+Status CheckWritable(const std::string& path, const std::string& flag = "");
 // "<what>: <strerror(e)>" with the code that says what kind of failure it
 // was: NotFound (ENOENT, ENOTDIR), ResourceExhausted (ENOSPC, EDQUOT),
-// DataLoss (EIO), InvalidArgument otherwise.
+// DataLoss (EIO), ResourceExhausted also for EFBIG (a file size limit),
+// InvalidArgument otherwise.
 Status ErrnoStatus(const std::string& what, int e);
 
 }  // namespace tpumesh

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "hdf5.h"
+#include "io/atomic_file.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -117,21 +118,23 @@ StatusOr<std::vector<std::string>> H5ReadStrings(const std::string& file, const 
 
 StatusOr<std::unique_ptr<H5Writer>> H5Writer::Create(const std::string& path) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  // Checked now, so that an unwritable output fails before any compute.
+  TPUMESH_RETURN_IF_ERROR(CheckWritable(path));
   std::unique_ptr<H5Writer> w(new H5Writer());
   w->path_ = path;
-  const std::filesystem::path p(path);
-  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) return NotFoundError(path + ": directory " + dir.string() + " does not exist");
-  w->temp_ = (dir / ("." + p.filename().string() + ".tmp-" + std::to_string(getpid()))).string();
-  w->file_ = H5Fcreate(w->temp_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (w->file_ < 0) return InvalidArgumentError(path + ": cannot create (is the directory writable?)");
+  // In memory (the core driver without a backing store): HDF5 never writes
+  // to disk, so no flush or close of it can fail half-way; Commit writes the
+  // finished image with checked, fsync'ed writes.
+  const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  H5Pset_fapl_core(fapl, 1 << 20, /*backing_store=*/0);
+  w->file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  H5Pclose(fapl);
+  if (w->file_ < 0) return InternalError(path + ": cannot create an HDF5 file in memory");
   return w;
 }
 
 H5Writer::~H5Writer() {
   if (file_ >= 0) H5Fclose(file_);
-  if (!committed_ && !temp_.empty()) std::remove(temp_.c_str());
 }
 
 Status H5Writer::Write(const std::string& name, const mesh::Array& a) {
@@ -149,20 +152,27 @@ Status H5Writer::Write(const std::string& name, const mesh::Array& a) {
   H5Sclose(space);
   if (ds < 0) return InternalError(path_ + ": cannot create dataset " + name);
   const herr_t rc = H5Dwrite(ds, f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.raw());
-  H5Dclose(ds);
-  if (rc < 0) return DataLossError(path_ + ": cannot write " + name + " (disk full?)");
+  const herr_t closed = H5Dclose(ds);
+  if (rc < 0 || closed < 0) return InternalError(path_ + ": cannot write " + name + " into the HDF5 image");
   return OkStatus();
 }
 
-Status H5Writer::Commit() {
-  const herr_t rc = H5Fclose(file_);
+StatusOr<std::string> H5Writer::Finish() {
+  if (file_ < 0) return FailedPreconditionError(path_ + ": the HDF5 image is already finished");
+  if (H5Fflush(file_, H5F_SCOPE_GLOBAL) < 0) return InternalError(path_ + ": cannot finish the HDF5 image");
+  const ssize_t size = H5Fget_file_image(file_, nullptr, 0);
+  if (size < 0) return InternalError(path_ + ": cannot finish the HDF5 image");
+  std::string bytes(static_cast<size_t>(size), '\0');
+  if (H5Fget_file_image(file_, bytes.data(), bytes.size()) != size)
+    return InternalError(path_ + ": cannot finish the HDF5 image");
+  H5Fclose(file_);
   file_ = -1;
-  if (rc < 0) return DataLossError(path_ + ": cannot finish the file (disk full?)");
-  std::error_code ec;
-  std::filesystem::rename(temp_, path_, ec);
-  if (ec) return InvalidArgumentError(path_ + ": cannot move the finished file into place: " + ec.message());
-  committed_ = true;
-  return OkStatus();
+  return bytes;
+}
+
+Status H5Writer::Commit() {
+  TPUMESH_ASSIGN_OR_RETURN(std::string bytes, Finish());
+  return WriteFileAtomic(path_, bytes);
 }
 
 }  // namespace tpumesh::pipeline

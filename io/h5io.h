@@ -4,8 +4,10 @@
 // Contract: readers name the file and dataset in every error (NotFound for a
 // missing file or dataset, InvalidArgument for a wrong type); integer
 // datasets of any width are read as int32 (values outside int32 are an
-// error). H5Writer writes to a temporary file and renames it on Commit():
-// never a partial output file.
+// error). H5Writer checks that its path is writable when created (before
+// any compute), builds the file in memory and writes it on Commit() as
+// io/atomic_file.h does (checked, fsync'ed, renamed): never a partial output
+// file, and a full disk is an error (ResourceExhausted), not a short file.
 #ifndef TPUMESH_IO_H5IO_H_
 #define TPUMESH_IO_H5IO_H_
 
@@ -28,13 +30,17 @@ class H5Writer {
   static StatusOr<std::unique_ptr<H5Writer>> Create(const std::string& path);
   ~H5Writer();
   Status Write(const std::string& name, const mesh::Array& a);  // f32 or s32
+  // The finished file's bytes (the writer is closed), for a caller that
+  // writes several outputs together (io/atomic_file.h WriteFilesAtomic).
+  StatusOr<std::string> Finish();
+  // Finish, then WriteFileAtomic to the path.
   Status Commit();
+  const std::string& path() const { return path_; }
 
  private:
   H5Writer() = default;
-  std::string path_, temp_;
+  std::string path_;
   int64_t file_ = -1;
-  bool committed_ = false;
 };
 
 }  // namespace tpumesh::pipeline

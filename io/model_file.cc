@@ -1,5 +1,6 @@
 #include "io/model_file.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <filesystem>
 
 #include "hdf5.h"
+#include "io/atomic_file.h"
 #include "kernels/bf16.h"
 
 namespace tpumesh::pipeline {
@@ -33,6 +35,13 @@ class Handle {
   Handle& operator=(const Handle&) = delete;
   hid_t get() const { return id_; }
   bool ok() const { return id_ >= 0; }
+  // Closes now; the result a destructor would drop (a dataset's close writes
+  // its buffered data).
+  herr_t Close() {
+    const herr_t rc = id_ >= 0 ? close_(id_) : 0;
+    id_ = -1;
+    return rc;
+  }
 
  private:
   hid_t id_;
@@ -77,6 +86,8 @@ StatusOr<std::string> ReadStringAttribute(hid_t obj, const char* name) {
 }
 
 }  // namespace
+
+void DisableHdf5ExitHandler() { H5dont_atexit(); }
 
 // ---------------------------------------------------------------------------
 // ModelFileWriter
@@ -130,7 +141,7 @@ Status ModelFileWriter::WriteText(const std::string& dataset, const std::string&
             H5Dclose);
   if (!ds.ok()) return InternalError(path_ + ": cannot create dataset " + dataset);
   const char* p = text.c_str();
-  if (H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p) < 0)
+  if (H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p) < 0 || ds.Close() < 0)
     return DataLossError(path_ + ": cannot write " + dataset + " (disk full?)");
   return OkStatus();
 }
@@ -175,16 +186,20 @@ Status ModelFileWriter::WriteTensor(const std::string& component, const std::str
     }
     if (rc >= 0) TPUMESH_RETURN_IF_ERROR(WriteStringAttribute(ds.get(), "dtype", "bfloat16"));
   }
-  if (rc < 0) return DataLossError(path_ + ": cannot write " + dataset + " (disk full?)");
+  if (rc < 0 || ds.Close() < 0) return DataLossError(path_ + ": cannot write " + dataset + " (disk full?)");
   return OkStatus();
 }
 
 Status ModelFileWriter::Commit() {
-  if (H5Fclose(file_) < 0) {
-    file_ = -1;
-    return DataLossError(path_ + ": cannot finish the file (disk full?)");
-  }
+  const herr_t closed = H5Fclose(file_);
   file_ = -1;
+  if (closed < 0) return DataLossError(path_ + ": cannot finish the file (disk full?)");
+  // On disk before it takes the target's name.
+  const int fd = ::open(temp_path_.c_str(), O_RDONLY | O_CLOEXEC);
+  int e = fd < 0 ? errno : 0;
+  if (fd >= 0 && ::fsync(fd) != 0) e = errno;
+  if (fd >= 0) ::close(fd);
+  if (e != 0) return ErrnoStatus("cannot write " + path_, e);
   std::error_code ec;
   std::filesystem::rename(temp_path_, path_, ec);
   if (ec) return InvalidArgumentError(path_ + ": cannot move the finished file into place: " + ec.message());

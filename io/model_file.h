@@ -9,6 +9,9 @@
 //   it into place only on Commit(); a writer destroyed before Commit (an
 //   error, Ctrl-C unwinding) removes the temporary file. There is never a
 //   partial model file at the target path.
+// - Every HDF5 write and dataset close is checked, and the finished file is
+//   fsync'ed before the rename: a full disk is an error naming the file
+//   (ResourceExhausted or DataLoss), never a short model file.
 // - Tensors are written one at a time and read one at a time: converting or
 //   loading never holds two copies of the whole model.
 // - f32 is stored as IEEE f32 little-endian; bf16 as uint16 with the
@@ -26,6 +29,12 @@
 #include "mesh/array.h"
 
 namespace tpumesh::pipeline {
+
+// Call first in a program's main, before any other HDF5 call: HDF5 then
+// installs no exit handler. Its handler closes files still open at exit, and
+// for a file whose close failed (a full disk) Debian's HDF5 1.10 crashes in
+// it; every file tpumesh opens is closed by its owner, so none is needed.
+void DisableHdf5ExitHandler();
 
 inline constexpr char kModelFormat[] = "tpumesh-model";
 inline constexpr int kModelFormatVersion = 1;

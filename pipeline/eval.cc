@@ -73,7 +73,8 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
     }
     TPUMESH_ASSIGN_OR_RETURN(auto w, H5Writer::Create(o.output));
     TPUMESH_RETURN_IF_ERROR(w->Write("input_ids", ids));
-    TPUMESH_RETURN_IF_ERROR(w->Commit());
+    TPUMESH_ASSIGN_OR_RETURN(std::string bytes, w->Finish());
+    stats.files.emplace_back(o.output, std::move(bytes));
     stats.batch = static_cast<int64_t>(prompts.size());
     return stats;
   }
@@ -169,7 +170,8 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
   }
   stats.modelled_seconds = m->MaxClockSeconds();
   TPUMESH_RETURN_IF_ERROR(writer->Write(out_name, result));
-  TPUMESH_RETURN_IF_ERROR(writer->Commit());
+  TPUMESH_ASSIGN_OR_RETURN(std::string bytes, writer->Finish());
+  stats.files.emplace_back(o.output, std::move(bytes));
   return stats;
 }
 

@@ -4,7 +4,9 @@
 // batch is split along its leading dimension over `data`; the component's
 // parameters are split over `model` as generate splits them
 // (docs/sharding.md), each device holding its model rank's share; the
-// output is read from the model rank 0 device of each data index.
+// output is read from the model rank 0 device of each data index. The
+// output path is checked writable before any compute; the file itself is
+// returned, not written.
 //
 //   tokenizer     prompts (strings) [B]                  -> input_ids [B, 77] int32
 //   text_encoder  input_ids [B, 77]                      -> last_hidden_state [B, 77, H]
@@ -16,6 +18,8 @@
 #define TPUMESH_PIPELINE_EVAL_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "mesh/mesh.h"
@@ -40,6 +44,9 @@ struct EvalStats {
   double host_seconds = 0;       // the pmap (the forward pass), measured
   double total_seconds = 0;      // loading, replicating and the pmap
   double modelled_seconds = 0;   // the slowest device's simulated clock: its ops priced on the chip
+  // The output file (path, bytes), for the caller to write together with
+  // its other outputs (io/atomic_file.h WriteFilesAtomic).
+  std::vector<std::pair<std::string, std::string>> files;
 };
 
 StatusOr<EvalStats> RunEval(const EvalOptions& options);

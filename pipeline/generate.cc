@@ -11,10 +11,11 @@
 #include <mutex>
 #include <sstream>
 
+#include "io/atomic_file.h"
 #include "io/model_file.h"
 #include "mesh/collectives.h"
-#include "pipeline/init_model.h"
 #include "models/parallel.h"
+#include "pipeline/init_model.h"
 #include "pipeline/loader.h"
 
 namespace tpumesh::pipeline {
@@ -288,14 +289,11 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   return res;
 }
 
-StatusOr<std::vector<std::string>> WriteImages(const std::string& dir, const GenerateResult& res,
-                                               const GenerateRequest& r, const std::string& model_name) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return InvalidArgumentError("cannot create output directory " + dir + ": " + ec.message());
+StatusOr<OutputFiles> EncodeImages(const std::string& dir, const GenerateResult& res, const GenerateRequest& r,
+                                   const std::string& model_name) {
   const int b = static_cast<int>(res.images.size());
   const int digits = std::max(2, static_cast<int>(std::to_string(std::max(b - 1, 0)).size()));
-  std::vector<std::string> written;
+  OutputFiles files;
   auto params = [&](int i) {
     std::ostringstream s;
     s << res.prompts[i] << "\nNegative prompt: " << res.negative_prompts[i] << "\nSteps: " << r.steps
@@ -305,19 +303,29 @@ StatusOr<std::vector<std::string>> WriteImages(const std::string& dir, const Gen
     return s.str();
   };
   for (int i = 0; i < b; ++i) {
-    char name[32];
-    std::snprintf(name, sizeof name, "image_%0*d.png", digits, i);
-    const std::string path = (std::filesystem::path(dir) / name).string();
-    TPUMESH_RETURN_IF_ERROR(WritePngAtomic(path, res.images[i], {{"parameters", params(i)}}));
-    written.push_back(path);
+    const std::string name = "image_" + std::string(std::max(0, digits - static_cast<int>(std::to_string(i).size())), '0') +
+                             std::to_string(i) + ".png";
+    TPUMESH_ASSIGN_OR_RETURN(std::string png, EncodePng(res.images[i], {{"parameters", params(i)}}));
+    files.emplace_back((std::filesystem::path(dir) / name).string(), std::move(png));
   }
   const auto [rows, cols] = GridShape(b);
   TPUMESH_ASSIGN_OR_RETURN(Image grid, MakeImageGrid(res.images, rows, cols));
   std::ostringstream s;
   s << "grid " << rows << "x" << cols << " of " << b << " images\n" << params(0);
-  const std::string path = (std::filesystem::path(dir) / "grid.png").string();
-  TPUMESH_RETURN_IF_ERROR(WritePngAtomic(path, grid, {{"parameters", s.str()}}));
-  written.push_back(path);
+  TPUMESH_ASSIGN_OR_RETURN(std::string png, EncodePng(grid, {{"parameters", s.str()}}));
+  files.emplace_back((std::filesystem::path(dir) / "grid.png").string(), std::move(png));
+  return files;
+}
+
+StatusOr<std::vector<std::string>> WriteImages(const std::string& dir, const GenerateResult& res,
+                                               const GenerateRequest& r, const std::string& model_name) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return InvalidArgumentError("cannot create output directory " + dir + ": " + ec.message());
+  TPUMESH_ASSIGN_OR_RETURN(OutputFiles files, EncodeImages(dir, res, r, model_name));
+  TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(files));
+  std::vector<std::string> written;
+  for (const auto& f : files) written.push_back(f.first);
   return written;
 }
 

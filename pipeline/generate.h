@@ -145,10 +145,15 @@ class Generator {
   std::map<PlanKey, std::unique_ptr<Txt2ImgPlan>> plans_;
 };
 
-// Writes result.images as DIR/image_<i>.png and DIR/grid.png (rows x cols
-// from GridShape), each with a tEXt/iTXt "parameters" chunk (prompt, negative
-// prompt, steps, scheduler, guidance, seed, image index, model), each
-// atomically. Creates DIR. Returns the paths written.
+// (path, bytes) of files written together (io/atomic_file.h WriteFilesAtomic).
+using OutputFiles = std::vector<std::pair<std::string, std::string>>;
+// result.images as DIR/image_<i>.png and DIR/grid.png (rows x cols from
+// GridShape), each with a tEXt/iTXt "parameters" chunk (prompt, negative
+// prompt, steps, scheduler, guidance, seed, image index, model), encoded.
+StatusOr<OutputFiles> EncodeImages(const std::string& dir, const GenerateResult& result,
+                                   const GenerateRequest& request, const std::string& model_name);
+// EncodeImages, written all or none into DIR (created if missing). Returns
+// the paths written.
 StatusOr<std::vector<std::string>> WriteImages(const std::string& dir, const GenerateResult& result,
                                                const GenerateRequest& request, const std::string& model_name);
 

@@ -100,7 +100,7 @@ double RunReport::modelled_seconds() const {
   return m;
 }
 
-Status WriteReportJson(const std::string& path, const RunReport& r) {
+std::string ReportJson(const RunReport& r) {
   json summary = {{"mode", r.mode},
                   {"modelled_seconds", r.modelled_seconds()},
                   {"host_seconds", r.host_seconds},
@@ -152,10 +152,12 @@ Status WriteReportJson(const std::string& path, const RunReport& r) {
     if (d < r.param_bytes.size()) devices.back()["param_bytes"] = r.param_bytes[d];
   }
   json out = {{"summary", summary}, {"devices", devices}, {"sharding_plan", ShardingPlanJson(r)}};
-  return WriteFileAtomic(path, out.dump(1) + "\n");
+  return out.dump(1) + "\n";
 }
 
-Status WriteTraceJson(const std::string& path, const RunReport& r) {
+Status WriteReportJson(const std::string& path, const RunReport& r) { return WriteFileAtomic(path, ReportJson(r)); }
+
+std::string TraceJson(const RunReport& r) {
   // Streamed by hand: traces of long runs hold hundreds of thousands of events.
   std::string s;
   s.reserve(1 << 20);
@@ -208,8 +210,10 @@ Status WriteTraceJson(const std::string& path, const RunReport& r) {
     }
   }
   s += "\n]}\n";
-  return WriteFileAtomic(path, s);
+  return s;
 }
+
+Status WriteTraceJson(const std::string& path, const RunReport& r) { return WriteFileAtomic(path, TraceJson(r)); }
 
 std::string ReportTable(const RunReport& r) {
   std::ostringstream o;

@@ -64,6 +64,9 @@ struct RunReport {
   double modelled_seconds() const;
 };
 
+// The report and the trace as text, and written atomically.
+std::string ReportJson(const RunReport& report);
+std::string TraceJson(const RunReport& report);
 Status WriteReportJson(const std::string& path, const RunReport& report);
 Status WriteTraceJson(const std::string& path, const RunReport& report);
 // A few lines: per op type of device 0, count, GFLOP, GB, modelled seconds,

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "io/atomic_file.h"
 #include "pipeline/eval.h"
 #include "tools/commands.h"
 #include "tools/device_flags.h"
@@ -21,9 +22,17 @@ struct EvalCmdOptions {
 
 Status RunEvalCommand(EvalCmdOptions opt) {
   TPUMESH_ASSIGN_OR_RETURN(opt.eval.precision, models::ParsePrecision(opt.precision));
+  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(
+      {{"--output", opt.eval.output}, {"--report", opt.dev.report}, {"--trace", opt.dev.trace}},
+      {{"--model", opt.eval.model}, {"--input", opt.eval.input}}));
   opt.eval.mesh = opt.dev.mesh;
   opt.eval.keep_ops = !opt.dev.trace.empty();
   TPUMESH_ASSIGN_OR_RETURN(pipeline::EvalStats s, pipeline::RunEval(opt.eval));
+  // The output, the report and the trace together: all written, or none.
+  const bool priced = opt.eval.component != "tokenizer";
+  if (priced && !opt.dev.report.empty()) s.files.emplace_back(opt.dev.report, pipeline::ReportJson(s.report));
+  if (priced && !opt.dev.trace.empty()) s.files.emplace_back(opt.dev.trace, pipeline::TraceJson(s.report));
+  TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(s.files));
   std::cout << "wrote " << opt.eval.output << ": " << opt.eval.component << " on a batch of " << s.batch;
   if (opt.eval.component != "tokenizer") {
     char buf[160];
@@ -38,7 +47,9 @@ Status RunEvalCommand(EvalCmdOptions opt) {
   std::cout << "\n";
   if (opt.eval.component == "tokenizer") return OkStatus();
   if (!opt.dev.report.empty() || !opt.dev.trace.empty()) std::cout << pipeline::ReportTable(s.report);
-  return WriteReportFiles(s.report, opt.dev.report, opt.dev.trace);
+  std::cout.flush();
+  PrintReportFiles(opt.dev.report, opt.dev.trace);
+  return OkStatus();
 }
 
 }  // namespace

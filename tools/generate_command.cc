@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "io/atomic_file.h"
 #include "io/h5io.h"
 #include "mesh/prng.h"
 #include "pipeline/generate.h"
@@ -147,7 +148,21 @@ Status RunGenerate(GenerateCmdOptions o) {
   r.negative_prompts = o.negatives;
   if (o.runs < 1) return InvalidArgumentError("--runs must be >= 1");
 
+  // Every output checked before any work: writable, and not an input.
+  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(
+      {{"--save-latents", o.save_latents}, {"--report", o.dev.report}, {"--trace", o.dev.trace}},
+      {{"--model", o.gen.model}, {"--latents", o.latents}, {"--prompts-file", o.prompts_file}}, o.out));
+  const bool made_out = !std::filesystem::exists(o.out);
   TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
+  // A folder this run made is removed again if the run writes nothing.
+  struct RemoveIfEmpty {
+    std::string dir;
+    bool keep = false;
+    ~RemoveIfEmpty() {
+      std::error_code ec;
+      if (!keep && !dir.empty()) std::filesystem::remove(dir, ec);  // only when empty
+    }
+  } made{made_out ? o.out : std::string()};
   o.gen.mesh = o.dev.mesh;
   TPUMESH_ASSIGN_OR_RETURN(auto gen, pipeline::Generator::Open(o.gen));
   if (!o.latents.empty()) {
@@ -205,27 +220,33 @@ Status RunGenerate(GenerateCmdOptions o) {
                 bar.PhaseTimes(static_cast<int>(res.timesteps.size())).c_str());
   }
   if (g_cancel.load()) return CancelledError("interrupted; nothing written");
-  TPUMESH_ASSIGN_OR_RETURN(auto written, pipeline::WriteImages(o.out, res, r, gen->model_name()));
+  // Every output of the run together: all written, or none.
+  TPUMESH_ASSIGN_OR_RETURN(pipeline::OutputFiles files, pipeline::EncodeImages(o.out, res, r, gen->model_name()));
+  const std::string first = std::filesystem::path(files.front().first).filename().string();
+  const std::string last = std::filesystem::path(files.back().first).filename().string();
   if (latents_out) {
     TPUMESH_RETURN_IF_ERROR(latents_out->Write("latents", res.initial_latents));
     TPUMESH_RETURN_IF_ERROR(latents_out->Write("latents_after_step", res.latents_after_step));
-    TPUMESH_RETURN_IF_ERROR(latents_out->Commit());
+    TPUMESH_ASSIGN_OR_RETURN(std::string bytes, latents_out->Finish());
+    files.emplace_back(o.save_latents, std::move(bytes));
   }
-  std::printf("wrote %d image(s) to %s (%s ... %s)", b, o.out.c_str(),
-              std::filesystem::path(written.front()).filename().c_str(),
-              std::filesystem::path(written.back()).filename().c_str());
-  if (latents_out) std::printf(", latents to %s", o.save_latents.c_str());
-  std::printf("\n");
-  std::printf("modelled on %d emulated %s device(s): %.4f s for the run (%.2f images/s modelled; host %.2f s)\n",
-              gen->devices(), gen->mesh().chip().name.c_str(), res.modelled_seconds,
-              res.modelled_seconds > 0 ? b / res.modelled_seconds : 0.0, res.run_seconds);
   res.report.info = {{"model", gen->model_name()}, {"scheduler", res.scheduler},
                      {"steps", std::to_string(r.steps)}, {"unet_calls", std::to_string(res.timesteps.size())},
                      {"size", std::to_string(res.width) + "x" + std::to_string(res.height)},
                      {"precision", o.req.precision}, {"guidance", std::to_string(res.guidance)},
                      {"family", gen->flow().family().name}};
+  if (!o.dev.report.empty()) files.emplace_back(o.dev.report, pipeline::ReportJson(res.report));
+  if (!o.dev.trace.empty()) files.emplace_back(o.dev.trace, pipeline::TraceJson(res.report));
+  TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(files));
+  made.keep = true;
+  std::printf("wrote %d image(s) to %s (%s ... %s)", b, o.out.c_str(), first.c_str(), last.c_str());
+  if (latents_out) std::printf(", latents to %s", o.save_latents.c_str());
+  std::printf("\n");
+  std::printf("modelled on %d emulated %s device(s): %.4f s for the run (%.2f images/s modelled; host %.2f s)\n",
+              gen->devices(), gen->mesh().chip().name.c_str(), res.modelled_seconds,
+              res.modelled_seconds > 0 ? b / res.modelled_seconds : 0.0, res.run_seconds);
   if (!o.quiet || !o.dev.report.empty()) std::printf("%s", pipeline::ReportTable(res.report).c_str());
-  TPUMESH_RETURN_IF_ERROR(WriteReportFiles(res.report, o.dev.report, o.dev.trace));
+  PrintReportFiles(o.dev.report, o.dev.trace);
   return OkStatus();
 }
 

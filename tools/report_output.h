@@ -1,9 +1,12 @@
 // The --report / --trace files of generate, eval and simulate, written the
-// same way, with a line on stdout naming each.
+// same way, with a line on stdout naming each; and the check every command
+// that writes files runs on its paths before it starts.
 #ifndef TPUMESH_TOOLS_REPORT_OUTPUT_H_
 #define TPUMESH_TOOLS_REPORT_OUTPUT_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "pipeline/report.h"
@@ -13,6 +16,18 @@ namespace tpumesh::tools {
 // Empty paths are skipped.
 Status WriteReportFiles(const pipeline::RunReport& report, const std::string& report_path,
                         const std::string& trace_path);
+// The line on stdout for each report file written.
+void PrintReportFiles(const std::string& report_path, const std::string& trace_path);
+
+// Before a run: every output path is writable (io/atomic_file.h
+// CheckWritable), and no two of the run's files are the same, so that no
+// output overwrites an input or another output. `outputs` and `inputs` are
+// (flag, path) pairs; empty paths are skipped. `image_dir`, when not empty,
+// is where the images go: an input named image_*.png or grid.png there is
+// refused too.
+Status CheckRunFiles(const std::vector<std::pair<std::string, std::string>>& outputs,
+                     const std::vector<std::pair<std::string, std::string>>& inputs,
+                     const std::string& image_dir = "");
 
 }  // namespace tpumesh::tools
 

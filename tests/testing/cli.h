@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -20,14 +21,20 @@ struct CliResult {
   std::string err;  // stderr
 };
 
-// `args` goes through the shell (quote as in one).
-inline CliResult RunTpumesh(const std::string& args) {
+// `args` goes through the shell (quote as in one). file_size_limit > 0: the
+// run may write no file larger than that many bytes (RLIMIT_FSIZE, rounded
+// down to 512-byte blocks, SIGXFSZ ignored): every write past it fails with
+// EFBIG, as writes on a full disk fail with ENOSPC. A crash (signal) gives
+// code -1.
+inline CliResult RunTpumesh(const std::string& args, int64_t file_size_limit = 0) {
   // A file of its own per call: ctest runs the tests of a binary as parallel
   // processes that share TempDir().
   std::string err_file = ::testing::TempDir() + "/tpumesh_cli_stderr_XXXXXX";
   const int fd = mkstemp(err_file.data());
   if (fd >= 0) close(fd);
-  const std::string cmd = std::string(TPUMESH_BIN) + " " + args + " 2>" + err_file;
+  const std::string limit =
+      file_size_limit > 0 ? "trap '' XFSZ; ulimit -f " + std::to_string(file_size_limit / 512) + "; exec " : "";
+  const std::string cmd = limit + std::string(TPUMESH_BIN) + " " + args + " 2>" + err_file;
   CliResult r{-1, "", ""};
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

@@ -1,0 +1,158 @@
+// Faults and hostile paths, as a user meets them: a full disk (a file size
+// limit makes every write past it fail, as ENOSPC does) during generate,
+// eval, init and convert gives one line, exit 1, no crash, and no output or
+// temporary file; outputs that would overwrite an input or another output,
+// FIFOs and missing folders are refused before the run.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "io/h5io.h"
+#include "mesh/array.h"
+#include "tests/testing/cli.h"
+#include "tests/testing/temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using tpumesh::testing::RunTpumesh;
+
+std::vector<std::string> Files(const std::string& dir) {
+  std::vector<std::string> names;
+  if (!fs::exists(dir)) return names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A tiny model file, made once (init without a limit).
+std::string TinyModel() {
+  static const std::string path = [] {
+    const std::string p = ::testing::TempDir() + "/faults_tiny_" + std::to_string(getpid()) + ".h5";
+    EXPECT_EQ(RunTpumesh("init -q -o " + p).code, 0);
+    return p;
+  }();
+  return path;
+}
+
+// generate with images, latents and a report under limits that stop it at
+// the first image, at the latents and at the report: never a crash, one
+// line, exit 1, and nothing of the run left (its output folder included).
+TEST(FaultsCliTest, FullDiskDuringGenerateLeavesNothing) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  for (const int64_t limit : {2048, 16384, 24576}) {
+    const std::string out = dir + "/out", latents = dir + "/lat.h5", report = dir + "/r.json";
+    auto r = RunTpumesh("generate --model " + TinyModel() + " -p x --steps 2 --devices 1 -q -o " + out +
+                            " --save-latents " + latents + " --report " + report,
+                        limit);
+    EXPECT_EQ(r.code, 1) << "limit " << limit << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("tpumesh: error: cannot write")) << limit;
+    EXPECT_THAT(r.err, HasSubstr("File too large")) << limit;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_THAT(r.out, Not(HasSubstr("wrote"))) << limit;
+    EXPECT_TRUE(Files(dir).empty()) << limit << ": " << ::testing::PrintToString(Files(dir));
+  }
+  // With room, the same command writes everything.
+  auto ok = RunTpumesh("generate --model " + TinyModel() + " -p x --steps 2 --devices 1 -q -o " + dir +
+                       "/out --save-latents " + dir + "/lat.h5 --report " + dir + "/r.json");
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(Files(dir), (std::vector<std::string>{"lat.h5", "out", "r.json"}));
+  EXPECT_EQ(Files(dir + "/out"), (std::vector<std::string>{"grid.png", "image_00.png"}));
+}
+
+TEST(FaultsCliTest, FullDiskDuringEvalLeavesNothing) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  {
+    auto w = tpumesh::pipeline::H5Writer::Create(dir + "/in.h5");
+    ASSERT_TRUE(w.ok());
+    tpumesh::mesh::Array ids = tpumesh::mesh::Array::Host(tpumesh::mesh::DType::kI32, {2, 77});
+    ASSERT_TRUE((*w)->Write("input_ids", ids).ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  auto r = RunTpumesh("eval --model " + TinyModel() + " --component text_encoder --input " + dir +
+                          "/in.h5 --output " + dir + "/out.h5",
+                      4096);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("cannot write " + dir + "/out.h5: File too large"));
+  EXPECT_EQ(Files(dir), std::vector<std::string>{"in.h5"});
+  // The output may not be an input.
+  r = RunTpumesh("eval --model " + TinyModel() + " --component text_encoder --input " + dir + "/in.h5 --output " +
+                 dir + "/in.h5");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--output " + dir + "/in.h5: the same file as --input (an input is never overwritten)"));
+}
+
+TEST(FaultsCliTest, FullDiskDuringInitAndConvertNeverCrashes) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  for (const int64_t limit : {2048, 102400, 1048576}) {
+    auto r = RunTpumesh("init -q -o " + dir + "/m.h5", limit);
+    EXPECT_EQ(r.code, 1) << "init, limit " << limit << ": " << r.err;  // -1: a crash
+    EXPECT_THAT(r.err, HasSubstr("disk full")) << limit;
+    EXPECT_TRUE(Files(dir).empty()) << ::testing::PrintToString(Files(dir));
+  }
+  // A diffusers folder: tiny-sd-b's components, the tiny tokenizer, PNDM.
+  const std::string src = ::testing::TempDir() + "/faults_sd_b_" + std::to_string(getpid());
+  fs::remove_all(src);
+  fs::create_directories(src + "/scheduler");
+  const std::string data = std::string(TPUMESH_SOURCE_DIR) + "/tests/data/tiny-sd-b";
+  for (const char* c : {"text_encoder", "unet", "vae"}) fs::create_directory_symlink(data + "/" + c, src + "/" + c);
+  fs::create_directory_symlink(std::string(TPUMESH_SOURCE_DIR) + "/text/data/tiny-tokenizer", src + "/tokenizer");
+  std::ofstream(src + "/scheduler/scheduler_config.json")
+      << R"({"_class_name": "PNDMScheduler", "beta_end": 0.012, "beta_schedule": "scaled_linear",
+             "beta_start": 0.00085, "num_train_timesteps": 1000, "set_alpha_to_one": false,
+             "skip_prk_steps": true, "steps_offset": 1})";
+  std::ofstream(src + "/model_index.json") << R"({"_class_name": "StableDiffusionPipeline"})";
+  for (const int64_t limit : {2048, 65536}) {
+    auto c = RunTpumesh("convert " + src + " -q -o " + dir + "/c.h5", limit);
+    EXPECT_EQ(c.code, 1) << "convert, limit " << limit << ": " << c.err;
+    EXPECT_THAT(c.err, HasSubstr(dir + "/c.h5: cannot write")) << limit;
+    EXPECT_TRUE(Files(dir).empty()) << ::testing::PrintToString(Files(dir));
+  }
+  auto c = RunTpumesh("convert " + src + " -q -o " + dir + "/c.h5");
+  EXPECT_EQ(c.code, 0) << c.err;
+}
+
+// Each output path checked before the run: no output may be an input or
+// another output, a FIFO is never written, a missing folder is named.
+TEST(FaultsCliTest, OutputPathsAreCheckedBeforeTheRun) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  const std::string model = TinyModel();
+  const std::string gen = "generate --model " + model + " -p x --steps 1 --devices 1 -q -o " + dir + "/out ";
+  ASSERT_EQ(mkfifo((dir + "/fifo").c_str(), 0600), 0);
+  struct Case {
+    std::string args, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--report " + model, "--report " + model + ": the same file as --model (an input is never overwritten)"},
+           {"--save-latents " + model, "the same file as --model"},
+           {"--report " + dir + "/r.json --trace " + dir + "/r.json",
+            "--trace " + dir + "/r.json: the same file as --report (two outputs cannot share a file)"},
+           {"--report " + dir + "/fifo", "--report " + dir + "/fifo: not a regular file"},
+           {"--trace " + dir + "/no/such/t.json", "--trace " + dir + "/no/such/t.json: cannot write there"},
+           {"--save-latents " + dir, "is a directory"},
+       }) {
+    auto r = RunTpumesh(gen + c.args);
+    EXPECT_EQ(r.code, 1) << c.args;
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args;
+    EXPECT_THAT(r.out, Not(HasSubstr("run 1"))) << c.args;  // refused before the run
+    EXPECT_FALSE(fs::exists(dir + "/out")) << c.args;
+  }
+  // A prompts file inside the image folder under an image's name.
+  fs::create_directories(dir + "/imgs");
+  { std::ofstream(dir + "/imgs/image_00.png") << "a red fox\n"; }
+  auto r = RunTpumesh("generate --model " + model + " --prompts-file " + dir + "/imgs/image_00.png --steps 1 --devices 1 -q -o " +
+                      dir + "/imgs");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("in the image folder, where generate writes image_00.png"));
+}
+
+}  // namespace
