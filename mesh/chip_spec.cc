@@ -1,6 +1,7 @@
 #include "mesh/chip_spec.h"
 
 #include <cmath>
+#include <limits>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -177,9 +178,15 @@ StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
   auto get_int = [&](const char* key, auto* out) -> Status {
     const auto& v = j[key];
     if (!v.is_number()) return InvalidArgumentError(where + ": field '" + key + "' must be a number");
-    double d = v.get<double>();
+    using T = std::remove_reference_t<decltype(*out)>;
+    const double d = v.get<double>();
     if (d != std::floor(d)) return InvalidArgumentError(where + ": field '" + key + "' must be an integer");
-    *out = static_cast<std::remove_reference_t<decltype(*out)>>(v.get<int64_t>());
+    // The type's range, and for sizes and counts a sane one: 2^50 (1 PiB).
+    constexpr double kMax = std::min(static_cast<double>(std::numeric_limits<T>::max()), 1125899906842624.0);
+    if (!(std::fabs(d) <= kMax))
+      return InvalidArgumentError(where + ": field '" + key + "' is " + v.dump() + ", out of range (at most " +
+                                  std::to_string(static_cast<int64_t>(kMax)) + ")");
+    *out = static_cast<T>(d);
     return OkStatus();
   };
   auto get_double = [&](const char* key, double* out) -> Status {

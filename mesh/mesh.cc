@@ -24,15 +24,18 @@ StatusOr<std::vector<MeshAxis>> ParseMeshAxes(std::string_view text) {
     std::string_view part = text.substr(pos, comma == text.npos ? text.npos : comma - pos);
     std::string name = "data";
     std::string_view num = part;
-    if (size_t eq = part.find('='); eq != part.npos) {
+    const bool named = part.find('=') != part.npos;
+    if (named) {
+      const size_t eq = part.find('=');
       name = std::string(part.substr(0, eq));
       num = part.substr(eq + 1);
     }
     int size = 0;
     auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), size);
+    const bool number = !num.empty() && ec == std::errc() && ptr == num.data() + num.size();
+    if (!named && !number) return bad("'" + std::string(part) + "' is neither NAME=SIZE nor a size");
     if (name.empty()) return bad("an axis has no name");
-    if (num.empty() || ec != std::errc() || ptr != num.data() + num.size() || size < 1)
-      return bad("axis '" + name + "' needs a size >= 1");
+    if (!number || size < 1) return bad("axis '" + name + "' needs a whole size >= 1, got '" + std::string(num) + "'");
     for (const auto& a : axes)
       if (a.name == name) return bad("axis '" + name + "' appears twice");
     axes.push_back({name, size});

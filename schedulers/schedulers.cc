@@ -185,7 +185,7 @@ Status ApplyKey(SchedulerConfig& c, const std::string& key, const Json& v, std::
   const KeyReader r(where, key, v);
   if (key == "num_train_timesteps") {
     TPUMESH_RETURN_IF_ERROR(r.Int(&c.num_train_timesteps));
-    if (c.num_train_timesteps < 1) return r.Error("must be >= 1");
+    if (c.num_train_timesteps < 1 || c.num_train_timesteps > 100000) return r.Error("must be from 1 to 100000");
     return OkStatus();
   }
   if (key == "beta_start") return r.Double(&c.beta_start);
@@ -301,6 +301,15 @@ Status Scheduler::InitSchedule() {
   } else {
     return InvalidArgumentError(name_ + ": beta_schedule " + Quote(config_.beta_schedule) + " is not supported");
   }
+  // A noise schedule is betas in [0, 1): anything else (negative beta_start,
+  // beta_end >= 1, NaN) would make every image noise or black without a word.
+  for (size_t i = 0; i < betas_.size(); ++i)
+    if (!(betas_[i] >= 0.0f && betas_[i] < 1.0f))
+      return InvalidArgumentError(name_ + ": the noise schedule has beta[" + std::to_string(i) + "] = " +
+                                  std::to_string(betas_[i]) + ", outside [0, 1) (beta_start " +
+                                  std::to_string(config_.beta_start) + ", beta_end " +
+                                  std::to_string(config_.beta_end) + ", beta_schedule " + config_.beta_schedule +
+                                  (config_.trained_betas ? ", trained_betas" : "") + ")");
   std::vector<float> alphas(betas_.size());
   for (size_t i = 0; i < betas_.size(); ++i) alphas[i] = 1.0f - betas_[i];
   alphas_cumprod_ = internal::TorchCumprodF32(alphas);

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -45,6 +47,7 @@ struct GenerateCmdOptions {
   std::string prompts_file;
   std::vector<std::string> negatives;
   std::string prng = "partitionable";
+  std::string seed = "0";  // parsed strictly: 0 .. 2^64 - 1
   std::string out = "out";
   std::string latents;
   std::string save_latents;
@@ -118,6 +121,9 @@ class ProgressBar {
 // Fails early, before any compute, when DIR cannot hold the images.
 Status CheckOutputDir(const std::string& dir) {
   std::error_code ec;
+  if (std::filesystem::is_symlink(std::filesystem::symlink_status(dir, ec)) && !std::filesystem::exists(dir, ec))
+    return InvalidArgumentError("output directory " + dir + " is a symlink to " +
+                                std::filesystem::read_symlink(dir, ec).string() + ", which does not exist");
   std::filesystem::create_directories(dir, ec);
   if (ec) return InvalidArgumentError("cannot create output directory " + dir + ": " + ec.message());
   if (!std::filesystem::is_directory(dir)) return InvalidArgumentError("output " + dir + " is not a directory");
@@ -125,8 +131,20 @@ Status CheckOutputDir(const std::string& dir) {
   return OkStatus();
 }
 
+// A seed as JAX takes it: a whole number from 0 to 2^64 - 1, nothing else
+// (strtoull would wrap "-1" and clamp 2^64 to 2^64 - 1 silently).
+StatusOr<uint64_t> ParseSeed(const std::string& text) {
+  const Status bad = InvalidArgumentError("--seed '" + text + "': expected a whole number from 0 to 18446744073709551615");
+  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos) return bad;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE) return bad;
+  return static_cast<uint64_t>(v);
+}
+
 Status RunGenerate(GenerateCmdOptions o) {
   TPUMESH_ASSIGN_OR_RETURN(pipeline::GenerateRequest r, ParseRequestFlags(o.req));
+  TPUMESH_ASSIGN_OR_RETURN(r.seed, ParseSeed(o.seed));
   if (o.prng == "partitionable") {
     r.prng = mesh::PrngImpl::kPartitionable;
   } else if (o.prng == "original") {
@@ -266,7 +284,8 @@ void RegisterGenerate(CLI::App& app, RunFn* run) {
                   "Negative prompt; once for all, or repeated to pair with the prompts in order (none: SD encodes \"\", "
                   "SDXL zeroes the unconditional embeddings)");
   AddRequestFlags(cmd, &opt->req);
-  cmd->add_option("--seed", opt->req.request.seed, "Seed: image i starts from normal(split(key(seed), B)[i])")
+  cmd->add_option("--seed", opt->seed,
+                  "Seed, 0 to 18446744073709551615: image i starts from normal(split(key(seed), B)[i])")
       ->capture_default_str();
   AddDeviceFlags(cmd, &opt->dev);
   cmd->add_option("-o,--out", opt->out, "Output directory for image_NN.png and grid.png")->capture_default_str();

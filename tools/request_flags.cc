@@ -38,8 +38,9 @@ void AddRequestFlags(CLI::App* cmd, RequestFlags* f) {
                   "pndm | ddim | lms | euler | euler_a | dpmpp_2m (default: the model's scheduler config)");
   cmd->add_option("--scheduler-opt", f->scheduler_opts,
                   "KEY=VALUE override of the scheduler config, e.g. prediction_type=v_prediction (repeatable)");
-  cmd->add_option("--height", r.height, "Image height in pixels (default: the model's, e.g. 512 SD 1.5, 1024 SDXL)");
-  cmd->add_option("--width", r.width, "Image width in pixels (default: the model's)");
+  cmd->add_option("--height", r.height, "Image height in pixels (default: the model's, e.g. 512 SD 1.5, 1024 SDXL)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--width", r.width, "Image width in pixels (default: the model's)")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--batch-per-device", r.batch_per_device, "Images per device")->capture_default_str();
   cmd->add_option("--precision", f->precision, "default (bf16 operands, f32 accumulation) or highest (f32)")
       ->capture_default_str();

@@ -155,4 +155,47 @@ TEST(FaultsCliTest, OutputPathsAreCheckedBeforeTheRun) {
   EXPECT_THAT(r.err, HasSubstr("in the image folder, where generate writes image_00.png"));
 }
 
+// Values that used to be taken silently or named wrongly: one line naming
+// the flag or field, exit 1 (2 for a value the command line's own checks
+// refuse), and no image written.
+TEST(FaultsCliTest, BadValuesAreRefusedWithOneLine) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  std::ofstream(dir + "/big.json")
+      << R"({"name":"big","device_kind":"k","tensorcores_per_chip":1,"devices_per_chip":1,"mxus_per_tensorcore":4,
+             "mxu_rows":128,"mxu_cols":128,"clock_hz":1.5e9,"peak_bf16_flops":1.97e14,"hbm_bytes":1e30,
+             "hbm_bandwidth":8.19e11,"vmem_bytes":134217728,"ici_ports":4,"ici_link_bandwidth":5e10,
+             "ici_hop_latency_s":1e-6,"torus_wrap_size":16,"default_topology":[2,4]})";
+  fs::create_directory_symlink(dir + "/missing", dir + "/dangling");
+  const std::string gen = "generate --model " + TinyModel() + " -p x --steps 1 --devices 1 -q ";
+  const std::string out = " -o " + dir + "/out";
+  struct Case {
+    std::string args;
+    int code;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {gen + "--seed -1" + out, 1, "--seed '-1': expected a whole number from 0 to 18446744073709551615"},
+           {gen + "--seed 18446744073709551616" + out, 1, "--seed '18446744073709551616': expected a whole number"},
+           {gen + "--height 0" + out, 2, "--height: Value 0 not in range"},
+           {gen + "--width -64" + out, 2, "--width: Value -64 not in range"},
+           {gen + "--scheduler-opt beta_start=-1" + out, 1, "the noise schedule has beta[0] = "},
+           {gen + "--scheduler-opt beta_schedule=linear --scheduler-opt beta_end=1.5" + out, 1, "outside [0, 1)"},
+           {gen + "--scheduler-opt num_train_timesteps=1000000000" + out, 1, "must be from 1 to 100000"},
+           {gen + "-o " + dir + "/dangling", 1, "is a symlink to " + dir + "/missing, which does not exist"},
+           {"devices --mesh x2", 1, "'x2' is neither NAME=SIZE nor a size"},
+           {"devices --mesh data=x", 1, "axis 'data' needs a whole size >= 1, got 'x'"},
+           {"devices --chip " + dir + "/big.json", 1, "field 'hbm_bytes' is 1e+30, out of range"},
+           {"simulate --arch tiny --guidance nan", 1, "--guidance must be a finite number"},
+       }) {
+    auto r = RunTpumesh(c.args);
+    EXPECT_EQ(r.code, c.code) << c.args << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << ": " << r.err;
+    EXPECT_FALSE(fs::exists(dir + "/out")) << c.args;
+  }
+  // The largest seed is a seed.
+  auto r = RunTpumesh(gen + "--seed 18446744073709551615" + out);
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
 }  // namespace
