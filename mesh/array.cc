@@ -64,9 +64,12 @@ constexpr size_t kHugePage = size_t{2} << 20;
 // all_gather bench (8 devices, 256 MB): glibc malloc + memset spent most of
 // its time in page faults (see bench/mesh_collectives_bench.cc).
 Array::Storage::Storage(size_t n, bool lazy) : bytes(n) {
+  // Lazy storage reserves nothing (MAP_NORESERVE): it is for arrays never
+  // written (dry runs), whatever their size.
+  const int reserve = lazy ? MAP_NORESERVE : 0;
   if (lazy && n > 0 && n < kHugePage) {  // whole pages, mapped on first touch
     mapped = (n + 4095) / 4096 * 4096;
-    void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | reserve, -1, 0);
     if (base == MAP_FAILED) throw std::bad_alloc();
     map_base = base;
     ptr = static_cast<std::byte*>(base);
@@ -74,7 +77,7 @@ Array::Storage::Storage(size_t n, bool lazy) : bytes(n) {
   }
   if (n >= kHugePage) {
     mapped = (n + kHugePage - 1) / kHugePage * kHugePage + kHugePage;
-    void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | reserve, -1, 0);
     if (base == MAP_FAILED) throw std::bad_alloc();
     map_base = base;
     const uintptr_t aligned = (reinterpret_cast<uintptr_t>(base) + kHugePage - 1) & ~(kHugePage - 1);
@@ -129,14 +132,14 @@ Array Array::Host(DType dtype, Shape shape) {
 }
 
 StatusOr<Array> Array::Allocate(Device& device, DType dtype, Shape shape,
-                                std::string_view what) {
+                                std::string_view what, bool lazy) {
   TPUMESH_RETURN_IF_ERROR(CheckShape(shape));
   const int64_t bytes = NumElements(shape) * static_cast<int64_t>(DTypeSize(dtype));
   TPUMESH_ASSIGN_OR_RETURN(HbmReservation r,
                            device.Reserve(bytes, std::string(what) + " " +
                                                      std::string(DTypeName(dtype)) +
                                                      ShapeToString(shape)));
-  Array a = Host(dtype, std::move(shape));
+  Array a = lazy ? LazyZeros(dtype, std::move(shape)) : Host(dtype, std::move(shape));
   a.device_ = &device;
   a.hbm_ = std::make_shared<HbmReservation>(std::move(r));
   return a;

@@ -53,9 +53,12 @@ class Array {
   static Array LazyZeros(DType dtype, Shape shape);
   template <typename T>
   static Array HostFrom(Shape shape, std::span<const T> values);
-  // A zero-filled array on `device`, counted against its HBM.
+  // A zero-filled array on `device`, counted against its HBM. lazy: its
+  // pages are reserved from nothing and mapped only if touched (a dry run's
+  // activations, which are never written), so a dry run of any size costs
+  // the host no memory.
   static StatusOr<Array> Allocate(Device& device, DType dtype, Shape shape,
-                                  std::string_view what = "array");
+                                  std::string_view what = "array", bool lazy = false);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }

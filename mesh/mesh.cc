@@ -340,7 +340,12 @@ StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
     if (!parsed.ok()) return parsed.status().WithContext("--mesh");
     axes = std::move(parsed).value();
     product = 1;
-    for (const MeshAxis& a : axes) product *= a.size;
+    for (const MeshAxis& a : axes) {
+      product *= a.size;
+      if (product > kMaxDevices)
+        return InvalidArgumentError("--mesh " + spec.axes + ": more than " + std::to_string(kMaxDevices) +
+                                    " devices (at most " + std::to_string(kMaxDevices) + " are emulated)");
+    }
   }
   if (spec.devices < 0) return InvalidArgumentError("--devices must be >= 1, got " + std::to_string(spec.devices));
   // The device count: --devices, else the topology's, else the mesh's, else 8.
@@ -352,7 +357,12 @@ StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
     if (!parsed.ok()) return parsed.status().WithContext("--topology");
     dims = std::move(parsed).value();
     int64_t on = std::max(1, chip.devices_per_chip);
-    for (int d : dims) on *= d;
+    for (int d : dims) {
+      on *= d;
+      if (on > kMaxDevices)
+        return InvalidArgumentError("--topology " + spec.topology + ": more than " + std::to_string(kMaxDevices) +
+                                    " devices (at most " + std::to_string(kMaxDevices) + " are emulated)");
+    }
     if (devices > 0 && devices != on)
       return InvalidArgumentError("--topology " + spec.topology + " holds " + std::to_string(on) +
                                   " devices but --devices is " + std::to_string(devices));
@@ -360,6 +370,9 @@ StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
     from = "--topology " + spec.topology + " holds";
   }
   if (devices == 0) devices = product > 0 ? static_cast<int>(product) : 8;
+  if (devices > kMaxDevices)
+    return InvalidArgumentError("--devices " + std::to_string(devices) + ": at most " + std::to_string(kMaxDevices) +
+                                " emulated devices");
   if (product > 0 && product != devices)
     return InvalidArgumentError("--mesh " + spec.axes + " holds " + std::to_string(product) + " devices but " + from +
                                 " " + std::to_string(devices));
@@ -377,6 +390,9 @@ StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
 }
 
 StatusOr<std::unique_ptr<Mesh>> CreateDataModelMesh(const MeshSpec& spec) {
+  if (spec.devices > kMaxDevices)
+    return InvalidArgumentError("--devices " + std::to_string(spec.devices) + ": at most " +
+                                std::to_string(kMaxDevices) + " emulated devices");
   MeshSpec s = spec;
   if (!s.axes.empty()) {
     auto parsed = ParseMeshAxes(s.axes);

@@ -141,6 +141,9 @@ class Mesh {
 
 // The mesh a command runs on, as its device flags give it (one flag group
 // for every command, tools/device_flags.h).
+// The most devices a mesh emulates (each is a task arena and a cost log).
+inline constexpr int kMaxDevices = 1024;
+
 struct MeshSpec {
   std::string chip = "v5e";  // a preset (v5e, v4, v2) or a chip JSON file
   int devices = 0;           // 0: the product of `axes`, else 8

@@ -287,7 +287,9 @@ StatusOr<Precision> ParsePrecision(std::string_view s) {
 }
 
 StatusOr<Array> Ctx::Alloc(Shape shape, std::string_view what) const {
-  if (device != nullptr) return Array::Allocate(*device, DType::kF32, std::move(shape), what);
+  // A dry run writes nothing: its arrays reserve no host memory.
+  if (device != nullptr) return Array::Allocate(*device, DType::kF32, std::move(shape), what, dry_run);
+  if (dry_run) return Array::LazyZeros(DType::kF32, std::move(shape));
   return Array::Host(DType::kF32, std::move(shape));
 }
 

@@ -75,7 +75,14 @@ Status TextToImage::Validate(const GenerateRequest& r, int devices, bool dry_run
                                   std::to_string(r.prompts.size()) +
                                   " prompts: give none, one, or one per prompt");
   }
+  // Sane limits, checked before anything is allocated: far beyond any real
+  // use, well within what a host can hold for a dry run.
+  if (r.batch_per_device > kMaxBatchPerDevice)
+    return InvalidArgumentError("--batch-per-device " + std::to_string(r.batch_per_device) + ": at most " +
+                                std::to_string(kMaxBatchPerDevice) + " images per device");
   if (r.steps < 1) return InvalidArgumentError("--steps must be >= 1, got " + std::to_string(r.steps));
+  if (r.steps > kMaxSteps)
+    return InvalidArgumentError("--steps " + std::to_string(r.steps) + ": at most " + std::to_string(kMaxSteps));
   if (r.guidance && !std::isfinite(*r.guidance)) return InvalidArgumentError("--guidance must be a finite number");
   if (r.height < 0 || r.width < 0) return InvalidArgumentError("--height and --width must be positive");
   const int factor = vae().config().scale_factor();
@@ -83,6 +90,9 @@ Status TextToImage::Validate(const GenerateRequest& r, int devices, bool dry_run
   const int h = r.height > 0 ? r.height : default_size();
   const int w = r.width > 0 ? r.width : default_size();
   for (auto [name, v] : {std::pair<const char*, int>{"--height", h}, {"--width", w}}) {
+    if (v > kMaxImageSize)
+      return InvalidArgumentError(std::string(name) + " " + std::to_string(v) + ": at most " +
+                                  std::to_string(kMaxImageSize) + " pixels");
     if (v % (factor * unet_factor) != 0)
       return InvalidArgumentError(std::string(name) + " " + std::to_string(v) + " is not a multiple of " +
                                   std::to_string(factor * unet_factor) + " (the VAE's factor " +

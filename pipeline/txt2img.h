@@ -89,6 +89,11 @@ struct GenerateRequest {
 };
 
 // What a set of static shapes compiles to.
+// Limits TextToImage::Validate applies before anything is allocated.
+inline constexpr int kMaxBatchPerDevice = 1024;
+inline constexpr int kMaxSteps = 10000;
+inline constexpr int kMaxImageSize = 16384;  // pixels, each side
+
 struct Txt2ImgPlan {
   SchedulerConfig scheduler_config;
   std::string scheduler;

@@ -1,6 +1,8 @@
 // tpumesh: a TPU-v5e-like mesh emulated on the CPU. See `tpumesh --help`.
 #include <cstdio>
+#include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -53,7 +55,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!run) return 2;
-  tpumesh::Status status = run();
+  // Every failure is a Status; an exception that still escapes (memory the
+  // host cannot give, a thread that cannot start) is one line too, never an
+  // abort.
+  tpumesh::Status status;
+  try {
+    status = run();
+  } catch (const std::bad_alloc&) {
+    status = tpumesh::ResourceExhaustedError(
+        "out of host memory: the run asked for more than this host can give (fewer or smaller images, fewer "
+        "devices, or a bf16 model file)");
+  } catch (const std::exception& e) {
+    status = tpumesh::InternalError(std::string("unexpected failure: ") + e.what());
+  }
   if (!status.ok()) {
     std::cerr << "tpumesh: error: " << status.message() << "\n";
     return 1;

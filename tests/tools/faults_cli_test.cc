@@ -186,6 +186,14 @@ TEST(FaultsCliTest, BadValuesAreRefusedWithOneLine) {
            {"devices --mesh data=x", 1, "axis 'data' needs a whole size >= 1, got 'x'"},
            {"devices --chip " + dir + "/big.json", 1, "field 'hbm_bytes' is 1e+30, out of range"},
            {"simulate --arch tiny --guidance nan", 1, "--guidance must be a finite number"},
+           // Absurd sizes are refused before anything is allocated.
+           {"simulate --arch sd15 --batch-per-device 100000", 1, "--batch-per-device 100000: at most 1024 images"},
+           {"simulate --arch sd15 --height 65536", 1, "--height 65536: at most 16384 pixels"},
+           {"simulate --arch sd15 --steps 1000000000", 1, "--steps 1000000000: at most 10000"},
+           {"simulate --arch tiny --devices 100000", 1, "--devices 100000: at most 1024 emulated devices"},
+           {"simulate --arch tiny --mesh data=2000000000,model=4", 1, "more than 1024 devices"},
+           {"devices --topology 100x100", 1, "--topology 100x100: more than 1024 devices"},
+           {"generate -p x --devices 5000 -o " + dir + "/out", 1, "--devices 5000: at most 1024 emulated devices"},
        }) {
     auto r = RunTpumesh(c.args);
     EXPECT_EQ(r.code, c.code) << c.args << ": " << r.err;
