@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "base/input_file.h"
 #include "hdf5.h"
 #include "io/atomic_file.h"
 
@@ -22,7 +23,7 @@ struct File {
 
 StatusOr<hid_t> OpenDataset(const std::string& file, const std::string& name, File& f) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  if (access(file.c_str(), R_OK) != 0) return NotFoundError(file + ": no such file");
+  TPUMESH_RETURN_IF_ERROR(CheckInputFile(file).status());
   if (H5Fis_hdf5(file.c_str()) <= 0) return InvalidArgumentError(file + ": not an HDF5 file");
   f.id = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f.id < 0) return InvalidArgumentError(file + ": cannot open (corrupt?)");
@@ -42,6 +43,21 @@ bool H5HasDataset(const std::string& file, const std::string& name) {
   return true;
 }
 
+// What a dataset declares against what the file stores for it, before
+// anything is allocated: a tiny file that declares a huge shape (truncated
+// or hostile) is refused instead of allocating it. Up to 2^31 values, and
+// at most 16 times the bytes it stores plus 1 MiB (room for compression).
+Status CheckDeclaredSize(const std::string& file, const std::string& name, hid_t ds, hid_t space, hid_t type) {
+  const hssize_t n = H5Sget_simple_extent_npoints(space);
+  const double bytes = static_cast<double>(n) * static_cast<double>(std::max<size_t>(H5Tget_size(type), 1));
+  const double stored = static_cast<double>(H5Dget_storage_size(ds));
+  if (n < 0 || n > (hssize_t{1} << 31) || bytes > 16 * stored + (1 << 20))
+    return InvalidArgumentError(file + ": dataset '" + name + "' declares " + std::to_string(n) +
+                                " values but stores " + std::to_string(static_cast<int64_t>(stored)) +
+                                " bytes (truncated or not made by a writer of this data?)");
+  return OkStatus();
+}
+
 StatusOr<mesh::Array> H5ReadArray(const std::string& file, const std::string& name) {
   File f;
   TPUMESH_ASSIGN_OR_RETURN(hid_t ds, OpenDataset(file, name, f));
@@ -52,7 +68,9 @@ StatusOr<mesh::Array> H5ReadArray(const std::string& file, const std::string& na
   const H5T_class_t cls = H5Tget_class(type);
   StatusOr<mesh::Array> out = InvalidArgumentError(file + ": dataset '" + name + "' is not numeric");
   mesh::Shape shape(dims.begin(), dims.end());
-  if (cls == H5T_FLOAT) {
+  if (Status st = CheckDeclaredSize(file, name, ds, space, type); !st.ok()) {
+    out = st;
+  } else if (cls == H5T_FLOAT) {
     mesh::Array a = mesh::Array::Host(mesh::DType::kF32, shape);
     if (H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.mutable_raw()) < 0)
       out = DataLossError(file + ": cannot read '" + name + "'");
@@ -86,7 +104,9 @@ StatusOr<std::vector<std::string>> H5ReadStrings(const std::string& file, const 
   TPUMESH_ASSIGN_OR_RETURN(hid_t ds, OpenDataset(file, name, f));
   hid_t type = H5Dget_type(ds), space = H5Dget_space(ds);
   StatusOr<std::vector<std::string>> out = InvalidArgumentError(file + ": dataset '" + name + "' is not strings");
-  if (H5Tget_class(type) == H5T_STRING) {
+  if (Status st = CheckDeclaredSize(file, name, ds, space, type); !st.ok()) {
+    out = st;
+  } else if (H5Tget_class(type) == H5T_STRING) {
     const hssize_t n = H5Sget_simple_extent_npoints(space);
     std::vector<std::string> v;
     hid_t mtype = H5Tcopy(H5T_C_S1);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "base/input_file.h"
 #include "hdf5.h"
 #include "io/atomic_file.h"
 #include "kernels/bf16.h"
@@ -212,8 +213,7 @@ Status ModelFileWriter::Commit() {
 
 StatusOr<std::unique_ptr<ModelFile>> ModelFile::Open(const std::string& path) {
   QuietHdf5();
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return NotFoundError(path + ": no such file");
+  TPUMESH_RETURN_IF_ERROR(CheckInputFile(path).status());
   if (H5Fis_hdf5(path.c_str()) <= 0) return InvalidArgumentError(path + ": not an HDF5 file (truncated or corrupt?)");
   std::unique_ptr<ModelFile> f(new ModelFile());
   f->path_ = path;

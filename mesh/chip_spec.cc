@@ -1,11 +1,12 @@
 #include "mesh/chip_spec.h"
 
 #include <cmath>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 
+#include "base/input_file.h"
 #include "nlohmann/json.hpp"
 
 namespace tpumesh::mesh {
@@ -226,13 +227,14 @@ StatusOr<ChipSpec> LoadChipSpec(std::string_view name_or_path) {
   if (name_or_path == "v4") return V4Chip();
   if (name_or_path == "v2") return V2Chip();
   const std::string path(name_or_path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return NotFoundError("chip '" + path +
-                         "': neither a preset (v5e, v4, v2) nor a readable JSON file");
+  auto text = ReadInputFile(path);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound)
+      return NotFoundError("chip '" + path + "': neither a preset (v5e, v4, v2) nor a readable JSON file");
+    return text.status().WithContext("chip");
   }
   std::stringstream ss;
-  ss << in.rdbuf();
+  ss << *text;
   return ChipSpecFromJson(ss.str(), path);
 }
 

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "base/input_file.h"
 #include "io/model_file.h"
 #include "io/safetensors.h"
 #include "nlohmann/json.hpp"
@@ -15,11 +16,10 @@ namespace {
 namespace fs = std::filesystem;
 
 StatusOr<std::string> ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return NotFoundError(p.string() + ": missing (expected in a diffusers folder)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text = ReadInputFile(p.string());
+  if (!text.ok() && text.status().code() == StatusCode::kNotFound)
+    return NotFoundError(p.string() + ": missing (expected in a diffusers folder)");
+  return text;
 }
 
 StatusOr<std::string> ReadJsonFile(const fs::path& p) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/input_file.h"
 #include "io/model_file.h"
 #include "models/architectures.h"
 #include "models/configs.h"
@@ -43,11 +44,9 @@ void FillNormal(mesh::Array& a, uint64_t seed, const std::string& name, float st
 }
 
 StatusOr<std::string> ReadText(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return NotFoundError(p.string() + ": missing");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text = ReadInputFile(p.string());
+  if (!text.ok() && text.status().code() == StatusCode::kNotFound) return NotFoundError(p.string() + ": missing");
+  return text;
 }
 
 }  // namespace

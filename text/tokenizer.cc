@@ -7,6 +7,7 @@
 #include <sstream>
 #include <utility>
 
+#include "base/input_file.h"
 #include "nlohmann/json.hpp"
 #include "unicode/locid.h"
 #include "unicode/normalizer2.h"
@@ -182,15 +183,7 @@ const ByteTable& Bytes() {
   return table;
 }
 
-StatusOr<std::string> ReadFile(const std::filesystem::path& p) {
-  std::error_code ec;
-  if (!std::filesystem::exists(p, ec)) return NotFoundError(p.string() + ": no such file");
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return NotFoundError(p.string() + ": cannot be read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+StatusOr<std::string> ReadFile(const std::filesystem::path& p) { return ReadInputFile(p.string()); }
 
 // A special-token value of a config: "text", {"content": "text", "lstrip":
 // ...} (also with "__type": "AddedToken") or null.

@@ -14,9 +14,11 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/input_file.h"
 #include "io/atomic_file.h"
 #include "io/h5io.h"
 #include "mesh/prng.h"
@@ -154,8 +156,9 @@ Status RunGenerate(GenerateCmdOptions o) {
   }
   r.prompts = o.prompts;
   if (!o.prompts_file.empty()) {
-    std::ifstream in(o.prompts_file);
-    if (!in) return NotFoundError("cannot read --prompts-file " + o.prompts_file);
+    auto text = ReadInputFile(o.prompts_file);
+    if (!text.ok()) return text.status().WithContext("--prompts-file");
+    std::istringstream in(*text);
     std::string line;
     while (std::getline(in, line)) {
       if (!line.empty() && line.back() == '\r') line.pop_back();

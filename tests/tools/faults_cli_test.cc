@@ -14,6 +14,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hdf5.h"
 #include "io/h5io.h"
 #include "mesh/array.h"
 #include "tests/testing/cli.h"
@@ -204,6 +205,50 @@ TEST(FaultsCliTest, BadValuesAreRefusedWithOneLine) {
   // The largest seed is a seed.
   auto r = RunTpumesh(gen + "--seed 18446744073709551615" + out);
   EXPECT_EQ(r.code, 0) << r.err;
+}
+
+// Inputs that would hang or allocate without bound: a FIFO or a device
+// given as a file, an HDF5 file that declares a huge dataset it does not
+// store. One line each, exit 1, at once.
+TEST(FaultsCliTest, HostileInputsAreRefusedAtOnce) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  ASSERT_EQ(mkfifo((dir + "/fifo").c_str(), 0600), 0);
+  // latents [100000, 4, 1024, 1024] f32 declared (1.6 TB), nothing stored.
+  {
+    const hid_t f = H5Fcreate((dir + "/huge.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hsize_t dims[4] = {100000, 4, 1024, 1024};
+    const hid_t space = H5Screate_simple(4, dims, nullptr);
+    const hid_t ds = H5Dcreate2(f, "latents", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t ids = H5Dcreate2(f, "input_ids", H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dclose(ids);
+    H5Dclose(ds);
+    H5Sclose(space);
+    H5Fclose(f);
+  }
+  const std::string model = TinyModel();
+  const std::string gen = "generate -p x --steps 1 --devices 1 -q -o " + dir + "/out ";
+  struct Case {
+    std::string args, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {gen + "--model " + dir + "/fifo", dir + "/fifo: not a regular file"},
+           {gen + "--model " + model + " --latents " + dir + "/fifo", "--latents: " + dir + "/fifo: not a regular file"},
+           {"generate --prompts-file " + dir + "/fifo --steps 1 -q -o " + dir + "/out", "--prompts-file: " + dir + "/fifo: not a regular file"},
+           {"generate --prompts-file /dev/urandom --steps 1 -q -o " + dir + "/out", "/dev/urandom: not a regular file"},
+           {"devices --chip " + dir + "/fifo", "not a regular file"},
+           {gen + "--model " + model + " --latents " + dir + "/huge.h5",
+            "dataset 'latents' declares 419430400000 values but stores 0 bytes"},
+           {"eval --model " + model + " --component text_encoder --input " + dir + "/huge.h5 --output " + dir + "/o.h5",
+            "dataset 'input_ids' declares 419430400000 values"},
+           {"eval --model " + model + " --component text_encoder --input " + dir + "/fifo --output " + dir + "/o.h5",
+            "not a regular file"},
+       }) {
+    auto r = RunTpumesh(c.args);
+    EXPECT_EQ(r.code, 1) << c.args << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << ": " << r.err;
+    EXPECT_FALSE(fs::exists(dir + "/out")) << c.args;
+  }
 }
 
 }  // namespace
