@@ -1,11 +1,13 @@
 #include "io/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -26,7 +28,51 @@ int WriteAll(int fd, std::string_view bytes) {
   return 0;
 }
 
+// The registry of temporaries (fixed storage: the handler may not allocate).
+constexpr int kSlots = 64;
+constexpr size_t kPathMax = 4096;
+struct Slot {
+  std::atomic<int> state{0};  // 0 free, 1 being written, 2 live
+  char path[kPathMax];
+};
+Slot g_slots[kSlots];
+
 }  // namespace
+
+void RegisterTempFile(const std::string& path) {
+  if (path.size() >= kPathMax) return;
+  for (Slot& s : g_slots) {
+    int expected = 0;
+    if (s.state.compare_exchange_strong(expected, 1)) {
+      std::memcpy(s.path, path.c_str(), path.size() + 1);
+      s.state.store(2);
+      return;
+    }
+  }
+}
+
+void UnregisterTempFile(const std::string& path) {
+  for (Slot& s : g_slots)
+    if (s.state.load() == 2 && path == s.path) {
+      s.state.store(0);
+      return;
+    }
+}
+
+extern "C" void RemoveTempFilesAndDie(int sig) {
+  for (Slot& s : g_slots)
+    if (s.state.load() == 2) ::unlink(s.path);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void InstallTempFileCleanup() {
+  struct sigaction sa {};
+  sa.sa_handler = RemoveTempFilesAndDie;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
 
 // "<what>: <strerror>", with a code that says what kind of failure it was.
 Status ErrnoStatus(const std::string& what, int e) {
@@ -67,11 +113,13 @@ int WriteTemporary(const std::string& path, std::string_view bytes, std::string*
     temp->clear();
     return e;
   }
+  RegisterTempFile(*temp);
   e = WriteAll(fd, bytes);
   if (e == 0 && ::fsync(fd) != 0) e = errno;
   if (::close(fd) != 0 && e == 0 && errno != EINTR) e = errno;
   if (e != 0) {
     ::unlink(temp->c_str());
+    UnregisterTempFile(*temp);
     temp->clear();
   }
   return e;
@@ -87,6 +135,7 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
     e = errno;
     ::unlink(temp.c_str());
   }
+  if (!temp.empty()) UnregisterTempFile(temp);
   if (e != 0) return ErrnoStatus("cannot write " + path, e);
   return OkStatus();
 }
@@ -94,7 +143,10 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
 Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& files) {
   std::vector<std::string> temps;
   auto remove_temps = [&] {
-    for (const std::string& t : temps) ::unlink(t.c_str());
+    for (const std::string& t : temps) {
+      ::unlink(t.c_str());
+      UnregisterTempFile(t);
+    }
   };
   for (const auto& [path, bytes] : files) {
     if (path.empty()) {
@@ -112,9 +164,11 @@ Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& 
     if (std::rename(temps[i].c_str(), files[i].first.c_str()) != 0) {
       const int e = errno;
       for (size_t j = i; j < temps.size(); ++j) ::unlink(temps[j].c_str());
+      for (const std::string& t : temps) UnregisterTempFile(t);
       return ErrnoStatus("cannot write " + files[i].first, e);
     }
   }
+  for (const std::string& t : temps) UnregisterTempFile(t);
   return OkStatus();
 }
 
@@ -131,6 +185,7 @@ Status CheckWritable(const std::string& path, const std::string& flag) {
   const int e = WriteTemporary(path, "", &temp);
   if (e != 0) return ErrnoStatus(what + ": cannot write there", e);
   ::unlink(temp.c_str());
+  UnregisterTempFile(temp);
   return OkStatus();
 }
 

@@ -27,6 +27,19 @@ Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& 
 // and removed), and `path` is not a directory, FIFO, device or socket.
 // `flag` names the option in the message ("--save-latents out.h5: ...").
 Status CheckWritable(const std::string& path, const std::string& flag = "");
+
+// Temporary files that must not outlive a kill by SIGINT or SIGTERM. Every
+// temporary this layer creates (WriteFileAtomic's, WriteFilesAtomic's, the
+// model file writer's) is registered while it exists; once
+// InstallTempFileCleanup has run (the CLI's main does it first), those
+// signals unlink every registered file and then end the process with the
+// signal's own status. Up to 64 files at once; async-signal-safe.
+void RegisterTempFile(const std::string& path);
+void UnregisterTempFile(const std::string& path);
+void InstallTempFileCleanup();
+// The handler itself, for a command that installs its own SIGINT handler
+// (generate's graceful stop) and hands the second signal back to it.
+extern "C" void RemoveTempFilesAndDie(int sig);
 // "<what>: <strerror(e)>" with the code that says what kind of failure it
 // was: NotFound (ENOENT, ENOTDIR), ResourceExhausted (ENOSPC, EDQUOT),
 // DataLoss (EIO), ResourceExhausted also for EFBIG (a file size limit),

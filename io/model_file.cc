@@ -103,6 +103,7 @@ StatusOr<std::unique_ptr<ModelFileWriter>> ModelFileWriter::Create(const std::st
   if (!std::filesystem::is_directory(dir, ec))
     return NotFoundError(path + ": directory " + dir.string() + " does not exist");
   w->temp_path_ = (dir / ("." + p.filename().string() + ".tmp-" + std::to_string(getpid()))).string();
+  RegisterTempFile(w->temp_path_);
   w->file_ = H5Fcreate(w->temp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (w->file_ < 0) return InvalidArgumentError(path + ": cannot create (is the directory writable?)");
   TPUMESH_RETURN_IF_ERROR(WriteStringAttribute(w->file_, "format", kModelFormat));
@@ -117,6 +118,7 @@ StatusOr<std::unique_ptr<ModelFileWriter>> ModelFileWriter::Create(const std::st
 ModelFileWriter::~ModelFileWriter() {
   if (file_ >= 0) H5Fclose(file_);
   if (!committed_ && !temp_path_.empty()) std::remove(temp_path_.c_str());
+  if (!temp_path_.empty()) UnregisterTempFile(temp_path_);
 }
 
 Status ModelFileWriter::EnsureGroup(const std::string& group) {

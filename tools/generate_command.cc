@@ -38,7 +38,7 @@ extern "C" void OnSigint(int) {
   static const char kMsg[] = "\ntpumesh: interrupted; stopping at the next step (Ctrl-C again to kill)\n";
   ssize_t ignored = write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
   (void)ignored;
-  signal(SIGINT, SIG_DFL);
+  signal(SIGINT, RemoveTempFilesAndDie);  // a second Ctrl-C kills, leaving no temporary file
 }
 
 struct GenerateCmdOptions {

@@ -6,11 +6,13 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "io/atomic_file.h"
 #include "io/model_file.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
   tpumesh::pipeline::DisableHdf5ExitHandler();
+  tpumesh::InstallTempFileCleanup();
   CLI::App app{
       "tpumesh: an emulated TPU mesh on the CPU.\n"
       "Runs JAX-style SPMD work on N virtual TPU devices and reports what it\n"

@@ -3,13 +3,17 @@
 // eval, init and convert gives one line, exit 1, no crash, and no output or
 // temporary file; outputs that would overwrite an input or another output,
 // FIFOs and missing folders are refused before the run.
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -248,6 +252,36 @@ TEST(FaultsCliTest, HostileInputsAreRefusedAtOnce) {
     EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << ": " << r.err;
     EXPECT_FALSE(fs::exists(dir + "/out")) << c.args;
+  }
+}
+
+// init (and every writer of a model file) killed by SIGTERM or SIGINT
+// mid-write: the process dies of the signal and leaves no temporary file.
+TEST(FaultsCliTest, KilledWriterLeavesNoTemporaryFile) {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    const std::string dir = tpumesh::testing::TestTempDir() + "/" + std::to_string(sig);
+    fs::create_directories(dir);
+    const std::string out = dir + "/m.h5";
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      execl(TPUMESH_BIN, TPUMESH_BIN, "init", "--arch", "sd15", "-q", "-o", out.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    // Until the temporary model file exists and is growing.
+    bool started = false;
+    for (int i = 0; i < 600 && !started; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (const std::string& f : Files(dir)) started |= f.rfind(".m.h5.tmp-", 0) == 0;
+    }
+    EXPECT_TRUE(started);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    kill(pid, sig);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "signal " << sig;
+    EXPECT_EQ(WTERMSIG(status), sig);
+    EXPECT_TRUE(Files(dir).empty()) << "signal " << sig << ": " << ::testing::PrintToString(Files(dir));
   }
 }
 
