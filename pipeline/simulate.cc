@@ -43,19 +43,21 @@ StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf)
   TPUMESH_ASSIGN_OR_RETURN(Txt2ImgPlan plan, flow.MakePlan(req));
 
   // Each model rank's share, run dry on its first device: zero token ids, no
-  // keys. The device counts its parameters and activations without limit.
+  // keys. The device counts its parameters and activations against its HBM
+  // (without limit for a sweep).
   std::vector<std::vector<mesh::OpRecord>> rank_ops(model);
   std::vector<int64_t> rank_peak(model), rank_params(model);
   for (int rank = 0; rank < model; ++rank) {
     const int at[] = {0, rank};
     const int device = mesh->DeviceAt(at);
     mesh::Device& dev = mesh->device(device);
-    dev.set_hbm_capacity(std::numeric_limits<int64_t>::max() / 4);
+    if (!o.check_hbm) dev.set_hbm_capacity(std::numeric_limits<int64_t>::max() / 4);
     std::vector<Array> held;
     for (const ComponentParams& c : flow.components())
       for (const auto& [name, a] : (*c.ranks)[rank].all()) {
-        TPUMESH_ASSIGN_OR_RETURN(Array r, a.ShareTo(dev, "parameter"));
-        held.push_back(std::move(r));
+        auto r = a.ShareTo(dev, "parameter");
+        if (!r.ok()) return r.status().WithContext("placing parameter " + c.name + "/" + name);
+        held.push_back(std::move(r).value());
       }
     rank_params[rank] = dev.hbm_in_use();
     dev.ResetHbmPeak();
@@ -121,6 +123,7 @@ StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {
     so.mesh.devices = n;
     so.mesh.axes = "data=" + std::to_string(n / m) + ",model=" + std::to_string(m);
     so.request.keep_ops = false;
+    so.check_hbm = false;
     TPUMESH_ASSIGN_OR_RETURN(RunReport r, SimulateOn(so, cf));
     MeshSweepRow row;
     row.mesh = so.mesh.axes;

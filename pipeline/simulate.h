@@ -14,9 +14,10 @@
 // has the same shapes).
 //
 // Contract: the request is validated as generate validates it (the flow's
-// Validate, prompts aside); InvalidArgument names the flag. Device HBM is not
-// enforced here: hbm_peak_bytes says what each device would hold and
-// SweepMesh whether it fits.
+// Validate, prompts aside); InvalidArgument names the flag. Device HBM is
+// enforced as in generate unless check_hbm is off (SweepMesh):
+// hbm_peak_bytes says what each device would hold and SweepMesh whether it
+// fits.
 #ifndef TPUMESH_PIPELINE_SIMULATE_H_
 #define TPUMESH_PIPELINE_SIMULATE_H_
 
@@ -38,6 +39,10 @@ struct SimulateOptions {
   // Sizes, steps, scheduler, guidance, precision, SDXL's size conditioning
   // and keep_ops (for a trace); prompts are not read.
   GenerateRequest request;
+  // Each device's HBM enforced as generate enforces it (the same
+  // RESOURCE_EXHAUSTED naming the device); SweepMesh turns it off and says
+  // per mesh shape whether the run fits.
+  bool check_hbm = true;
 };
 
 StatusOr<RunReport> Simulate(const SimulateOptions& options);

@@ -170,6 +170,11 @@ TEST(FaultsCliTest, BadValuesAreRefusedWithOneLine) {
              "mxu_rows":128,"mxu_cols":128,"clock_hz":1.5e9,"peak_bf16_flops":1.97e14,"hbm_bytes":1e30,
              "hbm_bandwidth":8.19e11,"vmem_bytes":134217728,"ici_ports":4,"ici_link_bandwidth":5e10,
              "ici_hop_latency_s":1e-6,"torus_wrap_size":16,"default_topology":[2,4]})";
+  std::ofstream(dir + "/tiny_hbm.json")
+      << R"({"name":"tiny_hbm","device_kind":"k","tensorcores_per_chip":1,"devices_per_chip":1,"mxus_per_tensorcore":4,
+             "mxu_rows":128,"mxu_cols":128,"clock_hz":1.5e9,"peak_bf16_flops":1.97e14,"hbm_bytes":1,
+             "hbm_bandwidth":8.19e11,"vmem_bytes":134217728,"ici_ports":4,"ici_link_bandwidth":5e10,
+             "ici_hop_latency_s":1e-6,"torus_wrap_size":16,"default_topology":[2,4]})";
   fs::create_directory_symlink(dir + "/missing", dir + "/dangling");
   const std::string gen = "generate --model " + TinyModel() + " -p x --steps 1 --devices 1 -q ";
   const std::string out = " -o " + dir + "/out";
@@ -191,6 +196,9 @@ TEST(FaultsCliTest, BadValuesAreRefusedWithOneLine) {
            {"devices --mesh data=x", 1, "axis 'data' needs a whole size >= 1, got 'x'"},
            {"devices --chip " + dir + "/big.json", 1, "field 'hbm_bytes' is 1e+30, out of range"},
            {"simulate --arch tiny --guidance nan", 1, "--guidance must be a finite number"},
+           // A chip with 1 byte of HBM: simulate refuses it as generate does.
+           {"simulate --arch tiny --chip " + dir + "/tiny_hbm.json", 1, "out of HBM"},
+           {gen + "--chip " + dir + "/tiny_hbm.json" + out, 1, "out of HBM"},
            // Absurd sizes are refused before anything is allocated.
            {"simulate --arch sd15 --batch-per-device 100000", 1, "--batch-per-device 100000: at most 1024 images"},
            {"simulate --arch sd15 --height 65536", 1, "--height 65536: at most 16384 pixels"},
