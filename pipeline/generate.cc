@@ -270,6 +270,8 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   const int64_t img = 3 * static_cast<int64_t>(res.height) * res.width;
   for (int64_t i = 0; i < b; ++i)
     res.images.push_back(ToUint8Image(decoded.data<float>() + i * img, res.height, res.width));
+  for (int64_t i = 0; i < decoded.num_elements(); ++i)
+    res.nonfinite_values += !std::isfinite(decoded.data<float>()[i]);
   res.run_seconds = Since(t_run);
   res.report.mode = "generate";
   res.report.chip = mesh_->chip();

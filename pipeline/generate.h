@@ -84,6 +84,7 @@ using ProgressFn = std::function<void(const std::string& phase, int done, int to
 
 struct GenerateResult {
   std::vector<Image> images;            // B images, H x W
+  int64_t nonfinite_values = 0;         // NaN/Inf in the decoded images (shown black): a broken model
   std::vector<std::string> prompts;     // per image
   std::vector<std::string> negative_prompts;
   mesh::Array initial_latents;          // [B, 4, h, w], before init_noise_sigma

@@ -1,11 +1,44 @@
 #include "pipeline/loader.h"
 
+#include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
 namespace tpumesh::pipeline {
 namespace {
+
+// A weight with NaN or Inf turns every image black: refused at load.
+// Chunks, so that the scan vectorises (about 1 GB/s): the exact index only
+// in the chunk that has a bad value.
+template <typename T, typename Bad>
+int64_t FirstNonFinite(const T* v, int64_t n, Bad bad) {
+  constexpr int64_t kChunk = 4096;
+  for (int64_t c = 0; c < n; c += kChunk) {
+    const int64_t e = std::min(n, c + kChunk);
+    int any = 0;
+    for (int64_t i = c; i < e; ++i) any |= bad(v[i]);
+    if (any)
+      for (int64_t i = c; i < e; ++i)
+        if (bad(v[i])) return i;
+  }
+  return -1;
+}
+
+Status CheckFinite(const ModelFile& file, const std::string& component, const std::string& name, const mesh::Array& a) {
+  const int64_t n = a.num_elements();
+  const int64_t bad =
+      a.dtype() == mesh::DType::kBF16
+          ? FirstNonFinite(reinterpret_cast<const uint16_t*>(a.raw()), n,
+                           [](uint16_t x) { return static_cast<int>((x & 0x7f80) == 0x7f80); })
+          : FirstNonFinite(reinterpret_cast<const uint32_t*>(a.raw()), n,
+                           [](uint32_t x) { return static_cast<int>((x & 0x7f800000u) == 0x7f800000u); });
+  if (bad >= 0)
+    return InvalidArgumentError(file.path() + ": tensor " + component + "/" + name + " holds NaN or Inf at index " +
+                                std::to_string(bad) + " (a corrupt or diverged checkpoint)");
+  return OkStatus();
+}
 
 StatusOr<models::ParamMap> ReadParams(const ModelFile& file, const std::string& component,
                                       const std::vector<models::ParamSpec>& manifest) {
@@ -17,6 +50,7 @@ StatusOr<models::ParamMap> ReadParams(const ModelFile& file, const std::string& 
                                ? mesh::DType::kBF16
                                : mesh::DType::kF32;
     TPUMESH_ASSIGN_OR_RETURN(mesh::Array a, file.ReadTensor(component, p.name, as));
+    TPUMESH_RETURN_IF_ERROR(CheckFinite(file, component, p.name, a));
     if (a.shape() != p.shape)
       return InvalidArgumentError(file.path() + ": tensor " + component + "/" + p.name + " has shape " +
                                   mesh::ShapeToString(a.shape()) + " but " + component +

@@ -189,6 +189,12 @@ Status RunGenerate(GenerateCmdOptions o) {
   if (!o.latents.empty()) {
     auto l = pipeline::H5ReadArray(o.latents, "latents");
     if (!l.ok()) return l.status().WithContext("--latents");
+    if (l->dtype() == mesh::DType::kF32)
+      for (int64_t i = 0; i < l->num_elements(); ++i)
+        if (!std::isfinite(l->data<float>()[i]))
+          return InvalidArgumentError("--latents " + o.latents + ": 'latents' holds " +
+                                      std::to_string(l->data<float>()[i]) + " at index " + std::to_string(i) +
+                                      " (every value must be finite)");
     r.initial_latents = std::move(l).value();
   }
   r.keep_step_latents = !o.save_latents.empty();
@@ -263,6 +269,11 @@ Status RunGenerate(GenerateCmdOptions o) {
   std::printf("wrote %d image(s) to %s (%s ... %s)", b, o.out.c_str(), first.c_str(), last.c_str());
   if (latents_out) std::printf(", latents to %s", o.save_latents.c_str());
   std::printf("\n");
+  if (res.nonfinite_values > 0)
+    std::fprintf(stderr,
+                 "tpumesh: warning: the run produced %lld non-finite values (NaN or Inf) in the decoded images; "
+                 "they are black in the PNGs (a broken model file or scheduler settings?)\n",
+                 static_cast<long long>(res.nonfinite_values));
   std::printf("modelled on %d emulated %s device(s): %.4f s for the run (%.2f images/s modelled; host %.2f s)\n",
               gen->devices(), gen->mesh().chip().name.c_str(), res.modelled_seconds,
               res.modelled_seconds > 0 ? b / res.modelled_seconds : 0.0, res.run_seconds);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -291,6 +292,44 @@ TEST(FaultsCliTest, KilledWriterLeavesNoTemporaryFile) {
     EXPECT_EQ(WTERMSIG(status), sig);
     EXPECT_TRUE(Files(dir).empty()) << "signal " << sig << ": " << ::testing::PrintToString(Files(dir));
   }
+}
+
+// NaN or Inf in the inputs: refused with the place named, not a black image.
+TEST(FaultsCliTest, NonFiniteInputsAreRefused) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  // Latents with one NaN (the embedded default: 1 device, 16x16 latents).
+  {
+    auto w = tpumesh::pipeline::H5Writer::Create(dir + "/nan.h5");
+    ASSERT_TRUE(w.ok());
+    tpumesh::mesh::Array l = tpumesh::mesh::Array::Host(tpumesh::mesh::DType::kF32, {1, 4, 16, 16});
+    l.mutable_data<float>()[5] = std::nanf("");
+    ASSERT_TRUE((*w)->Write("latents", l).ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  auto r = RunTpumesh("generate --model " + TinyModel() + " -p x --steps 1 --devices 1 -q -o " + dir +
+                      "/out --latents " + dir + "/nan.h5");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("'latents' holds nan at index 5 (every value must be finite)"));
+  // A model file whose weight holds an Inf.
+  const std::string bad = dir + "/inf.h5";
+  fs::copy_file(TinyModel(), bad);
+  {
+    const hid_t f = H5Fopen(bad.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t ds = H5Dopen2(f, "unet/conv_in.weight", H5P_DEFAULT);
+    ASSERT_GE(ds, 0);
+    const hid_t space = H5Dget_space(ds);
+    std::vector<float> v(static_cast<size_t>(H5Sget_simple_extent_npoints(space)));
+    ASSERT_GE(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+    v[3] = INFINITY;
+    ASSERT_GE(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), 0);
+    H5Sclose(space);
+    H5Dclose(ds);
+    H5Fclose(f);
+  }
+  r = RunTpumesh("generate --model " + bad + " -p x --steps 1 --devices 1 -q -o " + dir + "/out");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("tensor unet/conv_in.weight holds NaN or Inf at index 3"));
+  EXPECT_FALSE(fs::exists(dir + "/out"));
 }
 
 }  // namespace
