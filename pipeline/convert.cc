@@ -2,12 +2,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <vector>
 
 #include "base/input_file.h"
 #include "io/model_file.h"
 #include "io/safetensors.h"
+#include "pipeline/loader.h"
 #include "nlohmann/json.hpp"
 
 namespace tpumesh::pipeline {
@@ -107,6 +109,63 @@ StatusOr<ConvertStats> ConvertDiffusersFolder(
     weights.push_back(std::move(f));
   }
 
+  // The folder must make a model that runs: the loader's own checks, on the
+  // configs, the tokenizers and every tensor's presence, dtype and shape,
+  // before anything is written (a converted file always loads).
+  {
+    ModelConfigs cf;
+    cf.origin = folder;
+    cf.model_index = model_index;
+    cf.scheduler = scheduler;
+    for (size_t i = 0; i < present.size(); ++i) {
+      const std::string name = present[i]->name;
+      (name == "text_encoder"     ? cf.text_encoder
+       : name == "text_encoder_2" ? cf.text_encoder_2
+       : name == "unet"           ? cf.unet
+                                  : cf.vae) = configs[i];
+    }
+    auto tokenizer = [&](const std::string& tok) -> StatusOr<std::unique_ptr<ClipTokenizer>> {
+      ClipTokenizerTexts t;
+      for (const auto& [path, text] : texts) {
+        if (path == tok + "/vocab.json") t.vocab_json = text;
+        if (path == tok + "/merges.txt") t.merges_txt = text;
+        if (path == tok + "/special_tokens_map.json") t.special_tokens_map_json = text;
+        if (path == tok + "/tokenizer_config.json") t.tokenizer_config_json = text;
+      }
+      TPUMESH_ASSIGN_OR_RETURN(ClipTokenizer k, ClipTokenizer::FromStrings(t, folder + "/" + tok));
+      return std::make_unique<ClipTokenizer>(std::move(k));
+    };
+    TPUMESH_ASSIGN_OR_RETURN(auto tok, tokenizer("tokenizer"));
+    std::unique_ptr<ClipTokenizer> tok2;
+    if (!sdxl.empty()) {
+      TPUMESH_ASSIGN_OR_RETURN(tok2, tokenizer("tokenizer_2"));
+    }
+    auto shapes = [&](const std::string& component, const std::vector<models::ParamSpec>& manifest,
+                      int ranks) -> StatusOr<std::vector<models::ParamMap>> {
+      size_t i = 0;
+      while (i < present.size() && present[i]->name != component) ++i;
+      if (i == present.size()) return NotFoundError(folder + ": no " + component + " folder");
+      const std::string file = (root / component / present[i]->weights).string();
+      std::map<std::string, const SafetensorsEntry*> by_name;
+      for (const SafetensorsEntry& e : weights[i].entries()) by_name[e.name] = &e;
+      for (const models::ParamSpec& p : manifest) {
+        auto it = by_name.find(p.name);
+        if (it == by_name.end())
+          return NotFoundError(file + ": no tensor " + p.name + " (" + component + "/config.json needs it, shape " +
+                               mesh::ShapeToString(p.shape) + ")");
+        const SafetensorsEntry& e = *it->second;
+        if (e.dtype != "F32" && e.dtype != "F16" && e.dtype != "BF16")
+          return InvalidArgumentError(file + ": tensor " + p.name + " is " + e.dtype + ", not a float (F32, F16, BF16)");
+        if (e.shape != p.shape)
+          return InvalidArgumentError(file + ": tensor " + p.name + " has shape " + mesh::ShapeToString(e.shape) +
+                                      " but " + component + "/config.json needs " + mesh::ShapeToString(p.shape));
+      }
+      return ZeroParams(component, manifest, ranks, false);
+    };
+    TPUMESH_ASSIGN_OR_RETURN(auto flow, BuildTextToImage(cf, shapes, std::move(tok), std::move(tok2)));
+    (void)flow;
+  }
+
   TPUMESH_ASSIGN_OR_RETURN(std::unique_ptr<ModelFileWriter> out, ModelFileWriter::Create(output));
   TPUMESH_RETURN_IF_ERROR(out->WriteText("model_index.json", model_index));
   TPUMESH_RETURN_IF_ERROR(out->WriteText("scheduler/scheduler_config.json", scheduler));
@@ -125,6 +184,7 @@ StatusOr<ConvertStats> ConvertDiffusersFolder(
         continue;
       }
       TPUMESH_ASSIGN_OR_RETURN(mesh::Array a, weights[i].Read(e.name, dtype));
+      TPUMESH_RETURN_IF_ERROR(CheckFiniteTensor((root / comp / present[i]->weights).string() + ": tensor " + e.name, a));
       TPUMESH_RETURN_IF_ERROR(out->WriteTensor(comp, e.name, a, dtype));
       ++stats.tensors;
       stats.parameters += a.num_elements();

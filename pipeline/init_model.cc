@@ -11,6 +11,7 @@
 #include "models/configs.h"
 #include "nlohmann/json.hpp"
 #include "text/embedded.h"
+#include "text/tokenizer.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -102,6 +103,16 @@ StatusOr<InitStats> InitModel(const InitOptions& opt,
         TPUMESH_ASSIGN_OR_RETURN(std::string t, ReadText(dir / f));
         tokenizer.emplace_back(std::string("tokenizer/") + f, t);
       }
+    ClipTokenizerTexts texts;
+    for (const auto& [path, text] : tokenizer) {
+      if (path == "tokenizer/vocab.json") texts.vocab_json = text;
+      if (path == "tokenizer/merges.txt") texts.merges_txt = text;
+      if (path == "tokenizer/special_tokens_map.json") texts.special_tokens_map_json = text;
+      if (path == "tokenizer/tokenizer_config.json") texts.tokenizer_config_json = text;
+    }
+    // Built as generate will build it: a broken vocabulary or merges list
+    // fails here, not in the first run.
+    TPUMESH_RETURN_IF_ERROR(ClipTokenizer::FromStrings(texts, opt.tokenizer_dir).status());
   } else {
     // Every architecture's vocabulary holds the tiny tokenizer's 1000 ids.
     tokenizer = {{"tokenizer/vocab.json", std::string(embedded::TinyTokenizer_vocab_json())},

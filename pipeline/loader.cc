@@ -26,20 +26,6 @@ int64_t FirstNonFinite(const T* v, int64_t n, Bad bad) {
   return -1;
 }
 
-Status CheckFinite(const ModelFile& file, const std::string& component, const std::string& name, const mesh::Array& a) {
-  const int64_t n = a.num_elements();
-  const int64_t bad =
-      a.dtype() == mesh::DType::kBF16
-          ? FirstNonFinite(reinterpret_cast<const uint16_t*>(a.raw()), n,
-                           [](uint16_t x) { return static_cast<int>((x & 0x7f80) == 0x7f80); })
-          : FirstNonFinite(reinterpret_cast<const uint32_t*>(a.raw()), n,
-                           [](uint32_t x) { return static_cast<int>((x & 0x7f800000u) == 0x7f800000u); });
-  if (bad >= 0)
-    return InvalidArgumentError(file.path() + ": tensor " + component + "/" + name + " holds NaN or Inf at index " +
-                                std::to_string(bad) + " (a corrupt or diverged checkpoint)");
-  return OkStatus();
-}
-
 StatusOr<models::ParamMap> ReadParams(const ModelFile& file, const std::string& component,
                                       const std::vector<models::ParamSpec>& manifest) {
   std::map<std::string, mesh::Array> params;
@@ -50,7 +36,7 @@ StatusOr<models::ParamMap> ReadParams(const ModelFile& file, const std::string& 
                                ? mesh::DType::kBF16
                                : mesh::DType::kF32;
     TPUMESH_ASSIGN_OR_RETURN(mesh::Array a, file.ReadTensor(component, p.name, as));
-    TPUMESH_RETURN_IF_ERROR(CheckFinite(file, component, p.name, a));
+    TPUMESH_RETURN_IF_ERROR(CheckFiniteTensor(file.path() + ": tensor " + component + "/" + p.name, a));
     if (a.shape() != p.shape)
       return InvalidArgumentError(file.path() + ": tensor " + component + "/" + p.name + " has shape " +
                                   mesh::ShapeToString(a.shape()) + " but " + component +
@@ -69,6 +55,20 @@ StatusOr<std::string> Config(const ModelFile& file, const std::string& component
 }
 
 }  // namespace
+
+Status CheckFiniteTensor(const std::string& where, const mesh::Array& a) {
+  const int64_t n = a.num_elements();
+  const int64_t bad =
+      a.dtype() == mesh::DType::kBF16
+          ? FirstNonFinite(reinterpret_cast<const uint16_t*>(a.raw()), n,
+                           [](uint16_t x) { return static_cast<int>((x & 0x7f80) == 0x7f80); })
+          : FirstNonFinite(reinterpret_cast<const uint32_t*>(a.raw()), n,
+                           [](uint32_t x) { return static_cast<int>((x & 0x7f800000u) == 0x7f800000u); });
+  if (bad >= 0)
+    return InvalidArgumentError(where + " holds NaN or Inf at index " + std::to_string(bad) +
+                                " (a corrupt or diverged checkpoint)");
+  return OkStatus();
+}
 
 StatusOr<ClipTokenizer> LoadTokenizer(const ModelFile& file, const std::string& component) {
   const std::string& c = component;

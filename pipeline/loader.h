@@ -42,6 +42,9 @@ struct HostMemoryEstimate {
   int64_t total() const { return f32_bytes + bf16_bytes + packed_bytes; }
 };
 StatusOr<HostMemoryEstimate> EstimateHostMemory(const ModelFile& file);
+// NaN or Inf anywhere in a f32 or bf16 tensor: InvalidArgument naming
+// `where` (e.g. "model.h5: tensor unet/conv_in.weight") and the index.
+Status CheckFiniteTensor(const std::string& where, const mesh::Array& a);
 // MemAvailable of /proc/meminfo in bytes; -1 when it cannot be read.
 int64_t HostMemoryAvailable();
 

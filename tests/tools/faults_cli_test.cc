@@ -332,4 +332,80 @@ TEST(FaultsCliTest, NonFiniteInputsAreRefused) {
   EXPECT_FALSE(fs::exists(dir + "/out"));
 }
 
+// A diffusers folder tiny-sd-b can make, with one part replaced.
+std::string SdBFolder(const std::string& dir, const std::string& component = "", const std::string& file = "",
+                      const std::string& text = "") {
+  const std::string data = std::string(TPUMESH_SOURCE_DIR) + "/tests/data/tiny-sd-b";
+  const std::string tok = std::string(TPUMESH_SOURCE_DIR) + "/text/data/tiny-tokenizer";
+  fs::create_directories(dir + "/scheduler");
+  for (const std::string c : {"text_encoder", "unet", "vae", "tokenizer"}) {
+    const std::string src = c == "tokenizer" ? tok : data + "/" + c;
+    if (c != component) {
+      fs::create_directory_symlink(src, dir + "/" + c);
+      continue;
+    }
+    fs::create_directories(dir + "/" + c);
+    for (const auto& e : fs::directory_iterator(src))
+      if (e.path().filename() != file) fs::create_symlink(e.path(), dir + "/" + c + "/" + e.path().filename().string());
+    std::ofstream(dir + "/" + c + "/" + file) << text;
+  }
+  std::ofstream(dir + "/scheduler/scheduler_config.json")
+      << R"({"_class_name": "PNDMScheduler", "beta_end": 0.012, "beta_schedule": "scaled_linear",
+             "beta_start": 0.00085, "num_train_timesteps": 1000, "set_alpha_to_one": false,
+             "skip_prk_steps": true, "steps_offset": 1})";
+  std::ofstream(dir + "/model_index.json") << R"({"_class_name": "StableDiffusionPipeline"})";
+  return dir;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// convert refuses a folder generate would refuse, before writing anything:
+// a config value of the wrong type, channels or layers that disagree with
+// the weights, a broken vocabulary or merges list. A converted file runs.
+TEST(FaultsCliTest, ConvertRefusesFoldersThatWouldNotRun) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  const std::string data = std::string(TPUMESH_SOURCE_DIR) + "/tests/data/tiny-sd-b";
+  std::string unet = ReadAll(data + "/unet/config.json");
+  auto with = [&](const std::string& key, const std::string& value) {
+    std::string t = unet;
+    const size_t k = t.find("\"" + key + "\":");
+    const size_t v = k + key.size() + 3, end = t.find_first_of(",\n", v);
+    return t.replace(v, end - v, " " + value);
+  };
+  struct Case {
+    std::string name, component, file, text, message;
+  };
+  int n = 0;
+  for (const Case& c : std::vector<Case>{
+           {"type", "unet", "config.json", with("in_channels", "\"four\""), "'in_channels' must be an integer"},
+           {"channels", "unet", "config.json", with("in_channels", "8"), "tensor conv_in.weight has shape"},
+           {"layers", "unet", "config.json", with("layers_per_block", "3"), "no tensor down_blocks.0.resnets.1"},
+           {"vocab", "tokenizer", "vocab.json", "{\"a\": ", "vocab"},
+           {"merges", "tokenizer", "merges.txt", "#version: 0.2\ni n g\n", "merges.txt: line 2 has 3 fields, want two symbols"},
+       }) {
+    const std::string src = SdBFolder(dir + "/" + c.name, c.component, c.file, c.text);
+    auto r = RunTpumesh("convert " + src + " -q -o " + dir + "/m" + std::to_string(n++) + ".h5");
+    EXPECT_EQ(r.code, 1) << c.name << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << c.name;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.name << ": " << r.err;
+  }
+  for (int i = 0; i < n; ++i) EXPECT_FALSE(fs::exists(dir + "/m" + std::to_string(i) + ".h5"));
+  // init --tokenizer checks the tokenizer files as generate will.
+  fs::create_directories(dir + "/tok");
+  fs::copy_file(std::string(TPUMESH_SOURCE_DIR) + "/text/data/tiny-tokenizer/vocab.json", dir + "/tok/vocab.json");
+  std::ofstream(dir + "/tok/merges.txt") << "#version: 0.2\ni n g\n";
+  auto init = RunTpumesh("init -q --tokenizer " + dir + "/tok -o " + dir + "/i.h5");
+  EXPECT_EQ(init.code, 1) << init.err;
+  EXPECT_THAT(init.err, HasSubstr("merges.txt: line 2 has 3 fields"));
+  EXPECT_FALSE(fs::exists(dir + "/i.h5"));
+  // The folder as it is converts, and the file runs.
+  const std::string ok = SdBFolder(dir + "/ok");
+  ASSERT_EQ(RunTpumesh("convert " + ok + " -q -o " + dir + "/ok.h5").code, 0);
+  auto r = RunTpumesh("generate --model " + dir + "/ok.h5 -p x --steps 1 --devices 1 -q -o " + dir + "/img");
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
 }  // namespace
