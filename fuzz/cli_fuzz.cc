@@ -22,16 +22,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   args.push_back(cur);
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
-  CLI::App app{"tpumesh"};
-  app.require_subcommand(1);
-  tpumesh::tools::RunFn run;
-  tpumesh::tools::RegisterGenerate(app, &run);
-  tpumesh::tools::RegisterDevices(app, &run);
-  tpumesh::tools::RegisterConvert(app, &run);
-  tpumesh::tools::RegisterInit(app, &run);
-  tpumesh::tools::RegisterEval(app, &run);
-  tpumesh::tools::RegisterBench(app, &run);
-  tpumesh::tools::RegisterSimulate(app, &run);
+  // One app for every input (building it is most of the cost), cleared
+  // between parses as CLI11 allows.
+  static CLI::App& app = *[] {
+    auto* a = new CLI::App{"tpumesh"};
+    a->require_subcommand(1);
+    static tpumesh::tools::RunFn run;
+    tpumesh::tools::RegisterGenerate(*a, &run);
+    tpumesh::tools::RegisterDevices(*a, &run);
+    tpumesh::tools::RegisterConvert(*a, &run);
+    tpumesh::tools::RegisterInit(*a, &run);
+    tpumesh::tools::RegisterEval(*a, &run);
+    tpumesh::tools::RegisterBench(*a, &run);
+    tpumesh::tools::RegisterSimulate(*a, &run);
+    return a;
+  }();
+  app.clear();
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::Error&) {
