@@ -30,15 +30,9 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using tpumesh::testing::ListDir;
 using tpumesh::testing::RunTpumesh;
 
-std::vector<std::string> Files(const std::string& dir) {
-  std::vector<std::string> names;
-  if (!fs::exists(dir)) return names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 // A tiny model file, made once (init without a limit).
 std::string TinyModel() {
@@ -65,14 +59,14 @@ TEST(FaultsCliTest, FullDiskDuringGenerateLeavesNothing) {
     EXPECT_THAT(r.err, HasSubstr("File too large")) << limit;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_THAT(r.out, Not(HasSubstr("wrote"))) << limit;
-    EXPECT_TRUE(Files(dir).empty()) << limit << ": " << ::testing::PrintToString(Files(dir));
+    EXPECT_TRUE(ListDir(dir).empty()) << limit << ": " << ::testing::PrintToString(ListDir(dir));
   }
   // With room, the same command writes everything.
   auto ok = RunTpumesh("generate --model " + TinyModel() + " -p x --steps 2 --devices 1 -q -o " + dir +
                        "/out --save-latents " + dir + "/lat.h5 --report " + dir + "/r.json");
   ASSERT_EQ(ok.code, 0) << ok.err;
-  EXPECT_EQ(Files(dir), (std::vector<std::string>{"lat.h5", "out", "r.json"}));
-  EXPECT_EQ(Files(dir + "/out"), (std::vector<std::string>{"grid.png", "image_00.png"}));
+  EXPECT_EQ(ListDir(dir), (std::vector<std::string>{"lat.h5", "out", "r.json"}));
+  EXPECT_EQ(ListDir(dir + "/out"), (std::vector<std::string>{"grid.png", "image_00.png"}));
 }
 
 TEST(FaultsCliTest, FullDiskDuringEvalLeavesNothing) {
@@ -89,7 +83,7 @@ TEST(FaultsCliTest, FullDiskDuringEvalLeavesNothing) {
                       4096);
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("cannot write " + dir + "/out.h5: File too large"));
-  EXPECT_EQ(Files(dir), std::vector<std::string>{"in.h5"});
+  EXPECT_EQ(ListDir(dir), std::vector<std::string>{"in.h5"});
   // The output may not be an input.
   r = RunTpumesh("eval --model " + TinyModel() + " --component text_encoder --input " + dir + "/in.h5 --output " +
                  dir + "/in.h5");
@@ -103,7 +97,7 @@ TEST(FaultsCliTest, FullDiskDuringInitAndConvertNeverCrashes) {
     auto r = RunTpumesh("init -q -o " + dir + "/m.h5", limit);
     EXPECT_EQ(r.code, 1) << "init, limit " << limit << ": " << r.err;  // -1: a crash
     EXPECT_THAT(r.err, HasSubstr("disk full")) << limit;
-    EXPECT_TRUE(Files(dir).empty()) << ::testing::PrintToString(Files(dir));
+    EXPECT_TRUE(ListDir(dir).empty()) << ::testing::PrintToString(ListDir(dir));
   }
   // A diffusers folder: tiny-sd-b's components, the tiny tokenizer, PNDM.
   const std::string src = ::testing::TempDir() + "/faults_sd_b_" + std::to_string(getpid());
@@ -121,7 +115,7 @@ TEST(FaultsCliTest, FullDiskDuringInitAndConvertNeverCrashes) {
     auto c = RunTpumesh("convert " + src + " -q -o " + dir + "/c.h5", limit);
     EXPECT_EQ(c.code, 1) << "convert, limit " << limit << ": " << c.err;
     EXPECT_THAT(c.err, HasSubstr(dir + "/c.h5: cannot write")) << limit;
-    EXPECT_TRUE(Files(dir).empty()) << ::testing::PrintToString(Files(dir));
+    EXPECT_TRUE(ListDir(dir).empty()) << ::testing::PrintToString(ListDir(dir));
   }
   auto c = RunTpumesh("convert " + src + " -q -o " + dir + "/c.h5");
   EXPECT_EQ(c.code, 0) << c.err;
@@ -281,7 +275,7 @@ TEST(FaultsCliTest, KilledWriterLeavesNoTemporaryFile) {
     bool started = false;
     for (int i = 0; i < 600 && !started; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      for (const std::string& f : Files(dir)) started |= f.rfind(".m.h5.tmp-", 0) == 0;
+      for (const std::string& f : ListDir(dir)) started |= f.rfind(".m.h5.tmp-", 0) == 0;
     }
     EXPECT_TRUE(started);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -290,7 +284,7 @@ TEST(FaultsCliTest, KilledWriterLeavesNoTemporaryFile) {
     waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status)) << "signal " << sig;
     EXPECT_EQ(WTERMSIG(status), sig);
-    EXPECT_TRUE(Files(dir).empty()) << "signal " << sig << ": " << ::testing::PrintToString(Files(dir));
+    EXPECT_TRUE(ListDir(dir).empty()) << "signal " << sig << ": " << ::testing::PrintToString(ListDir(dir));
   }
 }
 

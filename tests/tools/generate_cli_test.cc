@@ -23,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using tpumesh::testing::ListDir;
 using tpumesh::testing::RunTpumesh;
 
 std::string Bytes(const std::string& path) {
@@ -32,13 +33,6 @@ std::string Bytes(const std::string& path) {
   return ss.str();
 }
 
-std::vector<std::string> Files(const std::string& dir) {
-  std::vector<std::string> names;
-  if (!fs::exists(dir)) return names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 TEST(GenerateCliTest, WritesImagesGridAndLatents) {
   const std::string dir = tpumesh::testing::TestTempDir();
@@ -48,7 +42,7 @@ TEST(GenerateCliTest, WritesImagesGridAndLatents) {
   EXPECT_THAT(r.out, HasSubstr("compiled in"));
   EXPECT_THAT(r.out, HasSubstr("images/s"));
   EXPECT_THAT(r.err, HasSubstr("3/3 UNet steps"));
-  EXPECT_EQ(Files(dir + "/out"), (std::vector<std::string>{"grid.png", "image_00.png", "image_01.png"}));
+  EXPECT_EQ(ListDir(dir + "/out"), (std::vector<std::string>{"grid.png", "image_00.png", "image_01.png"}));
   auto init = tpumesh::pipeline::H5ReadArray(dir + "/lat.h5", "latents");
   ASSERT_TRUE(init.ok());
   EXPECT_EQ(init->shape(), (tpumesh::mesh::Shape{2, 4, 32, 32}));
@@ -113,7 +107,7 @@ TEST(GenerateCliTest, BadInputIsOneLineNonZeroAndWritesNothing) {
     EXPECT_THAT(r.err, HasSubstr("tpumesh: error: ")) << c.args;
     EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << "\n" << r.err;
-    EXPECT_TRUE(Files(dir + "/out").empty()) << c.args;
+    EXPECT_TRUE(ListDir(dir + "/out").empty()) << c.args;
   }
   auto r = RunTpumesh("generate -p a --devices 2 -o " + dir + "/a-file");
   EXPECT_EQ(r.code, 1);
@@ -137,12 +131,12 @@ TEST(GenerateCliTest, SdxlConvertedAndRunWithItsDefaultsAndFlags) {
   EXPECT_THAT(r.out, HasSubstr("64x64, 2 steps = 2 UNet calls, euler, guidance 5.00"));
   EXPECT_THAT(r.out, HasSubstr("run 2:"));
   EXPECT_THAT(r.out, HasSubstr("(plan cached)"));
-  EXPECT_EQ(Files(dir + "/out").size(), 3u);  // 2 images + grid
+  EXPECT_EQ(ListDir(dir + "/out").size(), 3u);  // 2 images + grid
   // The same on SD: refused, nothing written.
   auto sd = RunTpumesh("generate -p a --devices 1 --target-size 64,64 -o " + dir + "/sd");
   EXPECT_EQ(sd.code, 1);
   EXPECT_THAT(sd.err, HasSubstr("this is a sd model"));
-  EXPECT_TRUE(Files(dir + "/sd").empty());
+  EXPECT_TRUE(ListDir(dir + "/sd").empty());
 }
 
 // SIGINT mid-run: a non-zero exit, a message, and no image files (the PNGs
@@ -175,7 +169,7 @@ TEST(GenerateCliTest, CtrlCStopsCleanly) {
   std::ifstream in(err);
   std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_THAT(s, HasSubstr("interrupted"));
-  EXPECT_TRUE(Files(out).empty());
+  EXPECT_TRUE(ListDir(out).empty());
 }
 
 }  // namespace
