@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include "hdf5.h"
 #include "io/h5io.h"
 #include "mesh/array.h"
+#include "nlohmann/json.hpp"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
 
@@ -387,6 +389,35 @@ TEST(FaultsCliTest, ConvertRefusesFoldersThatWouldNotRun) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.name << ": " << r.err;
   }
   for (int i = 0; i < n; ++i) EXPECT_FALSE(fs::exists(dir + "/m" + std::to_string(i) + ".h5"));
+  // Tensors: one of the wrong dtype, one holding a NaN (the UNet's
+  // safetensors rewritten: header dtype, or the first value).
+  {
+    const std::string st = ReadAll(data + "/unet/diffusion_pytorch_model.safetensors");
+    uint64_t len = 0;
+    std::memcpy(&len, st.data(), 8);
+    nlohmann::json header = nlohmann::json::parse(st.substr(8, len));
+    const uint64_t begin = header["conv_in.weight"]["data_offsets"][0].get<uint64_t>();
+    for (const std::string kind : {"dtype", "nan"}) {
+      std::string out = st;
+      if (kind == "dtype") {
+        nlohmann::json h = header;
+        h["conv_in.weight"]["dtype"] = "I32";
+        std::string text = h.dump();
+        text.resize(len, ' ');  // the same length: the data stays in place
+        out.replace(8, len, text);
+      } else {
+        const float nan = std::nanf("");
+        std::memcpy(out.data() + 8 + len + begin, &nan, 4);
+      }
+      const std::string src = SdBFolder(dir + "/" + kind, "unet", "diffusion_pytorch_model.safetensors", out);
+      auto r = RunTpumesh("convert " + src + " -q -o " + dir + "/" + kind + ".h5");
+      EXPECT_EQ(r.code, 1) << kind << ": " << r.err;
+      EXPECT_THAT(r.err, HasSubstr(kind == "dtype" ? "tensor conv_in.weight is I32, not a float"
+                                                   : "tensor conv_in.weight holds NaN or Inf at index 0"))
+          << kind;
+      EXPECT_FALSE(fs::exists(dir + "/" + kind + ".h5")) << kind;
+    }
+  }
   // init --tokenizer checks the tokenizer files as generate will.
   fs::create_directories(dir + "/tok");
   fs::copy_file(std::string(TPUMESH_SOURCE_DIR) + "/text/data/tiny-tokenizer/vocab.json", dir + "/tok/vocab.json");
