@@ -34,7 +34,13 @@ Device::Device(int id, const ChipSpec& chip, const DeviceCoords& coords, int thr
       // the arena; the rest are filled from TBB's shared worker pool, so N
       // arenas on few cores never oversubscribe them.
       arena_(std::make_unique<tbb::task_arena>(threads_, 1)),
-      hbm_capacity_(chip.hbm_bytes_per_device()) {}
+      hbm_capacity_(chip.hbm_bytes_per_device()) {
+  // Initialised here, in the thread that builds the mesh, not lazily by the
+  // first execute(): the devices' threads of a pmap would otherwise set up
+  // their arenas concurrently inside TBB (TSan reports it as a race, libtbb
+  // not being instrumented), and the cost moves out of the first pmap.
+  arena_->initialize();
+}
 
 Device::~Device() = default;
 
