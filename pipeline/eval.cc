@@ -43,16 +43,7 @@ StatusOr<Array> ShardedRun(mesh::Mesh& m, const std::vector<Array>& inputs,
                      },
                      sharded));
   *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  DistributedArray rank0;
-  for (int i = 0; i < m.axes()[0].size; ++i) {
-    const int at[] = {i, 0};
-    rank0.shards.push_back(outs[0].shards[m.DeviceAt(at)]);
-  }
-  TPUMESH_ASSIGN_OR_RETURN(Array stacked, rank0.Gather());
-  mesh::Shape s = stacked.shape();
-  s[1] *= s[0];
-  s.erase(s.begin());
-  return stacked.Reshape(s);
+  return Unstack(DataShards(m, outs[0]));
 }
 
 StatusOr<Array> Need(const std::string& file, const std::string& name) { return H5ReadArray(file, name); }

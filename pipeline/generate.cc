@@ -28,16 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// [B] rows of a [B, ...] array on the host, restacked from the pmap's
-// [n, B/n, ...] output.
-StatusOr<Array> Unstack(const DistributedArray& d) {
-  TPUMESH_ASSIGN_OR_RETURN(Array stacked, d.Gather());
-  mesh::Shape s = stacked.shape();
-  s[1] *= s[0];
-  s.erase(s.begin());
-  return stacked.Reshape(s);
-}
-
 std::string PrecisionName(models::Precision p) {
   return p == models::Precision::kHighest ? "highest" : "default";
 }
@@ -247,14 +237,9 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
     return std::vector<Array>{out.decoded, out.initial_latents, out.history};
   };
   TPUMESH_ASSIGN_OR_RETURN(auto all_outs, mesh_->Pmap(body, args));
-  // The images of data index i, from the model group's rank 0 (every rank of
-  // a group returns the same).
-  std::vector<DistributedArray> outs(all_outs.size());
-  for (size_t k = 0; k < all_outs.size(); ++k)
-    for (int i = 0; i < data; ++i) {
-      const int ids_at[] = {i, 0};
-      outs[k].shards.push_back(all_outs[k].shards[mesh_->DeviceAt(ids_at)]);
-    }
+  // The images of data index i, from its model group's rank 0.
+  std::vector<DistributedArray> outs;
+  for (const DistributedArray& o : all_outs) outs.push_back(DataShards(*mesh_, o));
   TPUMESH_ASSIGN_OR_RETURN(Array decoded, Unstack(outs[0]));
   TPUMESH_ASSIGN_OR_RETURN(res.initial_latents, Unstack(outs[1]));
   if (keep) {

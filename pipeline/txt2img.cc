@@ -288,6 +288,23 @@ std::vector<RunReport::ShardedLayer> ShardingPlan(const std::vector<ComponentPar
   return plan;
 }
 
+mesh::DistributedArray DataShards(const mesh::Mesh& mesh, const mesh::DistributedArray& out) {
+  mesh::DistributedArray d;
+  for (int i = 0; i < mesh.axes()[0].size; ++i) {
+    const int at[] = {i, 0};
+    d.shards.push_back(out.shards[mesh.DeviceAt(at)]);
+  }
+  return d;
+}
+
+StatusOr<mesh::Array> Unstack(const mesh::DistributedArray& d) {
+  TPUMESH_ASSIGN_OR_RETURN(mesh::Array stacked, d.Gather());
+  mesh::Shape s = stacked.shape();
+  s[1] *= s[0];
+  s.erase(s.begin());
+  return stacked.Reshape(s);
+}
+
 StatusOr<PlacedParams> PlaceParams(mesh::Mesh& mesh, const std::vector<ComponentParams>& components) {
   PlacedParams placed;
   placed.bytes.assign(mesh.num_devices(), 0);

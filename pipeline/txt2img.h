@@ -176,6 +176,13 @@ struct PlacedParams {
   std::vector<int64_t> bytes;         // per device: HBM its parameters hold
 };
 StatusOr<PlacedParams> PlaceParams(mesh::Mesh& mesh, const std::vector<ComponentParams>& components);
+// A pmap output over a data x model mesh reduced to one shard per data
+// index, from the model group's rank 0 (every rank of a group returns the
+// same): shard i is data index i's.
+mesh::DistributedArray DataShards(const mesh::Mesh& mesh, const mesh::DistributedArray& out);
+// [B] rows of a [B, ...] array on the host, restacked from the shards'
+// [n, B/n, ...].
+StatusOr<mesh::Array> Unstack(const mesh::DistributedArray& d);
 
 // The texts that define a model: each component's config, from a model file
 // or a built-in architecture.

@@ -29,9 +29,7 @@ Status RunEvalCommand(EvalCmdOptions opt) {
   opt.eval.keep_ops = !opt.dev.trace.empty();
   TPUMESH_ASSIGN_OR_RETURN(pipeline::EvalStats s, pipeline::RunEval(opt.eval));
   // The output, the report and the trace together: all written, or none.
-  const bool priced = opt.eval.component != "tokenizer";
-  if (priced && !opt.dev.report.empty()) s.files.emplace_back(opt.dev.report, pipeline::ReportJson(s.report));
-  if (priced && !opt.dev.trace.empty()) s.files.emplace_back(opt.dev.trace, pipeline::TraceJson(s.report));
+  if (opt.eval.component != "tokenizer") AddReportFiles(s.report, opt.dev.report, opt.dev.trace, &s.files);
   TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(s.files));
   std::cout << "wrote " << opt.eval.output << ": " << opt.eval.component << " on a batch of " << s.batch;
   if (opt.eval.component != "tokenizer") {

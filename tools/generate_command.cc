@@ -262,8 +262,7 @@ Status RunGenerate(GenerateCmdOptions o) {
                      {"size", std::to_string(res.width) + "x" + std::to_string(res.height)},
                      {"precision", o.req.precision}, {"guidance", std::to_string(res.guidance)},
                      {"family", gen->flow().family().name}};
-  if (!o.dev.report.empty()) files.emplace_back(o.dev.report, pipeline::ReportJson(res.report));
-  if (!o.dev.trace.empty()) files.emplace_back(o.dev.trace, pipeline::TraceJson(res.report));
+  AddReportFiles(res.report, o.dev.report, o.dev.trace, &files);
   TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(files));
   made.keep = true;
   std::printf("wrote %d image(s) to %s (%s ... %s)", b, o.out.c_str(), first.c_str(), last.c_str());

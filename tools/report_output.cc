@@ -12,11 +12,16 @@ void PrintReportFiles(const std::string& report_path, const std::string& trace_p
   if (!trace_path.empty()) std::printf("trace: %s (open in https://ui.perfetto.dev)\n", trace_path.c_str());
 }
 
+void AddReportFiles(const pipeline::RunReport& report, const std::string& report_path,
+                    const std::string& trace_path, std::vector<std::pair<std::string, std::string>>* files) {
+  if (!report_path.empty()) files->emplace_back(report_path, pipeline::ReportJson(report));
+  if (!trace_path.empty()) files->emplace_back(trace_path, pipeline::TraceJson(report));
+}
+
 Status WriteReportFiles(const pipeline::RunReport& report, const std::string& report_path,
                         const std::string& trace_path) {
   std::vector<std::pair<std::string, std::string>> files;
-  if (!report_path.empty()) files.emplace_back(report_path, pipeline::ReportJson(report));
-  if (!trace_path.empty()) files.emplace_back(trace_path, pipeline::TraceJson(report));
+  AddReportFiles(report, report_path, trace_path, &files);
   TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(files));
   PrintReportFiles(report_path, trace_path);
   return OkStatus();

@@ -13,6 +13,11 @@
 
 namespace tpumesh::tools {
 
+// Appends the report's JSON and trace to a run's outputs (written together,
+// io/atomic_file.h WriteFilesAtomic). Empty paths are skipped.
+void AddReportFiles(const pipeline::RunReport& report, const std::string& report_path,
+                    const std::string& trace_path, std::vector<std::pair<std::string, std::string>>* files);
+// AddReportFiles and the write, for a command with no other output.
 // Empty paths are skipped.
 Status WriteReportFiles(const pipeline::RunReport& report, const std::string& report_path,
                         const std::string& trace_path);
