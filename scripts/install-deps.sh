@@ -6,6 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   cmake g++ make pkg-config
+  clang libclang-rt-14-dev  # the ASan+UBSan build and libFuzzer (scripts/sanitizers.sh)
   libhwy-dev        # Highway 1.0.3: portable SIMD with dynamic dispatch
   libblis-dev       # BLIS 0.9: the f32 GEMM provider
   libhdf5-dev       # model files and reference data

@@ -302,7 +302,16 @@ void RegisterBench(CLI::App& app, RunFn* run) {
     sub->add_option("--threads", opt->threads, "Host threads (0: every core)")->capture_default_str();
     sub->add_option("--repeats", opt->repeats, "Timed runs after one warm-up; the median is reported")
         ->capture_default_str();
-    sub->add_option("--peak", opt->peak_gflops, "Assume this host peak in GFLOP/s instead of measuring it");
+    sub->add_option("--peak", opt->peak_gflops, "Assume this host peak in GFLOP/s instead of measuring it")
+        ->check(CLI::Validator(
+            [](const std::string& text) -> std::string {
+              double value = 0;
+              if (!CLI::detail::lexical_cast(text, value) || !(value > 0) || !std::isfinite(value)) {
+                return "Value " + text + " is not a peak: give a positive number of GFLOP/s, or leave --peak out to measure";
+              }
+              return "";
+            },
+            "GFLOP/S>0"));
     sub->add_option("--chip", opt->chip, "Chip to model: v5e, v4, v2 or a chip JSON file")->capture_default_str();
     sub->add_option("--precision", opt->precision, "default (bf16 operands), high (bf16x3) or highest (f32)")
         ->capture_default_str();

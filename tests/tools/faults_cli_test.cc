@@ -189,6 +189,7 @@ TEST(FaultsCliTest, BadValuesAreRefusedWithOneLine) {
            {gen + "--scheduler-opt beta_schedule=linear --scheduler-opt beta_end=1.5" + out, 1, "outside [0, 1)"},
            {gen + "--scheduler-opt num_train_timesteps=1000000000" + out, 1, "must be from 1 to 100000"},
            {gen + "-o " + dir + "/dangling", 1, "is a symlink to " + dir + "/missing, which does not exist"},
+           {"bench matmul --peak 0", 2, "--peak: Value 0 is not a peak: give a positive number of GFLOP/s"},
            {"devices --mesh x2", 1, "'x2' is neither NAME=SIZE nor a size"},
            {"devices --mesh data=x", 1, "axis 'data' needs a whole size >= 1, got 'x'"},
            {"devices --chip " + dir + "/big.json", 1, "field 'hbm_bytes' is 1e+30, out of range"},
