@@ -123,7 +123,7 @@ void RegisterAll() {
       {Provider::kHighway, Precision::kHighest}, {Provider::kBlis, Precision::kHighest},
   };
   for (const Config& cfg : configs) {
-    if (cfg.provider == Provider::kBf16 && !CpuHasAvx512Bf16()) continue;
+    if (cfg.provider == Provider::kBf16 && !Avx512Bf16Active()) continue;
     for (int threads : {1, 2}) {
       const std::string name = "BM_Matmul/" + std::string(ProviderName(cfg.provider)) + "/" +
                                std::string(PrecisionName(cfg.precision)) + "/t" +
@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   tpumesh::kernels::RegisterAll();
   benchmark::AddCustomContext("highway_target", std::string(tpumesh::kernels::HighwayTargetName()));
-  benchmark::AddCustomContext("avx512_bf16", tpumesh::kernels::CpuHasAvx512Bf16() ? "yes" : "no");
+  benchmark::AddCustomContext("avx512_bf16", tpumesh::kernels::Avx512Bf16Active() ? "yes" : "no");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

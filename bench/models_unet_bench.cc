@@ -20,6 +20,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/model_file.h"
@@ -101,12 +102,8 @@ int main(int argc, char** argv) {
   const double median = steady.empty() ? times[0] : steady[steady.size() / 2];
   const models::MatmulFlops f = models::UNetMatmulFlops(c, batch, latent, latent, 77);
   const double rate = f.total() / median;
-  const auto provider = kernels::ResolveProvider(
-      kernels::Provider::kAuto,
-      *precision == models::Precision::kHighest ? kernels::Precision::kHighest : kernels::Precision::kDefault);
-  const bool vdpbf16ps = provider.ok() && *provider == kernels::Provider::kBf16;
-  auto peak = kernels::MeasurePeakFlops(vdpbf16ps ? kernels::PeakKind::kBf16 : kernels::PeakKind::kF32, 2);
-  constexpr double kToolchainPeak = 434e9;  // 2 threads, TOOLCHAIN.md
+  // Against the host's best peak over every active path, on the step's threads.
+  auto peak = kernels::MeasureBestPeak(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
 
   std::printf("unet %s: batch %lld, %lldx%lld latents, precision %s, threads %d (0: all)\n", path.c_str(),
               static_cast<long long>(batch), static_cast<long long>(latent), static_cast<long long>(latent),
@@ -116,11 +113,11 @@ int main(int argc, char** argv) {
   std::printf("steady calls:");
   for (size_t i = 1; i < times.size(); ++i) std::printf(" %.3f", times[i]);
   std::printf(" s; median %.3f s\n", median);
-  std::printf("matmul flops %.1f GFLOP (conv %.1f, linear %.1f, attention %.1f): %.1f GFLOP/s = %.1f%% of 434 GFLOP/s",
-              f.total() / 1e9, f.conv / 1e9, f.linear / 1e9, f.attention / 1e9, rate / 1e9, 100 * rate / kToolchainPeak);
+  std::printf("matmul flops %.1f GFLOP (conv %.1f, linear %.1f, attention %.1f): %.1f GFLOP/s",
+              f.total() / 1e9, f.conv / 1e9, f.linear / 1e9, f.attention / 1e9, rate / 1e9);
   if (peak.ok())
-    std::printf(" (%.1f%% of the %s peak, %.0f GFLOP/s on 2 threads, measured now)", 100 * rate / *peak,
-                vdpbf16ps ? "vdpbf16ps" : "f32 FMA", *peak / 1e9);
+    std::printf(" = %.1f%% of the host's best peak, %.0f GFLOP/s (%s, measured now)", 100 * rate / peak->flops,
+                peak->flops / 1e9, std::string(kernels::CpuPathName(peak->path)).c_str());
   std::printf("\n");
   // Where the last call's time went, by op type (Ctx::ops' host times).
   struct Sum {

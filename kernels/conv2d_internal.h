@@ -11,7 +11,7 @@ namespace tpumesh::kernels::conv_internal {
 
 // y = conv(x, W) + bias (bias may be null) with wt = W^T [(dy, dx, c), C_out]
 // packed for provider kBf16 at kDefault; the shape and pointers already
-// checked (Conv2dPacked). Only call when CpuHasAvx512Bf16(). ResourceExhausted
+// checked (Conv2dPacked). Only call when Avx512Bf16Active(). ResourceExhausted
 // if the channels-last copy of x cannot be allocated.
 Status Bf16Conv2d(const Conv2dShape& s, const float* x, const PackedMatrix& wt,
                   const float* bias, float* y, int num_threads);

@@ -125,7 +125,7 @@ Status CheckConv2dPacked(const Conv2dShape& s, const float* x, const PackedMatri
   }
   if (x == nullptr) return InvalidArgumentError("conv2d: x is null");
   if (y == nullptr) return InvalidArgumentError("conv2d: y is null");
-  if (wt.provider() == Provider::kBf16 && !CpuHasAvx512Bf16())
+  if (wt.provider() == Provider::kBf16 && !Avx512Bf16Active())
     return UnimplementedError("conv2d: the weight was packed for provider bf16, which this CPU lacks");
   return OkStatus();
 }

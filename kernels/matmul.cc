@@ -58,14 +58,15 @@ StatusOr<Provider> ResolveProvider(Provider requested, Precision precision) {
   switch (requested) {
     case Provider::kAuto:
       if (precision == Precision::kHighest) return Provider::kBlis;
-      return CpuHasAvx512Bf16() && Bf16DotOutrunsFma() ? Provider::kBf16 : Provider::kHighway;
+      return Avx512Bf16Active() && Bf16DotOutrunsFma() ? Provider::kBf16 : Provider::kHighway;
     case Provider::kBf16:
       if (precision == Precision::kHighest) {
         return UnimplementedError(
             "matmul provider bf16 does not implement precision highest (use highway or blis)");
       }
-      if (!CpuHasAvx512Bf16()) {
-        return UnimplementedError("matmul provider bf16 needs AVX512_BF16, which this CPU or OS lacks");
+      if (!Avx512Bf16Active()) {
+        return UnimplementedError(std::string("matmul provider bf16 needs AVX512_BF16, which ") +
+                                  (HostCpuPath() == CpuPath::kAvx512Bf16 ? "TPUMESH_SIMD turns off" : "this CPU or OS lacks"));
       }
       return Provider::kBf16;
     case Provider::kHighway:
@@ -363,7 +364,7 @@ Status MatmulImpl(int64_t batch, int64_t m, const TA* a, int64_t lda, int64_t st
   DriverShape shape{};
   switch (data.provider) {
     case Provider::kBf16:
-      if (!CpuHasAvx512Bf16()) {
+      if (!Avx512Bf16Active()) {
         return UnimplementedError("Matmul: B was packed for provider bf16, which this CPU lacks");
       }
       block = &matmul_internal::Bf16Block;

@@ -16,7 +16,9 @@
 //
 // Providers:
 //   kBf16     AVX512-BF16 micro-kernel (vdpbf16ps), kDefault and kHigh, only
-//             on CPUs whose CPUID and OS report AVX512_BF16. The kAuto choice
+//             where the avx512bf16 path is active (Avx512Bf16Active in
+//             kernels/cpu_path.h: the CPU and OS have it and TPUMESH_SIMD
+//             does not cap below it). The kAuto choice
 //             for kDefault and kHigh where vdpbf16ps also outruns f32 FMAs
 //             (Bf16DotOutrunsFma in kernels/peak.h, probed once per process:
 //             yes on Zen 4, no on Sapphire/Emerald Rapids Xeons).
@@ -55,6 +57,7 @@
 
 #include "base/status.h"
 #include "kernels/bf16.h"
+#include "kernels/cpu_path.h"
 
 namespace tpumesh::kernels {
 
@@ -67,11 +70,6 @@ std::string_view ProviderName(Provider p);    // "auto", "highway", "bf16", "bli
 // Number of MXU-style passes a precision costs: 1, 3, or (kHighest, which a
 // TPU runs as bf16x6) 6.
 int PrecisionPasses(Precision p);
-
-// True when this CPU and OS can run the AVX512-BF16 micro-kernel: CPUID leaf 7
-// reports AVX512F/BW/VL and (subleaf 1, EAX bit 5) AVX512_BF16, and XCR0 shows
-// the OS saves the opmask and ZMM state.
-bool CpuHasAvx512Bf16();
 
 // The provider that `requested` means for `precision` on this CPU (kAuto
 // resolved as above), or Unimplemented when it cannot run here.

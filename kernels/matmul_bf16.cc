@@ -1,11 +1,10 @@
-// The kBf16 provider's matmul: CpuHasAvx512Bf16, the packing of A (f32 or
+// The kBf16 provider's matmul: the packing of A (f32 or
 // bf16, rounded to bf16, or split into hi/lo pieces for kHigh) and the block
 // entry point. The micro-kernel bf16_gemm_14x32c2 and the block driver live
 // in kernels/matmul_bf16_kernel.h, shared with the packed-weight conv. Raw
 // intrinsics under a target attribute, so the binary stays portable (no
 // -march): Highway 1.0.3 has no vdpbf16ps (its bf16 dot product is emulated
 // at f32 speed, TOOLCHAIN.md).
-#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -16,28 +15,6 @@
 #include "kernels/matmul_internal.h"
 
 namespace tpumesh::kernels {
-
-bool CpuHasAvx512Bf16() {
-  static const bool has = [] {
-    unsigned eax, ebx, ecx, edx;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
-    const bool osxsave = ecx & (1u << 27);
-    if (!osxsave) return false;
-    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-    const unsigned max_subleaf = eax;
-    const bool avx512f = ebx & (1u << 16), avx512dq = ebx & (1u << 17),
-               avx512bw = ebx & (1u << 30), avx512vl = ebx & (1u << 31);
-    if (!(avx512f && avx512dq && avx512bw && avx512vl) || max_subleaf < 1) return false;
-    __cpuid_count(7, 1, eax, ebx, ecx, edx);
-    const bool avx512_bf16 = eax & (1u << 5);
-    if (!avx512_bf16) return false;
-    // XCR0: SSE (1), AVX (2), opmask (5), ZMM_Hi256 (6), Hi16_ZMM (7) saved by the OS.
-    unsigned xcr0_lo, xcr0_hi;
-    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    return (xcr0_lo & 0xe6u) == 0xe6u;
-  }();
-  return has;
-}
 
 namespace matmul_internal {
 namespace {

@@ -3,7 +3,7 @@
 // (matmul_bf16.cc, A an f32/bf16 matrix) and the packed-weight conv
 // (conv2d_bf16.cc, A gathered from a channels-last image). Everything here is
 // compiled with a target attribute, so the binary stays portable (no -march);
-// callers check CpuHasAvx512Bf16() first. docs/kernels.md has the contract.
+// callers check Avx512Bf16Active() first. docs/kernels.md has the contract.
 //
 // Micro-kernel bf16_gemm_14x32c2: C[14, 32] = in[14, 32] + A[14, 2P] x
 // B[2P, 32] (in = 0 for the first K block); 28 zmm accumulators, 2 zmm of B,

@@ -106,7 +106,7 @@ struct DriverShape {
 
 using BlockFn = void (*)(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
-// kBf16: AVX512-BF16 (matmul_bf16.cc). Only call when CpuHasAvx512Bf16().
+// kBf16: AVX512-BF16 (matmul_bf16.cc). Only call when Avx512Bf16Active().
 DriverShape Bf16DriverShape();
 void Bf16Block(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 

@@ -4,72 +4,107 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
-#include "kernels/matmul.h"
+// The loops as inline assembly, so that they are the same whatever the build
+// does to C++ (at -O0 or under ASan the accumulators of a C++ loop live on
+// the stack, and the probe would time stores instead of arithmetic): zero the
+// accumulators, then `iterations` times one instruction into each from the
+// inputs %1 and %2 (small normal numbers: the sums stay finite and normal,
+// and are never read). The assembler takes every instruction whatever the
+// function's target; a loop only runs where its path is active.
+#define TPUMESH_PEAK_12(M, ...)                                                                         \
+  M(__VA_ARGS__, 0) M(__VA_ARGS__, 1) M(__VA_ARGS__, 2) M(__VA_ARGS__, 3) M(__VA_ARGS__, 4)             \
+  M(__VA_ARGS__, 5) M(__VA_ARGS__, 6) M(__VA_ARGS__, 7) M(__VA_ARGS__, 8) M(__VA_ARGS__, 9)             \
+  M(__VA_ARGS__, 10) M(__VA_ARGS__, 11)
+#define TPUMESH_PEAK_16(M, ...) \
+  TPUMESH_PEAK_12(M, __VA_ARGS__) M(__VA_ARGS__, 12) M(__VA_ARGS__, 13) M(__VA_ARGS__, 14) M(__VA_ARGS__, 15)
+// SSE two-operand ops, VEX/EVEX three-operand ops, and the zeroing of each.
+#define TPUMESH_PEAK_SSE_ZERO(reg, r) "xorps %%" reg #r ", %%" reg #r "\n\t"
+#define TPUMESH_PEAK_VEX_ZERO(reg, r) "vpxor %%" reg #r ", %%" reg #r ", %%" reg #r "\n\t"
+#define TPUMESH_PEAK_EVEX_ZERO(reg, r) "vpxord %%" reg #r ", %%" reg #r ", %%" reg #r "\n\t"
+#define TPUMESH_PEAK_OP3(op, reg, r) op " %2, %1, %%" reg #r "\n\t"
+#define TPUMESH_PEAK_LOOP(zero, body, clobbers)                                                        \
+  asm volatile(zero "1:\n\t" body "dec %0\n\t"                                                          \
+                    "jnz 1b\n\t"                                                                        \
+               : "+r"(iterations)                                                                       \
+               : "x"(a), "x"(b)                                                                         \
+               : clobbers)
+#define TPUMESH_PEAK_CLOBBERS_12 \
+  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "cc"
+#define TPUMESH_PEAK_CLOBBERS_16 TPUMESH_PEAK_CLOBBERS_12, "xmm12", "xmm13", "xmm14", "xmm15"
+
+// The SSE body: mulps into the even accumulators, addps into the odd ones.
+#define TPUMESH_PEAK_SSE_BODY                                                                       \
+  "mulps %1, %%xmm0\n\taddps %2, %%xmm1\n\tmulps %1, %%xmm2\n\taddps %2, %%xmm3\n\t"               \
+  "mulps %1, %%xmm4\n\taddps %2, %%xmm5\n\tmulps %1, %%xmm6\n\taddps %2, %%xmm7\n\t"               \
+  "mulps %1, %%xmm8\n\taddps %2, %%xmm9\n\tmulps %1, %%xmm10\n\taddps %2, %%xmm11\n\t"
 
 namespace tpumesh::kernels {
 namespace {
 
-#define TPUMESH_TARGET_PEAK __attribute__((target("avx512f")))
+constexpr int kAccumulators[] = {12, 12, 16, 16};  // per CpuPath
 
-constexpr int kChains = 16;
-
-// The loop as inline assembly, so that it is the same whatever the build
-// does to C++ (at -O0 or under ASan the accumulators of a C++ loop live on
-// the stack, and the probe would time stores instead of arithmetic): zero
-// zmm0..zmm15, then `iterations` times 16 independent multiply-adds into
-// them from the inputs %1 and %2 (small normal numbers: the sums stay
-// finite and normal, and are never read).
-#define TPUMESH_PEAK_ZERO(r) "vpxord %%zmm" #r ", %%zmm" #r ", %%zmm" #r "\n\t"
-#define TPUMESH_PEAK_OP(op, r) op " %2, %1, %%zmm" #r "\n\t"
-#define TPUMESH_PEAK_16(M, ...)                                                                         \
-  M(__VA_ARGS__ 0) M(__VA_ARGS__ 1) M(__VA_ARGS__ 2) M(__VA_ARGS__ 3) M(__VA_ARGS__ 4) M(__VA_ARGS__ 5) \
-  M(__VA_ARGS__ 6) M(__VA_ARGS__ 7) M(__VA_ARGS__ 8) M(__VA_ARGS__ 9) M(__VA_ARGS__ 10)                 \
-  M(__VA_ARGS__ 11) M(__VA_ARGS__ 12) M(__VA_ARGS__ 13) M(__VA_ARGS__ 14) M(__VA_ARGS__ 15)
-#define TPUMESH_PEAK_CLOBBERS                                                                    \
-  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", \
-      "xmm12", "xmm13", "xmm14", "xmm15", "cc"
-
-// One loop for both kinds: only the instruction and the inputs' bits differ
-// (the assembler takes vdpbf16ps whatever the function's target, and the
-// loop only runs on a CPU that has it). kBf16: bf16 1.0 and ~6e-8 in every
-// 16-bit half; kF32: 1.0f and 1e-8f.
-template <PeakKind kKind>
-TPUMESH_TARGET_PEAK float Loop(int64_t iterations) {
+float LoopBaseline(int64_t iterations) {
   if (iterations < 1) return 0.0f;
-  constexpr bool kBf16 = kKind == PeakKind::kBf16;
-  const __m512i a = _mm512_set1_epi32(kBf16 ? 0x3f803f80 : 0x3f800000);
-  const __m512i b = _mm512_set1_epi32(kBf16 ? 0x33803380 : 0x322bcc77);
-#define TPUMESH_PEAK_LOOP(op)                                                    \
-  asm volatile(TPUMESH_PEAK_16(TPUMESH_PEAK_ZERO, ) "1:\n\t" TPUMESH_PEAK_16(TPUMESH_PEAK_OP, op, ) \
-               "dec %0\n\t"                                                     \
-               "jnz 1b\n\t"                                                     \
-               : "+r"(iterations)                                               \
-               : "v"(a), "v"(b)                                                 \
-               : TPUMESH_PEAK_CLOBBERS)
-  if constexpr (kBf16) {
-    TPUMESH_PEAK_LOOP("vdpbf16ps");
-  } else {
-    TPUMESH_PEAK_LOOP("vfmadd231ps");
-  }
-#undef TPUMESH_PEAK_LOOP
+  const __m128 a = _mm_set1_ps(1.0f), b = _mm_set1_ps(1e-8f);
+  TPUMESH_PEAK_LOOP(TPUMESH_PEAK_12(TPUMESH_PEAK_SSE_ZERO, "xmm"), TPUMESH_PEAK_SSE_BODY, TPUMESH_PEAK_CLOBBERS_12);
   return 0.0f;
 }
 
-#undef TPUMESH_PEAK_ZERO
-#undef TPUMESH_PEAK_OP
-#undef TPUMESH_PEAK_16
-#undef TPUMESH_PEAK_CLOBBERS
+__attribute__((target("avx2,fma"))) float LoopAvx2(int64_t iterations) {
+  if (iterations < 1) return 0.0f;
+  const __m256 a = _mm256_set1_ps(1.0f), b = _mm256_set1_ps(1e-8f);
+  TPUMESH_PEAK_LOOP(TPUMESH_PEAK_12(TPUMESH_PEAK_VEX_ZERO, "ymm"),
+                    TPUMESH_PEAK_12(TPUMESH_PEAK_OP3, "vfmadd231ps", "ymm"), TPUMESH_PEAK_CLOBBERS_12);
+  return 0.0f;
+}
 
-// Wall seconds for `threads` threads each running `iterations`.
-double Run(PeakKind kind, int threads, int64_t iterations) {
+// kAvx512: f32 FMAs; kAvx512Bf16: vdpbf16ps on bf16 1.0 and ~6e-8 in every
+// 16-bit half. The inputs sit in zmm16..31 ("v"), the accumulators in
+// zmm0..15.
+template <bool kBf16>
+__attribute__((target("avx512f"))) float LoopAvx512(int64_t iterations) {
+  if (iterations < 1) return 0.0f;
+  const __m512i a = _mm512_set1_epi32(kBf16 ? 0x3f803f80 : 0x3f800000);
+  const __m512i b = _mm512_set1_epi32(kBf16 ? 0x33803380 : 0x322bcc77);
+#define TPUMESH_PEAK_LOOP_512(op)                                                                        \
+  asm volatile(TPUMESH_PEAK_16(TPUMESH_PEAK_EVEX_ZERO, "zmm") "1:\n\t" TPUMESH_PEAK_16(TPUMESH_PEAK_OP3, op, \
+                                                                                      "zmm")           \
+               "dec %0\n\t"                                                                             \
+               "jnz 1b\n\t"                                                                             \
+               : "+r"(iterations)                                                                       \
+               : "v"(a), "v"(b)                                                                         \
+               : TPUMESH_PEAK_CLOBBERS_16)
+  if constexpr (kBf16) {
+    TPUMESH_PEAK_LOOP_512("vdpbf16ps");
+  } else {
+    TPUMESH_PEAK_LOOP_512("vfmadd231ps");
+  }
+#undef TPUMESH_PEAK_LOOP_512
+  return 0.0f;
+}
+
+using LoopFn = float (*)(int64_t);
+
+LoopFn PathLoop(CpuPath path) {
+  switch (path) {
+    case CpuPath::kBaseline: return LoopBaseline;
+    case CpuPath::kAvx2: return LoopAvx2;
+    case CpuPath::kAvx512: return LoopAvx512<false>;
+    case CpuPath::kAvx512Bf16: return LoopAvx512<true>;
+  }
+  return LoopBaseline;
+}
+
+// Wall seconds for `threads` threads each running `iterations` of `loop`.
+double Run(LoopFn loop, int threads, int64_t iterations) {
   std::vector<std::thread> pool;
   std::vector<float> sink(threads);
   const auto t0 = std::chrono::steady_clock::now();
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] { sink[t] = kind == PeakKind::kBf16 ? Loop<PeakKind::kBf16>(iterations) : Loop<PeakKind::kF32>(iterations); });
+  for (int t = 0; t < threads; ++t) pool.emplace_back([&, t] { sink[t] = loop(iterations); });
   for (auto& th : pool) th.join();
   volatile float keep = sink[0];
   (void)keep;
@@ -77,8 +112,7 @@ double Run(PeakKind kind, int threads, int64_t iterations) {
 }
 
 // Seconds for one thread running `iterations` of a loop.
-template <typename Loop>
-double TimeLoop(Loop loop, int64_t iterations) {
+double TimeLoop(LoopFn loop, int64_t iterations) {
   const auto t0 = std::chrono::steady_clock::now();
   volatile float keep = loop(iterations);
   (void)keep;
@@ -87,13 +121,23 @@ double TimeLoop(Loop loop, int64_t iterations) {
 
 }  // namespace
 
+int PeakFlopsPerInstruction(CpuPath path) {
+  switch (path) {
+    case CpuPath::kBaseline: return 4;
+    case CpuPath::kAvx2: return 16;
+    case CpuPath::kAvx512: return 32;
+    case CpuPath::kAvx512Bf16: return 64;
+  }
+  return 0;
+}
+
 double Bf16DotToFmaRatio() {
-  if (!CpuHasAvx512Bf16()) return 0;
+  if (!Avx512Bf16Active()) return 0;
   constexpr int64_t kIterations = 1 << 14;  // 262,144 instructions per run
   double bf16 = 1e30, f32 = 1e30;
   for (int rep = 0; rep < 5; ++rep) {  // interleaved: clock changes hit both
-    bf16 = std::min(bf16, TimeLoop(Loop<PeakKind::kBf16>, kIterations));
-    f32 = std::min(f32, TimeLoop(Loop<PeakKind::kF32>, kIterations));
+    bf16 = std::min(bf16, TimeLoop(LoopAvx512<true>, kIterations));
+    f32 = std::min(f32, TimeLoop(LoopAvx512<false>, kIterations));
   }
   // Flops per second: 64 per vdpbf16ps, 32 per FMA.
   return (64.0 / bf16) / (32.0 / f32);
@@ -104,25 +148,39 @@ bool Bf16DotOutrunsFma() {
   return outruns;
 }
 
-StatusOr<double> MeasurePeakFlops(PeakKind kind, int threads, double seconds) {
+StatusOr<double> MeasurePeakFlops(CpuPath path, int threads, double seconds) {
   if (threads < 1) return InvalidArgumentError("peak probe: threads must be >= 1");
-  if (kind == PeakKind::kBf16 && !CpuHasAvx512Bf16())
-    return UnimplementedError("peak probe: this CPU has no AVX512-BF16");
-  if (kind == PeakKind::kF32 && !__builtin_cpu_supports("avx512f"))
-    return UnimplementedError("peak probe: this CPU has no AVX-512F");
-  const double flops_per_iteration = kChains * (kind == PeakKind::kBf16 ? 64.0 : 32.0);
+  if (!CpuPathActive(path)) {
+    return UnimplementedError("peak probe: path " + std::string(CpuPathName(path)) + " is " +
+                              (path <= HostCpuPath() ? "turned off by " + std::string(kCpuPathVariable)
+                                                     : "not on this CPU (its best is " +
+                                                           std::string(CpuPathName(HostCpuPath())) + ")"));
+  }
+  const LoopFn loop = PathLoop(path);
+  const double flops_per_iteration =
+      static_cast<double>(kAccumulators[static_cast<int>(path)]) * PeakFlopsPerInstruction(path);
   // Calibrate on a short run, then run about `seconds`; best of three.
   int64_t iterations = 1 << 16;
-  double t = Run(kind, threads, iterations);
+  double t = Run(loop, threads, iterations);
   while (t < 0.02) {
     iterations *= 4;
-    t = Run(kind, threads, iterations);
+    t = Run(loop, threads, iterations);
   }
   iterations = std::max<int64_t>(iterations, static_cast<int64_t>(iterations * seconds / 3 / t));
   double best = 0;
   for (int rep = 0; rep < 3; ++rep) {
-    const double s = Run(kind, threads, iterations);
+    const double s = Run(loop, threads, iterations);
     best = std::max(best, flops_per_iteration * iterations * threads / s);
+  }
+  return best;
+}
+
+StatusOr<PathPeak> MeasureBestPeak(int threads, double seconds) {
+  PathPeak best;
+  for (CpuPath path : kCpuPaths) {
+    if (!CpuPathActive(path)) break;
+    TPUMESH_ASSIGN_OR_RETURN(const double flops, MeasurePeakFlops(path, threads, seconds));
+    if (flops > best.flops) best = {path, flops};
   }
   return best;
 }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <random>
@@ -37,6 +38,7 @@ struct BenchOptions {
   int threads = 0;
   int repeats = 5;
   double peak_gflops = 0;  // 0: measure
+  double probe_seconds = 1.0;  // bench peak: per path
   std::string chip = "v5e";
 };
 
@@ -123,20 +125,19 @@ Modelled ModelMatmuls(const mesh::ChipSpec& chip, const std::vector<kernels::Mat
 }
 
 Status Report(const BenchOptions& o, const mesh::ChipSpec& chip, const std::string& what, double flops,
-              std::pair<double, double> host, bool bf16_peak, const Modelled& model) {
-  double peak = o.peak_gflops * 1e9;
+              std::pair<double, double> host, const Modelled& model) {
   std::string peak_how = "assumed (--peak)";
-  if (peak <= 0) {
-    TPUMESH_ASSIGN_OR_RETURN(peak, kernels::MeasurePeakFlops(bf16_peak ? kernels::PeakKind::kBf16
-                                                                       : kernels::PeakKind::kF32,
-                                                             o.threads));
+  kernels::PathPeak peak{kernels::ActiveCpuPath(), o.peak_gflops * 1e9};
+  if (o.peak_gflops <= 0) {
+    TPUMESH_ASSIGN_OR_RETURN(peak, kernels::MeasureBestPeak(o.threads));
     peak_how = "measured";
   }
   const double rate = flops / host.first;
   std::printf("%s, %d thread(s)\n", what.c_str(), o.threads);
-  std::printf("  host:     %.3f ms median of %d (best %.3f ms), %.1f GFLOP/s = %.0f%% of the %s %s peak %.1f GFLOP/s\n",
-              host.first * 1e3, o.repeats, host.second * 1e3, rate / 1e9, 100 * rate / peak, peak_how.c_str(),
-              bf16_peak ? "bf16 (vdpbf16ps)" : "f32 (FMA)", peak / 1e9);
+  std::printf("  host:     %.3f ms median of %d (best %.3f ms), %.1f GFLOP/s = %.0f%% of the host's best peak, "
+              "%.1f GFLOP/s (%s, %s)\n",
+              host.first * 1e3, o.repeats, host.second * 1e3, rate / 1e9, 100 * rate / peak.flops, peak.flops / 1e9,
+              std::string(kernels::CpuPathName(peak.path)).c_str(), peak_how.c_str());
   std::printf("  modelled on one %s device (%d MXU %dx%d at %.2f GHz, HBM %.0f GB/s): %.2f us "
               "(MXU %.2f us, HBM %.2f us), MXU utilisation %.0f%%, %.3f GFLOP\n",
               chip.name.c_str(), DeviceArray(chip).count, chip.mxu_rows, chip.mxu_cols, chip.clock_hz / 1e9,
@@ -180,7 +181,6 @@ Status BenchMatmul(BenchOptions o, const mesh::ChipSpec& chip) {
                 o.precision.c_str(), std::string(kernels::ProviderName(resolved)).c_str(),
                 std::string(kernels::HighwayTargetName()).c_str());
   TPUMESH_RETURN_IF_ERROR(Report(o, chip, what, 2.0 * o.m * o.n * o.k, host,
-                                 resolved == kernels::Provider::kBf16,
                                  ModelMatmuls(chip, {cost}, cost.bytes_read + cost.bytes_written)));
   std::printf("  packing B once (plan time): %.3f ms\n", pack_s * 1e3);
   return OkStatus();
@@ -224,7 +224,7 @@ Status BenchConv(const BenchOptions& o, const mesh::ChipSpec& chip) {
                 std::string(kernels::ProviderName(resolved)).c_str());
   const double bytes_chip = precision == kernels::Precision::kDefault ? c.bytes() / 2 : c.bytes();  // bf16 on chip
   TPUMESH_RETURN_IF_ERROR(Report(o, chip, what, 2.0 * pixels * s.out_channels * s.gemm_k(), host,
-                                 resolved == kernels::Provider::kBf16, ModelMatmuls(chip, {cost}, bytes_chip)));
+                                 ModelMatmuls(chip, {cost}, bytes_chip)));
   std::printf("  packing the weight once (plan time): %.3f ms\n", pack_s * 1e3);
   return OkStatus();
 }
@@ -257,21 +257,35 @@ Status BenchAttention(const BenchOptions& o, const mesh::ChipSpec& chip) {
   std::snprintf(what, sizeof what, "attention B=%lld Lq=%lld Lk=%lld heads=%lld head_dim=%lld (f32 on the host; bf16 matmuls on the chip)",
                 static_cast<long long>(s.batch), static_cast<long long>(s.q_len), static_cast<long long>(s.kv_len),
                 static_cast<long long>(s.heads), static_cast<long long>(s.head_dim));
-  return Report(o, chip, what, 4.0 * bh * s.q_len * s.kv_len * s.head_dim, host, /*bf16_peak=*/false,
+  return Report(o, chip, what, 4.0 * bh * s.q_len * s.kv_len * s.head_dim, host,
                 ModelMatmuls(chip, {qk, pv}, c.bytes() / 2));
 }
 
 Status BenchPeak(const BenchOptions& o) {
-  for (auto [kind, name] : {std::pair{kernels::PeakKind::kBf16, "bf16 (vdpbf16ps)"},
-                            std::pair{kernels::PeakKind::kF32, "f32 (AVX-512 FMA)"}}) {
-    auto p = kernels::MeasurePeakFlops(kind, o.threads, 1.0);
-    if (!p.ok()) {
-      std::printf("%-18s  not available: %s\n", name, p.status().message().c_str());
+  constexpr const char* kInstruction[] = {"SSE mulps/addps", "AVX2 FMA (ymm)", "AVX-512 FMA (zmm)",
+                                          "AVX512-BF16 vdpbf16ps"};
+  const char* cap = std::getenv(kernels::kCpuPathVariable);
+  std::printf("host path %s, active path %s%s%s%s, %d thread(s)\n",
+              std::string(kernels::CpuPathName(kernels::HostCpuPath())).c_str(),
+              std::string(kernels::CpuPathName(kernels::ActiveCpuPath())).c_str(),
+              cap != nullptr && *cap != '\0' ? " (TPUMESH_SIMD=" : "", cap != nullptr ? cap : "",
+              cap != nullptr && *cap != '\0' ? ")" : "", o.threads);
+  kernels::PathPeak best;
+  for (kernels::CpuPath path : kernels::kCpuPaths) {
+    const std::string name(kernels::CpuPathName(path));
+    const char* instruction = kInstruction[static_cast<int>(path)];
+    if (!kernels::CpuPathActive(path)) {
+      std::printf("  %-11s %-22s %s\n", name.c_str(), instruction,
+                  path <= kernels::HostCpuPath() ? "off (TPUMESH_SIMD)" : "not on this CPU");
       continue;
     }
-    std::printf("%-18s  %.1f GFLOP/s on %d thread(s) (measured)\n", name, *p / 1e9, o.threads);
+    TPUMESH_ASSIGN_OR_RETURN(const double flops, kernels::MeasurePeakFlops(path, o.threads, o.probe_seconds));
+    std::printf("  %-11s %-22s %8.1f GFLOP/s (measured)\n", name.c_str(), instruction, flops / 1e9);
+    if (flops > best.flops) best = {path, flops};
   }
-  if (kernels::CpuHasAvx512Bf16()) {
+  std::printf("best peak: %.1f GFLOP/s (%s); the other benches report against it\n", best.flops / 1e9,
+              std::string(kernels::CpuPathName(best.path)).c_str());
+  if (kernels::Avx512Bf16Active()) {
     const double ratio = kernels::Bf16DotToFmaRatio();
     std::printf("vdpbf16ps / FMA flops on one thread: %.2f, so the matmul's auto provider at default/high is %s\n",
                 ratio, kernels::Bf16DotOutrunsFma() ? "bf16 (vdpbf16ps)" : "highway (f32 FMAs on bf16 values)");
@@ -339,6 +353,9 @@ void RegisterBench(CLI::App& app, RunFn* run) {
   common(att);
   CLI::App* peak = cmd->add_subcommand("peak", "Probe this host's bf16 and f32 multiply-add peak");
   peak->add_option("--threads", opt->threads, "Host threads (0: every core)")->capture_default_str();
+  peak->add_option("--seconds", opt->probe_seconds, "Seconds of probing per path (best of three runs)")
+      ->check(CLI::Range(0.001, 60.0))
+      ->capture_default_str();
   peak->callback([opt, run] {
     opt->op = "peak";
     *run = [opt] { return RunBench(*opt); };

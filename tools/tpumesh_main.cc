@@ -8,6 +8,7 @@
 #include "CLI/CLI.hpp"
 #include "io/atomic_file.h"
 #include "io/model_file.h"
+#include "kernels/cpu_path.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
@@ -57,6 +58,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!run) return 2;
+  // A bad TPUMESH_SIMD would leave the kernels on the host's path unasked.
+  if (tpumesh::Status simd = tpumesh::kernels::CpuPathStatus(); !simd.ok()) {
+    std::cerr << "tpumesh: error: " << simd.message() << "\n";
+    return 1;
+  }
   // Every failure is a Status; an exception that still escapes (memory the
   // host cannot give, a thread that cannot start) is one line too, never an
   // abort.

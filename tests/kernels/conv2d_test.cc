@@ -258,7 +258,7 @@ std::string Name(const ProviderPrecision& p) {
 // CPU has AVX512_BF16.
 std::vector<ProviderPrecision> PackedConfigs() {
   std::vector<ProviderPrecision> v;
-  if (CpuHasAvx512Bf16()) {
+  if (Avx512Bf16Active()) {
     v.push_back({Provider::kBf16, Precision::kDefault});
     v.push_back({Provider::kBf16, Precision::kHigh});
   }
@@ -445,7 +445,7 @@ TEST(Conv2dPackedTest, RandomFloatsWithinSummationBoundEveryProviderAndTarget) {
 // in the same order: the same bits, on every Highway target (denormals
 // aside: none in this data).
 TEST(Conv2dPackedTest, Bf16EqualsHighwayBitForBitEveryTarget) {
-  if (!CpuHasAvx512Bf16()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  if (!Avx512Bf16Active()) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
   ForEachTarget([](const char*) {
     for (Precision q : {Precision::kDefault, Precision::kHigh}) {
       for (const Conv2dShape& s : PackedShapes()) {

@@ -222,7 +222,7 @@ MatmulRun RunMatmul(const Shape& s, const std::vector<T>& a, int64_t lda, const 
   return run;
 }
 
-bool HaveBf16() { return CpuHasAvx512Bf16(); }
+bool HaveBf16() { return Avx512Bf16Active(); }
 
 }  // namespace
 

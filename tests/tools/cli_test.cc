@@ -3,8 +3,10 @@
 #include <filesystem>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -181,6 +183,60 @@ TEST(CliTest, ConvertThenEvalReproducesGolden) {
 
 namespace {
 
+// The path `bench peak` reports as the host's ("host path NAME,").
+std::string HostPath() {
+  Result peak = RunTpumesh("bench peak --threads 1 --seconds 0.02");
+  const size_t at = peak.out.find("host path ");
+  if (peak.code != 0 || at == std::string::npos) return "";
+  const size_t from = at + 10;
+  return peak.out.substr(from, peak.out.find(',', from) - from);
+}
+
+// Every path the host has can be forced with TPUMESH_SIMD, and `bench` runs
+// on each, against the best peak of the paths left; a path above the host's
+// is the host's; an unknown one is refused before anything runs.
+TEST(CliTest, BenchRunsOnEverySimdPathTheHostHas) {
+  const std::string host = HostPath();
+  const std::vector<std::string> paths = {"baseline", "avx2", "avx512", "avx512bf16"};
+  const auto host_at = std::find(paths.begin(), paths.end(), host);
+  ASSERT_NE(host_at, paths.end()) << "bench peak names no host path";
+  for (auto path = paths.begin(); path <= host_at; ++path) {
+    SCOPED_TRACE("TPUMESH_SIMD=" + *path);
+    ASSERT_EQ(setenv("TPUMESH_SIMD", path->c_str(), 1), 0);
+    Result peak = RunTpumesh("bench peak --threads 1 --seconds 0.02");
+    ASSERT_EQ(peak.code, 0) << peak.err;
+    EXPECT_THAT(peak.out, HasSubstr("host path " + host + ", active path " + *path + " (TPUMESH_SIMD=" + *path + ")"));
+    for (auto p = paths.begin(); p != paths.end(); ++p) {
+      const std::string row = "  " + *p + std::string(12 - p->size(), ' ');
+      const size_t at = peak.out.find(row);
+      ASSERT_NE(at, std::string::npos) << *p;
+      const std::string line = peak.out.substr(at, peak.out.find('\n', at) - at);
+      EXPECT_THAT(line, HasSubstr(p <= path ? "GFLOP/s (measured)" : p <= host_at ? "off (TPUMESH_SIMD)"
+                                                                                 : "not on this CPU"));
+    }
+    EXPECT_THAT(peak.out, HasSubstr("best peak: "));
+    Result mm = RunTpumesh("bench matmul --m 32 --n 40 --k 48 --repeats 1");
+    ASSERT_EQ(mm.code, 0) << mm.err;
+    EXPECT_THAT(mm.out, HasSubstr("of the host's best peak, "));
+    EXPECT_THAT(mm.out, HasSubstr(", measured)"));
+    if (*path != "avx512bf16") {
+      EXPECT_THAT(mm.out, Not(HasSubstr("provider bf16")));
+    }
+    if (*path == "avx2") {
+      EXPECT_THAT(mm.out, HasSubstr("(Highway target AVX2)"));
+    }
+  }
+  ASSERT_EQ(setenv("TPUMESH_SIMD", "avx512bf16", 1), 0);
+  Result above = RunTpumesh("bench peak --threads 1 --seconds 0.02");
+  EXPECT_THAT(above.out, HasSubstr("host path " + host + ", active path " + host + " (TPUMESH_SIMD=avx512bf16)"));
+  ASSERT_EQ(setenv("TPUMESH_SIMD", "avx3", 1), 0);
+  Result bad = RunTpumesh("devices");
+  unsetenv("TPUMESH_SIMD");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.err, "tpumesh: error: TPUMESH_SIMD=avx3: 'avx3' is not a SIMD path (baseline, avx2, avx512, "
+                     "avx512bf16)\n");
+}
+
 // `tpumesh bench`: the fields a user reads, and one clear line for bad flags
 // (no timing is checked).
 TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
@@ -188,16 +244,15 @@ TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
   ASSERT_EQ(mm.code, 0) << mm.err;
   EXPECT_THAT(mm.out, HasSubstr("matmul 64x48x80 (MxNxK)"));
   EXPECT_THAT(mm.out, HasSubstr("GFLOP/s"));
-  // The fraction is of the peak of the instruction the provider runs.
-  const bool vdpbf16ps = mm.out.find("provider bf16") != std::string::npos;
-  EXPECT_THAT(mm.out, HasSubstr(vdpbf16ps ? "of the assumed (--peak) bf16 (vdpbf16ps) peak 100.0 GFLOP/s"
-                                          : "of the assumed (--peak) f32 (FMA) peak 100.0 GFLOP/s"));
+  // The fraction is of the host's best peak, here the one --peak assumes.
+  EXPECT_THAT(mm.out, HasSubstr("of the host's best peak, 100.0 GFLOP/s ("));
+  EXPECT_THAT(mm.out, HasSubstr(", assumed (--peak))"));
   EXPECT_THAT(mm.out, HasSubstr("modelled on one v5e device (4 MXU 128x128 at 1.50 GHz"));
   Result shape = RunTpumesh("bench matmul --shape 64,48,80 --dtype f32 --precision highest --threads 1 "
                             "--repeats 1 --peak 100");
   ASSERT_EQ(shape.code, 0) << shape.err;
   EXPECT_THAT(shape.out, HasSubstr("matmul 64x48x80 (MxNxK), f32 operands, precision highest, provider blis"));
-  EXPECT_THAT(shape.out, HasSubstr("of the assumed (--peak) f32 (FMA) peak 100.0 GFLOP/s"));
+  EXPECT_THAT(shape.out, HasSubstr("of the host's best peak, 100.0 GFLOP/s ("));
   Result conv = RunTpumesh("bench conv --shape 1,8,10,10,16,3 --repeats 1 --peak 100 --chip v2");
   ASSERT_EQ(conv.code, 0) << conv.err;
   EXPECT_THAT(conv.out, HasSubstr("conv2d N=1 C_in=8 10x10 -> C_out=16, 3x3 kernel, stride 1, pad 1"));
@@ -228,14 +283,12 @@ TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
     EXPECT_THAT(r.err, HasSubstr(message)) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
   }
-  // The peak probe alone: a line per kind, measured or not available here.
-  Result peak = RunTpumesh("bench peak --threads 1");
+  // The peak probe alone: a line per path (BenchRunsOnEverySimdPathTheHostHas
+  // checks each), and the provider choice where vdpbf16ps runs.
+  Result peak = RunTpumesh("bench peak --threads 1 --seconds 0.02");
   ASSERT_EQ(peak.code, 0) << peak.err;
-  EXPECT_THAT(peak.out, ::testing::ContainsRegex("bf16 \\(vdpbf16ps\\) +([0-9.]+ GFLOP/s on 1 thread\\(s\\) "
-                                                 "\\(measured\\)|not available)"));
-  EXPECT_THAT(peak.out, ::testing::ContainsRegex("f32 \\(AVX-512 FMA\\) +([0-9.]+ GFLOP/s on 1 thread\\(s\\) "
-                                                 "\\(measured\\)|not available)"));
-  if (peak.out.find("bf16 (vdpbf16ps)    not available") == std::string::npos) {
+  EXPECT_THAT(peak.out, ::testing::ContainsRegex("best peak: [0-9.]+ GFLOP/s \\((baseline|avx2|avx512|avx512bf16)\\)"));
+  if (peak.out.find("host path avx512bf16") != std::string::npos) {
     EXPECT_THAT(peak.out, ::testing::ContainsRegex("vdpbf16ps / FMA flops on one thread: [0-9.]+, so the matmul's auto "
                                                    "provider at default/high is (bf16|highway)"));
   }
