@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/golden.h"
+#include "tests/testing/temp_dir.h"
 #include "io/model_file.h"
 #include "io/safetensors.h"
 
@@ -26,8 +27,7 @@ class ConvertTest : public ::testing::Test {
   void SetUp() override {
     TPUMESH_REQUIRE_REFDATA(kRef + "/model_index.json");
     // One folder per test: ctest runs the tests of this binary in parallel.
-    dir_ = ::testing::TempDir() + "/convert_test_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = tpumesh::testing::TestTempDir() + "/convert";
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -109,7 +109,7 @@ TEST_F(ConvertTest, MissingOrCorruptInputWritesNothing) {
 // counts as SDXL; nothing is written.
 TEST(ConvertSdxlTest, WholeFolderConvertsHalfFolderIsRefused) {
   const std::string ref = std::string(TPUMESH_TEST_DATA_DIR) + "/tiny-sdxl-b";
-  const std::string dir = ::testing::TempDir() + "/convert_sdxl_test";
+  const std::string dir = tpumesh::testing::TestTempDir() + "/convert_sdxl";
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string out = dir + "/out.h5";

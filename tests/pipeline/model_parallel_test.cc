@@ -31,7 +31,7 @@ using ::testing::HasSubstr;
 // scheduler, converted once.
 std::string TinySdB() {
   static const std::string path = [] {
-    const std::string dir = ::testing::TempDir() + "/tpumesh_model_parallel_tiny_sd_b";
+    const std::string dir = tpumesh::testing::ProcessTempDir() + "/tiny_sd_b";
     const std::string out = dir + ".h5";
     fs::remove_all(dir);
     fs::create_directories(dir + "/scheduler");

@@ -16,6 +16,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/testing/cli.h"
 #include "tests/testing/golden.h"
+#include "tests/testing/temp_dir.h"
 
 namespace {
 
@@ -92,7 +93,7 @@ namespace {
 TEST(CliTest, ConvertWritesAModelAndRefusesBadInput) {
   const std::string ref = std::string(TPUMESH_SOURCE_DIR) + "/../shared/refdata/tiny-sd-a";
   TPUMESH_REQUIRE_REFDATA(ref + "/model_index.json");
-  const std::string out = ::testing::TempDir() + "/cli_convert.h5";
+  const std::string out = tpumesh::testing::TestTempDir() + "/cli_convert.h5";
   std::remove(out.c_str());
   Result r = RunTpumesh("convert " + ref + " -o " + out + " --dtype bf16");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -100,7 +101,7 @@ TEST(CliTest, ConvertWritesAModelAndRefusesBadInput) {
   EXPECT_THAT(r.out, HasSubstr("as bf16"));
   EXPECT_EQ(access(out.c_str(), R_OK), 0);
 
-  const std::string none = ::testing::TempDir() + "/cli_convert_none.h5";
+  const std::string none = tpumesh::testing::TestTempDir() + "/cli_convert_none.h5";
   Result bad = RunTpumesh("convert /nonexistent -o " + none);
   EXPECT_EQ(bad.code, 1);
   EXPECT_THAT(bad.err, HasSubstr("tpumesh: error: /nonexistent: not a directory"));
@@ -122,7 +123,7 @@ TEST(CliTest, ConvertThenEvalReproducesGolden) {
   const std::string ref = tpumesh::testing::RefdataDir() + "/tiny-sd-a";
   const std::string golden = ref + "/golden.h5";
   TPUMESH_REQUIRE_REFDATA(golden);
-  const std::string dir = ::testing::TempDir() + "/cli_eval";
+  const std::string dir = tpumesh::testing::TestTempDir() + "/cli_eval";
   std::filesystem::create_directories(dir);
   const std::string model = dir + "/tiny.h5";
   ASSERT_EQ(RunTpumesh("convert " + ref + " -o " + model + " -q").code, 0);

@@ -39,7 +39,7 @@ using tpumesh::testing::RunTpumesh;
 // A tiny model file, made once (init without a limit).
 std::string TinyModel() {
   static const std::string path = [] {
-    const std::string p = ::testing::TempDir() + "/faults_tiny_" + std::to_string(getpid()) + ".h5";
+    const std::string p = tpumesh::testing::ProcessTempDir() + "/tiny.h5";
     EXPECT_EQ(RunTpumesh("init -q -o " + p).code, 0);
     return p;
   }();
@@ -102,7 +102,7 @@ TEST(FaultsCliTest, FullDiskDuringInitAndConvertNeverCrashes) {
     EXPECT_TRUE(ListDir(dir).empty()) << ::testing::PrintToString(ListDir(dir));
   }
   // A diffusers folder: tiny-sd-b's components, the tiny tokenizer, PNDM.
-  const std::string src = ::testing::TempDir() + "/faults_sd_b_" + std::to_string(getpid());
+  const std::string src = tpumesh::testing::ProcessTempDir() + "/sd_b";
   fs::remove_all(src);
   fs::create_directories(src + "/scheduler");
   const std::string data = std::string(TPUMESH_SOURCE_DIR) + "/tests/data/tiny-sd-b";
