@@ -25,14 +25,16 @@ namespace hn = hwy::HWY_NAMESPACE;
 // per-target code in tpumesh::kernels::HWY_NAMESPACE).
 namespace {
 
-// Query rows per task, keys per block, rows per micro-kernel, key vectors per
-// score micro-kernel. 4 rows x 4 vectors = 16 accumulators: enough
-// independent FMA chains to hide the FMA latency, with 4 K vectors + 1
-// broadcast live (21 of 32 zmm registers).
+// Query rows per task, keys per block, rows per micro-kernel, key (and V)
+// vectors per micro-kernel. With 32 vector registers, 4 rows x 4 vectors =
+// 16 accumulators: enough independent FMA chains to hide the FMA latency,
+// with 4 K vectors + 1 broadcast live (21 of 32). With 16 (AVX2, SSE4),
+// 4 x 3 = 12 accumulators + 3 + 1 = 16: 4 x 4 spilled (the avx2 path's
+// attention ran at 118 GFLOP/s, 44% of its FMA peak, on a Zen 5 core pair).
 constexpr int64_t kBlockQ = 64;
 constexpr int64_t kBlockK = 256;
 constexpr int64_t kRows = 4;
-constexpr int64_t kKeyVecs = 4;
+constexpr int64_t kKeyVecs = HWY_MAX_BYTES >= 64 ? 4 : 3;
 
 inline int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -112,11 +114,11 @@ HWY_INLINE void PvBlock(D d, const float* p, int64_t ldp, int64_t rows,
                         int64_t keys, const float* v, int64_t dp, float* o) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d)), vecs = dp / lanes;
   for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
-    for (int64_t c0 = 0; c0 < vecs; c0 += 4) {
+    for (int64_t c0 = 0; c0 < vecs; c0 += kKeyVecs) {
       const float* pr = p + r0 * ldp;
       const float* vc = v + c0 * lanes;
       float* oc = o + r0 * dp + c0 * lanes;
-      switch (std::min<int64_t>(4, vecs - c0)) {
+      switch (std::min<int64_t>(kKeyVecs, vecs - c0)) {
         case 4:
           PvTile<4>(d, pr, ldp, keys, vc, dp, oc, dp);
           break;

@@ -4,7 +4,8 @@
 //
 // Micro-kernels (kV = 2 vectors of L lanes per row, so kCols = 2L columns of
 // a 32-column panel: 32 on AVX3, 16 on AVX2, 8 on SSE4, 2 on SCALAR; kMr rows,
-// 12 where there are 32 vector registers, else 4):
+// 12 where there are 32 vector registers, else 5: 10 accumulators, 2 B words,
+// 2 B halves and an A broadcast fill 16 registers; 6 rows spill):
 //   f32_gemm_{kMr}x{kCols}c2  pair layout (kDefault/kHigh): per pair of k it
 //       splits the 32-bit B words into the odd-k bf16 (high half, as f32 by
 //       masking) and the even-k bf16 (low half, shifted up), then for each
@@ -48,7 +49,7 @@ inline constexpr int64_t kL = HWY_LANES(float);
 inline constexpr int64_t kV = 2;
 inline constexpr int64_t kCols = kV * kL;
 static_assert(mi::kPanelWidth % kCols == 0, "a micro-tile must divide a panel");
-inline constexpr int kMr = HWY_MAX_BYTES >= 64 ? 12 : 4;
+inline constexpr int kMr = HWY_MAX_BYTES >= 64 ? 12 : 5;
 // Pairs of k per block (B micro-panel kKcPairs x 32 words = 16 KiB, in L1).
 inline constexpr int64_t kKcPairs = 128;
 // Packed A row stride in floats: 2 per pair, plus 16 so rows spread over L1 sets.
