@@ -102,6 +102,7 @@ class Array {
     size_t bytes = 0;
     void* map_base = nullptr;  // set when mapped directly (large buffers)
     size_t mapped = 0;
+    bool cacheable = false;  // the mapping may go back to the mapping cache (array.cc)
   };
 
   DType dtype_ = DType::kF32;

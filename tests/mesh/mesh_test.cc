@@ -237,5 +237,29 @@ TEST(ArrayTest, DTypesAndShapes) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(a.raw()) % 64, 0u);
 }
 
+// Large arrays come from mappings that a freed array hands on to the next of
+// the same size (mesh/array.cc): reused, and zeroed again as every new array
+// is; a different size or a lazy array gets its own.
+TEST(ArrayTest, LargeMappingsAreReusedAndComeBackZeroed) {
+  const Shape shape = {3 << 20};  // 12 MiB of f32
+  const void* first = nullptr;
+  {
+    Array a = Array::Host(DType::kF32, shape);
+    first = a.raw();
+    float* p = a.mutable_data<float>();
+    for (int64_t i = 0; i < a.num_elements(); i += 4096) p[i] = 1.0f;
+    p[a.num_elements() - 1] = 2.0f;
+  }
+  Array b = Array::Host(DType::kF32, shape);
+  EXPECT_EQ(b.raw(), first);
+  const float* q = b.data<float>();
+  int64_t nonzero = 0;
+  for (int64_t i = 0; i < b.num_elements(); ++i) nonzero += q[i] != 0.0f;
+  EXPECT_EQ(nonzero, 0);
+  Array c = Array::Host(DType::kF32, shape);  // b holds the cached one
+  EXPECT_NE(c.raw(), b.raw());
+  EXPECT_EQ(c.data<float>()[c.num_elements() - 1], 0.0f);
+}
+
 }  // namespace
 }  // namespace tpumesh::mesh
