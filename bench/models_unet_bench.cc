@@ -9,7 +9,10 @@
 // pass/fail test.
 //
 //   tpumesh init --arch sd15 --dtype bf16 -o sd15.h5
-//   models_unet_bench sd15.h5 [runs=3] [batch=2] [latent=64] [default|highest] [threads=0]
+//   models_unet_bench sd15.h5 [runs=3] [batch=2] [latent=64] [default|highest] [threads=0] [shapes]
+//
+// `shapes` adds the last call's time per layer and shape, the costliest
+// first.
 //
 // threads 0 runs in the default TBB arena (every core), as one emulated
 // device owning the host.
@@ -56,7 +59,8 @@ int Fail(const Status& s) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s MODEL.h5 [runs=3] [batch=2] [latent=64] [default|highest] [threads=0]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL.h5 [runs=3] [batch=2] [latent=64] [default|highest] [threads=0] [shapes]\n",
+                 argv[0]);
     return 2;
   }
   const std::string path = argv[1];
@@ -66,6 +70,7 @@ int main(int argc, char** argv) {
   auto precision = models::ParsePrecision(argc > 5 ? argv[5] : "default");
   if (!precision.ok()) return Fail(precision.status());
   const int threads = argc > 6 ? std::atoi(argv[6]) : 0;
+  const bool by_shape = argc > 7 && std::string(argv[7]) == "shapes";
 
   auto t0 = std::chrono::steady_clock::now();
   auto file = pipeline::ModelFile::Open(path);
@@ -135,5 +140,21 @@ int main(int argc, char** argv) {
   for (const auto& [type, s] : by_type)
     std::printf("                      %-12s %6d %9.3f %9.1f\n", type.c_str(), s.count, s.seconds,
                 s.mxu_flops > 0 ? s.mxu_flops / s.seconds / 1e9 : 0.0);
+  if (by_shape) {  // the same ops grouped by layer and shape, the costliest first
+    std::map<std::string, Sum> groups;
+    for (const mesh::OpRecord& op : ops) {
+      Sum& s = groups[op.name + " " + op.shape];
+      ++s.count;
+      s.seconds += op.host_seconds;
+      for (const mesh::MxuMatmul& m : op.mxu) s.mxu_flops += 2.0 * m.m * m.n * m.k * m.count;
+    }
+    std::vector<std::pair<std::string, Sum>> sorted(groups.begin(), groups.end());
+    std::sort(sorted.begin(), sorted.end(),
+              [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+    std::printf("last call by layer and shape: %6s %9s %9s  %s\n", "ops", "seconds", "GFLOP/s", "layer shape");
+    for (const auto& [what, s] : sorted)
+      std::printf("                              %6d %9.3f %9.1f  %s\n", s.count, s.seconds,
+                  s.mxu_flops > 0 ? s.mxu_flops / s.seconds / 1e9 : 0.0, what.c_str());
+  }
   return 0;
 }

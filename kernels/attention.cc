@@ -5,10 +5,15 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hwy/aligned_allocator.h"
 #include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_internal.h"
 #include "kernels/ops_parallel.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -288,6 +293,76 @@ void AttentionImplF32(const AttentionShape& s, const float* q, const float* k,
 }
 
 }  // namespace
+
+// The matmul path's softmax (attention.h): rows [0, rows) of s, each `keys`
+// long at stride lds, in place: x = scale * s, then exp(x - max) / sum over
+// the visible keys (causal: key j <= query first_row + r), 0 past them.
+void ScaledSoftmaxRows(float* s, int64_t lds, int64_t rows, int64_t keys,
+                       float scale, bool causal, int64_t first_row) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const auto vscale = hn::Set(d, scale);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* x = s + r * lds;
+    const int64_t n =
+        causal ? std::clamp<int64_t>(first_row + r + 1, 0, keys) : keys;
+    auto vmax = hn::Set(d, kNegInf);
+    int64_t i = 0;
+    for (; i + lanes <= n; i += lanes) {
+      const auto v = hn::Mul(hn::LoadU(d, x + i), vscale);
+      hn::StoreU(v, d, x + i);
+      vmax = hn::Max(vmax, v);
+    }
+    if (i < n) {
+      const size_t t = static_cast<size_t>(n - i);
+      const auto v = hn::Mul(LoadTail(d, x + i, t, 0.0f), vscale);
+      StoreTail(d, v, x + i, t);
+      vmax = hn::Max(vmax, hn::IfThenElse(hn::FirstN(d, t), v,
+                                          hn::Set(d, kNegInf)));
+    }
+    const float mx = ReduceMax(d, vmax);
+    std::fill(x + n, x + keys, 0.0f);
+    if (n == 0 || mx == kNegInf) {  // nothing visible
+      std::fill(x, x + n, 0.0f);
+      continue;
+    }
+    // exp(x - max) stored and summed in the same pass: two f32 accumulators
+    // per chunk of kSumChunk keys, each chunk folded into a double.
+    const auto vm = hn::Set(d, mx);
+    double sum = 0;
+    for (int64_t c0 = 0; c0 < n; c0 += kSumChunk) {
+      const int64_t c1 = std::min(n, c0 + kSumChunk);
+      auto a0 = hn::Zero(d), a1 = hn::Zero(d);
+      for (i = c0; i + 2 * lanes <= c1; i += 2 * lanes) {
+        const auto e0 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i), vm));
+        const auto e1 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i + lanes), vm));
+        hn::StoreU(e0, d, x + i);
+        hn::StoreU(e1, d, x + i + lanes);
+        a0 = hn::Add(a0, e0);
+        a1 = hn::Add(a1, e1);
+      }
+      if (i + lanes <= c1) {
+        const auto e = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i), vm));
+        hn::StoreU(e, d, x + i);
+        a0 = hn::Add(a0, e);
+        i += lanes;
+      }
+      if (i < c1) {
+        const size_t t = static_cast<size_t>(c1 - i);
+        const auto e = ExpNonPositive(d, hn::Sub(LoadTail(d, x + i, t, kNegInf), vm));
+        StoreTail(d, e, x + i, t);
+        a1 = hn::Add(a1, e);
+      }
+      sum += ReduceSum(d, hn::Add(a0, a1));
+    }
+    const auto inv = hn::Set(d, static_cast<float>(1.0 / sum));
+    for (i = 0; i + lanes <= n; i += lanes)
+      hn::StoreU(hn::Mul(hn::LoadU(d, x + i), inv), d, x + i);
+    for (; i < n; ++i) x[i] *= hn::GetLane(inv);
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace tpumesh::kernels
 HWY_AFTER_NAMESPACE();
@@ -296,6 +371,77 @@ HWY_AFTER_NAMESPACE();
 namespace tpumesh::kernels {
 
 HWY_EXPORT(AttentionImplF32);
+HWY_EXPORT(ScaledSoftmaxRows);
+
+namespace {
+
+// The scores' per-thread buffer: a ThreadScratch slot of its own (the matmul
+// drivers use 0-2), kept between calls so no call faults its pages in again.
+constexpr int kScoresSlot = 3;
+
+// The matmul path (kDefault, kHigh): see attention.h.
+Status AttentionOnMatmuls(const AttentionShape& s, const float* q,
+                          const float* k, const float* v, float* out,
+                          float scale, const AttentionOptions& options) {
+  const MatmulOptions mo{options.precision, options.provider};
+  TPUMESH_ASSIGN_OR_RETURN(const Provider provider,
+                           ResolveProvider(mo.provider, mo.precision));
+  // Query rows per task: whole micro-tiles of the provider's kernel, about 32.
+  const int64_t mr = matmul_internal::DriverShapeOf(provider).mr;
+  const int64_t block_q = mr * std::max<int64_t>(1, 32 / mr);
+  const int64_t bh = s.batch * s.heads, hd = s.hidden(), dh = s.head_dim;
+  const int64_t qblocks = (s.q_len + block_q - 1) / block_q;
+  std::vector<PackedMatrix> kt(static_cast<size_t>(bh)),
+      vp(static_cast<size_t>(bh));
+  std::mutex mu;
+  Status first_error;
+  auto keep = [&](const Status& st) {
+    if (st.ok()) return true;
+    std::lock_guard<std::mutex> lock(mu);
+    if (first_error.ok()) first_error = st;
+    return false;
+  };
+  const auto softmax = HWY_DYNAMIC_DISPATCH(ScaledSoftmaxRows);
+  RunPhases(options.num_threads, [&](int inner) {
+    // K^T [D, Lk] and V [Lk, D] of each head, packed as matmul B operands.
+    ParallelForTasks(bh, inner, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t b = t / s.heads, h = t % s.heads;
+        auto kp = PackedMatrix::PackTransposed(
+            dh, s.kv_len, k + b * s.kv_len * hd + h * dh, hd, mo);
+        if (!keep(kp.status())) return;
+        kt[t] = std::move(*kp);
+        auto vpk = PackedMatrix::Pack(s.kv_len, dh,
+                                      v + b * s.kv_len * hd + h * dh, hd, mo);
+        if (!keep(vpk.status())) return;
+        vp[t] = std::move(*vpk);
+      }
+    });
+    if (!first_error.ok()) return;
+    // Per task, block_q query rows of one head: S = Q K^T, softmax in place,
+    // out = P V straight into the head's columns.
+    ParallelForTasks(bh * qblocks, inner, [&](int64_t begin, int64_t end) {
+      float* sc = matmul_internal::ThreadScratch<float, kScoresSlot>(
+          static_cast<size_t>(block_q * s.kv_len));
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t head = t / qblocks, i0 = (t % qblocks) * block_q;
+        const int64_t b = head / s.heads, h = head % s.heads;
+        const int64_t rows = std::min(block_q, s.q_len - i0);
+        const float* qr = q + (b * s.q_len + i0) * hd + h * dh;
+        float* outr = out + (b * s.q_len + i0) * hd + h * dh;
+        if (!keep(Matmul(rows, qr, hd, kt[head], sc, s.kv_len, 1)))
+          return;
+        softmax(sc, s.kv_len, rows, s.kv_len, scale, options.causal,
+                i0);
+        if (!keep(Matmul(rows, sc, s.kv_len, vp[head], outr, hd, 1)))
+          return;
+      }
+    });
+  });
+  return first_error;
+}
+
+}  // namespace
 
 Status CheckAttention(const AttentionShape& s) {
   if (s.batch < 1 || s.q_len < 1 || s.kv_len < 1 || s.heads < 1 ||
@@ -315,6 +461,8 @@ Status AttentionF32(const AttentionShape& s, const float* q, const float* k,
   TPUMESH_RETURN_IF_ERROR(CheckAttention(s));
   const float scale =
       options.scale.value_or(1.0f / std::sqrt(static_cast<float>(s.head_dim)));
+  if (options.precision != Precision::kHighest)
+    return AttentionOnMatmuls(s, q, k, v, out, scale, options);
   HWY_DYNAMIC_DISPATCH(AttentionImplF32)
   (s, q, k, v, out, scale, options.causal, options.num_threads);
   return OkStatus();

@@ -1,6 +1,5 @@
-// Multi-head scaled-dot-product attention in f32, flash style: a block of
-// query rows meets the keys one block at a time with an online softmax, so no
-// Lq x Lk score matrix ever exists (SD1.5's first block has Lq = Lk = 4096).
+// Multi-head scaled-dot-product attention, f32 in and out, at a matmul
+// precision (kernels/matmul.h) as a TPU runs it.
 //
 // Layout as diffusers before its head reshape: q [B, Lq, H*D], k and v
 // [B, Lk, H*D], head h in columns [h*D, (h+1)*D); out [B, Lq, H*D].
@@ -8,23 +7,35 @@
 // scale 1/sqrt(D) unless given; causal masks key j > query i (top-left
 // aligned as torch's is_causal; CLIP's text encoder).
 //
-// Blocking (the structure the MXU kernel will slot into): per (b, h), K is
-// packed transposed [D, Lk] and V [Lk, D rounded up to a vector], once. A task
-// is 64 query rows of one (b, h): for each block of 256 keys, S = Q K^T
-// (64 x 256, 64 KiB, stays in L2) by a 4-row x 4-vector broadcast-FMA
-// micro-kernel (a vector at a time for the last block's tail), then per row
-// m_new = max(m, max S), p = exp(S - m_new), l = l e^(m - m_new) + sum p,
-// O = O e^(m - m_new) + P V (4-row micro-kernel over D), and at the end
-// out = O / l. f32 accumulation throughout. Causal tasks stop at the first
-// key block past their last row. The matmuls are Highway FMA loops for now,
-// not calls to a GEMM: K = D is 40-160, too short for a packed GEMM to pay
-// off at these block sizes.
+// kDefault, kHigh: on the matmul kernels, as XLA lowers diffusers' Flax
+// attention (einsum, scale, softmax, einsum) for the MXU. Per (b, h), K^T
+// [D, Lk] and V [Lk, D] are packed once as matmul B operands; a task is
+// about 32 query rows of one head (whole micro-tiles of the provider's
+// kernel): S = Q K^T by kernels::Matmul at the precision (Q and K rounded to
+// bf16, or split bf16x3 for kHigh; f32 accumulation), then per row in f32
+// x = scale * S, p = exp(x - max x) / sum exp(x - max x) (exp within 1 ulp,
+// ExpNonPositive of kernels/ops_math-inl.h; the sum in f32 per 1024 keys,
+// folded into a double; times its reciprocal), and out = P V by kernels::Matmul
+// (P is an MXU operand too: rounded to bf16), written into the head's
+// columns. The provider is the matmul's (kAuto: kBf16 where vdpbf16ps is the
+// faster path, else kHighway) and kBf16 == kHighway bit for bit, as for a
+// matmul. Scratch: the packed K^T and V of every head (half of k + v for
+// kDefault) plus block x Lk floats per thread (512 KiB at Lk = 4096).
 //
-// Contract: CheckAttention first (InvalidArgument). out must not overlap q, k
-// or v. Scratch: K^T and V packed for every (b, h) (about the size of k + v),
-// plus under 200 KiB per thread. Threads as kernels/ops_parallel.h (tasks:
-// one per (b, h) to pack, one per (b, h, query block) to compute):
-// bit-identical for every thread count.
+// kHighest: f32 throughout, flash style: a block of 64 query rows meets the
+// keys 256 at a time with an online softmax, so no Lq x Lk score matrix
+// exists. Per (b, h), K is packed transposed [D, Lk] and V [Lk, D rounded up
+// to a vector]; S = Q K^T (64 x 256, in L2) by a 4-row x 4-vector
+// broadcast-FMA micro-kernel, then per row m_new = max(m, max S),
+// p = exp(S - m_new), l = l e^(m - m_new) + sum p, O = O e^(m - m_new) + P V,
+// and at the end out = O / l. Causal tasks stop at the first key block past
+// their last row. Scratch: about k + v, plus under 200 KiB per thread.
+//
+// Contract: CheckAttention first (InvalidArgument); a provider that cannot
+// run the precision here is Unimplemented (as ResolveProvider). out must not
+// overlap q, k or v. Threads as kernels/ops_parallel.h (tasks: one per
+// (b, h) to pack, one per (b, h, query block) to compute): bit-identical for
+// every thread count.
 #ifndef TPUMESH_KERNELS_ATTENTION_H_
 #define TPUMESH_KERNELS_ATTENTION_H_
 
@@ -33,6 +44,7 @@
 
 #include "base/status.h"
 #include "kernels/cost.h"
+#include "kernels/matmul.h"
 
 namespace tpumesh::kernels {
 
@@ -49,6 +61,10 @@ struct AttentionOptions {
   std::optional<float> scale;  // default 1 / sqrt(head_dim)
   bool causal = false;
   int num_threads = 1;
+  // kHighest keeps the f32 flash kernel, the only one before matmul
+  // precisions reached attention.
+  Precision precision = Precision::kHighest;
+  Provider provider = Provider::kAuto;  // kDefault / kHigh only
 };
 
 Status CheckAttention(const AttentionShape& s);

@@ -89,6 +89,16 @@ AlignedArray<T> AllocateAligned(size_t count) {
 template AlignedArray<uint32_t> AllocateAligned<uint32_t>(size_t);
 template AlignedArray<float> AllocateAligned<float>(size_t);
 
+DriverShape DriverShapeOf(Provider provider) {
+  switch (provider) {
+    case Provider::kBf16: return Bf16DriverShape();
+    case Provider::kBlis: return BlisDriverShape();
+    case Provider::kHighway:
+    case Provider::kAuto: break;
+  }
+  return HighwayDriverShape();
+}
+
 }  // namespace matmul_internal
 
 // ---------------------------------------------------------------- PackedMatrix
@@ -121,73 +131,104 @@ Status CheckPack(int64_t k, int64_t n, const void* b, int64_t ldb) {
   return OkStatus();
 }
 
-// Pairs of B rows outer, columns inner: B is read row by row and each panel
-// row of 32 words is written contiguously.
+// The packers read B through `at(kk, col)` = B[kk][col]: a row-major B
+// (Pack) or B given transposed (PackTransposed).
 template <typename T>
-void PackPairs(const T* b, int64_t ldb, PackedData& p) {
+struct RowMajorB {
+  const T* b;
+  int64_t ldb;
+  float operator()(int64_t kk, int64_t col) const { return ToF32(b[kk * ldb + col]); }
+};
+template <typename T>
+struct TransposedB {
+  const T* bt;
+  int64_t ldbt;
+  float operator()(int64_t kk, int64_t col) const { return ToF32(bt[col * ldbt + kk]); }
+};
+
+inline uint32_t PairWord(float e0, float e1) {
+  return F32ToBf16(e0).bits | (uint32_t{F32ToBf16(e1).bits} << 16);
+}
+
+// kDefault: one word per (pair, column), the pad row of odd K zero. The loop
+// runs along B's contiguous axis (columns for a row-major B, k for a
+// transposed one), which is what makes packing at plan time cheap.
+template <typename B>
+void PackPairsDefault(const B& at, bool transposed, PackedData& p) {
+  const int64_t k = p.k, n = p.n, pairs = (k + 1) / 2;
+  auto e1 = [&](int64_t q, int64_t col) { return 2 * q + 1 < k ? at(2 * q + 1, col) : 0.0f; };
+  if (transposed) {
+    for (int64_t col = 0; col < n; ++col) {
+      uint32_t* dst = p.words.get() + (col / kPanelWidth) * p.pairs * kPanelWidth + col % kPanelWidth;
+      for (int64_t q = 0; q < pairs; ++q) dst[q * kPanelWidth] = PairWord(at(2 * q, col), e1(q, col));
+    }
+    return;
+  }
+  for (int64_t q = 0; q < pairs; ++q) {
+    for (int64_t c0 = 0; c0 < n; c0 += kPanelWidth) {
+      uint32_t* dst = p.words.get() + (c0 / kPanelWidth) * p.pairs * kPanelWidth + q * kPanelWidth;
+      const int64_t cols = std::min(kPanelWidth, n - c0);
+      for (int64_t c = 0; c < cols; ++c) dst[c] = PairWord(at(2 * q, c0 + c), e1(q, c0 + c));
+    }
+  }
+}
+
+// kHigh: three expanded pairs per original pair (matmul_internal.h).
+template <typename B>
+void PackPairsHigh(const B& at, PackedData& p) {
   const int64_t k = p.k, n = p.n;
-  const bool high = p.precision == Precision::kHigh;
-  auto element = [&](int64_t kk, int64_t col) -> float {
-    return kk < k ? ToF32(b[kk * ldb + col]) : 0.0f;  // the pad row of odd K is zero
-  };
+  auto element = [&](int64_t kk, int64_t col) -> float { return kk < k ? at(kk, col) : 0.0f; };
   const int64_t pairs = (k + 1) / 2;  // original pairs
   for (int64_t q = 0; q < pairs; ++q) {
     for (int64_t col = 0; col < n; ++col) {
       uint32_t* panel = p.words.get() + (col / kPanelWidth) * p.pairs * kPanelWidth + col % kPanelWidth;
-      const float e0 = element(2 * q, col), e1 = element(2 * q + 1, col);
-      if (!high) {
-        panel[q * kPanelWidth] = F32ToBf16(e0).bits | (uint32_t{F32ToBf16(e1).bits} << 16);
-      } else {
-        bf16 h0, l0, x0, h1, l1, x1;
-        matmul_internal::SplitBf16(e0, &h0, &l0, &x0);
-        matmul_internal::SplitBf16(e1, &h1, &l1, &x1);
-        panel[(3 * q + 0) * kPanelWidth] = h0.bits | (uint32_t{h1.bits} << 16);  // a_hi * b_hi
-        panel[(3 * q + 1) * kPanelWidth] = l0.bits | (uint32_t{l1.bits} << 16);  // a_cross * b_lo
-        panel[(3 * q + 2) * kPanelWidth] = x0.bits | (uint32_t{x1.bits} << 16);  // a_lo * b_cross
-      }
+      bf16 h0, l0, x0, h1, l1, x1;
+      matmul_internal::SplitBf16(element(2 * q, col), &h0, &l0, &x0);
+      matmul_internal::SplitBf16(element(2 * q + 1, col), &h1, &l1, &x1);
+      panel[(3 * q + 0) * kPanelWidth] = h0.bits | (uint32_t{h1.bits} << 16);  // a_hi * b_hi
+      panel[(3 * q + 1) * kPanelWidth] = l0.bits | (uint32_t{l1.bits} << 16);  // a_cross * b_lo
+      panel[(3 * q + 2) * kPanelWidth] = x0.bits | (uint32_t{x1.bits} << 16);  // a_lo * b_cross
     }
   }
 }
 
-template <typename T>
-void PackF32Panels(const T* b, int64_t ldb, PackedData& p) {
+template <typename B>
+void PackF32Panels(const B& at, PackedData& p) {
   for (int64_t kk = 0; kk < p.k; ++kk) {
     for (int64_t col = 0; col < p.n; ++col) {
-      p.floats[(col / kPanelWidth) * p.k * kPanelWidth + kk * kPanelWidth + col % kPanelWidth] =
-          ToF32(b[kk * ldb + col]);
+      p.floats[(col / kPanelWidth) * p.k * kPanelWidth + kk * kPanelWidth + col % kPanelWidth] = at(kk, col);
     }
   }
 }
 
-template <typename T>
-void PackRowMajor(const T* b, int64_t ldb, PackedData& p) {
+template <typename B>
+void PackRowMajor(const B& at, PackedData& p) {
   const int64_t n = p.n;
   for (int64_t kk = 0; kk < p.k; ++kk) {
-    const T* row = b + kk * ldb;
     switch (p.precision) {
       case Precision::kDefault:
-        for (int64_t j = 0; j < n; ++j) p.floats[kk * n + j] = RoundToBf16(ToF32(row[j]));
+        for (int64_t j = 0; j < n; ++j) p.floats[kk * n + j] = RoundToBf16(at(kk, j));
         break;
       case Precision::kHigh:
         for (int64_t j = 0; j < n; ++j) {
           bf16 hi, lo, cross;
-          matmul_internal::SplitBf16(ToF32(row[j]), &hi, &lo, &cross);
+          matmul_internal::SplitBf16(at(kk, j), &hi, &lo, &cross);
           p.floats[(3 * kk + 0) * n + j] = Bf16ToF32(hi);
           p.floats[(3 * kk + 1) * n + j] = Bf16ToF32(lo);
           p.floats[(3 * kk + 2) * n + j] = Bf16ToF32(cross);
         }
         break;
       case Precision::kHighest:
-        for (int64_t j = 0; j < n; ++j) p.floats[kk * n + j] = ToF32(row[j]);
+        for (int64_t j = 0; j < n; ++j) p.floats[kk * n + j] = at(kk, j);
         break;
     }
   }
 }
 
-template <typename T>
-StatusOr<PackedMatrix> PackImpl(int64_t k, int64_t n, const T* b, int64_t ldb,
+template <typename B>
+StatusOr<PackedMatrix> PackImpl(int64_t k, int64_t n, const B& at, bool transposed,
                                 const MatmulOptions& options, PackedMatrix (*make)(std::unique_ptr<PackedData>)) {
-  TPUMESH_RETURN_IF_ERROR(CheckPack(k, n, b, ldb));
+  static_assert(std::is_invocable_r_v<float, B, int64_t, int64_t>);
   TPUMESH_ASSIGN_OR_RETURN(const Provider provider, ResolveProvider(options.provider, options.precision));
   auto p = std::make_unique<PackedData>();
   p->k = k;
@@ -202,14 +243,14 @@ StatusOr<PackedMatrix> PackImpl(int64_t k, int64_t n, const T* b, int64_t ldb,
     count = static_cast<size_t>(p->k_rows * n);
     p->floats = matmul_internal::AllocateAligned<float>(count);
     if (count > 0 && p->floats == nullptr) return ResourceExhaustedError("PackedMatrix::Pack: out of memory");
-    PackRowMajor(b, ldb, *p);
+    PackRowMajor(at, *p);
     p->bytes = count * sizeof(float);
   } else if (options.precision == Precision::kHighest) {
     p->layout = Layout::kF32Panels;
     count = static_cast<size_t>(p->panels * kPanelWidth * k);
     p->floats = matmul_internal::AllocateAligned<float>(count);
     if (count > 0 && p->floats == nullptr) return ResourceExhaustedError("PackedMatrix::Pack: out of memory");
-    PackF32Panels(b, ldb, *p);
+    PackF32Panels(at, *p);
     p->bytes = count * sizeof(float);
   } else {
     p->layout = Layout::kPairs;
@@ -217,24 +258,51 @@ StatusOr<PackedMatrix> PackImpl(int64_t k, int64_t n, const T* b, int64_t ldb,
     count = static_cast<size_t>(p->panels * kPanelWidth * p->pairs);
     p->words = matmul_internal::AllocateAligned<uint32_t>(count);
     if (count > 0 && p->words == nullptr) return ResourceExhaustedError("PackedMatrix::Pack: out of memory");
-    PackPairs(b, ldb, *p);
+    if (options.precision == Precision::kHigh) {
+      PackPairsHigh(at, *p);
+    } else {
+      PackPairsDefault(at, transposed, *p);
+    }
     p->bytes = count * sizeof(uint32_t);
   }
   return make(std::move(p));
+}
+
+using MakeFn = PackedMatrix (*)(std::unique_ptr<PackedData>);
+
+template <typename T>
+StatusOr<PackedMatrix> PackRowMajorB(int64_t k, int64_t n, const T* b, int64_t ldb, const MatmulOptions& options,
+                                     MakeFn make) {
+  TPUMESH_RETURN_IF_ERROR(CheckPack(k, n, b, ldb));
+  return PackImpl(k, n, RowMajorB<T>{b, ldb}, false, options, make);
 }
 
 }  // namespace
 
 StatusOr<PackedMatrix> PackedMatrix::Pack(int64_t k, int64_t n, const float* b, int64_t ldb,
                                           const MatmulOptions& options) {
-  return PackImpl(k, n, b, ldb, options, [](std::unique_ptr<PackedData> d) { return PackedMatrix(std::move(d)); });
+  return PackRowMajorB(k, n, b, ldb, options,
+                       [](std::unique_ptr<PackedData> d) { return PackedMatrix(std::move(d)); });
 }
 
 StatusOr<PackedMatrix> PackedMatrix::Pack(int64_t k, int64_t n, const bf16* b, int64_t ldb,
                                           const MatmulOptions& options) {
-  return PackImpl(k, n, b, ldb, options, [](std::unique_ptr<PackedData> d) { return PackedMatrix(std::move(d)); });
+  return PackRowMajorB(k, n, b, ldb, options,
+                       [](std::unique_ptr<PackedData> d) { return PackedMatrix(std::move(d)); });
 }
 
+StatusOr<PackedMatrix> PackedMatrix::PackTransposed(int64_t k, int64_t n, const float* bt, int64_t ldbt,
+                                                    const MatmulOptions& options) {
+  if (k < 0) return InvalidArgumentError("PackedMatrix::PackTransposed: k = " + std::to_string(k) + " must be >= 0");
+  if (n < 0) return InvalidArgumentError("PackedMatrix::PackTransposed: n = " + std::to_string(n) + " must be >= 0");
+  if (ldbt < std::max<int64_t>(k, 1)) {
+    return InvalidArgumentError("PackedMatrix::PackTransposed: ldbt = " + std::to_string(ldbt) +
+                                " must be >= k = " + std::to_string(k) + " (and >= 1)");
+  }
+  if (bt == nullptr && k > 0 && n > 0) return InvalidArgumentError("PackedMatrix::PackTransposed: bt is null");
+  return PackImpl(k, n, TransposedB<float>{bt, ldbt}, true, options,
+                  [](std::unique_ptr<PackedData> d) { return PackedMatrix(std::move(d)); });
+}
 // ----------------------------------------------------------------------- frame
 
 namespace {
@@ -368,19 +436,17 @@ Status MatmulImpl(int64_t batch, int64_t m, const TA* a, int64_t lda, int64_t st
         return UnimplementedError("Matmul: B was packed for provider bf16, which this CPU lacks");
       }
       block = &matmul_internal::Bf16Block;
-      shape = matmul_internal::Bf16DriverShape();
       break;
     case Provider::kHighway:
       block = matmul_internal::HighwayBlockFn();
-      shape = matmul_internal::HighwayDriverShape();
       break;
     case Provider::kBlis:
       block = &matmul_internal::BlisBlock;
-      shape = matmul_internal::BlisDriverShape();
       break;
     case Provider::kAuto:
       return InternalError("Matmul: PackedMatrix with an unresolved provider");
   }
+  shape = matmul_internal::DriverShapeOf(data.provider);
   // Threads that can help: small products stay on the calling thread.
   int team = ParallelConcurrency(threads);
   const double flops = 2.0 * static_cast<double>(batch) * m * n * k;

@@ -107,6 +107,10 @@ class PackedMatrix {
                                      const MatmulOptions& options = {});
   static StatusOr<PackedMatrix> Pack(int64_t k, int64_t n, const bf16* b, int64_t ldb,
                                      const MatmulOptions& options = {});
+  // Packs B = bt^T given bt row-major [n, k] (B[kk][col] = bt[col*ldbt + kk],
+  // ldbt >= k): the K^T of an X K^T product without a transposed copy.
+  static StatusOr<PackedMatrix> PackTransposed(int64_t k, int64_t n, const float* bt, int64_t ldbt,
+                                               const MatmulOptions& options = {});
 
   bool empty() const { return data_ == nullptr; }
   int64_t k() const;

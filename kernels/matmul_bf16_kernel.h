@@ -79,7 +79,11 @@ inline __mmask16 FirstN16(int64_t n) {
 // 1280, 2048 ...) the loads of one call then hit the 4 KiB-aliases of the
 // previous call's pending stores. Measured on Zen 4, the kernel alone over
 // 24 row groups with ldc = 2048: 201 GFLOP/s when it loads C, 223 when not.
-template <int kRows>
+//
+// kHalf: only the first 16 columns (a tile with <= 16 valid columns, e.g. the
+// last panel of N = 40 or 80): one accumulator and one B vector per row, half
+// the vdpbf16ps; columns 16-31 of `out` and `in` are neither read nor written.
+template <int kRows, bool kHalf>
 TPUMESH_TARGET_BF16 void MicroKernel(int64_t pairs, const uint32_t* __restrict a,
                                      const uint32_t* __restrict b, const float* __restrict in,
                                      float* __restrict out, int64_t ld_out, __mmask16 m0,
@@ -89,26 +93,37 @@ TPUMESH_TARGET_BF16 void MicroKernel(int64_t pairs, const uint32_t* __restrict a
 #pragma GCC unroll 14
     for (int r = 0; r < kRows; ++r) {
       acc0[r] = _mm512_load_ps(in + r * kNr);
-      acc1[r] = _mm512_load_ps(in + r * kNr + 16);
+      if constexpr (!kHalf) acc1[r] = _mm512_load_ps(in + r * kNr + 16);
     }
   } else {
 #pragma GCC unroll 14
     for (int r = 0; r < kRows; ++r) {
       acc0[r] = _mm512_setzero_ps();
-      acc1[r] = _mm512_setzero_ps();
+      if constexpr (!kHalf) acc1[r] = _mm512_setzero_ps();
     }
   }
   for (int64_t p = 0; p < pairs; ++p) {
     const __m512bh b0 = (__m512bh)_mm512_load_si512(b + p * kNr);
-    const __m512bh b1 = (__m512bh)_mm512_load_si512(b + p * kNr + 16);
+    if constexpr (kHalf) {
 #pragma GCC unroll 14
-    for (int r = 0; r < kRows; ++r) {
-      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r * kAStride + p]));
-      acc0[r] = _mm512_dpbf16_ps(acc0[r], av, b0);
-      acc1[r] = _mm512_dpbf16_ps(acc1[r], av, b1);
+      for (int r = 0; r < kRows; ++r) {
+        const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r * kAStride + p]));
+        acc0[r] = _mm512_dpbf16_ps(acc0[r], av, b0);
+      }
+    } else {
+      const __m512bh b1 = (__m512bh)_mm512_load_si512(b + p * kNr + 16);
+#pragma GCC unroll 14
+      for (int r = 0; r < kRows; ++r) {
+        const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r * kAStride + p]));
+        acc0[r] = _mm512_dpbf16_ps(acc0[r], av, b0);
+        acc1[r] = _mm512_dpbf16_ps(acc1[r], av, b1);
+      }
     }
   }
-  if ((m0 & m1) == 0xffff) {
+  if constexpr (kHalf) {
+#pragma GCC unroll 14
+    for (int r = 0; r < kRows; ++r) _mm512_mask_storeu_ps(out + r * ld_out, m0, acc0[r]);
+  } else if ((m0 & m1) == 0xffff) {
 #pragma GCC unroll 14
     for (int r = 0; r < kRows; ++r) {
       _mm512_storeu_ps(out + r * ld_out, acc0[r]);
@@ -126,12 +141,13 @@ TPUMESH_TARGET_BF16 void MicroKernel(int64_t pairs, const uint32_t* __restrict a
 using MicroKernelFn = void (*)(int64_t, const uint32_t*, const uint32_t*, const float*, float*,
                                int64_t, __mmask16, __mmask16);
 
-template <int... kRows>
+template <bool kHalf, int... kRows>
 constexpr auto MakeKernelTable(std::integer_sequence<int, kRows...>) {
-  return std::array<MicroKernelFn, sizeof...(kRows)>{&MicroKernel<kRows + 1>...};
+  return std::array<MicroKernelFn, sizeof...(kRows)>{&MicroKernel<kRows + 1, kHalf>...};
 }
-// kKernels[r - 1] handles r rows.
-inline constexpr auto kKernels = MakeKernelTable(std::make_integer_sequence<int, kMr>{});
+// kKernels[r - 1] handles r rows of 32 columns, kHalfKernels[r - 1] of 16.
+inline constexpr auto kKernels = MakeKernelTable<false>(std::make_integer_sequence<int, kMr>{});
+inline constexpr auto kHalfKernels = MakeKernelTable<true>(std::make_integer_sequence<int, kMr>{});
 
 // One step of the driver: rows [ib, ib + rows) x K pairs [p0, p0 + np) of A
 // against columns [jb, je).
@@ -224,6 +240,7 @@ TPUMESH_TARGET_BF16 void Bf16Driver(const Source& src, const PackedData& b, int6
       __mmask16 m0 = 0xffff, m1 = 0xffff;
       if (Source::kWritesC && last) ColumnMasks(cols, &m0, &m1);
       const uint32_t* b_panel = b.pair_panel(col / kNr) + s.p0 * kNr;
+      const auto& kernels = cols <= 16 ? kHalfKernels : kKernels;
       float* tile = partial == nullptr ? nullptr : partial + (col - s.jb) * kMc;
       for (int64_t r0 = 0; r0 < s.rows; r0 += kMr) {
         const int64_t mr = std::min<int64_t>(kMr, s.rows - r0);
@@ -239,7 +256,7 @@ TPUMESH_TARGET_BF16 void Bf16Driver(const Source& src, const PackedData& b, int6
           out = out_tile;
         }
         pack_ahead();
-        kKernels[mr - 1](s.np, a_block + r0 * kAStride, b_panel, in, out, ld_out, m0, m1);
+        kernels[mr - 1](s.np, a_block + r0 * kAStride, b_panel, in, out, ld_out, m0, m1);
         if constexpr (!Source::kWritesC) {
           if (last) src.StoreTile(out_tile, s.ib + r0, mr, col, cols);
         }

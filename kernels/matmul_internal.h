@@ -118,6 +118,9 @@ BlockFn HighwayBlockFn();
 DriverShape BlisDriverShape();
 void BlisBlock(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
+// The shape of a resolved provider's driver (kHighway's for kAuto).
+DriverShape DriverShapeOf(Provider provider);
+
 // kHigh's pieces of an f32: hi = bf16(x), lo = bf16(x - hi), and `cross`,
 // the copy of hi that multiplies the other operand's lo piece. For finite hi,
 // cross = hi; for Inf or NaN hi, lo = 0 and cross = 0, so that Inf * finite

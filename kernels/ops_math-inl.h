@@ -98,6 +98,38 @@ HWY_INLINE double SumChunked(D d, const float* HWY_RESTRICT x, int64_t n,
   return total;
 }
 
+// e^x for x <= 0 (a softmax's x - max), in about 18 vector operations and
+// no float/int conversions (Highway's Exp takes ~25 with two): n = x / ln 2
+// rounded by the 1.5 * 2^23 shifter, r = x - n ln 2 in two FMAs (Cody-Waite,
+// Highway's split of ln 2), e^r by Highway's degree-7 polynomial for
+// |r| <= ln 2 / 2, and 2^n added into the exponent bits. x < -86 (e^x <
+// 4.5e-38, next to f32's smallest normal) and -inf give 0; x > 0 and NaN
+// are outside the contract. Within 1 ulp of e^x on [-86, 0] (0.92 seen)
+// (tests/kernels/ops_math_test.cc).
+template <class D>
+HWY_INLINE hn::Vec<D> ExpNonPositive(D d, hn::Vec<D> x) {
+  const hn::RebindToSigned<D> di;
+  const auto kShifter = hn::Set(d, 12582912.0f);  // 1.5 * 2^23
+  const auto kLowest = hn::Set(d, -86.0f);
+  const auto xc = hn::Max(x, kLowest);
+  const auto t = hn::MulAdd(xc, hn::Set(d, 1.44269504088896341f), kShifter);
+  const auto n = hn::Sub(t, kShifter);  // round(x / ln 2), exact
+  auto r = hn::MulAdd(n, hn::Set(d, -0.693145751953125f), xc);
+  r = hn::MulAdd(n, hn::Set(d, -1.428606765330187045e-6f), r);
+  auto p = hn::Set(d, 0.000198527617612853646278381f);
+  p = hn::MulAdd(p, r, hn::Set(d, 0.00139304355252534151077271f));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.00833336077630519866943359f));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.0416664853692054748535156f));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.166666671633720397949219f));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.5f));
+  const auto er = hn::Add(hn::MulAdd(p, hn::Mul(r, r), r), hn::Set(d, 1.0f));
+  // t's low mantissa bits hold n (|n| <= 125 < 2^22): its bits minus the
+  // shifter's are n as an integer.
+  const auto ni = hn::Sub(hn::BitCast(di, t), hn::BitCast(di, kShifter));
+  const auto y = hn::BitCast(d, hn::Add(hn::BitCast(di, er), hn::ShiftLeft<23>(ni)));
+  return hn::IfThenZeroElse(hn::Lt(x, kLowest), y);
+}
+
 // erf(x), XLA/Eigen's f32 rational approximation x * P(x^2) / Q(x^2) on
 // [-4, 4] (what jax.lax.erf and torch's vectorised GELU compute to within an
 // ulp); outside it erf rounds to +-1 in f32.

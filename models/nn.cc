@@ -31,24 +31,6 @@ kernels::Precision KernelPrecision(Precision p) {
   return p == Precision::kHighest ? kernels::Precision::kHighest : kernels::Precision::kDefault;
 }
 
-// Elements per task of the elementwise helpers here (copies and roundings):
-// enough to amortise a task, few enough for 2+ threads on SD's tensors.
-constexpr int64_t kElementsPerTask = int64_t{1} << 16;
-
-// Under Precision::kDefault, a bf16-rounded copy of p[0..n) (the MXU's operand
-// rounding); otherwise p itself.
-const float* Operand(const Ctx& ctx, const float* p, int64_t n, std::vector<float>& tmp) {
-  if (ctx.precision == Precision::kHighest) return p;
-  tmp.resize(static_cast<size_t>(n));
-  float* t = tmp.data();
-  kernels::ParallelForTasks((n + kElementsPerTask - 1) / kElementsPerTask, ctx.threads, [&](int64_t b, int64_t e) {
-    const int64_t end = std::min(n, e * kElementsPerTask);
-#pragma omp simd
-    for (int64_t i = b * kElementsPerTask; i < end; ++i) t[i] = kernels::RoundToBf16(p[i]);
-  });
-  return t;
-}
-
 template <typename T>
 inline T Convert(float v);
 template <>
@@ -456,10 +438,6 @@ StatusOr<Array> Attention(const Ctx& ctx, const Array& q, const Array& k, const 
          "q" + ShapeToString(q.shape()) + " kv" + ShapeToString(k.shape()) + " heads " + std::to_string(heads),
          {{q.dim(1), k.dim(1), hd / heads, static_cast<double>(bh)}, {q.dim(1), hd / heads, k.dim(1), static_cast<double>(bh)}});
   if (ctx.dry_run) return out;
-  std::vector<float> qt, kt, vt;
-  const float* qp = Operand(ctx, q.data<float>(), q.num_elements(), qt);
-  const float* kp = Operand(ctx, k.data<float>(), k.num_elements(), kt);
-  const float* vp = Operand(ctx, v.data<float>(), v.num_elements(), vt);
   kernels::AttentionShape shape;
   shape.batch = q.dim(0);
   shape.q_len = q.dim(1);
@@ -469,7 +447,9 @@ StatusOr<Array> Attention(const Ctx& ctx, const Array& q, const Array& k, const 
   kernels::AttentionOptions opt;
   opt.causal = causal;
   opt.num_threads = ctx.threads;
-  TPUMESH_RETURN_IF_ERROR(kernels::AttentionF32(shape, qp, kp, vp, out.mutable_data<float>(), opt));
+  opt.precision = KernelPrecision(ctx.precision);  // both matmuls at the model's precision, P an operand too
+  TPUMESH_RETURN_IF_ERROR(
+      kernels::AttentionF32(shape, q.data<float>(), k.data<float>(), v.data<float>(), out.mutable_data<float>(), opt));
   return out;
 }
 

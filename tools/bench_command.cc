@@ -238,15 +238,20 @@ Status BenchAttention(const BenchOptions& o, const mesh::ChipSpec& chip) {
   const std::vector<float> k = Random(static_cast<size_t>(s.batch * s.kv_len * s.hidden()), 2);
   const std::vector<float> val = Random(static_cast<size_t>(s.batch * s.kv_len * s.hidden()), 3);
   std::vector<float> out(q.size());
+  TPUMESH_ASSIGN_OR_RETURN(kernels::Precision precision, ParseKernelPrecision(o.precision));
+  TPUMESH_ASSIGN_OR_RETURN(kernels::Provider provider, ParseProvider(o.provider));
+  TPUMESH_ASSIGN_OR_RETURN(kernels::Provider resolved, kernels::ResolveProvider(provider, precision));
   kernels::AttentionOptions opt;
   opt.num_threads = o.threads;
+  opt.precision = precision;
+  opt.provider = provider;
   TPUMESH_ASSIGN_OR_RETURN(auto host, Time(o.repeats, [&] {
     return kernels::AttentionF32(s, q.data(), k.data(), val.data(), out.data(), opt);
   }));
   const kernels::SystolicArray a = DeviceArray(chip);
   const double bh = static_cast<double>(s.batch * s.heads);
-  auto qk = kernels::MatmulCost(s.q_len, s.kv_len, s.head_dim, kernels::Precision::kDefault, a);
-  auto pv = kernels::MatmulCost(s.q_len, s.head_dim, s.kv_len, kernels::Precision::kDefault, a);
+  auto qk = kernels::MatmulCost(s.q_len, s.kv_len, s.head_dim, precision, a);
+  auto pv = kernels::MatmulCost(s.q_len, s.head_dim, s.kv_len, precision, a);
   for (auto* p : {&qk, &pv}) {
     p->seconds *= bh;
     p->useful_macs *= bh;
@@ -254,11 +259,15 @@ Status BenchAttention(const BenchOptions& o, const mesh::ChipSpec& chip) {
   }
   const kernels::OpCost c = kernels::AttentionCost(s);
   char what[256];
-  std::snprintf(what, sizeof what, "attention B=%lld Lq=%lld Lk=%lld heads=%lld head_dim=%lld (f32 on the host; bf16 matmuls on the chip)",
+  std::snprintf(what, sizeof what, "attention B=%lld Lq=%lld Lk=%lld heads=%lld head_dim=%lld, precision %s, %s",
                 static_cast<long long>(s.batch), static_cast<long long>(s.q_len), static_cast<long long>(s.kv_len),
-                static_cast<long long>(s.heads), static_cast<long long>(s.head_dim));
+                static_cast<long long>(s.heads), static_cast<long long>(s.head_dim), o.precision.c_str(),
+                precision == kernels::Precision::kHighest
+                    ? "flash kernel in f32"
+                    : ("matmul provider " + std::string(kernels::ProviderName(resolved))).c_str());
+  const double bytes_chip = precision == kernels::Precision::kDefault ? c.bytes() / 2 : c.bytes();  // bf16 on chip
   return Report(o, chip, what, 4.0 * bh * s.q_len * s.kv_len * s.head_dim, host,
-                ModelMatmuls(chip, {qk, pv}, c.bytes() / 2));
+                ModelMatmuls(chip, {qk, pv}, bytes_chip));
 }
 
 Status BenchPeak(const BenchOptions& o) {
@@ -348,8 +357,11 @@ void RegisterBench(CLI::App& app, RunFn* run) {
   conv->add_option("--provider", opt->provider, "auto, highway, bf16 (AVX512-BF16: an implicit GEMM) or blis")
       ->capture_default_str();
   common(conv);
-  CLI::App* att = cmd->add_subcommand("attention", "Flash-style multi-head attention");
+  CLI::App* att = cmd->add_subcommand(
+      "attention", "Multi-head attention as the models run it (matmul kernels; f32 flash kernel at highest)");
   att->add_option("--shape", opt->shape, "B,Lq,Lk,heads,head_dim (default 2,4096,4096,8,40: SD1.5's first level)");
+  att->add_option("--provider", opt->provider, "Matmul provider at default/high: auto, highway, bf16 or blis")
+      ->capture_default_str();
   common(att);
   CLI::App* peak = cmd->add_subcommand("peak", "Probe this host's bf16 and f32 multiply-add peak");
   peak->add_option("--threads", opt->threads, "Host threads (0: every core)")->capture_default_str();

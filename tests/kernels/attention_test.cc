@@ -1,5 +1,6 @@
-// AttentionF32 (blocked, online softmax) against reference::Attention (full
-// softmax in double) on every Highway target.
+// AttentionF32 against reference::Attention (full softmax in double) on
+// every Highway target: kHighest (blocked, online softmax in f32) and the
+// matmul path of kDefault and kHigh (bf16 operands, P rounded to bf16).
 #include "kernels/attention.h"
 
 #include <algorithm>
@@ -8,6 +9,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/bf16.h"
+#include "kernels/cpu_path.h"
+#include "kernels/matmul.h"
 #include "kernels/ops_reference.h"
 #include "tests/kernels/ops_test_util.h"
 
@@ -36,9 +40,18 @@ std::string Name(const AttentionShape& s, bool causal) {
 // one per 256-key block) are f32 chains of at most Lk + Lk/256 + 1 terms:
 // gamma_Lk each relative to sum p |v| <= l max|v|. With the final multiply:
 //   tol = max_j |v_j| (2 max_j |ds_j| + 2 (Lk + 16) u) + u |want|.
+//
+// The matmul path: kDefault is compared with the reference on bf16-rounded
+// q, k, v, so its scores differ from the reference's only by the f32
+// accumulation above; P is then rounded to bf16 (relative 2^-9 per term), which
+// moves out by at most 2^-9 max|v|: tol gains 2^-8 max|v|. kHigh is compared
+// on the raw inputs: bf16x3 drops a_lo b_lo and rounds the lo pieces, about
+// 2^-15 |q_d k_d| per product and 2^-16 relative on P: ds gains 2^-14 scale
+// sum|q_d k_d|, tol 2^-14 max|v|.
 void CheckAgainstReference(const AttentionShape& s, bool causal, float q_gain,
                            WorstRatio& worst,
-                           std::optional<float> scale = std::nullopt) {
+                           std::optional<float> scale = std::nullopt,
+                           Precision precision = Precision::kHighest) {
   const int64_t hd = s.hidden(), dh = s.head_dim;
   std::vector<float> q = RandomVector(s.batch * s.q_len * hd, 1),
                      k = RandomVector(s.batch * s.kv_len * hd, 2),
@@ -49,10 +62,18 @@ void CheckAgainstReference(const AttentionShape& s, bool causal, float q_gain,
   AttentionOptions opt;
   opt.causal = causal;
   opt.scale = scale;
+  opt.precision = precision;
   ASSERT_TRUE(
       AttentionF32(s, q.data(), k.data(), v.data(), got.data(), opt).ok());
+  if (precision == Precision::kDefault)
+    for (auto* x : {&q, &k, &v})
+      for (float& e : *x) e = RoundToBf16(e);
   reference::Attention(s, q.data(), k.data(), v.data(), want.data(), scale,
                        causal);
+  const double extra_ds = precision == Precision::kHigh ? 0x1p-14 : 0.0;
+  const double extra_tol = precision == Precision::kDefault ? 0x1p-8
+                           : precision == Precision::kHigh  ? 0x1p-14
+                                                            : 0.0;
   const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(dh));
   // Bound per (b, i, h).
   std::vector<double> row_tol(s.batch * s.q_len * s.heads);
@@ -71,11 +92,12 @@ void CheckAgainstReference(const AttentionShape& s, bool causal, float q_gain,
             vmax = std::max<double>(
                 vmax, std::fabs(v[(b * s.kv_len + j) * hd + h * dh + d]));
           }
-          ds = std::max(ds, (dh + 1) * kU * std::fabs(sc) * abs_dot +
+          ds = std::max(ds, ((dh + 1) * kU + extra_ds) * std::fabs(sc) *
+                                    abs_dot +
                                 kU * std::fabs(sc * dot));
         }
         row_tol[(b * s.q_len + i) * s.heads + h] =
-            vmax * (2 * ds + 2 * (s.kv_len + 16) * kU);
+            vmax * (2 * ds + 2 * (s.kv_len + 16) * kU + extra_tol);
       }
   worst.Add(ExpectAllNear(
       got, want,
@@ -118,6 +140,48 @@ TEST(AttentionTest, PeakedScoresAndCustomScale) {
   });
 }
 
+TEST(AttentionTest, MatmulPathMatchesReferenceEveryTarget) {
+  for (Precision p : {Precision::kDefault, Precision::kHigh}) {
+    WorstRatio worst(std::string("attention ") +
+                     std::string(PrecisionName(p)));
+    ForEachTarget([&](const char*) {
+      for (const AttentionShape& s : Shapes())
+        for (bool causal : {false, true})
+          CheckAgainstReference(s, causal, 1.0f, worst, std::nullopt, p);
+      CheckAgainstReference({1, 70, 600, 2, 40}, true, 8.0f, worst,
+                            std::nullopt, p);
+      CheckAgainstReference({2, 33, 45, 3, 16}, false, 1.0f, worst, 0.5f, p);
+    });
+  }
+}
+
+// Where vdpbf16ps runs, the bf16 provider gives the Highway provider's bits,
+// as for a matmul (same pair order; the softmax is the same code).
+TEST(AttentionTest, MatmulPathBf16EqualsHighwayBits) {
+  if (!Avx512Bf16Active()) GTEST_SKIP() << "no active avx512bf16 path";
+  const AttentionShape s{2, 150, 270, 3, 40};
+  const std::vector<float> q = RandomVector(2 * 150 * 120, 4),
+                           k = RandomVector(2 * 270 * 120, 5),
+                           v = RandomVector(2 * 270 * 120, 6);
+  for (Precision p : {Precision::kDefault, Precision::kHigh}) {
+    for (bool causal : {false, true}) {
+      AttentionOptions opt;
+      opt.causal = causal;
+      opt.precision = p;
+      std::vector<float> want(q.size(), NAN), got(q.size(), NAN);
+      opt.provider = Provider::kHighway;
+      ASSERT_TRUE(
+          AttentionF32(s, q.data(), k.data(), v.data(), want.data(), opt).ok());
+      opt.provider = Provider::kBf16;
+      ASSERT_TRUE(
+          AttentionF32(s, q.data(), k.data(), v.data(), got.data(), opt).ok());
+      ExpectBitIdentical(want, got,
+                         std::string(PrecisionName(p)) +
+                             (causal ? " causal" : ""));
+    }
+  }
+}
+
 TEST(AttentionTest, LongSequenceNotABlockMultiple) {
   WorstRatio worst("attention long");
   CheckAgainstReference({1, 1100, 1100, 1, 40}, false, 2.0f, worst);
@@ -129,9 +193,12 @@ TEST(AttentionTest, BitIdenticalForEveryThreadCount) {
   const std::vector<float> q = RandomVector(2 * 150 * 120, 4),
                            k = RandomVector(2 * 270 * 120, 5),
                            v = RandomVector(2 * 270 * 120, 6);
-  for (bool causal : {false, true}) {
+  for (int c = 0; c < 6; ++c) {
+    const bool causal = c % 2 == 1;
+    const Precision precision = static_cast<Precision>(c / 2);
     AttentionOptions opt;
     opt.causal = causal;
+    opt.precision = precision;
     std::vector<float> one(q.size());
     ASSERT_TRUE(
         AttentionF32(s, q.data(), k.data(), v.data(), one.data(), opt).ok());
@@ -140,9 +207,10 @@ TEST(AttentionTest, BitIdenticalForEveryThreadCount) {
       std::vector<float> many(q.size(), NAN);
       ASSERT_TRUE(
           AttentionF32(s, q.data(), k.data(), v.data(), many.data(), opt).ok());
-      ExpectBitIdentical(
-          one, many,
-          "threads " + std::to_string(threads) + (causal ? " causal" : ""));
+      ExpectBitIdentical(one, many,
+                         "threads " + std::to_string(threads) + " " +
+                             std::string(PrecisionName(precision)) +
+                             (causal ? " causal" : ""));
     }
   }
 }

@@ -337,6 +337,33 @@ TEST_P(MatmulProviderTest, BatchEqualsSeparateCalls) {
   }
 }
 
+TEST_P(MatmulProviderTest, PackTransposedEqualsPackOfTheTranspose) {
+  // B given as bt [n, k] (an X K^T product) packs to the same operand as B
+  // itself: same C bits, odd K and partial panels included.
+  const auto [provider, precision] = GetParam();
+  const MatmulOptions options{precision, provider};
+  for (const Shape& s : {Shape{15, 33, 257}, Shape{28, 40, 41}, Shape{3, 70, 1}, Shape{9, 20, 1025}}) {
+    const int64_t ldbt = s.k + 5, ldc = s.n;
+    const std::vector<float> a = RandomMatrix(s.m, s.k, s.k, 41);
+    const std::vector<float> bt = RandomMatrix(s.n, s.k, ldbt, 42);
+    std::vector<float> b(s.k * s.n);
+    for (int64_t kk = 0; kk < s.k; ++kk)
+      for (int64_t col = 0; col < s.n; ++col) b[kk * s.n + col] = bt[col * ldbt + kk];
+    const MatmulRun want = RunMatmul(s, a, s.k, b, s.n, ldc, options);
+    ASSERT_TRUE(want.status.ok());
+    StatusOr<PackedMatrix> packed = PackedMatrix::PackTransposed(s.k, s.n, bt.data(), ldbt, options);
+    ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+    EXPECT_EQ(packed->k(), s.k);
+    EXPECT_EQ(packed->n(), s.n);
+    std::vector<float> c(s.m * ldc, kNaN);
+    ASSERT_TRUE(Matmul(s.m, a.data(), s.k, *packed, c.data(), ldc).ok());
+    ExpectBitIdentical(c, want.c, s.m, s.n, ldc, "transposed pack " + ShapeName(s));
+  }
+  EXPECT_EQ(PackedMatrix::PackTransposed(4, 3, nullptr, 4, options).status().code(), StatusCode::kInvalidArgument);
+  const float x[4] = {};
+  EXPECT_EQ(PackedMatrix::PackTransposed(4, 1, x, 3, options).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_P(MatmulProviderTest, UnpackedConvenienceEqualsPacked) {
   const auto [provider, precision] = GetParam();
   const MatmulOptions options{precision, provider};

@@ -6,7 +6,10 @@
 // defaults and explicit original size / crop / target size), the latents
 // after every step of a 4-step Euler run from the stored initial latents and
 // the final uint8 images. Precision highest: 1e-4 relative, images within
-// one level on >= 99.9% of values; default (bf16 operands): 3e-2.
+// one level on >= 99.9% of values; default (bf16 operands): 5e-2. Default
+// compounds over both text encoders, CFG and 4 steps: the worst step was
+// 0.029 with bf16 q, k, v and 0.039 since attention's P is an MXU operand too
+// (rounded to bf16, as XLA gives it to the MXU at default precision).
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -45,7 +48,7 @@ class SdxlPipelineTest : public ::testing::TestWithParam<Param> {
     ASSERT_TRUE(st.ok()) << st.status().ToString();
   }
   models::Precision precision() const { return std::get<2>(GetParam()); }
-  double Tolerance() const { return precision() == models::Precision::kHighest ? 1e-4 : 3e-2; }
+  double Tolerance() const { return precision() == models::Precision::kHighest ? 1e-4 : 5e-2; }
 
   // The request diffusers ran: the group's prompts, negatives, sizes.
   GenerateRequest Request() const {
