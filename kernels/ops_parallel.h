@@ -6,7 +6,8 @@
 //
 // Contract for num_threads: 1 runs every task on the calling thread, in
 // order, without touching TBB; n > 1 runs them in a private tbb::task_arena
-// of n threads (at most the host's cores); 0 uses the caller's current arena
+// of n threads (at most the host's cores; one per calling thread and n, kept
+// for the thread's life); 0 uses the caller's current arena
 // (inside a mesh::Device that is the device's arena, sized to its
 // threads_per_device). Negative is treated as 1. body(begin, end) receives a
 // contiguous range of task indices and may keep scratch for the whole range;
