@@ -88,6 +88,14 @@ class Array {
                                std::string_view what = "shard") const;
 
   bool SharesStorageWith(const Array& o) const { return storage_ && storage_ == o.storage_; }
+  // Gives the host pages of this array's storage back to the OS for good,
+  // for every view sharing them, and makes them unreadable (a later read
+  // faults instead of seeing zeros); the address stays reserved, so raw()
+  // still tells the array apart. For arrays whose only use left is a copy
+  // in another layout (models::WeightPacks releases a Linear or conv weight
+  // once it is packed). Only storage mapped on its own (2 MiB and more) can
+  // go: returns the bytes released, 0 otherwise (nothing changes then).
+  int64_t ReleaseHostPages() const;
   // Same dtype, shape and bytes.
   bool BitwiseEquals(const Array& o) const;
 
@@ -103,6 +111,7 @@ class Array {
     void* map_base = nullptr;  // set when mapped directly (large buffers)
     size_t mapped = 0;
     bool cacheable = false;  // the mapping may go back to the mapping cache (array.cc)
+    bool released = false;   // ReleaseHostPages: unmapped at the end, never cached
   };
 
   DType dtype_ = DType::kF32;

@@ -199,17 +199,37 @@ std::shared_ptr<WeightPacks::Entry> WeightPacks::Find(const Array& w, Precision 
   return slot;
 }
 
-StatusOr<const kernels::PackedMatrix*> WeightPacks::Get(const Array& w, Precision precision, int threads) {
+StatusOr<const kernels::PackedMatrix*> WeightPacks::Get(const Array& w, Precision precision, int threads,
+                                                         bool release) {
   if ((w.dtype() != DType::kF32 && w.dtype() != DType::kBF16) || (w.rank() != 2 && w.rank() != 4))
     return InvalidArgumentError("weight packs: " + w.ToString() + " is not an f32 or bf16 Linear or conv weight");
   const int64_t n = w.dim(0), c = w.dim(1), taps = w.rank() == 4 ? w.dim(2) * w.dim(3) : 1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = released_.find(w.raw());
+    if (it != released_.end() && it->second != precision)
+      return FailedPreconditionError("weight packs: " + w.ToString() + " was packed at precision " +
+                                     (it->second == Precision::kDefault ? "default" : "highest") +
+                                     " and its loaded copy released; it cannot be packed at another precision "
+                                     "(load the model again)");
+  }
   std::shared_ptr<Entry> e = Find(w, precision);
   // Packed outside the map's lock: other weights pack concurrently, callers
   // of this one wait here until it is done.
   std::call_once(e->once, [&] {
     StatusOr<kernels::PackedMatrix> p = PackWeight(w, precision, threads);
-    if (p.ok()) e->packed = std::move(p).value();
-    else e->status = p.status();
+    if (p.ok()) {
+      e->packed = std::move(p).value();
+      if (release) {  // the packer was the loaded copy's last reader
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          released_.emplace(w.raw(), precision);
+        }
+        w.ReleaseHostPages();
+      }
+    } else {
+      e->status = p.status();
+    }
     e->done.store(true, std::memory_order_release);
   });
   TPUMESH_RETURN_IF_ERROR(e->status);
@@ -218,7 +238,8 @@ StatusOr<const kernels::PackedMatrix*> WeightPacks::Get(const Array& w, Precisio
   return &e->packed;
 }
 
-Status WeightPacks::PackAll(const std::vector<const Array*>& weights, Precision precision, int threads) {
+Status WeightPacks::PackAll(const std::vector<const Array*>& weights, Precision precision, int threads,
+                            bool release) {
   std::vector<const Array*> todo;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -239,10 +260,10 @@ Status WeightPacks::PackAll(const std::vector<const Array*>& weights, Precision 
   // Pass 1: the weights no other caller has claimed, one task each.
   kernels::ParallelForTasks(static_cast<int64_t>(order.size()), threads, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i)
-      if (!Find(*order[i], precision)->claimed.exchange(true)) (void)Get(*order[i], precision, 1);
+      if (!Find(*order[i], precision)->claimed.exchange(true)) (void)Get(*order[i], precision, 1, release);
   });
   // Pass 2: wait for the ones others are packing (and report any error).
-  for (const Array* w : order) TPUMESH_RETURN_IF_ERROR(Get(*w, precision, threads).status());
+  for (const Array* w : order) TPUMESH_RETURN_IF_ERROR(Get(*w, precision, threads, release).status());
   return OkStatus();
 }
 

@@ -82,7 +82,9 @@ class WeightPacks {
  public:
   // w: f32 [out, in] or [O, C, kh, kw]. The copy is made with `threads` as
   // Ctx::threads.
-  StatusOr<const kernels::PackedMatrix*> Get(const mesh::Array& w, Precision precision, int threads = 1);
+  // release: as PackAll's, for this weight.
+  StatusOr<const kernels::PackedMatrix*> Get(const mesh::Array& w, Precision precision, int threads = 1,
+                                             bool release = false);
   // The earlier name of Get, from when only Linear weights were packed here.
   StatusOr<const kernels::PackedMatrix*> Linear(const mesh::Array& w, Precision precision) {
     return Get(w, precision);
@@ -92,7 +94,14 @@ class WeightPacks {
   // parallel pass, rather than one weight at a time as the layers reach them.
   // Concurrent callers (the devices of a pmap) share the work: each first
   // packs the weights no one has claimed, then waits for the rest.
-  Status PackAll(const std::vector<const mesh::Array*>& weights, Precision precision, int threads);
+  //
+  // release: give each weight's host pages back as soon as it is packed
+  // (mesh::Array::ReleaseHostPages), so one copy of it stays, the pack, and
+  // the loaded and packed copies of a whole model never coexist; the caller
+  // vouches that nothing reads these arrays but the packer. A released
+  // weight then packs at no other precision (FailedPrecondition).
+  Status PackAll(const std::vector<const mesh::Array*>& weights, Precision precision, int threads,
+                 bool release = false);
   size_t bytes() const;   // packed storage held
   int64_t count() const;  // weights packed
 
@@ -108,6 +117,7 @@ class WeightPacks {
 
   mutable std::mutex mu_;
   std::map<std::pair<const void*, Precision>, std::shared_ptr<Entry>> entries_;
+  std::map<const void*, Precision> released_;  // PackAll(release): the precision packed
 };
 
 class ModelAxis;  // models/parallel.h
@@ -117,6 +127,10 @@ struct Ctx {
   Precision precision = Precision::kHighest;
   WeightPacks* packs = nullptr;  // nullptr: pack per call
   int threads = 0;               // 0: the caller's TBB arena; 1: this thread
+  // Plan-time packing (ParamMap::PackMatmulWeights) gives the Linear and
+  // conv weights' host pages back once packed: a run at one precision keeps
+  // one copy of each weight. Set by tools that run a single precision.
+  bool release_packed_weights = false;
   // When set, every layer call appends what it costs (mesh/cost_model.h),
   // with the host time it took. One list per device: not shared.
   std::vector<mesh::OpRecord>* ops = nullptr;

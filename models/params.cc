@@ -28,10 +28,16 @@ Status ParamMap::Check(const std::vector<ParamSpec>& manifest, std::string_view 
 
 Status ParamMap::PackMatmulWeights(const Ctx& ctx, const std::function<bool(const std::string&)>& include) const {
   if (ctx.dry_run || ctx.packs == nullptr) return OkStatus();
-  std::vector<const mesh::Array*> weights;
-  for (const auto& [name, a] : params_)
-    if ((a.rank() == 2 || a.rank() == 4) && (!include || include(name))) weights.push_back(&a);
-  return ctx.packs->PackAll(weights, ctx.precision, ctx.threads);
+  std::vector<const mesh::Array*> weights, releasable;
+  for (const auto& [name, a] : params_) {
+    if ((a.rank() == 2 || a.rank() == 4) && (!include || include(name))) {
+      // Only the weights that reach the computation through their packs
+      // alone may give their loaded copy back.
+      (ctx.release_packed_weights && MayHoldBf16(name, a.shape()) ? releasable : weights).push_back(&a);
+    }
+  }
+  TPUMESH_RETURN_IF_ERROR(ctx.packs->PackAll(weights, ctx.precision, ctx.threads));
+  return ctx.packs->PackAll(releasable, ctx.precision, ctx.threads, /*release=*/true);
 }
 
 void ParamMap::SetShard(const std::vector<ParamSpec>& manifest, int ranks, int rank) {

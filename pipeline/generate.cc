@@ -79,12 +79,20 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
                                           : ""));
   }
   g->packed_estimate_ = need.packed_bytes;
+  g->release_packed_weights_ = o.release_packed_weights;
   g->f32_weights_ = need.f32_bytes > need.bf16_bytes;
   TPUMESH_ASSIGN_OR_RETURN(g->flow_, LoadTextToImage(*file, g->model_size()));
   return g;
 }
 
-Status Generator::Validate(const GenerateRequest& r) const { return flow_->Validate(r, data_size(), false); }
+Status Generator::Validate(const GenerateRequest& r) const {
+  if (released_at_ && *released_at_ != r.precision)
+    return FailedPreconditionError(
+        std::string("this generator packed its weights at precision ") +
+        (*released_at_ == models::Precision::kDefault ? "default" : "highest") +
+        " and released the loaded copies (release_packed_weights); open the model again for another precision");
+  return flow_->Validate(r, data_size(), false);
+}
 
 StatusOr<const Txt2ImgPlan*> Generator::GetPlan(const GenerateRequest& r, bool* built) {
   std::string overrides;
@@ -226,6 +234,7 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   auto body = [&](mesh::DeviceContext& dctx, std::span<const Array> a) -> StatusOr<std::vector<Array>> {
     TPUMESH_ASSIGN_OR_RETURN(models::ModelAxis axis, models::ModelAxis::ForDevice(dctx));
     models::Ctx ctx{&dctx.device(), r.precision};
+    ctx.release_packed_weights = release_packed_weights_;
     ctx.ops = &records[dctx.device_id()];
     ctx.model = &axis;
     DeviceInputs in;
@@ -236,6 +245,7 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
     TPUMESH_ASSIGN_OR_RETURN(DeviceOutputs out, flow_->RunDevice(ctx, *plan, r, in, report, cancel));
     return std::vector<Array>{out.decoded, out.initial_latents, out.history};
   };
+  if (release_packed_weights_) released_at_ = r.precision;  // from here on, packs may have replaced the weights
   TPUMESH_ASSIGN_OR_RETURN(auto all_outs, mesh_->Pmap(body, args));
   // The images of data index i, from its model group's rank 0.
   std::vector<DistributedArray> outs;

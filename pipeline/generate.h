@@ -74,6 +74,12 @@ struct GeneratorOptions {
   std::string model;
   // The devices and their data=D,model=M axes (mesh::CreateDataModelMesh).
   mesh::MeshSpec mesh;
+  // Once the first call has packed the Linear and conv weights (at its
+  // precision), give the loaded copies' host memory back, so each weight is
+  // held once, packed (models::Ctx::release_packed_weights). A later call at
+  // another precision is then refused (FailedPrecondition). The CLI, which
+  // runs one precision per process, sets it.
+  bool release_packed_weights = false;
 };
 
 // What a call reports as it goes, phase "text", "denoise" or "decode": done
@@ -137,6 +143,10 @@ class Generator {
   std::unique_ptr<TextToImage> flow_;
   int64_t packed_estimate_ = 0;  // bf16 bytes of every packed weight (loader.h)
   bool f32_weights_ = false;     // the file holds its weights mostly in f32
+  bool release_packed_weights_ = false;
+  // The precision of the first call, once release_packed_weights_ has
+  // released the loaded weights at it.
+  std::optional<models::Precision> released_at_;
   std::unique_ptr<mesh::Mesh> mesh_;
   // Each device's parameters (its model rank's share): the HBM accounting
   // of the weights (shared read-only storage, counted on each device as jax

@@ -185,7 +185,10 @@ Status RunGenerate(GenerateCmdOptions o) {
     }
   } made{made_out ? o.out : std::string()};
   o.gen.mesh = o.dev.mesh;
-  TPUMESH_ASSIGN_OR_RETURN(auto gen, pipeline::Generator::Open(o.gen));
+  // One precision per process: each weight is held once, packed.
+  pipeline::GeneratorOptions gen_options = o.gen;
+  gen_options.release_packed_weights = true;
+  TPUMESH_ASSIGN_OR_RETURN(auto gen, pipeline::Generator::Open(gen_options));
   if (!o.latents.empty()) {
     auto l = pipeline::H5ReadArray(o.latents, "latents");
     if (!l.ok()) return l.status().WithContext("--latents");

@@ -75,6 +75,36 @@ TEST(WeightPacksTest, PackedOnceEqualsPackedPerCall) {
   }
 }
 
+// Ctx::release_packed_weights: the loaded copy of a packed weight gives its
+// host pages back (mapped storage, 2 MiB and more) and the packs keep
+// serving it with the same bits; packing it at another precision is refused.
+TEST(WeightPacksTest, ReleasedWeightsKeepServingTheirPacks) {
+  const Array x = Random({3, 1024}, 200);
+  for (Precision p : {Precision::kDefault, Precision::kHighest}) {
+    const Array w = Random({640, 1024}, 201);  // 2.5 MiB of f32: mapped on its own
+    const Array small = Random({48, 40}, 202);
+    auto want = Linear(Ctx{nullptr, p}, x, w, nullptr);
+    ASSERT_TRUE(want.ok());
+    ParamMap params({{"proj.weight", w}, {"small.weight", small}});
+    Ctx ctx = Ctx{nullptr, p}.WithPacks(params.packs());
+    ctx.release_packed_weights = true;
+    ASSERT_TRUE(params.PackMatmulWeights(ctx).ok());
+    EXPECT_EQ(params.packs()->count(), 2);
+    EXPECT_EQ(w.ReleaseHostPages(), 0) << "released already";
+    EXPECT_EQ(small.ReleaseHostPages(), 0) << "too small to be mapped on its own";
+    auto got = Linear(ctx, x, w, nullptr);
+    ASSERT_TRUE(got.ok());
+    EXPECT_TRUE(SameBits(*want, *got));
+    const Precision other = p == Precision::kDefault ? Precision::kHighest : Precision::kDefault;
+    EXPECT_EQ(params.packs()->Get(w, other).status().code(), StatusCode::kFailedPrecondition);
+  }
+  // Without the flag nothing is released.
+  const Array w = Random({640, 1024}, 203);
+  ParamMap params({{"proj.weight", w}});
+  ASSERT_TRUE(params.PackMatmulWeights(Ctx{nullptr, Precision::kDefault}.WithPacks(params.packs())).ok());
+  EXPECT_GT(w.ReleaseHostPages(), 0);
+}
+
 TEST(WeightPacksTest, OneByOneConvAsLinearOnChannelsLast) {
   const Array x = Random({2, 24, 5, 6}, 200), w = Random({16, 24, 1, 1}, 201), b = Random({16}, 202);
   for (Precision p : {Precision::kDefault, Precision::kHighest}) {

@@ -173,6 +173,33 @@ TEST(GenerateTest, SecondCallReusesThePlanAndGivesTheSameImages) {
   EXPECT_TRUE(c->compiled);
 }
 
+// release_packed_weights (what the CLI sets): the same images, calls at the
+// first call's precision keep working, another precision is refused before
+// any compute.
+TEST(GenerateTest, ReleasedWeightsGiveTheSameImagesAndFixThePrecision) {
+  auto keep = OpenDefault(2);
+  ASSERT_NE(keep, nullptr);
+  GeneratorOptions o;
+  o.mesh.devices = 2;
+  o.release_packed_weights = true;
+  auto release = Generator::Open(o);
+  ASSERT_TRUE(release.ok()) << release.status().message();
+  GenerateRequest r = Small();
+  r.precision = models::Precision::kDefault;
+  auto a = keep->Generate(r);
+  auto b = (*release)->Generate(r);
+  auto c = (*release)->Generate(r);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(a->images[i].rgb, b->images[i].rgb);
+    EXPECT_EQ(a->images[i].rgb, c->images[i].rgb);
+  }
+  r.precision = models::Precision::kHighest;
+  auto d = (*release)->Generate(r);
+  EXPECT_EQ(d.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr("packed its weights at precision default"));
+}
+
 TEST(GenerateTest, BadRequestsAreRefusedBeforeAnyCompute) {
   auto gen = OpenDefault(2);
   ASSERT_NE(gen, nullptr);
