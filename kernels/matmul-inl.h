@@ -244,8 +244,10 @@ inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t
             const int64_t mr = std::min<int64_t>(kMr, rows - r0);
             const float* in = first ? nullptr : tile + r0 * kCols;
             if (last) {
-              RunTile(kKernels[mr - 1], np, a_block + r0 * kAStride, kAStride, panel, in,
-                      args.c + (ib + r0) * args.ldc + col, args.ldc, mr, std::min(kCols, je - col));
+              float* c = args.c + (ib + r0) * args.ldc + col;
+              const int64_t cols = std::min(kCols, je - col);
+              RunTile(kKernels[mr - 1], np, a_block + r0 * kAStride, kAStride, panel, in, c, args.ldc, mr, cols);
+              if (args.bias != nullptr) mi::AddBiasTile(c, args.ldc, mr, cols, args.bias + col);
             } else {
               kKernels[mr - 1](np, a_block + r0 * kAStride, kAStride, panel, in, tile + r0 * kCols, kCols);
             }
@@ -288,8 +290,10 @@ inline void F32Block(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t j
             const int64_t mr = std::min<int64_t>(kMr, rows - r0);
             const float* in = first ? nullptr : tile + r0 * kCols;
             if (last) {
-              RunTile(kKernels[mr - 1], nk, a + r0 * as, as, panel, in,
-                      args.c + (ib + r0) * args.ldc + col, args.ldc, mr, std::min(kCols, je - col));
+              float* c = args.c + (ib + r0) * args.ldc + col;
+              const int64_t cols = std::min(kCols, je - col);
+              RunTile(kKernels[mr - 1], nk, a + r0 * as, as, panel, in, c, args.ldc, mr, cols);
+              if (args.bias != nullptr) mi::AddBiasTile(c, args.ldc, mr, cols, args.bias + col);
             } else {
               kKernels[mr - 1](nk, a + r0 * as, as, panel, in, tile + r0 * kCols, kCols);
             }

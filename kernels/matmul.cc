@@ -417,14 +417,19 @@ void RunTasks(int64_t tasks, int threads, const std::function<void(int64_t)>& ta
 
 template <typename TA>
 Status MatmulImpl(int64_t batch, int64_t m, const TA* a, int64_t lda, int64_t stride_a,
-                  const PackedMatrix& b, float* c, int64_t ldc, int64_t stride_c, int threads) {
+                  const PackedMatrix& b, float* c, int64_t ldc, int64_t stride_c, int threads,
+                  const float* bias = nullptr) {
   TPUMESH_RETURN_IF_ERROR(CheckMatmul(batch, m, a, sizeof(TA), lda, stride_a, b, c, ldc, stride_c, threads));
   const PackedData& data = *b.internal_data();
   const int64_t n = data.n, k = data.k;
   if (batch == 0 || m == 0 || n == 0) return OkStatus();
   if (k == 0) {
     for (int64_t x = 0; x < batch; ++x) {
-      for (int64_t i = 0; i < m; ++i) std::memset(c + x * stride_c + i * ldc, 0, n * sizeof(float));
+      for (int64_t i = 0; i < m; ++i) {
+        float* row = c + x * stride_c + i * ldc;
+        std::memset(row, 0, n * sizeof(float));
+        if (bias != nullptr) matmul_internal::AddBiasTile(row, ldc, 1, n, bias);
+      }
     }
     return OkStatus();
   }
@@ -473,6 +478,7 @@ Status MatmulImpl(int64_t batch, int64_t m, const TA* a, int64_t lda, int64_t st
     args.b = &data;
     args.c = c + bi * stride_c;
     args.ldc = ldc;
+    args.bias = bias;
     block(args, i0, i1, j0, j1);
   };
   RunTasks(tasks, team == 1 ? 1 : threads, task);
@@ -490,13 +496,13 @@ Status UnpackedImpl(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, co
 }  // namespace
 
 Status Matmul(int64_t m, const float* a, int64_t lda, const PackedMatrix& b, float* c, int64_t ldc,
-              int threads) {
-  return MatmulImpl(1, m, a, lda, 0, b, c, ldc, 0, threads);
+              int threads, const float* bias) {
+  return MatmulImpl(1, m, a, lda, 0, b, c, ldc, 0, threads, bias);
 }
 
 Status Matmul(int64_t m, const bf16* a, int64_t lda, const PackedMatrix& b, float* c, int64_t ldc,
-              int threads) {
-  return MatmulImpl(1, m, a, lda, 0, b, c, ldc, 0, threads);
+              int threads, const float* bias) {
+  return MatmulImpl(1, m, a, lda, 0, b, c, ldc, 0, threads, bias);
 }
 
 Status MatmulBatch(int64_t batch, int64_t m, const float* a, int64_t lda, int64_t batch_stride_a,

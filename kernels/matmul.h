@@ -126,12 +126,15 @@ class PackedMatrix {
   std::unique_ptr<matmul_internal::PackedData> data_;
 };
 
-// C[m, b.n()] = A[m, b.k()] x B. lda >= b.k(), ldc >= b.n(); C must not
-// overlap A.
+// C[m, b.n()] = A[m, b.k()] x B (+ bias). lda >= b.k(), ldc >= b.n(); C
+// must not overlap A. bias (b.n() floats, may be null): added to each row of
+// C once its sum is done, one f32 add per element (the bits of adding it
+// afterwards), while the tile is still in cache: a Linear layer's bias
+// without a pass over C.
 Status Matmul(int64_t m, const float* a, int64_t lda, const PackedMatrix& b, float* c,
-              int64_t ldc, int threads = 1);
+              int64_t ldc, int threads = 1, const float* bias = nullptr);
 Status Matmul(int64_t m, const bf16* a, int64_t lda, const PackedMatrix& b, float* c,
-              int64_t ldc, int threads = 1);
+              int64_t ldc, int threads = 1, const float* bias = nullptr);
 
 // `batch` independent products sharing one B: C_i = A_i x B with
 // A_i = a + i*batch_stride_a, C_i = c + i*batch_stride_c (in elements).

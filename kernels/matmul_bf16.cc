@@ -152,6 +152,7 @@ struct MatmulSource {
   const CallArgs& args;
   float* c;
   int64_t ldc;
+  const float* bias;
 
   void PackA(int64_t i0, int64_t rows, int64_t p0, int64_t np, uint32_t* dst) const {
     PackARows(args, i0, rows, p0, np, dst);
@@ -170,7 +171,7 @@ struct MatmulSource {
 DriverShape Bf16DriverShape() { return {kMr, kMc}; }
 
 void Bf16Block(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  Bf16Driver(MatmulSource{args, args.c, args.ldc}, *args.b, i0, i1, j0, j1);
+  Bf16Driver(MatmulSource{args, args.c, args.ldc, args.bias}, *args.b, i0, i1, j0, j1);
 }
 
 }  // namespace matmul_internal

@@ -185,8 +185,9 @@ inline void ElementRange(const PackedData& b, const Step& s, int64_t* e0, int64_
 //   void PrefetchRow(int64_t row, int64_t e0, int64_t ne) const;
 //       a hint: elements [e0, e0 + ne) of A's row `row` are packed soon.
 //   static constexpr bool kWritesC;
-//     true:  float* c; int64_t ldc;  the last K block stores into C under
-//            the column masks (beta = 0).
+//     true:  float* c; int64_t ldc; const float* bias;  the last K block
+//            stores into C under the column masks (beta = 0), then adds
+//            the bias (if any) to the stored tile.
 //     false: void StoreTile(const float* tile, int64_t row, int64_t rows,
 //                           int64_t col, int64_t cols) const;
 //            the last K block stores into a local tile (row stride 32) and
@@ -257,6 +258,9 @@ TPUMESH_TARGET_BF16 void Bf16Driver(const Source& src, const PackedData& b, int6
         }
         pack_ahead();
         kernels[mr - 1](s.np, a_block + r0 * kAStride, b_panel, in, out, ld_out, m0, m1);
+        if constexpr (Source::kWritesC) {
+          if (last && src.bias != nullptr) AddBiasTile(out, ld_out, mr, cols, src.bias + col);
+        }
         if constexpr (!Source::kWritesC) {
           if (last) src.StoreTile(out_tile, s.ib + r0, mr, col, cols);
         }

@@ -67,6 +67,7 @@ void BlisBlock(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t
   const int64_t n = j1 - j0, k = b.k_rows;
   if (b.precision == Precision::kHighest && args.a_f32 != nullptr) {
     Sgemm(i1 - i0, n, k, args.a_f32 + i0 * args.lda, args.lda, bb, b.n, c, args.ldc);
+    if (args.bias != nullptr) AddBiasTile(c, args.ldc, i1 - i0, n, args.bias + j0);
     return;
   }
   const int64_t chunk = std::max<int64_t>(64, kScratchBytes / (4 * k));
@@ -75,6 +76,7 @@ void BlisBlock(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t
     const int64_t rows = std::min(chunk, i1 - i);
     for (int64_t r = 0; r < rows; ++r) ExpandRow(args, i + r, a + r * k);
     Sgemm(rows, n, k, a, k, bb, b.n, args.c + i * args.ldc + j0, args.ldc);
+    if (args.bias != nullptr) AddBiasTile(args.c + i * args.ldc + j0, args.ldc, rows, n, args.bias + j0);
   }
 }
 

@@ -95,7 +95,17 @@ struct CallArgs {
   const PackedData* b = nullptr;
   float* c = nullptr;
   int64_t ldc = 0;
+  const float* bias = nullptr;  // when set, C[i][j] += bias[j] once the sum is done
 };
+
+// The bias epilogue of a stored C tile (rows x cols at c, cache-hot): one f32
+// add per element after the whole sum, the bits of adding it afterwards.
+inline void AddBiasTile(float* c, int64_t ldc, int64_t rows, int64_t cols, const float* bias) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = c + r * ldc;
+    for (int64_t j = 0; j < cols; ++j) row[j] += bias[j];
+  }
+}
 
 // Blocking hints a driver gives the frame: rows per micro-tile, preferred
 // rows per block (its A block fits L2 at that size).

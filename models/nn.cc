@@ -321,11 +321,9 @@ StatusOr<Array> Linear(const Ctx& ctx, const Array& x, const Array& w, const Arr
   kernels::PackedMatrix local;
   TPUMESH_ASSIGN_OR_RETURN(const kernels::PackedMatrix* packed, PackedWeight(ctx, w, local));
   float* yp = y.mutable_data<float>();
-  TPUMESH_RETURN_IF_ERROR(kernels::Matmul(rows, x.data<float>(), in, *packed, yp, out, ctx.threads));
-  if (b != nullptr) {
-    TPUMESH_RETURN_IF_ERROR(kernels::BroadcastChannelF32(kernels::BinaryOp::kAdd, rows, out, 1, yp,
-                                                         b->data<float>(), 0, yp, ctx.threads));
-  }
+  // The bias in the matmul's epilogue: the same bits as adding it after.
+  TPUMESH_RETURN_IF_ERROR(kernels::Matmul(rows, x.data<float>(), in, *packed, yp, out, ctx.threads,
+                                          b != nullptr ? b->data<float>() : nullptr));
   return y;
 }
 

@@ -364,6 +364,33 @@ TEST_P(MatmulProviderTest, PackTransposedEqualsPackOfTheTranspose) {
   EXPECT_EQ(PackedMatrix::PackTransposed(4, 1, x, 3, options).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST_P(MatmulProviderTest, BiasEqualsAddingItAfter) {
+  // The bias epilogue gives the bits of a separate f32 add per element, on
+  // every tile edge, K block and thread split; K = 0 gives the bias alone.
+  const auto [provider, precision] = GetParam();
+  const MatmulOptions options{precision, provider};
+  uint32_t seed = 51;
+  for (const Shape& s : {Shape{15, 33, 257}, Shape{1, 40, 85}, Shape{29, 64, 3}, Shape{9, 20, 1025},
+                         Shape{700, 70, 300}, Shape{7, 1500, 301}, Shape{3, 17, 0}}) {
+    const int64_t ldc = s.n + 3;
+    const std::vector<float> a = RandomMatrix(s.m, s.k, std::max<int64_t>(s.k, 1), seed++);
+    const std::vector<float> b = RandomMatrix(s.k, s.n, s.n, seed++);
+    const std::vector<float> bias = RandomMatrix(1, s.n, s.n, seed++);
+    StatusOr<PackedMatrix> packed = PackedMatrix::Pack(s.k, s.n, b.data(), s.n, options);
+    ASSERT_TRUE(packed.ok());
+    for (int threads : {1, 2}) {
+      std::vector<float> want(s.m * ldc, kSentinel), got(s.m * ldc, kSentinel);
+      ASSERT_TRUE(Matmul(s.m, a.data(), std::max<int64_t>(s.k, 1), *packed, want.data(), ldc, threads).ok());
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < s.n; ++j) want[i * ldc + j] += bias[j];
+      ASSERT_TRUE(
+          Matmul(s.m, a.data(), std::max<int64_t>(s.k, 1), *packed, got.data(), ldc, threads, bias.data()).ok());
+      ExpectBitIdentical(got, want, s.m, s.n, ldc, "bias " + ShapeName(s) + " threads " + std::to_string(threads));
+      ExpectGapsUntouched(got, s.m, s.n, ldc, kSentinel, "bias " + ShapeName(s));
+    }
+  }
+}
+
 TEST_P(MatmulProviderTest, UnpackedConvenienceEqualsPacked) {
   const auto [provider, precision] = GetParam();
   const MatmulOptions options{precision, provider};
