@@ -120,14 +120,20 @@ namespace {
 inline float ToF32(float x) { return x; }
 inline float ToF32(bf16 x) { return Bf16ToF32(x); }
 
-Status CheckPack(int64_t k, int64_t n, const void* b, int64_t ldb) {
-  if (k < 0) return InvalidArgumentError("PackedMatrix::Pack: k = " + std::to_string(k) + " must be >= 0");
-  if (n < 0) return InvalidArgumentError("PackedMatrix::Pack: n = " + std::to_string(n) + " must be >= 0");
-  if (ldb < std::max<int64_t>(n, 1)) {
-    return InvalidArgumentError("PackedMatrix::Pack: ldb = " + std::to_string(ldb) +
-                                " must be >= n = " + std::to_string(n) + " (and >= 1)");
+// B given row-major (Pack: ldb >= n) or transposed (PackTransposed: its
+// rows are B's columns, ldbt >= k).
+Status CheckPack(int64_t k, int64_t n, const void* b, int64_t ld, bool transposed) {
+  const std::string fn = transposed ? "PackedMatrix::PackTransposed: " : "PackedMatrix::Pack: ";
+  const char* ld_name = transposed ? "ldbt" : "ldb";
+  const char* row_name = transposed ? "k" : "n";
+  const int64_t row = transposed ? k : n;
+  if (k < 0) return InvalidArgumentError(fn + "k = " + std::to_string(k) + " must be >= 0");
+  if (n < 0) return InvalidArgumentError(fn + "n = " + std::to_string(n) + " must be >= 0");
+  if (ld < std::max<int64_t>(row, 1)) {
+    return InvalidArgumentError(fn + ld_name + " = " + std::to_string(ld) + " must be >= " + row_name + " = " +
+                                std::to_string(row) + " (and >= 1)");
   }
-  if (b == nullptr && k > 0 && n > 0) return InvalidArgumentError("PackedMatrix::Pack: b is null");
+  if (b == nullptr && k > 0 && n > 0) return InvalidArgumentError(fn + (transposed ? "bt" : "b") + " is null");
   return OkStatus();
 }
 
@@ -273,7 +279,7 @@ using MakeFn = PackedMatrix (*)(std::unique_ptr<PackedData>);
 template <typename T>
 StatusOr<PackedMatrix> PackRowMajorB(int64_t k, int64_t n, const T* b, int64_t ldb, const MatmulOptions& options,
                                      MakeFn make) {
-  TPUMESH_RETURN_IF_ERROR(CheckPack(k, n, b, ldb));
+  TPUMESH_RETURN_IF_ERROR(CheckPack(k, n, b, ldb, /*transposed=*/false));
   return PackImpl(k, n, RowMajorB<T>{b, ldb}, false, options, make);
 }
 
@@ -293,13 +299,7 @@ StatusOr<PackedMatrix> PackedMatrix::Pack(int64_t k, int64_t n, const bf16* b, i
 
 StatusOr<PackedMatrix> PackedMatrix::PackTransposed(int64_t k, int64_t n, const float* bt, int64_t ldbt,
                                                     const MatmulOptions& options) {
-  if (k < 0) return InvalidArgumentError("PackedMatrix::PackTransposed: k = " + std::to_string(k) + " must be >= 0");
-  if (n < 0) return InvalidArgumentError("PackedMatrix::PackTransposed: n = " + std::to_string(n) + " must be >= 0");
-  if (ldbt < std::max<int64_t>(k, 1)) {
-    return InvalidArgumentError("PackedMatrix::PackTransposed: ldbt = " + std::to_string(ldbt) +
-                                " must be >= k = " + std::to_string(k) + " (and >= 1)");
-  }
-  if (bt == nullptr && k > 0 && n > 0) return InvalidArgumentError("PackedMatrix::PackTransposed: bt is null");
+  TPUMESH_RETURN_IF_ERROR(CheckPack(k, n, bt, ldbt, /*transposed=*/true));
   return PackImpl(k, n, TransposedB<float>{bt, ldbt}, true, options,
                   [](std::unique_ptr<PackedData> d) { return PackedMatrix(std::move(d)); });
 }
