@@ -141,12 +141,14 @@ Status CheckPack(int64_t k, int64_t n, const void* b, int64_t ld, bool transpose
 // (Pack) or B given transposed (PackTransposed).
 template <typename T>
 struct RowMajorB {
+  static constexpr bool kTransposed = false;
   const T* b;
   int64_t ldb;
   float operator()(int64_t kk, int64_t col) const { return ToF32(b[kk * ldb + col]); }
 };
 template <typename T>
 struct TransposedB {
+  static constexpr bool kTransposed = true;
   const T* bt;
   int64_t ldbt;
   float operator()(int64_t kk, int64_t col) const { return ToF32(bt[col * ldbt + kk]); }
@@ -160,10 +162,10 @@ inline uint32_t PairWord(float e0, float e1) {
 // runs along B's contiguous axis (columns for a row-major B, k for a
 // transposed one), which is what makes packing at plan time cheap.
 template <typename B>
-void PackPairsDefault(const B& at, bool transposed, PackedData& p) {
+void PackPairsDefault(const B& at, PackedData& p) {
   const int64_t k = p.k, n = p.n, pairs = (k + 1) / 2;
   auto e1 = [&](int64_t q, int64_t col) { return 2 * q + 1 < k ? at(2 * q + 1, col) : 0.0f; };
-  if (transposed) {
+  if constexpr (B::kTransposed) {
     for (int64_t col = 0; col < n; ++col) {
       uint32_t* dst = p.words.get() + (col / kPanelWidth) * p.pairs * kPanelWidth + col % kPanelWidth;
       for (int64_t q = 0; q < pairs; ++q) dst[q * kPanelWidth] = PairWord(at(2 * q, col), e1(q, col));
@@ -232,7 +234,7 @@ void PackRowMajor(const B& at, PackedData& p) {
 }
 
 template <typename B>
-StatusOr<PackedMatrix> PackImpl(int64_t k, int64_t n, const B& at, bool transposed,
+StatusOr<PackedMatrix> PackImpl(int64_t k, int64_t n, const B& at,
                                 const MatmulOptions& options, PackedMatrix (*make)(std::unique_ptr<PackedData>)) {
   static_assert(std::is_invocable_r_v<float, B, int64_t, int64_t>);
   TPUMESH_ASSIGN_OR_RETURN(const Provider provider, ResolveProvider(options.provider, options.precision));
@@ -267,7 +269,7 @@ StatusOr<PackedMatrix> PackImpl(int64_t k, int64_t n, const B& at, bool transpos
     if (options.precision == Precision::kHigh) {
       PackPairsHigh(at, *p);
     } else {
-      PackPairsDefault(at, transposed, *p);
+      PackPairsDefault(at, *p);
     }
     p->bytes = count * sizeof(uint32_t);
   }
@@ -280,7 +282,7 @@ template <typename T>
 StatusOr<PackedMatrix> PackRowMajorB(int64_t k, int64_t n, const T* b, int64_t ldb, const MatmulOptions& options,
                                      MakeFn make) {
   TPUMESH_RETURN_IF_ERROR(CheckPack(k, n, b, ldb, /*transposed=*/false));
-  return PackImpl(k, n, RowMajorB<T>{b, ldb}, false, options, make);
+  return PackImpl(k, n, RowMajorB<T>{b, ldb}, options, make);
 }
 
 }  // namespace
@@ -300,7 +302,7 @@ StatusOr<PackedMatrix> PackedMatrix::Pack(int64_t k, int64_t n, const bf16* b, i
 StatusOr<PackedMatrix> PackedMatrix::PackTransposed(int64_t k, int64_t n, const float* bt, int64_t ldbt,
                                                     const MatmulOptions& options) {
   TPUMESH_RETURN_IF_ERROR(CheckPack(k, n, bt, ldbt, /*transposed=*/true));
-  return PackImpl(k, n, TransposedB<float>{bt, ldbt}, true, options,
+  return PackImpl(k, n, TransposedB<float>{bt, ldbt}, options,
                   [](std::unique_ptr<PackedData> d) { return PackedMatrix(std::move(d)); });
 }
 // ----------------------------------------------------------------------- frame

@@ -5,11 +5,11 @@
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <deque>
-#include <vector>
+#include <limits>
 #include <mutex>
 #include <new>
+#include <vector>
 
 namespace tpumesh::mesh {
 
