@@ -62,6 +62,7 @@ int Fail(const Status& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tpumesh::mesh::BoundHostHeap();
   const std::string usage = std::string("usage: ") + argv[0] +
                             " MODEL.h5 unet|vae-decode|text [runs=3] [batch=2] [latent=64] [default|highest]"
                             " [threads=0] [shapes]\n";

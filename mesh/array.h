@@ -35,6 +35,15 @@ using Shape = std::vector<int64_t>;
 int64_t NumElements(const Shape& shape);
 std::string ShapeToString(const Shape& shape);  // "[2,77]"
 
+// The host heap's policy for a process that runs virtual devices, called
+// once at the start of main: blocks of 1 MiB and more are mapped on their
+// own (given back to the OS when freed) and malloc keeps at most 2 arenas.
+// glibc's defaults (a mapping threshold that climbs to 32 MiB as large
+// blocks are freed, 8 arenas per core) left SD 1.5's `generate` on 8
+// devices with ~670 MB of freed heap resident, growing with every device
+// that ran (docs/mesh.md, "Host memory").
+void BoundHostHeap();
+
 template <typename T> constexpr DType DTypeOf();
 template <> constexpr DType DTypeOf<float>() { return DType::kF32; }
 template <> constexpr DType DTypeOf<kernels::bf16>() { return DType::kBF16; }

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kernels/bf16.h"
 #include "models/parallel.h"
 
 namespace tpumesh::models {
@@ -36,15 +37,25 @@ StatusOr<ClipTextModel::Outputs> ClipTextModel::Encode(const Ctx& ctx_in, const 
       ctx, [](const std::string& name) { return name.rfind("text_model.encoder.layers.", 0) == 0; }));
   // x: [B, L, H] = token_embedding[ids] + position_embedding[0..L)
   TPUMESH_ASSIGN_OR_RETURN(Array x, ctx.Alloc({b, l, h}, "embeddings"));
-  const float* tok = P["text_model.embeddings.token_embedding.weight"].data<float>();
-  const float* pos = P["text_model.embeddings.position_embedding.weight"].data<float>();
+  // The tables are f32, or bf16 as stored (widened exactly, row by row).
+  auto row_of = [](const Array& table, int64_t r) {
+    const int64_t w = table.dim(1);
+    return [&table, r, w](int64_t j) {
+      return table.dtype() == mesh::DType::kBF16
+                 ? kernels::Bf16ToF32(table.data<kernels::bf16>()[r * w + j])
+                 : table.data<float>()[r * w + j];
+    };
+  };
+  const Array& tok = P["text_model.embeddings.token_embedding.weight"];
+  const Array& pos = P["text_model.embeddings.position_embedding.weight"];
   for (int64_t i = 0; i < b * l; ++i) {
     const int32_t id = ids.data<int32_t>()[i];
     if (id < 0 || id >= c.vocab_size)
       return InvalidArgumentError("text_encoder: token id " + std::to_string(id) + " at position " +
                                   std::to_string(i) + " is outside the vocabulary of " + std::to_string(c.vocab_size));
     float* row = x.mutable_data<float>() + i * h;
-    for (int64_t j = 0; j < h; ++j) row[j] = tok[id * h + j] + pos[(i % l) * h + j];
+    const auto t = row_of(tok, id), p = row_of(pos, i % l);
+    for (int64_t j = 0; j < h; ++j) row[j] = t(j) + p(j);
   }
   Outputs out;
   // hidden_states[-2]: the embeddings when there is one layer, else the

@@ -4,8 +4,16 @@
 
 namespace tpumesh::models {
 
-bool MayHoldBf16(const std::string& name, const mesh::Shape& shape) {
+bool OnlyPacked(const std::string& name, const mesh::Shape& shape) {
   return (shape.size() == 2 || shape.size() == 4) && name.find("embedding.weight") == std::string::npos;
+}
+
+bool MayHoldBf16(const std::string& name, const mesh::Shape& shape) {
+  auto ends_with = [&](std::string_view tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return OnlyPacked(name, shape) || (shape.size() == 2 && (ends_with("embeddings.token_embedding.weight") ||
+                                                            ends_with("embeddings.position_embedding.weight")));
 }
 
 Status ParamMap::Check(const std::vector<ParamSpec>& manifest, std::string_view component) const {
@@ -33,7 +41,7 @@ Status ParamMap::PackMatmulWeights(const Ctx& ctx, const std::function<bool(cons
     if ((a.rank() == 2 || a.rank() == 4) && (!include || include(name))) {
       // Only the weights that reach the computation through their packs
       // alone may give their loaded copy back.
-      (ctx.release_packed_weights && MayHoldBf16(name, a.shape()) ? releasable : weights).push_back(&a);
+      (ctx.release_packed_weights && OnlyPacked(name, a.shape()) ? releasable : weights).push_back(&a);
     }
   }
   TPUMESH_RETURN_IF_ERROR(ctx.packs->PackAll(weights, ctx.precision, ctx.threads));

@@ -17,11 +17,14 @@
 
 namespace tpumesh::models {
 
+// Whether a parameter reaches the computation only through its packed form
+// (WeightPacks widens a bf16 one exactly): the Linear and conv weights, rank
+// 2 or 4, not the embedding tables (read element by element).
+bool OnlyPacked(const std::string& name, const mesh::Shape& shape);
 // Whether a parameter may be held in bf16 (a model file stored in bf16 keeps
-// it so: half the host memory, no f32 master copy): the Linear and conv
-// weights (rank 2 or 4), which reach the computation only through their
-// packed forms (WeightPacks widens them exactly); not the embedding tables,
-// read element by element. Everything else is f32.
+// it so: half the host memory, no f32 master copy): the OnlyPacked weights
+// and the CLIP text embeddings (token and position tables, which the text
+// encoder widens as it gathers their rows). Everything else is f32.
 bool MayHoldBf16(const std::string& name, const mesh::Shape& shape);
 
 // Name -> array: f32, or bf16 where MayHoldBf16. Arrays may be replicated

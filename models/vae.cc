@@ -19,19 +19,23 @@ StatusOr<VaeModel> VaeModel::Create(const VaeConfig& config, std::vector<ParamMa
 }
 
 // Split by groups over the model axis as the UNet's (unet.cc).
-StatusOr<Array> VaeModel::Resnet(const Ctx& ctx, const ParamMap& P, const std::string& p, const Array& x) const {
+// The shortcut conv runs first, so that x is freed before conv1: the
+// decoder's 256 -> 128 channel block at 512x512 then peaks at 670 MB per
+// image instead of 804 (x, the normed copy, conv1's bf16 input and output).
+StatusOr<Array> VaeModel::Resnet(const Ctx& ctx, const ParamMap& P, const std::string& p, Array x) const {
   const int g = config_.norm_num_groups;
+  Array shortcut = x;
+  if (P.all().count(p + ".conv_shortcut.weight")) {
+    TPUMESH_ASSIGN_OR_RETURN(shortcut,
+                             Conv2d(ctx, x, P[p + ".conv_shortcut.weight"], &P[p + ".conv_shortcut.bias"]));
+  }
   TPUMESH_ASSIGN_OR_RETURN(Array h, GroupNorm(ctx, x, g, P[p + ".norm1.weight"], P[p + ".norm1.bias"], kEps, true));
+  x = Array();
   TPUMESH_ASSIGN_OR_RETURN(h, Conv2d(ctx, h, P[p + ".conv1.weight"], &P[p + ".conv1.bias"], 1, 1));
   TPUMESH_ASSIGN_OR_RETURN(h, GroupNorm(ctx, h, static_cast<int>(LocalUnits(P, p + ".norm2.weight", g)),
                                         P[p + ".norm2.weight"], P[p + ".norm2.bias"], kEps, true));
   TPUMESH_ASSIGN_OR_RETURN(h, RowConv2d(ctx, P, p + ".conv2", h, 1, 1));
-  if (P.all().count(p + ".conv_shortcut.weight")) {
-    TPUMESH_ASSIGN_OR_RETURN(Array s, Conv2d(ctx, x, P[p + ".conv_shortcut.weight"], &P[p + ".conv_shortcut.bias"]));
-    TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, h, s));
-  } else {
-    TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, h, x));
-  }
+  TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, h, shortcut));
   return h;
 }
 
@@ -52,7 +56,7 @@ StatusOr<Array> VaeModel::MidBlock(const Ctx& ctx, const ParamMap& P, const std:
     TPUMESH_RETURN_IF_ERROR(AddInPlace(ctx, o, h));
     h = o;
   }
-  return Resnet(ctx, P, p + ".resnets.1", h);
+  return Resnet(ctx, P, p + ".resnets.1", std::move(h));
 }
 
 StatusOr<Array> VaeModel::Decode(const Ctx& ctx_in, const Array& latents, const Tap& tap) const {
@@ -84,7 +88,7 @@ StatusOr<Array> VaeModel::Decode(const Ctx& ctx_in, const Array& latents, const 
   for (int i = 0; i < n; ++i) {
     const std::string p = "decoder.up_blocks." + std::to_string(i);
     for (int j = 0; j <= c.layers_per_block; ++j) {
-      TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, P, p + ".resnets." + std::to_string(j), x));
+      TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, P, p + ".resnets." + std::to_string(j), std::move(x)));
     }
     if (i < n - 1) {
       TPUMESH_ASSIGN_OR_RETURN(x, UpsampleNearest2x(ctx, x));
@@ -121,7 +125,7 @@ StatusOr<Array> VaeModel::EncodeMean(const Ctx& ctx_in, const Array& sample) con
   for (int i = 0; i < n; ++i) {
     const std::string p = "encoder.down_blocks." + std::to_string(i);
     for (int j = 0; j < c.layers_per_block; ++j) {
-      TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, P, p + ".resnets." + std::to_string(j), x));
+      TPUMESH_ASSIGN_OR_RETURN(x, Resnet(ctx, P, p + ".resnets." + std::to_string(j), std::move(x)));
     }
     if (i < n - 1) {
       // diffusers pads (0, 1, 0, 1) and convolves with stride 2, padding 0.

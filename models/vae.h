@@ -40,7 +40,8 @@ class VaeModel {
 
  private:
   VaeModel(const VaeConfig& c, std::vector<ParamMap> r) : config_(c), ranks_(std::move(r)) {}
-  StatusOr<Array> Resnet(const Ctx& ctx, const ParamMap& P, const std::string& p, const Array& x) const;
+  // x by value: moved in, it is freed as soon as the block is done with it.
+  StatusOr<Array> Resnet(const Ctx& ctx, const ParamMap& P, const std::string& p, Array x) const;
   StatusOr<Array> MidBlock(const Ctx& ctx, const ParamMap& P, const std::string& p, const Array& x) const;
 
   VaeConfig config_;

@@ -97,10 +97,9 @@ StatusOr<HostMemoryEstimate> EstimateHostMemory(const ModelFile& file) {
     for (const std::string& name : names) {
       TPUMESH_ASSIGN_OR_RETURN(TensorInfo info, file.Info(component, name));
       const int64_t n = mesh::NumElements(info.shape);
-      const bool matmul = models::MayHoldBf16(name, info.shape);
-      if (info.stored == mesh::DType::kBF16 && matmul) e.bf16_bytes += 2 * n;
+      if (info.stored == mesh::DType::kBF16 && models::MayHoldBf16(name, info.shape)) e.bf16_bytes += 2 * n;
       else e.f32_bytes += 4 * n;
-      if (matmul) e.packed_bytes += 2 * n;
+      if (models::OnlyPacked(name, info.shape)) e.packed_bytes += 2 * n;
     }
   }
   return e;

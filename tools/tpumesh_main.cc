@@ -9,9 +9,11 @@
 #include "io/atomic_file.h"
 #include "io/model_file.h"
 #include "kernels/cpu_path.h"
+#include "mesh/array.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
+  tpumesh::mesh::BoundHostHeap();
   tpumesh::pipeline::DisableHdf5ExitHandler();
   tpumesh::InstallTempFileCleanup();
   CLI::App app{

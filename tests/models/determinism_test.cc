@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 #include "io/safetensors.h"
+#include "kernels/bf16.h"
 #include "models/clip.h"
 #include "models/configs.h"
 #include "models/unet.h"
@@ -126,6 +127,40 @@ TEST_P(DeterminismTest, TextEncoderAndVaeSameBitsForEveryThreadCount) {
     EXPECT_TRUE(SameBits(*dec, dec0)) << "vae decoder, " << r.name();
     EXPECT_TRUE(SameBits(*enc, enc0)) << "vae encoder, " << r.name();
   }
+}
+
+// The text embedding tables held in bf16 (as a bf16 model file keeps them)
+// give the bits of the same values widened to f32.
+TEST_P(DeterminismTest, TextEncoderBf16HeldEmbeddingsEqualTheirF32Widening) {
+  auto tc = ParseClipTextConfig(Slurp(ref_ + "/text_encoder/config.json"), "text_encoder/config.json");
+  ASSERT_TRUE(tc.ok());
+  const Array ids = ReadDataset(golden_, "text_encoder/input_ids");
+  std::map<std::string, Array> held, wide;
+  const ParamMap loaded = LoadParams(ref_ + "/text_encoder/model.safetensors");
+  for (const auto& [name, a] : loaded.all()) {
+    if (name.find("embedding.weight") == std::string::npos) {
+      held.emplace(name, a);
+      wide.emplace(name, a);
+      continue;
+    }
+    ASSERT_TRUE(MayHoldBf16(name, a.shape())) << name;
+    ASSERT_FALSE(OnlyPacked(name, a.shape())) << name;
+    Array h = Array::Host(mesh::DType::kBF16, a.shape()), w = Array::Host(mesh::DType::kF32, a.shape());
+    for (int64_t i = 0; i < a.num_elements(); ++i) {
+      h.mutable_data<kernels::bf16>()[i] = kernels::F32ToBf16(a.data<float>()[i]);
+      w.mutable_data<float>()[i] = kernels::Bf16ToF32(h.data<kernels::bf16>()[i]);
+    }
+    held.emplace(name, h);
+    wide.emplace(name, w);
+  }
+  auto a = ClipTextModel::Create(*tc, ParamMap(held));
+  auto b = ClipTextModel::Create(*tc, ParamMap(wide));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  auto ya = RunIn(kRuns[0], [&](const Ctx& c) { return a->Forward(c, ids); }, GetParam());
+  auto yb = RunIn(kRuns[0], [&](const Ctx& c) { return b->Forward(c, ids); }, GetParam());
+  ASSERT_TRUE(ya.ok() && yb.ok());
+  EXPECT_TRUE(SameBits(*ya, *yb));
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, DeterminismTest, ::testing::Values(Precision::kDefault, Precision::kHighest),

@@ -163,8 +163,11 @@ TEST(WeightPacksTest, Bf16HeldWeightsEqualTheirF32Widening) {
       }
     }
   }
-  // Embedding tables and vectors stay f32.
-  EXPECT_FALSE(MayHoldBf16("text_model.embeddings.token_embedding.weight", {1000, 32}));
+  // The CLIP text tables may be bf16 but are never packed; other embedding
+  // tables and vectors stay f32.
+  EXPECT_TRUE(MayHoldBf16("text_model.embeddings.token_embedding.weight", {1000, 32}));
+  EXPECT_FALSE(OnlyPacked("text_model.embeddings.token_embedding.weight", {1000, 32}));
+  EXPECT_FALSE(MayHoldBf16("class_embedding.weight", {10, 32}));
   EXPECT_FALSE(MayHoldBf16("conv_in.bias", {32}));
 }
 
