@@ -294,73 +294,88 @@ void AttentionImplF32(const AttentionShape& s, const float* q, const float* k,
 
 }  // namespace
 
-// The matmul path's softmax (attention.h): rows [0, rows) of s, each `keys`
-// long at stride lds, in place: x = scale * s, then exp(x - max) / sum over
-// the visible keys (causal: key j <= query first_row + r), 0 past them.
-void ScaledSoftmaxRows(float* s, int64_t lds, int64_t rows, int64_t keys,
-                       float scale, bool causal, int64_t first_row) {
+// The matmul path's softmax numerators (attention.h): rows [0, rows) of s,
+// each `keys` long at stride lds, in place: e = exp(scale * s - m) with m
+// the row's largest scale * s over the visible keys (causal: key j <=
+// query first_row + r), 0 past them; inv[r] = 1 / sum e (0 when no key is
+// visible). Rounding is monotonic, so m = scale * max s for scale >= 0 and
+// scale * min s below: the first pass only reads.
+template <bool kCoarse>
+void ScaledExpRowsImpl(float* s, int64_t lds, int64_t rows, int64_t keys, float scale, bool causal,
+                       int64_t first_row, float* inv) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  constexpr float kInf = std::numeric_limits<float>::infinity();
   const auto vscale = hn::Set(d, scale);
   for (int64_t r = 0; r < rows; ++r) {
     float* x = s + r * lds;
-    const int64_t n =
-        causal ? std::clamp<int64_t>(first_row + r + 1, 0, keys) : keys;
-    auto vmax = hn::Set(d, kNegInf);
+    const int64_t n = causal ? std::clamp<int64_t>(first_row + r + 1, 0, keys) : keys;
+    std::fill(x + n, x + keys, 0.0f);
+    auto vmax = hn::Set(d, -kInf), vmin = hn::Set(d, kInf);
     int64_t i = 0;
     for (; i + lanes <= n; i += lanes) {
-      const auto v = hn::Mul(hn::LoadU(d, x + i), vscale);
-      hn::StoreU(v, d, x + i);
+      const auto v = hn::LoadU(d, x + i);
       vmax = hn::Max(vmax, v);
+      vmin = hn::Min(vmin, v);
     }
     if (i < n) {
-      const size_t t = static_cast<size_t>(n - i);
-      const auto v = hn::Mul(LoadTail(d, x + i, t, 0.0f), vscale);
-      StoreTail(d, v, x + i, t);
-      vmax = hn::Max(vmax, hn::IfThenElse(hn::FirstN(d, t), v,
-                                          hn::Set(d, kNegInf)));
+      const auto t = hn::FirstN(d, static_cast<size_t>(n - i));
+      const auto v = LoadTail(d, x + i, static_cast<size_t>(n - i), 0.0f);
+      vmax = hn::Max(vmax, hn::IfThenElse(t, v, hn::Set(d, -kInf)));
+      vmin = hn::Min(vmin, hn::IfThenElse(t, v, hn::Set(d, kInf)));
     }
-    const float mx = ReduceMax(d, vmax);
-    std::fill(x + n, x + keys, 0.0f);
-    if (n == 0 || mx == kNegInf) {  // nothing visible
+    const float mx = scale >= 0 ? scale * ReduceMax(d, vmax) : scale * -ReduceMax(d, hn::Neg(vmin));
+    if (n == 0 || mx == -kInf) {  // nothing visible
       std::fill(x, x + n, 0.0f);
+      inv[r] = 0.0f;
       continue;
     }
-    // exp(x - max) stored and summed in the same pass: two f32 accumulators
-    // per chunk of kSumChunk keys, each chunk folded into a double.
+    // exp(scale * s - m) stored and summed in the same pass: two f32
+    // accumulators per chunk of kSumChunk keys, each chunk folded into a
+    // double.
     const auto vm = hn::Set(d, mx);
+    constexpr float kLog2E = 1.44269504088896341f;
+    const auto va = hn::Set(d, scale * kLog2E), vb = hn::Set(d, -mx * kLog2E);
+    auto e_of = [&](hn::Vec<decltype(d)> v) {
+      if constexpr (kCoarse) return Exp2NonPositiveCoarse(d, hn::MulAdd(v, va, vb));
+      else return ExpNonPositive(d, hn::Sub(hn::Mul(v, vscale), vm));
+    };
     double sum = 0;
     for (int64_t c0 = 0; c0 < n; c0 += kSumChunk) {
       const int64_t c1 = std::min(n, c0 + kSumChunk);
       auto a0 = hn::Zero(d), a1 = hn::Zero(d);
       for (i = c0; i + 2 * lanes <= c1; i += 2 * lanes) {
-        const auto e0 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i), vm));
-        const auto e1 = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i + lanes), vm));
+        const auto e0 = e_of(hn::LoadU(d, x + i));
+        const auto e1 = e_of(hn::LoadU(d, x + i + lanes));
         hn::StoreU(e0, d, x + i);
         hn::StoreU(e1, d, x + i + lanes);
         a0 = hn::Add(a0, e0);
         a1 = hn::Add(a1, e1);
       }
       if (i + lanes <= c1) {
-        const auto e = ExpNonPositive(d, hn::Sub(hn::LoadU(d, x + i), vm));
+        const auto e = e_of(hn::LoadU(d, x + i));
         hn::StoreU(e, d, x + i);
         a0 = hn::Add(a0, e);
         i += lanes;
       }
       if (i < c1) {
         const size_t t = static_cast<size_t>(c1 - i);
-        const auto e = ExpNonPositive(d, hn::Sub(LoadTail(d, x + i, t, kNegInf), vm));
+        const auto e = hn::IfThenElseZero(hn::FirstN(d, t), e_of(LoadTail(d, x + i, t, 0.0f)));
         StoreTail(d, e, x + i, t);
         a1 = hn::Add(a1, e);
       }
       sum += ReduceSum(d, hn::Add(a0, a1));
     }
-    const auto inv = hn::Set(d, static_cast<float>(1.0 / sum));
-    for (i = 0; i + lanes <= n; i += lanes)
-      hn::StoreU(hn::Mul(hn::LoadU(d, x + i), inv), d, x + i);
-    for (; i < n; ++i) x[i] *= hn::GetLane(inv);
+    inv[r] = static_cast<float>(1.0 / sum);
   }
+}
+
+// coarse: 2^(s scale log2 e - m log2 e) by Exp2NonPositiveCoarse, for P
+// rounded to bf16 next (kDefault); else exp(scale s - m) by ExpNonPositive.
+void ScaledExpRows(float* s, int64_t lds, int64_t rows, int64_t keys, float scale, bool causal,
+                   int64_t first_row, bool coarse, float* inv) {
+  if (coarse) ScaledExpRowsImpl<true>(s, lds, rows, keys, scale, causal, first_row, inv);
+  else ScaledExpRowsImpl<false>(s, lds, rows, keys, scale, causal, first_row, inv);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -371,7 +386,7 @@ HWY_AFTER_NAMESPACE();
 namespace tpumesh::kernels {
 
 HWY_EXPORT(AttentionImplF32);
-HWY_EXPORT(ScaledSoftmaxRows);
+HWY_EXPORT(ScaledExpRows);
 
 namespace {
 
@@ -401,7 +416,8 @@ Status AttentionOnMatmuls(const AttentionShape& s, const float* q,
     if (first_error.ok()) first_error = st;
     return false;
   };
-  const auto softmax = HWY_DYNAMIC_DISPATCH(ScaledSoftmaxRows);
+  const auto exp_rows = HWY_DYNAMIC_DISPATCH(ScaledExpRows);
+  const bool coarse = options.precision == Precision::kDefault;
   RunPhases(options.num_threads, [&](int inner) {
     // K^T [D, Lk] and V [Lk, D] of each head, packed as matmul B operands.
     ParallelForTasks(bh, inner, [&](int64_t begin, int64_t end) {
@@ -423,6 +439,7 @@ Status AttentionOnMatmuls(const AttentionShape& s, const float* q,
     ParallelForTasks(bh * qblocks, inner, [&](int64_t begin, int64_t end) {
       float* sc = matmul_internal::ThreadScratch<float, kScoresSlot>(
           static_cast<size_t>(block_q * s.kv_len));
+      std::vector<float> inv(static_cast<size_t>(block_q));
       for (int64_t t = begin; t < end; ++t) {
         const int64_t head = t / qblocks, i0 = (t % qblocks) * block_q;
         const int64_t b = head / s.heads, h = head % s.heads;
@@ -431,10 +448,11 @@ Status AttentionOnMatmuls(const AttentionShape& s, const float* q,
         float* outr = out + (b * s.q_len + i0) * hd + h * dh;
         if (!keep(Matmul(rows, qr, hd, kt[head], sc, s.kv_len, 1)))
           return;
-        softmax(sc, s.kv_len, rows, s.kv_len, scale, options.causal,
-                i0);
+        exp_rows(sc, s.kv_len, rows, s.kv_len, scale, options.causal, i0, coarse, inv.data());
         if (!keep(Matmul(rows, sc, s.kv_len, vp[head], outr, hd, 1)))
           return;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < dh; ++j) outr[r * hd + j] *= inv[static_cast<size_t>(r)];
       }
     });
   });

@@ -13,11 +13,13 @@
 // about 32 query rows of one head (whole micro-tiles of the provider's
 // kernel): S = Q K^T by kernels::Matmul at the precision (Q and K rounded to
 // bf16, or split bf16x3 for kHigh; f32 accumulation), then per row in f32
-// x = scale * S, p = exp(x - max x) / sum exp(x - max x) (exp within 1 ulp,
-// ExpNonPositive of kernels/ops_math-inl.h; the sum in f32 per 1024 keys,
-// folded into a double; times its reciprocal), and out = P V by kernels::Matmul
-// (P is an MXU operand too: rounded to bf16), written into the head's
-// columns. The provider is the matmul's (kAuto: kBf16 where vdpbf16ps is the
+// the numerators e = exp(scale * S - m), m = max(scale * S) (kDefault:
+// 2^(S scale log2 e - m log2 e) by Exp2NonPositiveCoarse of
+// kernels/ops_math-inl.h, 2.7e-6 relative, as e is rounded to bf16 next;
+// kHigh: ExpNonPositive, within 1 ulp) and their sum (f32 per 1024 keys,
+// folded into a double), then out = E V by kernels::Matmul (E is an MXU
+// operand too: rounded to bf16) into the head's columns, each row times
+// 1 / sum. The provider is the matmul's (kAuto: kBf16 where vdpbf16ps is the
 // faster path, else kHighway) and kBf16 == kHighway bit for bit, as for a
 // matmul. Scratch: the packed K^T and V of every head (half of k + v for
 // kDefault) plus block x Lk floats per thread (512 KiB at Lk = 4096).

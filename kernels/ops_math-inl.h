@@ -130,6 +130,29 @@ HWY_INLINE hn::Vec<D> ExpNonPositive(D d, hn::Vec<D> x) {
   return hn::IfThenZeroElse(hn::Lt(x, kLowest), y);
 }
 
+// 2^y for y <= 0, to 2.7e-6 relative (about 22 f32 ulp), for values that
+// are rounded to bf16 next (2^-9 relative): in 9 vector operations. n =
+// round(y) by the 1.5 * 2^23 shifter, f = y - n exact in [-1/2, 1/2], 2^f by
+// a degree-4 minimax polynomial (fitted here for relative error), 2^n added
+// into the exponent bits. y < -126 (and -inf) gives a value in [0, 2^-126];
+// a y just above 0 (a rounding's worth) is as good; NaN is outside the
+// contract (tests/kernels/ops_math_test.cc).
+template <class D>
+HWY_INLINE hn::Vec<D> Exp2NonPositiveCoarse(D d, hn::Vec<D> y) {
+  const hn::RebindToSigned<D> di;
+  const auto kShifter = hn::Set(d, 12582912.0f);  // 1.5 * 2^23
+  const auto yc = hn::Max(y, hn::Set(d, -126.0f));
+  const auto t = hn::Add(yc, kShifter);
+  const auto f = hn::Sub(yc, hn::Sub(t, kShifter));
+  auto p = hn::Set(d, 0.009570102207362652f);
+  p = hn::MulAdd(p, f, hn::Set(d, 0.05591786280274391f));
+  p = hn::MulAdd(p, f, hn::Set(d, 0.240247443318367f));
+  p = hn::MulAdd(p, f, hn::Set(d, 0.6931217908859253f));
+  p = hn::MulAdd(p, f, hn::Set(d, 0.9999992847442627f));
+  const auto ni = hn::Sub(hn::BitCast(di, t), hn::BitCast(di, kShifter));
+  return hn::BitCast(d, hn::Add(hn::BitCast(di, p), hn::ShiftLeft<23>(ni)));
+}
+
 // erf(x), XLA/Eigen's f32 rational approximation x * P(x^2) / Q(x^2) on
 // [-4, 4] (what jax.lax.erf and torch's vectorised GELU compute to within an
 // ulp); outside it erf rounds to +-1 in f32.
