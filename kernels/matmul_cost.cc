@@ -1,8 +1,25 @@
 #include "kernels/matmul_cost.h"
 
 #include <algorithm>
+#include <string>
 
 namespace tpumesh::kernels {
+
+std::string_view DataflowName(Dataflow d) {
+  switch (d) {
+    case Dataflow::kOutputStationary: return "os";
+    case Dataflow::kInputStationary: return "is";
+    case Dataflow::kWeightStationary: break;
+  }
+  return "ws";
+}
+
+StatusOr<Dataflow> ParseDataflow(std::string_view name) {
+  for (Dataflow d : {Dataflow::kWeightStationary, Dataflow::kOutputStationary, Dataflow::kInputStationary})
+    if (name == DataflowName(d)) return d;
+  return InvalidArgumentError("dataflow '" + std::string(name) +
+                              "': ws (weight stationary), os (output stationary) or is (input stationary)");
+}
 
 MatmulCostFigures MatmulCost(int64_t m, int64_t n, int64_t k, Precision precision,
                              const SystolicArray& array) {
@@ -18,9 +35,17 @@ MatmulCostFigures MatmulCost(int64_t m, int64_t n, int64_t k, Precision precisio
   f.bytes_read = operand_bytes * (static_cast<double>(m) * k + static_cast<double>(k) * n);
   f.bytes_written = 4.0 * static_cast<double>(m) * n;
   const int64_t r = array.rows, c = array.cols;
-  f.weight_tiles = f.passes * ((k + r - 1) / r) * ((n + c - 1) / c);
-  f.cycles_per_tile = 2 * r + c + m - 2;
-  f.cycles = (f.weight_tiles + array.count - 1) / array.count * f.cycles_per_tile;
+  int64_t sr = k, sc = n, t = m;  // ws
+  if (array.dataflow == Dataflow::kOutputStationary) {
+    sr = m;
+    t = k;
+  } else if (array.dataflow == Dataflow::kInputStationary) {
+    sc = m;
+    t = n;
+  }
+  f.folds = f.passes * ((sr + r - 1) / r) * ((sc + c - 1) / c);
+  f.cycles_per_fold = 2 * r + c + t - 2;
+  f.cycles = (f.folds + array.count - 1) / array.count * f.cycles_per_fold;
   f.useful_macs = mnk * f.passes;
   f.utilisation = f.useful_macs / (static_cast<double>(f.cycles) * r * c * array.count);
   f.seconds = array.clock_hz > 0 ? static_cast<double>(f.cycles) / array.clock_hz : 0.0;

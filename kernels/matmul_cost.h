@@ -1,17 +1,22 @@
-// What a matmul C[M,N] = A[M,K] x B[K,N] costs on a weight-stationary
-// systolic array (a TPU MXU), beside the kernel and never inside it. Pure
-// functions of the shape, the precision and the array's numbers, which the
-// caller takes from the chip description (mesh::ChipSpec); nothing runs.
+// What a matmul C[M,N] = A[M,K] x B[K,N] costs on a systolic array (a TPU
+// MXU), beside the kernel and never inside it. Pure functions of the shape,
+// the precision and the array's numbers, which the caller takes from the
+// chip description (mesh::ChipSpec); nothing runs.
 //
-// Model (SCALE-Sim's weight-stationary dataflow, docs/kernels.md has a worked
-// example). B is cut into ceil(K/R) x ceil(N/C) tiles of R x C weights (K
-// along the array's R rows, N along its C columns). Each tile is loaded,
-// the M rows of A stream through it, and the results drain:
-//   cycles per tile = 2R + C + M - 2   (fill R + stream M + drain R + C - 2).
-// A partial tile takes as long as a full one. A precision of p passes
+// Model: SCALE-Sim's three dataflows (docs/cost-model.md has the worked
+// examples and the comparison with SCALE-Sim v2's own cycles). Each maps two
+// of the matmul's dimensions onto the array, Sr along its R rows and Sc
+// along its C columns, and streams the third, T, through it:
+//   ws (weight stationary, a TPU): Sr = K, Sc = N, T = M (B stays, A streams)
+//   os (output stationary):        Sr = M, Sc = N, T = K (C stays)
+//   is (input stationary):         Sr = K, Sc = M, T = N (A stays, B streams)
+// The Sr x Sc operand is cut into ceil(Sr/R) x ceil(Sc/C) folds; each is
+// loaded, T rows stream through it, and the results drain:
+//   cycles per fold = 2R + C + T - 2   (fill R + stream T + drain R + C - 2).
+// A partial fold takes as long as a full one. A precision of p passes
 // (kDefault 1, kHigh 3, kHighest 6: bf16x6 on a TPU) runs p times as many
-// tiles. The tiles are shared by the `count` arrays of a chip:
-//   cycles = ceil(tiles / count) * (2R + C + M - 2),
+// folds. The folds are shared by the `count` arrays of a chip:
+//   cycles = ceil(folds / count) * (2R + C + T - 2),
 //   utilisation = M*N*K*p / (cycles * R * C * count),
 //   seconds = cycles / clock_hz.
 // flops counts the MXU's work, 2*M*N*K per pass; bytes count each operand
@@ -22,18 +27,30 @@
 
 #include <cstdint>
 
+#include <string_view>
+
+#include "base/status.h"
 #include "kernels/matmul.h"
 
 namespace tpumesh::kernels {
 
-// The systolic arrays of one chip (v5e: 4 MXUs of 128 x 128 at 1.5 GHz).
+// How a matmul's operands sit on the array (see the header comment).
+enum class Dataflow { kWeightStationary, kOutputStationary, kInputStationary };
+std::string_view DataflowName(Dataflow d);  // "ws", "os", "is" as SCALE-Sim
+// "ws" | "os" | "is"; InvalidArgument otherwise, naming the three.
+StatusOr<Dataflow> ParseDataflow(std::string_view name);
+
+// The systolic arrays of one chip (v5e: 4 MXUs of 128 x 128 at 1.5 GHz,
+// weight stationary).
 struct SystolicArray {
-  SystolicArray(int rows = 128, int cols = 128, int count = 4, double clock_hz = 1.5e9)
-      : rows(rows), cols(cols), count(count), clock_hz(clock_hz) {}
-  int rows;         // R: weights per column (the K direction)
-  int cols;         // C: columns (the N direction)
+  SystolicArray(int rows = 128, int cols = 128, int count = 4, double clock_hz = 1.5e9,
+                Dataflow dataflow = Dataflow::kWeightStationary)
+      : rows(rows), cols(cols), count(count), clock_hz(clock_hz), dataflow(dataflow) {}
+  int rows;         // R: the Sr direction (K for ws)
+  int cols;         // C: the Sc direction (N for ws)
   int count;        // arrays working in parallel on the chip
   double clock_hz;  // cycles per second
+  Dataflow dataflow;
 };
 
 struct MatmulCostFigures {
@@ -41,9 +58,9 @@ struct MatmulCostFigures {
   double bytes_read = 0;     // A + B
   double bytes_written = 0;  // C
   int passes = 0;            // bf16 passes of the precision
-  int64_t weight_tiles = 0;  // passes * ceil(K/R) * ceil(N/C)
-  int64_t cycles_per_tile = 0;  // 2R + C + M - 2
-  int64_t cycles = 0;        // ceil(weight_tiles / count) * cycles_per_tile
+  int64_t folds = 0;         // passes * ceil(Sr/R) * ceil(Sc/C)
+  int64_t cycles_per_fold = 0;  // 2R + C + T - 2
+  int64_t cycles = 0;        // ceil(folds / count) * cycles_per_fold
   double useful_macs = 0;    // M*N*K*passes
   double utilisation = 0;    // useful_macs / (cycles * R * C * count), 0..1
   double seconds = 0;        // cycles / clock_hz

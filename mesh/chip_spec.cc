@@ -136,6 +136,7 @@ std::string ChipSpec::ToJson() const {
   j["hbm_bytes"] = hbm_bytes;
   j["hbm_bandwidth"] = hbm_bandwidth;
   j["vmem_bytes"] = vmem_bytes;
+  j["dataflow"] = std::string(kernels::DataflowName(dataflow));
   j["ici_ports"] = ici_ports;
   j["ici_link_bandwidth"] = ici_link_bandwidth;
   j["ici_hop_latency_s"] = ici_hop_latency_s;
@@ -161,9 +162,11 @@ StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
       "peak_bf16_flops", "hbm_bytes", "hbm_bandwidth", "vmem_bytes",
       "ici_ports", "ici_link_bandwidth", "ici_hop_latency_s",
       "torus_wrap_size", "default_topology"};
+  static const char* const kOptional[] = {"dataflow"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (const char* k : kKnown) known |= (key == k);
+    for (const char* k : kOptional) known |= (key == k);
     if (!known) return InvalidArgumentError(where + ": unknown field '" + key + "'");
   }
   for (const char* k : kKnown) {
@@ -211,6 +214,13 @@ StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
   TPUMESH_RETURN_IF_ERROR(get_double("ici_link_bandwidth", &c.ici_link_bandwidth));
   TPUMESH_RETURN_IF_ERROR(get_double("ici_hop_latency_s", &c.ici_hop_latency_s));
   TPUMESH_RETURN_IF_ERROR(get_int("torus_wrap_size", &c.torus_wrap_size));
+  if (j.contains("dataflow")) {
+    std::string name;
+    TPUMESH_RETURN_IF_ERROR(get_string("dataflow", &name));
+    auto d = kernels::ParseDataflow(name);
+    if (!d.ok()) return InvalidArgumentError(where + ": field " + std::string(d.status().message()));
+    c.dataflow = *d;
+  }
   const auto& topo = j["default_topology"];
   if (!topo.is_array()) return InvalidArgumentError(where + ": field 'default_topology' must be an array of integers");
   for (const auto& d : topo) {

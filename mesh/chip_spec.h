@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "kernels/matmul_cost.h"
 
 namespace tpumesh::mesh {
 
@@ -33,6 +34,9 @@ struct ChipSpec {
   int64_t hbm_bytes = 0;         // per chip
   double hbm_bandwidth = 0;      // bytes/s per chip
   int64_t vmem_bytes = 0;        // per TensorCore
+  // How matmuls sit on the MXUs (kernels/matmul_cost.h): a TPU's is weight
+  // stationary; a chip file may say "ws", "os" or "is" (optional field).
+  kernels::Dataflow dataflow = kernels::Dataflow::kWeightStationary;
   int ici_ports = 0;             // ICI links per chip
   double ici_link_bandwidth = 0; // bytes/s per link, one direction
   double ici_hop_latency_s = 0;  // per hop

@@ -31,11 +31,14 @@ double TranscendentalsPerSecond(const ChipSpec& c) {
   return kVpuLanes * kTranscendentalsPerLanePerCycle * c.clock_hz * TensorCoresPerDevice(c);
 }
 
+kernels::SystolicArray DeviceArray(const ChipSpec& c) {
+  return kernels::SystolicArray(c.mxu_rows, c.mxu_cols, std::max(1, c.mxus_per_chip() / std::max(1, c.devices_per_chip)),
+                                c.clock_hz, c.dataflow);
+}
+
 OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip) {
   OpTiming t;
-  const kernels::SystolicArray array(chip.mxu_rows, chip.mxu_cols,
-                                     std::max(1, chip.mxus_per_chip() / std::max(1, chip.devices_per_chip)),
-                                     chip.clock_hz);
+  const kernels::SystolicArray array = DeviceArray(chip);
   for (const MxuMatmul& mm : op.mxu) {
     const kernels::MatmulCostFigures f = kernels::MatmulCost(mm.m, mm.n, mm.k, op.precision, array);
     t.mxu_cycles += static_cast<int64_t>(f.cycles * mm.count);
@@ -71,14 +74,26 @@ void Accumulate(const OpRecord& op, const OpTiming& t, double repeat, OpTypeTota
   s.ici_seconds += t.ici_seconds * repeat;
   s.ici_bytes += static_cast<double>(op.ici_bytes) * repeat;
   s.host_seconds += op.host_seconds * repeat;
+  s.mxu_cycles += static_cast<double>(t.mxu_cycles) * repeat;
   s.mxu_useful_macs += t.mxu_useful_macs * repeat;
   s.mxu_capacity_macs += t.mxu_capacity_macs * repeat;
 }
 
 }  // namespace
 
+std::string OpTypeTotals::bound() const {
+  const double compute = mxu_seconds + vector_seconds;
+  if (ici_seconds > 0 && ici_seconds >= std::max(compute, hbm_seconds)) return "ICI";
+  if (hbm_seconds > compute) return "HBM";
+  return mxu_seconds >= vector_seconds ? "MXU" : "vector";
+}
+
 void DeviceCostLog::Add(const OpRecord& op, const OpTiming& t, double repeat) {
   Accumulate(op, t, repeat, by_type_[op.type]);
+  const std::string key = op.module + "\n" + op.name + "\n" + op.shape;
+  auto [it, fresh] = layer_index_.emplace(key, layers_.size());
+  if (fresh) layers_.push_back({op.module.empty() ? op.name : op.module, op.name, op.type, op.shape, {}});
+  Accumulate(op, t, repeat, layers_[it->second].totals);
   if (op.type == "collective") {
     Accumulate(op, t, repeat, by_collective_[op.name]);
     ModuleCollectives& m = by_module_[op.module];
@@ -107,6 +122,7 @@ OpTypeTotals DeviceCostLog::total() const {
     all.ici_seconds += s.ici_seconds;
     all.ici_bytes += s.ici_bytes;
     all.host_seconds += s.host_seconds;
+    all.mxu_cycles += s.mxu_cycles;
     all.mxu_useful_macs += s.mxu_useful_macs;
     all.mxu_capacity_macs += s.mxu_capacity_macs;
   }

@@ -8,9 +8,9 @@
 // transcendental counts) and, for the MXU's work, the matmuls it is made of.
 // PriceOp turns a record into time on a ChipSpec:
 //
-//   mxu_seconds    sum over its matmuls of the weight-stationary systolic
-//                  cycles (kernels/matmul_cost.h: ceil(tiles / MXUs) x
-//                  (2R + C + M - 2) per pass) / clock
+//   mxu_seconds    sum over its matmuls of the systolic cycles in the
+//                  chip's dataflow (kernels/matmul_cost.h: ws, a TPU's,
+//                  ceil(folds / MXUs) x (2R + C + M - 2)) / clock
 //   vector_seconds (flops not done on the MXU) / vector throughput
 //                  + transcendentals / transcendental throughput
 //   hbm_seconds    (bytes read + written) / HBM bandwidth
@@ -37,6 +37,7 @@
 
 #include "kernels/cost.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_cost.h"
 #include "mesh/chip_spec.h"
 
 namespace tpumesh::mesh {
@@ -55,6 +56,7 @@ struct OpRecord {
   std::vector<MxuMatmul> mxu;  // empty: no MXU work
   kernels::Precision precision = kernels::Precision::kDefault;
   double host_seconds = 0;  // measured on this host; 0 in a dry run
+  double repeat = 1;        // identical calls this record stands for (a workload's "repeat")
   // A collective (type "collective", name "psum", "all_gather", ...): its
   // time on the ICI and the bytes this device sends, priced when it is
   // recorded (mesh/interconnect.h needs the group's place on the topology);
@@ -77,6 +79,10 @@ struct OpTiming {
   double mxu_useful_macs = 0;
 };
 
+// The systolic arrays of one device of `chip`: its MXUs (at least one), their
+// size, clock and dataflow.
+kernels::SystolicArray DeviceArray(const ChipSpec& chip);
+
 // Vector-unit figures of one device of `chip` (see the header comment).
 double VectorFlopsPerSecond(const ChipSpec& chip);
 double TranscendentalsPerSecond(const ChipSpec& chip);
@@ -90,8 +96,20 @@ struct OpTypeTotals {
   double modelled_seconds = 0, mxu_seconds = 0, vector_seconds = 0, hbm_seconds = 0;
   double ici_seconds = 0, ici_bytes = 0;
   double host_seconds = 0;
+  double mxu_cycles = 0;
   double mxu_useful_macs = 0, mxu_capacity_macs = 0;
   double utilisation() const { return mxu_capacity_macs > 0 ? mxu_useful_macs / mxu_capacity_macs : 0; }
+  // What bounds these ops' modelled time: "ICI" when collectives take the
+  // most, else "HBM" when memory outlasts the compute, else the larger of
+  // "MXU" and "vector".
+  std::string bound() const;
+};
+
+// One layer's ops on a device: the same module (OpRecord::module; the op
+// kind when empty), layer kind and shape, over every call.
+struct LayerTotals {
+  std::string module, name, type, shape;
+  OpTypeTotals totals;
 };
 
 // The ops one device ran, priced, in order, with running totals.
@@ -99,6 +117,8 @@ class DeviceCostLog {
  public:
   void Add(const OpRecord& op, const OpTiming& t, double repeat = 1);
   const std::map<std::string, OpTypeTotals>& by_type() const { return by_type_; }
+  // Per layer, in the order each first ran; each op is in exactly one.
+  const std::vector<LayerTotals>& layers() const { return layers_; }
   OpTypeTotals total() const;
   // The collectives (type "collective") by kind ("psum", "all_gather") and
   // by the layer that ran them (OpRecord::module; its kind or kinds joined
@@ -122,6 +142,8 @@ class DeviceCostLog {
 
  private:
   std::map<std::string, OpTypeTotals> by_type_;
+  std::vector<LayerTotals> layers_;
+  std::map<std::string, size_t> layer_index_;  // module \n name \n shape -> layers_
   std::map<std::string, OpTypeTotals> by_collective_;
   std::map<std::string, ModuleCollectives> by_module_;
   std::vector<Entry> ops_;

@@ -333,6 +333,11 @@ StatusOr<std::vector<DistributedArray>> Mesh::Pmap(const PmapFn& fn,
 
 StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
   TPUMESH_ASSIGN_OR_RETURN(ChipSpec chip, LoadChipSpec(spec.chip));
+  if (!spec.dataflow.empty()) {
+    auto d = kernels::ParseDataflow(spec.dataflow);
+    if (!d.ok()) return d.status().WithContext("--dataflow");
+    chip.dataflow = *d;
+  }
   std::vector<MeshAxis> axes;
   int64_t product = 0;
   if (!spec.axes.empty()) {

@@ -25,9 +25,29 @@ json Totals(const mesh::OpTypeTotals& t) {
           {"vector_seconds", t.vector_seconds},
           {"hbm_seconds", t.hbm_seconds},
           {"utilisation", t.utilisation()},
+          {"mxu_cycles", t.mxu_cycles},
           {"ici_seconds", t.ici_seconds},
           {"ici_bytes", t.ici_bytes},
           {"host_seconds", t.host_seconds}};
+}
+
+json LayersJson(const mesh::DeviceCostLog& log) {
+  json layers = json::array();
+  for (const mesh::LayerTotals& l : log.layers()) {
+    json row = {{"layer", l.module}, {"op", l.name}, {"type", l.type}, {"shape", l.shape}};
+    row.update(Totals(l.totals));
+    row["bound"] = l.totals.bound();
+    layers.push_back(std::move(row));
+  }
+  return layers;
+}
+
+// A CSV field: quoted when it holds a comma, a quote or a line break.
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
 }
 
 // The sharding plan with what device 0 (model rank 0) sent for each layer:
@@ -90,7 +110,7 @@ void RunReport::Finish(const std::vector<std::vector<mesh::OpRecord>>& records, 
   logs.assign(records.size(), mesh::DeviceCostLog());
   for (size_t d = 0; d < records.size(); ++d) {
     logs[d].set_keep_ops(keep_ops);
-    for (const mesh::OpRecord& op : records[d]) logs[d].Add(op, mesh::PriceOp(op, chip));
+    for (const mesh::OpRecord& op : records[d]) logs[d].Add(op, mesh::PriceOp(op, chip), op.repeat);
   }
 }
 
@@ -147,7 +167,8 @@ std::string ReportJson(const RunReport& r) {
                        {"ici_seconds", t.ici_seconds},
                        {"totals", Totals(t)},
                        {"by_op_type", by_type},
-                       {"by_collective", by_collective}});
+                       {"by_collective", by_collective},
+                       {"layers", LayersJson(r.logs[d])}});
     if (d < r.hbm_peak_bytes.size()) devices.back()["hbm_peak_bytes"] = r.hbm_peak_bytes[d];
     if (d < r.param_bytes.size()) devices.back()["param_bytes"] = r.param_bytes[d];
   }
@@ -156,6 +177,25 @@ std::string ReportJson(const RunReport& r) {
 }
 
 Status WriteReportJson(const std::string& path, const RunReport& r) { return WriteFileAtomic(path, ReportJson(r)); }
+
+std::string LayersCsv(const RunReport& r) {
+  std::string s =
+      "device,layer,op,type,shape,count,flops,mxu_cycles,mxu_utilisation,hbm_bytes,modelled_seconds,mxu_seconds,"
+      "vector_seconds,hbm_seconds,ici_seconds,ici_bytes,bound\n";
+  char num[512];
+  for (size_t d = 0; d < r.logs.size(); ++d) {
+    for (const mesh::LayerTotals& l : r.logs[d].layers()) {
+      const mesh::OpTypeTotals& t = l.totals;
+      s += std::to_string(d) + "," + CsvField(l.module) + "," + CsvField(l.name) + "," + CsvField(l.type) + "," +
+           CsvField(l.shape);
+      std::snprintf(num, sizeof num, ",%lld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,",
+                    static_cast<long long>(t.count), t.flops, t.mxu_cycles, t.utilisation(), t.bytes,
+                    t.modelled_seconds, t.mxu_seconds, t.vector_seconds, t.hbm_seconds, t.ici_seconds, t.ici_bytes);
+      s += num + t.bound() + "\n";
+    }
+  }
+  return s;
+}
 
 std::string TraceJson(const RunReport& r) {
   // Streamed by hand: traces of long runs hold hundreds of thousands of events.

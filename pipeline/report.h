@@ -66,6 +66,12 @@ struct RunReport {
 
 // The report and the trace as text, and written atomically.
 std::string ReportJson(const RunReport& report);
+// Per device and layer (mesh::DeviceCostLog::layers), one CSV row each:
+// device, layer, op, type, shape, count, flops, mxu_cycles,
+// mxu_utilisation, hbm_bytes, modelled_seconds, mxu_seconds, vector_seconds,
+// hbm_seconds, ici_seconds, ici_bytes, bound (MXU, vector, HBM or ICI).
+// Each device's rows sum to its per-op-type totals.
+std::string LayersCsv(const RunReport& report);
 std::string TraceJson(const RunReport& report);
 Status WriteReportJson(const std::string& path, const RunReport& report);
 Status WriteTraceJson(const std::string& path, const RunReport& report);

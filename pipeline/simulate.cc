@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "io/model_file.h"
+#include "io/workload.h"
 #include "models/architectures.h"
 #include "models/parallel.h"
 #include "pipeline/loader.h"
@@ -109,6 +110,41 @@ StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf)
 StatusOr<RunReport> Simulate(const SimulateOptions& o) {
   TPUMESH_ASSIGN_OR_RETURN(ModelConfigs cf, ReadConfigs(o));
   return SimulateOn(o, cf);
+}
+
+StatusOr<RunReport> SimulateWorkload(const WorkloadOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const kernels::Precision precision =
+      o.precision == models::Precision::kDefault ? kernels::Precision::kDefault : kernels::Precision::kHighest;
+  TPUMESH_ASSIGN_OR_RETURN(std::vector<WorkloadLayer> layers, LoadWorkload(o.path, precision));
+  TPUMESH_ASSIGN_OR_RETURN(auto mesh, mesh::CreateMesh(o.mesh));
+  RunReport r;
+  r.mode = "simulate";
+  r.chip = mesh->chip();
+  r.devices = mesh->num_devices();
+  r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
+  std::vector<std::vector<mesh::OpRecord>> records(r.devices);
+  for (int d = 0; d < r.devices; ++d) {
+    records[d].reserve(layers.size());
+    for (const WorkloadLayer& l : layers) {
+      records[d].push_back(l.record);
+      if (!l.collective) continue;
+      const std::string axis[] = {l.axis};
+      auto group = mesh->Group(d, axis);
+      if (!group.ok()) return group.status().WithContext(o.path + ": layer '" + l.record.module + "'");
+      const mesh::CollectiveCost cost = mesh::ModelCollective(r.chip, mesh->topology(), *l.collective, *group, l.bytes);
+      records[d].back().ici_seconds = cost.seconds;
+      records[d].back().ici_bytes = cost.bytes_sent_per_device;
+    }
+  }
+  r.Finish(records, o.keep_ops);
+  r.info = {{"model", o.path},
+            {"workload_layers", std::to_string(layers.size())},
+            {"dataflow", std::string(kernels::DataflowName(r.chip.dataflow))},
+            {"precision", o.precision == models::Precision::kDefault ? "default" : "highest"},
+            {"simulation_wall_seconds",
+             std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count())}};
+  return r;
 }
 
 StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {

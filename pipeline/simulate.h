@@ -47,6 +47,19 @@ struct SimulateOptions {
 
 StatusOr<RunReport> Simulate(const SimulateOptions& options);
 
+// `simulate --workload FILE`: a user's layers (io/workload.h), no model,
+// priced on every device of the mesh: compute layers as recorded, each
+// collective over the group of its mesh axis that holds the device
+// (mesh/interconnect.h). An axis the mesh lacks is InvalidArgument naming
+// the layer and the mesh's axes.
+struct WorkloadOptions {
+  std::string path;
+  mesh::MeshSpec mesh;  // any axes (default data=devices)
+  models::Precision precision = models::Precision::kDefault;
+  bool keep_ops = false;  // for a trace
+};
+StatusOr<RunReport> SimulateWorkload(const WorkloadOptions& options);
+
 // One row of `simulate --sweep-mesh`: the same request on data=D, model=M.
 struct MeshSweepRow {
   std::string mesh;  // "data=4,model=2"

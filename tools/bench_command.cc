@@ -23,6 +23,7 @@
 #include "kernels/matmul_cost.h"
 #include "kernels/peak.h"
 #include "mesh/chip_spec.h"
+#include "mesh/cost_model.h"
 #include "tools/commands.h"
 
 namespace tpumesh::tools {
@@ -97,12 +98,6 @@ std::vector<float> Random(size_t n, uint32_t seed) {
   return v;
 }
 
-// The chip's arrays per emulated device.
-kernels::SystolicArray DeviceArray(const mesh::ChipSpec& c) {
-  return kernels::SystolicArray(c.mxu_rows, c.mxu_cols, std::max(1, c.mxus_per_chip() / c.devices_per_chip),
-                                c.clock_hz);
-}
-
 struct Modelled {
   double seconds = 0, mxu_seconds = 0, hbm_seconds = 0, utilisation = 0;
 };
@@ -112,7 +107,7 @@ Modelled ModelMatmuls(const mesh::ChipSpec& chip, const std::vector<kernels::Mat
                       double bytes) {
   Modelled m;
   double macs = 0, capacity = 0;
-  const kernels::SystolicArray a = DeviceArray(chip);
+  const kernels::SystolicArray a = mesh::DeviceArray(chip);
   for (const auto& p : parts) {
     m.mxu_seconds += p.seconds;
     macs += p.useful_macs;
@@ -140,7 +135,7 @@ Status Report(const BenchOptions& o, const mesh::ChipSpec& chip, const std::stri
               std::string(kernels::CpuPathName(peak.path)).c_str(), peak_how.c_str());
   std::printf("  modelled on one %s device (%d MXU %dx%d at %.2f GHz, HBM %.0f GB/s): %.2f us "
               "(MXU %.2f us, HBM %.2f us), MXU utilisation %.0f%%, %.3f GFLOP\n",
-              chip.name.c_str(), DeviceArray(chip).count, chip.mxu_rows, chip.mxu_cols, chip.clock_hz / 1e9,
+              chip.name.c_str(), mesh::DeviceArray(chip).count, chip.mxu_rows, chip.mxu_cols, chip.clock_hz / 1e9,
               chip.hbm_bandwidth_per_device() / 1e9, model.seconds * 1e6, model.mxu_seconds * 1e6,
               model.hbm_seconds * 1e6, 100 * model.utilisation, flops / 1e9);
   return OkStatus();
@@ -174,7 +169,7 @@ Status BenchMatmul(BenchOptions o, const mesh::ChipSpec& chip) {
     return bf ? kernels::Matmul(o.m, a16.data(), o.k, *packed, c.data(), o.n, o.threads)
               : kernels::Matmul(o.m, a32.data(), o.k, *packed, c.data(), o.n, o.threads);
   }));
-  const auto cost = kernels::MatmulCost(o.m, o.n, o.k, precision, DeviceArray(chip));
+  const auto cost = kernels::MatmulCost(o.m, o.n, o.k, precision, mesh::DeviceArray(chip));
   char what[256];
   std::snprintf(what, sizeof what, "matmul %lldx%lldx%lld (MxNxK), %s operands, precision %s, provider %s (Highway target %s)",
                 static_cast<long long>(o.m), static_cast<long long>(o.n), static_cast<long long>(o.k), o.dtype.c_str(),
@@ -213,7 +208,7 @@ Status BenchConv(const BenchOptions& o, const mesh::ChipSpec& chip) {
   }));
   // On the chip: one matmul [N*Ho*Wo, K] x [K, C_out].
   const int64_t pixels = s.batch * s.out_height() * s.out_width();
-  const auto cost = kernels::MatmulCost(pixels, s.out_channels, s.gemm_k(), precision, DeviceArray(chip));
+  const auto cost = kernels::MatmulCost(pixels, s.out_channels, s.gemm_k(), precision, mesh::DeviceArray(chip));
   const kernels::OpCost c = kernels::Conv2dCost(s);
   char what[256];
   std::snprintf(what, sizeof what, "conv2d N=%lld C_in=%lld %lldx%lld -> C_out=%lld, %lldx%lld kernel, stride %lld, pad %lld, precision %s, provider %s",
@@ -248,7 +243,7 @@ Status BenchAttention(const BenchOptions& o, const mesh::ChipSpec& chip) {
   TPUMESH_ASSIGN_OR_RETURN(auto host, Time(o.repeats, [&] {
     return kernels::AttentionF32(s, q.data(), k.data(), val.data(), out.data(), opt);
   }));
-  const kernels::SystolicArray a = DeviceArray(chip);
+  const kernels::SystolicArray a = mesh::DeviceArray(chip);
   const double bh = static_cast<double>(s.batch * s.heads);
   auto qk = kernels::MatmulCost(s.q_len, s.kv_len, s.head_dim, precision, a);
   auto pv = kernels::MatmulCost(s.q_len, s.head_dim, s.kv_len, precision, a);

@@ -7,6 +7,11 @@ void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
     cmd->add_option("--chip", f->mesh.chip, "Chip: v5e, v4, v2 or a chip JSON file (docs/chips.md)")
         ->capture_default_str()
         ->group("Devices");
+    cmd->add_option("--dataflow", f->mesh.dataflow,
+                    "How matmuls sit on the MXUs: ws (weight stationary, a TPU's), os (output stationary) or is "
+                    "(input stationary), as SCALE-Sim defines them (default: the chip file's, else ws; "
+                    "docs/cost-model.md)")
+        ->group("Devices");
     cmd->add_option("--devices", f->mesh.devices, "Emulated devices (default: the --topology count, else the --mesh product, else 8; eval: 1)")
         ->group("Devices");
     cmd->add_option("--mesh", f->mesh.axes,
@@ -27,11 +32,15 @@ void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
         ->group("Devices");
   }
   if (which & kOutputFlags) {
-    cmd->add_option("--report", f->report,
+    cmd->add_option("--report", f->out.report,
                     "Write the chip's view as JSON: summary (modelled time, HBM, ICI bytes and seconds), per device "
-                    "per op type and per collective kind, and the sharding plan (docs/cost-model.md)")
+                    "per op type, per layer and per collective kind, and the sharding plan (docs/cost-model.md)")
         ->group("Devices");
-    cmd->add_option("--trace", f->trace, "Write a Chrome trace (Perfetto): MXU, vector, HBM, ICI tracks per device")
+    cmd->add_option("--trace", f->out.trace, "Write a Chrome trace (Perfetto): MXU, vector, HBM, ICI tracks per device")
+        ->group("Devices");
+    cmd->add_option("--report-csv", f->out.csv,
+                    "Write the per-layer figures as CSV, a row per device and layer: FLOPs, MXU cycles, "
+                    "utilisation, HBM bytes, modelled seconds, what bounds it (docs/cost-model.md)")
         ->group("Devices");
   }
 }

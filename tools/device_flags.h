@@ -9,20 +9,20 @@
 
 #include "CLI/CLI.hpp"
 #include "mesh/mesh.h"
+#include "tools/report_output.h"
 
 namespace tpumesh::tools {
 
 struct DeviceFlags {
   mesh::MeshSpec mesh;
-  std::string report;  // JSON of the chip's view (pipeline/report.h)
-  std::string trace;   // Chrome trace (Perfetto)
+  ReportPaths out;  // --report, --trace, --report-csv
 };
 
 // What a command takes of the group.
 enum DeviceFlagSet : unsigned {
-  kMeshFlags = 1,     // --chip --devices --mesh --topology --model-axis-along
+  kMeshFlags = 1,     // --chip --dataflow --devices --mesh --topology --model-axis-along
   kThreadFlags = 2,   // --threads-per-device
-  kOutputFlags = 4,   // --report --trace
+  kOutputFlags = 4,   // --report --trace --report-csv
   kAllDeviceFlags = 7,
 };
 void AddDeviceFlags(CLI::App* cmd, DeviceFlags* flags, unsigned which = kAllDeviceFlags);

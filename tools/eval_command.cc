@@ -22,14 +22,14 @@ struct EvalCmdOptions {
 
 Status RunEvalCommand(EvalCmdOptions opt) {
   TPUMESH_ASSIGN_OR_RETURN(opt.eval.precision, models::ParsePrecision(opt.precision));
-  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(
-      {{"--output", opt.eval.output}, {"--report", opt.dev.report}, {"--trace", opt.dev.trace}},
-      {{"--model", opt.eval.model}, {"--input", opt.eval.input}}));
+  auto outputs = opt.dev.out.flags();
+  outputs.insert(outputs.begin(), {"--output", opt.eval.output});
+  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(outputs, {{"--model", opt.eval.model}, {"--input", opt.eval.input}}));
   opt.eval.mesh = opt.dev.mesh;
-  opt.eval.keep_ops = !opt.dev.trace.empty();
+  opt.eval.keep_ops = !opt.dev.out.trace.empty();
   TPUMESH_ASSIGN_OR_RETURN(pipeline::EvalStats s, pipeline::RunEval(opt.eval));
   // The output, the report and the trace together: all written, or none.
-  if (opt.eval.component != "tokenizer") AddReportFiles(s.report, opt.dev.report, opt.dev.trace, &s.files);
+  if (opt.eval.component != "tokenizer") AddReportFiles(s.report, opt.dev.out, &s.files);
   TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(s.files));
   std::cout << "wrote " << opt.eval.output << ": " << opt.eval.component << " on a batch of " << s.batch;
   if (opt.eval.component != "tokenizer") {
@@ -44,9 +44,9 @@ Status RunEvalCommand(EvalCmdOptions opt) {
   }
   std::cout << "\n";
   if (opt.eval.component == "tokenizer") return OkStatus();
-  if (!opt.dev.report.empty() || !opt.dev.trace.empty()) std::cout << pipeline::ReportTable(s.report);
+  if (opt.dev.out.any()) std::cout << pipeline::ReportTable(s.report);
   std::cout.flush();
-  PrintReportFiles(opt.dev.report, opt.dev.trace);
+  PrintReportFiles(opt.dev.out);
   return OkStatus();
 }
 

@@ -170,9 +170,10 @@ Status RunGenerate(GenerateCmdOptions o) {
   if (o.runs < 1) return InvalidArgumentError("--runs must be >= 1");
 
   // Every output checked before any work: writable, and not an input.
+  auto outputs = o.dev.out.flags();
+  outputs.insert(outputs.begin(), {"--save-latents", o.save_latents});
   TPUMESH_RETURN_IF_ERROR(CheckRunFiles(
-      {{"--save-latents", o.save_latents}, {"--report", o.dev.report}, {"--trace", o.dev.trace}},
-      {{"--model", o.gen.model}, {"--latents", o.latents}, {"--prompts-file", o.prompts_file}}, o.out));
+      outputs, {{"--model", o.gen.model}, {"--latents", o.latents}, {"--prompts-file", o.prompts_file}}, o.out));
   const bool made_out = !std::filesystem::exists(o.out);
   TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
   // A folder this run made is removed again if the run writes nothing.
@@ -201,7 +202,7 @@ Status RunGenerate(GenerateCmdOptions o) {
     r.initial_latents = std::move(l).value();
   }
   r.keep_step_latents = !o.save_latents.empty();
-  r.keep_ops = !o.dev.trace.empty();
+  r.keep_ops = !o.dev.out.trace.empty();
   TPUMESH_RETURN_IF_ERROR(gen->Validate(r));
   // Created before the run so that an unwritable path fails first; the file
   // appears only on Commit.
@@ -265,7 +266,7 @@ Status RunGenerate(GenerateCmdOptions o) {
                      {"size", std::to_string(res.width) + "x" + std::to_string(res.height)},
                      {"precision", o.req.precision}, {"guidance", std::to_string(res.guidance)},
                      {"family", gen->flow().family().name}};
-  AddReportFiles(res.report, o.dev.report, o.dev.trace, &files);
+  AddReportFiles(res.report, o.dev.out, &files);
   TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(files));
   made.keep = true;
   std::printf("wrote %d image(s) to %s (%s ... %s)", b, o.out.c_str(), first.c_str(), last.c_str());
@@ -279,8 +280,8 @@ Status RunGenerate(GenerateCmdOptions o) {
   std::printf("modelled on %d emulated %s device(s): %.4f s for the run (%.2f images/s modelled; host %.2f s)\n",
               gen->devices(), gen->mesh().chip().name.c_str(), res.modelled_seconds,
               res.modelled_seconds > 0 ? b / res.modelled_seconds : 0.0, res.run_seconds);
-  if (!o.quiet || !o.dev.report.empty()) std::printf("%s", pipeline::ReportTable(res.report).c_str());
-  PrintReportFiles(o.dev.report, o.dev.trace);
+  if (!o.quiet || !o.dev.out.report.empty()) std::printf("%s", pipeline::ReportTable(res.report).c_str());
+  PrintReportFiles(o.dev.out);
   return OkStatus();
 }
 

@@ -7,23 +7,24 @@
 
 namespace tpumesh::tools {
 
-void PrintReportFiles(const std::string& report_path, const std::string& trace_path) {
-  if (!report_path.empty()) std::printf("report: %s\n", report_path.c_str());
-  if (!trace_path.empty()) std::printf("trace: %s (open in https://ui.perfetto.dev)\n", trace_path.c_str());
+void PrintReportFiles(const ReportPaths& p) {
+  if (!p.report.empty()) std::printf("report: %s\n", p.report.c_str());
+  if (!p.trace.empty()) std::printf("trace: %s (open in https://ui.perfetto.dev)\n", p.trace.c_str());
+  if (!p.csv.empty()) std::printf("per-layer CSV: %s\n", p.csv.c_str());
 }
 
-void AddReportFiles(const pipeline::RunReport& report, const std::string& report_path,
-                    const std::string& trace_path, std::vector<std::pair<std::string, std::string>>* files) {
-  if (!report_path.empty()) files->emplace_back(report_path, pipeline::ReportJson(report));
-  if (!trace_path.empty()) files->emplace_back(trace_path, pipeline::TraceJson(report));
+void AddReportFiles(const pipeline::RunReport& report, const ReportPaths& p,
+                    std::vector<std::pair<std::string, std::string>>* files) {
+  if (!p.report.empty()) files->emplace_back(p.report, pipeline::ReportJson(report));
+  if (!p.trace.empty()) files->emplace_back(p.trace, pipeline::TraceJson(report));
+  if (!p.csv.empty()) files->emplace_back(p.csv, pipeline::LayersCsv(report));
 }
 
-Status WriteReportFiles(const pipeline::RunReport& report, const std::string& report_path,
-                        const std::string& trace_path) {
+Status WriteReportFiles(const pipeline::RunReport& report, const ReportPaths& p) {
   std::vector<std::pair<std::string, std::string>> files;
-  AddReportFiles(report, report_path, trace_path, &files);
+  AddReportFiles(report, p, &files);
   TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(files));
-  PrintReportFiles(report_path, trace_path);
+  PrintReportFiles(p);
   return OkStatus();
 }
 

@@ -1,6 +1,6 @@
-// The --report / --trace files of generate, eval and simulate, written the
-// same way, with a line on stdout naming each; and the check every command
-// that writes files runs on its paths before it starts.
+// The --report / --trace / --report-csv files of generate, eval and
+// simulate, written the same way, with a line on stdout naming each; and the
+// check every command that writes files runs on its paths before it starts.
 #ifndef TPUMESH_TOOLS_REPORT_OUTPUT_H_
 #define TPUMESH_TOOLS_REPORT_OUTPUT_H_
 
@@ -13,16 +13,26 @@
 
 namespace tpumesh::tools {
 
-// Appends the report's JSON and trace to a run's outputs (written together,
+// Where the chip's view goes; empty: not written.
+struct ReportPaths {
+  std::string report;  // JSON (pipeline/report.h ReportJson)
+  std::string trace;   // Chrome trace (Perfetto)
+  std::string csv;     // per-layer CSV (pipeline/report.h LayersCsv)
+  bool any() const { return !report.empty() || !trace.empty() || !csv.empty(); }
+  // (flag, path) for CheckRunFiles.
+  std::vector<std::pair<std::string, std::string>> flags() const {
+    return {{"--report", report}, {"--trace", trace}, {"--report-csv", csv}};
+  }
+};
+
+// Appends the report's files to a run's outputs (written together,
 // io/atomic_file.h WriteFilesAtomic). Empty paths are skipped.
-void AddReportFiles(const pipeline::RunReport& report, const std::string& report_path,
-                    const std::string& trace_path, std::vector<std::pair<std::string, std::string>>* files);
+void AddReportFiles(const pipeline::RunReport& report, const ReportPaths& paths,
+                    std::vector<std::pair<std::string, std::string>>* files);
 // AddReportFiles and the write, for a command with no other output.
-// Empty paths are skipped.
-Status WriteReportFiles(const pipeline::RunReport& report, const std::string& report_path,
-                        const std::string& trace_path);
+Status WriteReportFiles(const pipeline::RunReport& report, const ReportPaths& paths);
 // The line on stdout for each report file written.
-void PrintReportFiles(const std::string& report_path, const std::string& trace_path);
+void PrintReportFiles(const ReportPaths& paths);
 
 // Before a run: every output path is writable (io/atomic_file.h
 // CheckWritable), and no two of the run's files are the same, so that no

@@ -21,6 +21,7 @@ namespace {
 
 struct SimulateCmdOptions {
   pipeline::SimulateOptions sim;
+  std::string workload;
   DeviceFlags dev;
   RequestFlags req;
   bool sweep_mesh = false;
@@ -71,18 +72,52 @@ Status RunSweep(const SimulateCmdOptions& o) {
   return OkStatus();
 }
 
+// --workload: the file's layers on the mesh, a line per layer (device 0).
+Status RunWorkload(const SimulateCmdOptions& o) {
+  if (!o.sim.arch.empty() || !o.sim.model.empty())
+    return InvalidArgumentError("--workload prices its own layers: give it without --arch or --model");
+  if (o.sweep_mesh || o.json || !o.svg.empty())
+    return InvalidArgumentError("--workload prices one mesh: --sweep-mesh, --json and --svg are for a model");
+  pipeline::WorkloadOptions w;
+  w.path = o.workload;
+  w.mesh = o.dev.mesh;
+  TPUMESH_ASSIGN_OR_RETURN(w.precision, models::ParsePrecision(o.req.precision));
+  w.keep_ops = !o.dev.out.trace.empty();
+  TPUMESH_ASSIGN_OR_RETURN(pipeline::RunReport r, pipeline::SimulateWorkload(w));
+  std::printf("simulated %s: %s layer(s) on %d emulated %s device(s), mesh %s, dataflow %s, precision %s\n",
+              o.workload.c_str(), r.info["workload_layers"].c_str(), r.devices, r.chip.name.c_str(),
+              r.mesh_axes.c_str(), r.info["dataflow"].c_str(), o.req.precision.c_str());
+  std::printf("modelled: %.6g s (priced in %s s, nothing computed)\n", r.modelled_seconds(),
+              r.info["simulation_wall_seconds"].substr(0, 5).c_str());
+  std::printf("%-24s %-12s %14s %8s %12s %6s\n", "layer (device 0)", "op", "MXU cycles", "MXU", "modelled s",
+              "bound");
+  const auto& layers = r.logs[0].layers();
+  const size_t shown = std::min<size_t>(layers.size(), 40);
+  for (size_t i = 0; i < shown; ++i) {
+    const mesh::OpTypeTotals& t = layers[i].totals;
+    std::printf("%-24s %-12s %14.0f %7.1f%% %12.6g %6s\n", layers[i].module.substr(0, 24).c_str(),
+                layers[i].name.c_str(), t.mxu_cycles, 100 * t.utilisation(), t.modelled_seconds, t.bound().c_str());
+  }
+  if (shown < layers.size())
+    std::printf("... %zu more layer(s): --report or --report-csv has them all\n", layers.size() - shown);
+  std::printf("%s", pipeline::ReportTable(r).c_str());
+  return WriteReportFiles(r, o.dev.out);
+}
+
 Status RunSimulate(SimulateCmdOptions o) {
+  if (!o.workload.empty()) return RunWorkload(o);
   TPUMESH_ASSIGN_OR_RETURN(o.sim.request, ParseRequestFlags(o.req));
   o.sim.mesh = o.dev.mesh;
   if (o.sweep_mesh) {
-    if (!o.dev.report.empty() || !o.dev.trace.empty())
-      return InvalidArgumentError("--sweep-mesh prints a table (--json for JSON); --report and --trace are for one mesh");
+    if (o.dev.out.any())
+      return InvalidArgumentError(
+          "--sweep-mesh prints a table (--json for JSON); --report, --trace and --report-csv are for one mesh");
     if (!o.dev.mesh.axes.empty()) return InvalidArgumentError("--sweep-mesh tries every mesh: give --devices, not --mesh");
     return RunSweep(o);
   }
   if (o.json || !o.svg.empty())
     return InvalidArgumentError("--json and --svg go with --sweep-mesh (use --report FILE for one mesh)");
-  o.sim.request.keep_ops = !o.dev.trace.empty();
+  o.sim.request.keep_ops = !o.dev.out.trace.empty();
   TPUMESH_ASSIGN_OR_RETURN(pipeline::RunReport r, pipeline::Simulate(o.sim));
   const double t = r.modelled_seconds();
   std::printf("simulated %s: %lld image(s) %s on %d emulated %s device(s), mesh %s, x %d per data index, %s steps "
@@ -94,7 +129,7 @@ Status RunSimulate(SimulateCmdOptions o) {
   std::printf("modelled: %.3f s per batch, %.2f images/s (priced in %s s, nothing computed)\n", t,
               t > 0 ? r.images / t : 0.0, r.info["simulation_wall_seconds"].substr(0, 5).c_str());
   std::printf("%s", pipeline::ReportTable(r).c_str());
-  TPUMESH_RETURN_IF_ERROR(WriteReportFiles(r, o.dev.report, o.dev.trace));
+  TPUMESH_RETURN_IF_ERROR(WriteReportFiles(r, o.dev.out));
   return OkStatus();
 }
 
@@ -106,6 +141,10 @@ void RegisterSimulate(CLI::App& app, RunFn* run) {
       "simulate", "Price a whole generation on the emulated chip without computing it (no weights needed).");
   cmd->add_option("--arch", opt->sim.arch, "Built-in architecture: sd15, sd21, sdxl or tiny");
   cmd->add_option("--model", opt->sim.model, "A model file (only its configs are read)");
+  cmd->add_option("--workload", opt->workload,
+                  "Price your own layers instead of a model: a SCALE-Sim topology CSV (conv or GEMM form) or a "
+                  "JSON list of ops (matmul, conv, attention, elementwise, collectives over a mesh axis); "
+                  "docs/formats.md");
   AddDeviceFlags(cmd, &opt->dev, kMeshFlags | kOutputFlags);
   cmd->add_flag("--sweep-mesh", opt->sweep_mesh,
                 "One row per data x model factorisation of --devices: latency, throughput, HBM per device, "

@@ -650,8 +650,8 @@ TEST(MatmulCostTest, HandComputedSmallCases) {
   const SystolicArray one(4, 4, 1, 1e9);
   MatmulCostFigures f = MatmulCost(3, 4, 4, Precision::kDefault, one);
   EXPECT_EQ(f.passes, 1);
-  EXPECT_EQ(f.weight_tiles, 1);
-  EXPECT_EQ(f.cycles_per_tile, 13);
+  EXPECT_EQ(f.folds, 1);
+  EXPECT_EQ(f.cycles_per_fold, 13);
   EXPECT_EQ(f.cycles, 13);
   EXPECT_DOUBLE_EQ(f.flops, 2.0 * 3 * 4 * 4);
   EXPECT_DOUBLE_EQ(f.useful_macs, 48);
@@ -664,8 +664,8 @@ TEST(MatmulCostTest, HandComputedSmallCases) {
   // full one), M=10: 8 + 4 + 10 - 2 = 20 cycles each, 80 in all on one array,
   // 40 on two (2 tiles each).
   f = MatmulCost(10, 6, 5, Precision::kDefault, one);
-  EXPECT_EQ(f.weight_tiles, 4);
-  EXPECT_EQ(f.cycles_per_tile, 20);
+  EXPECT_EQ(f.folds, 4);
+  EXPECT_EQ(f.cycles_per_fold, 20);
   EXPECT_EQ(f.cycles, 80);
   EXPECT_DOUBLE_EQ(f.utilisation, 300.0 / (80.0 * 16));
   f = MatmulCost(10, 6, 5, Precision::kDefault, SystolicArray(4, 4, 2, 1e9));
@@ -677,13 +677,13 @@ TEST(MatmulCostTest, HandComputedSmallCases) {
   // kHigh triples the tiles and flops; kHighest is 6 passes with f32 operands.
   f = MatmulCost(10, 6, 5, Precision::kHigh, one);
   EXPECT_EQ(f.passes, 3);
-  EXPECT_EQ(f.weight_tiles, 12);
+  EXPECT_EQ(f.folds, 12);
   EXPECT_EQ(f.cycles, 240);
   EXPECT_DOUBLE_EQ(f.flops, 3 * 2.0 * 300);
   EXPECT_DOUBLE_EQ(f.bytes_read, 4.0 * (10 * 5 + 5 * 6));
   f = MatmulCost(10, 6, 5, Precision::kHighest, one);
   EXPECT_EQ(f.passes, 6);
-  EXPECT_EQ(f.weight_tiles, 24);
+  EXPECT_EQ(f.folds, 24);
 
   // Empty.
   f = MatmulCost(0, 6, 5, Precision::kDefault, one);
@@ -691,11 +691,40 @@ TEST(MatmulCostTest, HandComputedSmallCases) {
   EXPECT_EQ(f.flops, 0);
 }
 
+// The three dataflows by hand on one 4x4 array, M=10, N=6, K=5:
+//   ws: Sr = K = 5, Sc = N = 6, T = M = 10: 2 x 2 folds of 8 + 4 + 10 - 2 = 20
+//   os: Sr = M = 10, Sc = N = 6, T = K = 5: 3 x 2 folds of 8 + 4 + 5 - 2 = 15
+//   is: Sr = K = 5, Sc = M = 10, T = N = 6: 2 x 3 folds of 8 + 4 + 6 - 2 = 16
+// The useful work is the same; only the cycles (and so the utilisation) move.
+TEST(MatmulCostTest, DataflowsMapDifferentDimensionsOntoTheArray) {
+  struct Case {
+    Dataflow d;
+    int64_t folds, per_fold;
+  };
+  for (const Case& c : {Case{Dataflow::kWeightStationary, 4, 20}, Case{Dataflow::kOutputStationary, 6, 15},
+                        Case{Dataflow::kInputStationary, 6, 16}}) {
+    const MatmulCostFigures f = MatmulCost(10, 6, 5, Precision::kDefault, SystolicArray(4, 4, 1, 1e9, c.d));
+    EXPECT_EQ(f.folds, c.folds) << DataflowName(c.d);
+    EXPECT_EQ(f.cycles_per_fold, c.per_fold) << DataflowName(c.d);
+    EXPECT_EQ(f.cycles, c.folds * c.per_fold) << DataflowName(c.d);
+    EXPECT_DOUBLE_EQ(f.useful_macs, 300) << DataflowName(c.d);
+    EXPECT_DOUBLE_EQ(f.utilisation, 300.0 / (c.folds * c.per_fold * 16.0)) << DataflowName(c.d);
+  }
+  for (const char* name : {"ws", "os", "is"}) {
+    auto d = ParseDataflow(name);
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(DataflowName(*d), name);
+  }
+  auto bad = ParseDataflow("rs");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("ws (weight stationary)"), std::string::npos);
+}
+
 TEST(MatmulCostTest, V5eWorkedExampleFromTheDocs) {
   // docs/kernels.md: 4096 x 320 x 2880 (SD1.5 64x64 conv as im2col) on v5e.
   const MatmulCostFigures f = MatmulCost(4096, 320, 2880, Precision::kDefault, SystolicArray());
-  EXPECT_EQ(f.weight_tiles, 23 * 3);
-  EXPECT_EQ(f.cycles_per_tile, 256 + 128 + 4096 - 2);
+  EXPECT_EQ(f.folds, 23 * 3);
+  EXPECT_EQ(f.cycles_per_fold, 256 + 128 + 4096 - 2);
   EXPECT_EQ(f.cycles, 18 * 4478);
   EXPECT_NEAR(f.utilisation, 4096.0 * 320 * 2880 / (80604.0 * 4 * 128 * 128), 1e-12);
   EXPECT_NEAR(f.seconds, 80604 / 1.5e9, 1e-15);

@@ -90,6 +90,7 @@ void ExpectSameSpec(const ChipSpec& a, const ChipSpec& b) {
   EXPECT_EQ(a.hbm_bytes, b.hbm_bytes);
   EXPECT_EQ(a.hbm_bandwidth, b.hbm_bandwidth);
   EXPECT_EQ(a.vmem_bytes, b.vmem_bytes);
+  EXPECT_EQ(a.dataflow, b.dataflow);
   EXPECT_EQ(a.ici_ports, b.ici_ports);
   EXPECT_EQ(a.ici_link_bandwidth, b.ici_link_bandwidth);
   EXPECT_EQ(a.ici_hop_latency_s, b.ici_hop_latency_s);
@@ -112,12 +113,29 @@ TEST(ChipSpecTest, ToJsonWritesEveryFieldByName) {
   const std::vector<std::string> fields = {
       "name", "device_kind", "tensorcores_per_chip", "devices_per_chip",
       "mxus_per_tensorcore", "mxu_rows", "mxu_cols", "clock_hz",
-      "peak_bf16_flops", "hbm_bytes", "hbm_bandwidth", "vmem_bytes",
+      "peak_bf16_flops", "hbm_bytes", "hbm_bandwidth", "vmem_bytes", "dataflow",
       "ici_ports", "ici_link_bandwidth", "ici_hop_latency_s",
       "torus_wrap_size", "default_topology"};
   EXPECT_EQ(j.size(), fields.size());
+  EXPECT_EQ(j["dataflow"], "ws");
   for (const std::string& f : fields) EXPECT_TRUE(j.contains(f)) << f;
   EXPECT_EQ(j["default_topology"], nlohmann::json({2, 2, 1}));
+}
+
+// "dataflow" may be left out (chip files written before it existed): ws.
+TEST(ChipSpecTest, DataflowIsOptionalAndRoundTrips) {
+  nlohmann::json j = nlohmann::json::parse(V5eChip().ToJson());
+  j.erase("dataflow");
+  auto c = ChipSpecFromJson(j.dump(), "old.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->dataflow, kernels::Dataflow::kWeightStationary);
+  j["dataflow"] = "os";
+  c = ChipSpecFromJson(j.dump(), "os.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->dataflow, kernels::Dataflow::kOutputStationary);
+  auto back = ChipSpecFromJson(c->ToJson(), "again.json");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->dataflow, kernels::Dataflow::kOutputStationary);
 }
 
 TEST(ChipSpecTest, BadJsonNamesTheField) {
@@ -152,6 +170,9 @@ TEST(ChipSpecTest, BadJsonNamesTheField) {
        "field 'hbm_bytes' must be an integer"},
       {"negative bandwidth", [](nlohmann::json& j) { j["hbm_bandwidth"] = -1; },
        "field 'hbm_bandwidth' must be > 0"},
+      {"unknown dataflow", [](nlohmann::json& j) { j["dataflow"] = "row"; },
+       "field dataflow 'row': ws (weight stationary), os (output stationary) or is (input stationary)"},
+      {"number for a dataflow", [](nlohmann::json& j) { j["dataflow"] = 1; }, "field 'dataflow' must be a string"},
       {"negative vmem", [](nlohmann::json& j) { j["vmem_bytes"] = -1; },
        "field 'vmem_bytes' must be >= 0"},
       {"negative ports", [](nlohmann::json& j) { j["ici_ports"] = -4; },

@@ -14,6 +14,7 @@
 
 #include "gtest/gtest.h"
 #include "mesh/chip_spec.h"
+#include "kernels/matmul_cost.h"
 #include "mesh/cost_model.h"
 #include "models/nn.h"
 #include "nlohmann/json.hpp"
@@ -210,6 +211,94 @@ TEST(SimulateTest, SdxlPricesBothTextEncodersTheProjectionAndTheAddedConditionin
   }
   EXPECT_EQ(projection_neg, 1);
   EXPECT_GT(neg->modelled_seconds(), r->modelled_seconds());
+}
+
+// Each device's per-layer rows hold every op once: their counts and MXU
+// cycles sum exactly to the per-op-type table, their seconds, FLOPs and
+// bytes to its totals (within the rounding of a different summation order),
+// and the JSON report and the CSV carry one row per layer.
+TEST(SimulateTest, PerLayerRowsSumToTheOpTypeTotals) {
+  SimulateOptions o;
+  o.arch = "tiny";
+  o.mesh.devices = 2;
+  o.mesh.axes = "data=1,model=2";
+  o.request.steps = 3;
+  auto r = Simulate(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const mesh::DeviceCostLog& log : r->logs) {
+    mesh::OpTypeTotals sum;
+    for (const mesh::LayerTotals& l : log.layers()) {
+      EXPECT_FALSE(l.module.empty());
+      sum.count += l.totals.count;
+      sum.mxu_cycles += l.totals.mxu_cycles;
+      sum.modelled_seconds += l.totals.modelled_seconds;
+      sum.flops += l.totals.flops;
+      sum.bytes += l.totals.bytes;
+      sum.ici_seconds += l.totals.ici_seconds;
+    }
+    const mesh::OpTypeTotals total = log.total();
+    EXPECT_EQ(sum.count, total.count);
+    EXPECT_EQ(sum.mxu_cycles, total.mxu_cycles);
+    EXPECT_NEAR(sum.modelled_seconds, total.modelled_seconds, 1e-12 * total.modelled_seconds);
+    EXPECT_NEAR(sum.flops, total.flops, 1e-12 * total.flops);
+    EXPECT_NEAR(sum.bytes, total.bytes, 1e-12 * total.bytes);
+    EXPECT_NEAR(sum.ici_seconds, total.ici_seconds, 1e-12 * total.ici_seconds);
+    EXPECT_GT(total.ici_seconds, 0);  // model=2: the split layers' collectives are layers too
+  }
+  const json report = json::parse(ReportJson(*r));
+  EXPECT_EQ(report.at("devices").at(0).at("layers").size(), r->logs[0].layers().size());
+  const std::string csv = LayersCsv(*r);
+  EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\n')),
+            1 + r->logs[0].layers().size() + r->logs[1].layers().size());
+}
+
+// simulate --workload: the layers on every device, each collective priced
+// over its axis's group, the dataflow the chip's; an axis the mesh lacks is
+// refused naming the layer.
+TEST(SimulateTest, WorkloadLayersArePricedOnTheMesh) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  std::ofstream(dir + "/w.json") << R"({"layers": [
+      {"name": "fc", "op": "matmul", "m": 1024, "n": 256, "k": 512, "repeat": 2},
+      {"name": "ar", "op": "psum", "axis": "model", "bytes": 1048576}]})";
+  WorkloadOptions o;
+  o.path = dir + "/w.json";
+  o.mesh.devices = 4;
+  o.mesh.axes = "data=2,model=2";
+  auto r = SimulateWorkload(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->logs.size(), 4u);
+  const mesh::ChipSpec chip = Chip("v5e");
+  const kernels::MatmulCostFigures fc = kernels::MatmulCost(1024, 256, 512, kernels::Precision::kDefault,
+                                                            mesh::DeviceArray(chip));
+  for (const mesh::DeviceCostLog& log : r->logs) {
+    ASSERT_EQ(log.layers().size(), 2u);
+    EXPECT_EQ(log.layers()[0].module, "fc");
+    EXPECT_EQ(log.layers()[0].totals.count, 2);
+    EXPECT_EQ(log.layers()[0].totals.mxu_cycles, 2.0 * fc.cycles);
+    EXPECT_EQ(log.layers()[1].module, "ar");
+    EXPECT_GT(log.layers()[1].totals.ici_seconds, 0);
+    EXPECT_EQ(log.layers()[1].totals.bound(), "ICI");
+  }
+  // Output stationary from the flag: the same work, other cycles.
+  o.mesh.dataflow = "os";
+  auto os = SimulateWorkload(o);
+  ASSERT_TRUE(os.ok()) << os.status().ToString();
+  kernels::SystolicArray a = mesh::DeviceArray(chip);
+  a.dataflow = kernels::Dataflow::kOutputStationary;
+  EXPECT_EQ(os->logs[0].layers()[0].totals.mxu_cycles,
+            2.0 * kernels::MatmulCost(1024, 256, 512, kernels::Precision::kDefault, a).cycles);
+  EXPECT_NE(os->logs[0].layers()[0].totals.mxu_cycles, r->logs[0].layers()[0].totals.mxu_cycles);
+  o.mesh.dataflow = "diagonal";
+  auto bad_flow = SimulateWorkload(o);
+  ASSERT_FALSE(bad_flow.ok());
+  EXPECT_NE(std::string(bad_flow.status().message()).find("--dataflow"), std::string::npos);
+
+  o.mesh.dataflow.clear();
+  o.mesh.axes = "data=4";
+  auto bad = SimulateWorkload(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("layer 'ar'"), std::string::npos) << bad.status().ToString();
+  EXPECT_NE(std::string(bad.status().message()).find("model"), std::string::npos) << bad.status().ToString();
 }
 
 TEST(SimulateTest, PerOpPricesAddUpToTheReportAndTheTraceIsValid) {

@@ -240,6 +240,32 @@ TEST(CliTest, BenchRunsOnEverySimdPathTheHostHas) {
 
 // `tpumesh bench`: the fields a user reads, and one clear line for bad flags
 // (no timing is checked).
+// simulate --workload: a SCALE-Sim CSV priced per layer, the table on
+// stdout and every layer in --report and --report-csv.
+TEST(CliTest, SimulateWorkloadWritesPerLayerFigures) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  std::ofstream(dir + "/net.csv")
+      << "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+         "Conv1, 227, 227, 11, 11, 3, 96, 4,\nConv2, 31, 31, 5, 5, 96, 256, 1,\n";
+  Result r = RunTpumesh("simulate --workload " + dir + "/net.csv --devices 1 --dataflow is --report " + dir +
+                        "/r.json --report-csv " + dir + "/l.csv");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("2 layer(s) on 1 emulated v5e device(s), mesh data=1, dataflow is"));
+  EXPECT_THAT(r.out, HasSubstr("Conv1 "));
+  EXPECT_THAT(r.out, HasSubstr("per-layer CSV: " + dir + "/l.csv"));
+  std::ifstream rf(dir + "/r.json");
+  const nlohmann::json report = nlohmann::json::parse(rf);
+  ASSERT_EQ(report["devices"][0]["layers"].size(), 2u);
+  EXPECT_EQ(report["devices"][0]["layers"][1]["layer"], "Conv2");
+  EXPECT_EQ(report["devices"][0]["layers"][1]["bound"], "MXU");
+  std::ifstream cf(dir + "/l.csv");
+  std::string header, row;
+  std::getline(cf, header);
+  std::getline(cf, row);
+  EXPECT_EQ(header.rfind("device,layer,op,type,shape,count,flops,mxu_cycles,", 0), 0u) << header;
+  EXPECT_EQ(row.rfind("0,Conv1,conv2d,conv,\"x[1,3,227,227] w[96,3,11,11] stride 4\",1,", 0), 0u) << row;
+}
+
 TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
   Result mm = RunTpumesh("bench matmul --m 64 --n 48 --k 80 --repeats 1 --peak 100");
   ASSERT_EQ(mm.code, 0) << mm.err;

@@ -167,6 +167,8 @@ TEST(FaultsCliTest, BadValuesAreRefusedWithOneLine) {
              "mxu_rows":128,"mxu_cols":128,"clock_hz":1.5e9,"peak_bf16_flops":1.97e14,"hbm_bytes":1e30,
              "hbm_bandwidth":8.19e11,"vmem_bytes":134217728,"ici_ports":4,"ici_link_bandwidth":5e10,
              "ici_hop_latency_s":1e-6,"torus_wrap_size":16,"default_topology":[2,4]})";
+  std::ofstream(dir + "/w.csv") << "Layer, M, N, K,\nfc1, 64, 64, 64,\nfc2, 64, sixty, 64,\n";
+  std::ofstream(dir + "/w.json") << R"({"layers": [{"name": "s", "op": "psum", "axis": "model", "bytes": 64}]})";
   std::ofstream(dir + "/tiny_hbm.json")
       << R"({"name":"tiny_hbm","device_kind":"k","tensorcores_per_chip":1,"devices_per_chip":1,"mxus_per_tensorcore":4,
              "mxu_rows":128,"mxu_cols":128,"clock_hz":1.5e9,"peak_bf16_flops":1.97e14,"hbm_bytes":1,
@@ -194,6 +196,11 @@ TEST(FaultsCliTest, BadValuesAreRefusedWithOneLine) {
            {"devices --mesh data=x", 1, "axis 'data' needs a whole size >= 1, got 'x'"},
            {"devices --chip " + dir + "/big.json", 1, "field 'hbm_bytes' is 1e+30, out of range"},
            {"simulate --arch tiny --guidance nan", 1, "--guidance must be a finite number"},
+           {"simulate --workload " + dir + "/w.csv", 1, "w.csv:3:3: n is 'sixty', not an integer from 1 to"},
+           {"simulate --workload " + dir + "/w.json --devices 2", 1, "w.json: layer 's': unknown mesh axis 'model'"},
+           {"simulate --workload " + dir + "/missing.csv", 1, "missing.csv"},
+           {"simulate --workload " + dir + "/w.csv --arch tiny", 1, "give it without --arch or --model"},
+           {"simulate --workload " + dir + "/w.json --dataflow rs", 1, "--dataflow: dataflow 'rs': ws (weight"},
            // A chip with 1 byte of HBM: simulate refuses it as generate does.
            {"simulate --arch tiny --chip " + dir + "/tiny_hbm.json", 1, "out of HBM"},
            {gen + "--chip " + dir + "/tiny_hbm.json" + out, 1, "out of HBM"},
