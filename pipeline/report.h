@@ -8,8 +8,9 @@
 // JSON report has a top-level "summary" (modelled_seconds, host_seconds,
 // images, chip, devices, mesh, param_bytes_per_device, ici_bytes: sent by
 // all devices, ici_seconds: the busiest device's time in collectives,
-// ici_share of the modelled time, ...), per device a breakdown by op type
-// and by collective kind with its ici_bytes, ici_seconds and param_bytes,
+// ici_share of the modelled time, ...), per device a breakdown by op type,
+// by layer ("layers", mesh::DeviceCostLog::layers) and by collective kind
+// with its ici_bytes, ici_seconds and param_bytes,
 // and a "sharding_plan": per split layer, how it is split, the collective
 // it runs, calls, bytes per call and ICI seconds on device 0. The trace is
 // Chrome trace-event JSON (opens in Perfetto): one process per virtual
