@@ -31,6 +31,12 @@ kernels::OpCost InHbm(kernels::OpCost c, kernels::Precision p) {
   return c;
 }
 
+// A matmul tiled into VMEM, its operands' HBM bytes from f32 counts.
+mesh::MxuMatmul Tiled(int64_t m, int64_t n, int64_t k, double a, double b, double c, kernels::Precision p) {
+  const double s = p == kernels::Precision::kDefault ? 0.5 : 1.0;
+  return {m, n, k, 1, a * s, b * s, c * s};
+}
+
 std::string Dims(std::initializer_list<int64_t> d) {
   std::string s = "[";
   for (int64_t v : d) s += (s.size() > 1 ? "," : "") + std::to_string(v);
@@ -50,7 +56,7 @@ WorkloadLayer MatmulLayer(const std::string& name, int64_t m, int64_t n, int64_t
   c.bytes_read = 4.0 * (static_cast<double>(m) * k + static_cast<double>(k) * n);
   c.bytes_written = 4.0 * static_cast<double>(m) * n;
   r.cost = InHbm(c, p);
-  r.mxu = {{m, n, k, 1}};
+  r.mxu = {Tiled(m, n, k, 4.0 * m * k, 4.0 * k * n, 4.0 * m * n, p)};
   return l;
 }
 
@@ -66,7 +72,9 @@ WorkloadLayer ConvLayer(const std::string& name, const kernels::Conv2dShape& s, 
             Dims({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}) + " stride " + std::to_string(s.stride);
   if (s.pad_top > 0) r.shape += " pad " + std::to_string(s.pad_top);
   r.cost = InHbm(kernels::Conv2dCost(s, /*has_bias=*/false), p);
-  r.mxu = {{s.batch * s.out_height() * s.out_width(), s.out_channels, s.gemm_k(), 1}};
+  const int64_t pixels = s.batch * s.out_height() * s.out_width();
+  r.mxu = {Tiled(pixels, s.out_channels, s.gemm_k(), 4.0 * s.batch * s.in_channels * s.height * s.width,
+                 4.0 * s.gemm_k() * s.out_channels, 4.0 * pixels * s.out_channels, p)};
   return l;
 }
 

@@ -1,6 +1,7 @@
 #include "mesh/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/matmul_cost.h"
 
@@ -31,6 +32,25 @@ double TranscendentalsPerSecond(const ChipSpec& c) {
   return kVpuLanes * kTranscendentalsPerLanePerCycle * c.clock_hz * TensorCoresPerDevice(c);
 }
 
+VmemTraffic TileIntoVmem(const MxuMatmul& mm, double vmem, kernels::Dataflow dataflow) {
+  VmemTraffic v;
+  const double all = mm.a_bytes + mm.b_bytes + mm.c_bytes;
+  if (vmem <= 0 || all <= 0) return v;
+  v.vmem_bytes = std::min(vmem, all);
+  double stationary = mm.b_bytes, streamed = mm.a_bytes;  // ws
+  if (dataflow == kernels::Dataflow::kInputStationary) {
+    stationary = mm.a_bytes;
+    streamed = mm.b_bytes;
+  } else if (dataflow == kernels::Dataflow::kOutputStationary) {
+    stationary = mm.c_bytes;
+  }
+  v.parts = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(stationary / (vmem / 2))));
+  v.extra_read_bytes = static_cast<double>(v.parts - 1) * streamed;
+  return v;
+}
+
+double VmemPerDevice(const ChipSpec& c) { return static_cast<double>(c.vmem_bytes) * TensorCoresPerDevice(c); }
+
 kernels::SystolicArray DeviceArray(const ChipSpec& c) {
   return kernels::SystolicArray(c.mxu_rows, c.mxu_cols, std::max(1, c.mxus_per_chip() / std::max(1, c.devices_per_chip)),
                                 c.clock_hz, c.dataflow);
@@ -53,7 +73,13 @@ OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip) {
   for (const MxuMatmul& mm : op.mxu) mxu_single_pass += 2.0 * mm.m * mm.n * mm.k * mm.count;
   const double vector_flops = std::max(0.0, op.cost.flops - mxu_single_pass);
   t.vector_seconds = vector_flops / VectorFlopsPerSecond(chip) + op.cost.transcendentals / TranscendentalsPerSecond(chip);
-  t.hbm_seconds = op.cost.bytes() / chip.hbm_bandwidth_per_device();
+  t.hbm_bytes = op.cost.bytes();
+  for (const MxuMatmul& mm : op.mxu) {
+    const VmemTraffic v = TileIntoVmem(mm, VmemPerDevice(chip), chip.dataflow);
+    t.hbm_bytes += v.extra_read_bytes * mm.count;
+    t.vmem_bytes = std::max(t.vmem_bytes, v.vmem_bytes);
+  }
+  t.hbm_seconds = t.hbm_bytes / chip.hbm_bandwidth_per_device();
   t.ici_seconds = op.ici_seconds;
   t.seconds = std::max(t.mxu_seconds + t.vector_seconds, t.hbm_seconds) + t.ici_seconds;
   t.utilisation = t.mxu_capacity_macs > 0 ? t.mxu_useful_macs / t.mxu_capacity_macs : 0;
@@ -65,7 +91,8 @@ namespace {
 void Accumulate(const OpRecord& op, const OpTiming& t, double repeat, OpTypeTotals& s) {
   s.count += static_cast<int64_t>(repeat);
   s.flops += op.cost.flops * repeat;
-  s.bytes += op.cost.bytes() * repeat;
+  s.bytes += t.hbm_bytes * repeat;
+  s.vmem_bytes = std::max(s.vmem_bytes, t.vmem_bytes);
   s.transcendentals += op.cost.transcendentals * repeat;
   s.modelled_seconds += t.seconds * repeat;
   s.mxu_seconds += t.mxu_seconds * repeat;
@@ -114,6 +141,7 @@ OpTypeTotals DeviceCostLog::total() const {
     all.count += s.count;
     all.flops += s.flops;
     all.bytes += s.bytes;
+    all.vmem_bytes = std::max(all.vmem_bytes, s.vmem_bytes);
     all.transcendentals += s.transcendentals;
     all.modelled_seconds += s.modelled_seconds;
     all.mxu_seconds += s.mxu_seconds;

@@ -43,10 +43,31 @@
 namespace tpumesh::mesh {
 
 // One matmul the MXU runs: count times C[m, n] = A[m, k] x B[k, n].
+// a_bytes, b_bytes, c_bytes: what the op moves of A, B and C through HBM
+// (a conv's A is its input, not the im2col matrix); when given, the matmul
+// is tiled into VMEM (VmemTraffic). All 0: not tiled (attention, whose
+// scores never leave the chip).
 struct MxuMatmul {
   int64_t m = 0, n = 0, k = 0;
   double count = 1;
+  double a_bytes = 0, b_bytes = 0, c_bytes = 0;
 };
+
+// A matmul's operands tiled into `vmem` bytes of VMEM in a dataflow. The
+// stationary operand S (ws: B, is: A, os: C) is held in half of VMEM, the
+// other half double-buffers the streamed tiles. When S does not fit, it is
+// cut into p = ceil(|S| / (vmem / 2)) parts, each loaded once, and the
+// streamed input an S part pairs with is read again for every part: ws and
+// os read A p times (B split by columns, C by columns), is reads B p times
+// (A split by rows). So HBM bytes = |A| + |B| + |C| + extra_reads, falling
+// as VMEM grows and flat once S fits. vmem 0: no VMEM modelled, each
+// operand once. docs/cost-model.md ("VMEM and HBM traffic").
+struct VmemTraffic {
+  double extra_read_bytes = 0;  // the re-reads beyond each operand once
+  int64_t parts = 1;            // p
+  double vmem_bytes = 0;        // what the tiling holds: min(vmem, |A| + |B| + |C|)
+};
+VmemTraffic TileIntoVmem(const MxuMatmul& mm, double vmem, kernels::Dataflow dataflow);
 
 struct OpRecord {
   std::string name;   // the layer: "conv2d", "linear", "attention", "group_norm", ...
@@ -71,6 +92,8 @@ struct OpTiming {
   double vector_seconds = 0;
   double hbm_seconds = 0;
   double ici_seconds = 0;  // a collective's time on the interconnect
+  double hbm_bytes = 0;    // the op's bytes plus its matmuls' VMEM re-reads
+  double vmem_bytes = 0;   // the most its tiled matmuls hold in VMEM
   double seconds = 0;      // the op's modelled time
   double mxu_flops = 0;    // flops done on the MXU (2 m n k per pass)
   double utilisation = 0;  // of the MXU while it works on this op, 0..1
@@ -85,6 +108,7 @@ kernels::SystolicArray DeviceArray(const ChipSpec& chip);
 
 // Vector-unit figures of one device of `chip` (see the header comment).
 double VectorFlopsPerSecond(const ChipSpec& chip);
+double VmemPerDevice(const ChipSpec& chip);  // vmem_bytes x TensorCores per device
 double TranscendentalsPerSecond(const ChipSpec& chip);
 
 OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip);
@@ -92,7 +116,8 @@ OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip);
 // Per report category: how many ops, their figures and times.
 struct OpTypeTotals {
   int64_t count = 0;
-  double flops = 0, bytes = 0, transcendentals = 0;
+  double flops = 0, bytes = 0, transcendentals = 0;  // bytes: HBM traffic (OpTiming::hbm_bytes)
+  double vmem_bytes = 0;  // the most one op held in VMEM
   double modelled_seconds = 0, mxu_seconds = 0, vector_seconds = 0, hbm_seconds = 0;
   double ici_seconds = 0, ici_bytes = 0;
   double host_seconds = 0;

@@ -163,12 +163,20 @@ class OpScope {
   }
   OpScope(const OpScope&) = delete;
   OpScope& operator=(const OpScope&) = delete;
-  // The figures of this call (f32 bytes, as kernels count them).
+  // The figures of this call (f32 bytes, as kernels count them; the
+  // matmuls' operand bytes too).
   void Set(kernels::OpCost cost, std::string shape, std::vector<mesh::MxuMatmul> mxu = {}) {
     if (ctx_.ops == nullptr) return;
     if (ctx_.precision == Precision::kDefault) {  // bf16 in HBM
       cost.bytes_read *= 0.5;
       cost.bytes_written *= 0.5;
+    }
+    if (ctx_.precision == Precision::kDefault) {
+      for (mesh::MxuMatmul& m : mxu) {
+        m.a_bytes *= 0.5;
+        m.b_bytes *= 0.5;
+        m.c_bytes *= 0.5;
+      }
     }
     rec_.cost = cost;
     rec_.shape = std::move(shape);
@@ -315,7 +323,8 @@ StatusOr<Array> Linear(const Ctx& ctx, const Array& x, const Array& w, const Arr
     c.flops = 2.0 * rows * in * out + (b ? static_cast<double>(rows) * out : 0);
     c.bytes_read = 4.0 * (rows * in + in * out + (b ? out : 0));
     c.bytes_written = 4.0 * rows * out;
-    op.Set(c, "x" + ShapeToString(x.shape()) + " w" + ShapeToString(w.shape()), {{rows, out, in, 1}});
+    op.Set(c, "x" + ShapeToString(x.shape()) + " w" + ShapeToString(w.shape()),
+           {{rows, out, in, 1, 4.0 * rows * in, 4.0 * in * out, 4.0 * rows * out}});
   }
   if (ctx.dry_run) return y;
   kernels::PackedMatrix local;
@@ -356,7 +365,8 @@ StatusOr<Array> Conv2d(const Ctx& ctx, const Array& x, const Array& w, const Arr
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({n, o, ho, wo}, "conv2d"));
   OpScope op(ctx, "conv2d", "conv");
   op.Set(kernels::Conv2dCost(shape, b != nullptr), "x" + ShapeToString(x.shape()) + " w" + ShapeToString(w.shape()),
-         {{n * ho * wo, o, c * shape.kernel_h * shape.kernel_w, 1}});
+         {{n * ho * wo, o, c * shape.kernel_h * shape.kernel_w, 1, 4.0 * static_cast<double>(x.num_elements()),
+           4.0 * static_cast<double>(w.num_elements()), 4.0 * static_cast<double>(n) * o * ho * wo}});
   if (ctx.dry_run) return y;
   kernels::PackedMatrix local;
   TPUMESH_ASSIGN_OR_RETURN(const kernels::PackedMatrix* packed, PackedWeight(ctx, w, local));

@@ -26,6 +26,7 @@ json Totals(const mesh::OpTypeTotals& t) {
           {"hbm_seconds", t.hbm_seconds},
           {"utilisation", t.utilisation()},
           {"mxu_cycles", t.mxu_cycles},
+          {"vmem_bytes", t.vmem_bytes},
           {"ici_seconds", t.ici_seconds},
           {"ici_bytes", t.ici_bytes},
           {"host_seconds", t.host_seconds}};
@@ -180,16 +181,16 @@ Status WriteReportJson(const std::string& path, const RunReport& r) { return Wri
 
 std::string LayersCsv(const RunReport& r) {
   std::string s =
-      "device,layer,op,type,shape,count,flops,mxu_cycles,mxu_utilisation,hbm_bytes,modelled_seconds,mxu_seconds,"
-      "vector_seconds,hbm_seconds,ici_seconds,ici_bytes,bound\n";
+      "device,layer,op,type,shape,count,flops,mxu_cycles,mxu_utilisation,vmem_bytes,hbm_bytes,modelled_seconds,"
+      "mxu_seconds,vector_seconds,hbm_seconds,ici_seconds,ici_bytes,bound\n";
   char num[512];
   for (size_t d = 0; d < r.logs.size(); ++d) {
     for (const mesh::LayerTotals& l : r.logs[d].layers()) {
       const mesh::OpTypeTotals& t = l.totals;
       s += std::to_string(d) + "," + CsvField(l.module) + "," + CsvField(l.name) + "," + CsvField(l.type) + "," +
            CsvField(l.shape);
-      std::snprintf(num, sizeof num, ",%lld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,",
-                    static_cast<long long>(t.count), t.flops, t.mxu_cycles, t.utilisation(), t.bytes,
+      std::snprintf(num, sizeof num, ",%lld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,",
+                    static_cast<long long>(t.count), t.flops, t.mxu_cycles, t.utilisation(), t.vmem_bytes, t.bytes,
                     t.modelled_seconds, t.mxu_seconds, t.vector_seconds, t.hbm_seconds, t.ici_seconds, t.ici_bytes);
       s += num + t.bound() + "\n";
     }

@@ -69,7 +69,7 @@ struct RunReport {
 std::string ReportJson(const RunReport& report);
 // Per device and layer (mesh::DeviceCostLog::layers), one CSV row each:
 // device, layer, op, type, shape, count, flops, mxu_cycles,
-// mxu_utilisation, hbm_bytes, modelled_seconds, mxu_seconds, vector_seconds,
+// mxu_utilisation, vmem_bytes, hbm_bytes, modelled_seconds, mxu_seconds, vector_seconds,
 // hbm_seconds, ici_seconds, ici_bytes, bound (MXU, vector, HBM or ICI).
 // Each device's rows sum to its per-op-type totals.
 std::string LayersCsv(const RunReport& report);

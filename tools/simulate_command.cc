@@ -89,14 +89,15 @@ Status RunWorkload(const SimulateCmdOptions& o) {
               r.mesh_axes.c_str(), r.info["dataflow"].c_str(), o.req.precision.c_str());
   std::printf("modelled: %.6g s (priced in %s s, nothing computed)\n", r.modelled_seconds(),
               r.info["simulation_wall_seconds"].substr(0, 5).c_str());
-  std::printf("%-24s %-12s %14s %8s %12s %6s\n", "layer (device 0)", "op", "MXU cycles", "MXU", "modelled s",
-              "bound");
+  std::printf("%-24s %-12s %14s %8s %10s %10s %12s %6s\n", "layer (device 0)", "op", "MXU cycles", "MXU",
+              "VMEM MB", "HBM MB", "modelled s", "bound");
   const auto& layers = r.logs[0].layers();
   const size_t shown = std::min<size_t>(layers.size(), 40);
   for (size_t i = 0; i < shown; ++i) {
     const mesh::OpTypeTotals& t = layers[i].totals;
-    std::printf("%-24s %-12s %14.0f %7.1f%% %12.6g %6s\n", layers[i].module.substr(0, 24).c_str(),
-                layers[i].name.c_str(), t.mxu_cycles, 100 * t.utilisation(), t.modelled_seconds, t.bound().c_str());
+    std::printf("%-24s %-12s %14.0f %7.1f%% %10.3f %10.3f %12.6g %6s\n", layers[i].module.substr(0, 24).c_str(),
+                layers[i].name.c_str(), t.mxu_cycles, 100 * t.utilisation(), t.vmem_bytes / 1e6, t.bytes / 1e6,
+                t.modelled_seconds, t.bound().c_str());
   }
   if (shown < layers.size())
     std::printf("... %zu more layer(s): --report or --report-csv has them all\n", layers.size() - shown);
