@@ -25,7 +25,7 @@ StatusOr<Array> ClipTextModel::Forward(const Ctx& ctx, const Array& ids) const {
 StatusOr<ClipTextModel::Outputs> ClipTextModel::Encode(const Ctx& ctx_in, const Array& ids) const {
   TPUMESH_ASSIGN_OR_RETURN(const ParamMap* rank_params, RankParams(ctx_in, ranks_, "text_encoder"));
   const ParamMap& P = *rank_params;
-  Ctx ctx = ctx_in.WithPacks(P.packs());
+  Ctx ctx = ctx_in.WithParams(P);
   if (*ctx.scope == '\0') ctx.scope = "text_encoder";
   const ClipTextConfig& c = config_;
   if (ids.dtype() != mesh::DType::kI32 || ids.rank() != 2 || ids.dim(1) > c.max_position_embeddings)

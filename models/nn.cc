@@ -19,6 +19,7 @@
 #include "kernels/norm.h"
 #include "kernels/ops_parallel.h"
 #include "kernels/timestep_embedding.h"
+#include "models/params.h"
 
 namespace tpumesh::models {
 namespace {
@@ -147,6 +148,11 @@ StatusOr<const kernels::PackedMatrix*> PackedWeight(const Ctx& ctx, const Array&
 
 // Times one layer call and, when the Ctx records, appends its OpRecord when
 // the call returns.
+// The module of the last op with a named weight recorded on this thread
+// ("unet/down_blocks.0.resnets.0.conv1"): ops without a weight are named
+// after its parent (Ctx::params).
+thread_local std::string t_last_module;
+
 class OpScope {
  public:
   OpScope(const Ctx& ctx, const char* name, const char* type)
@@ -157,12 +163,29 @@ class OpScope {
   }
   ~OpScope() {
     if (ctx_.ops == nullptr || !set_) return;
+    if (rec_.module.empty()) {
+      const std::string prefix = std::string(ctx_.scope) + "/";
+      const size_t dot = t_last_module.rfind('.');
+      if (t_last_module.rfind(prefix, 0) == 0 && dot != std::string::npos && dot > prefix.size())
+        rec_.module = t_last_module.substr(0, dot);
+    }
     if (!ctx_.dry_run)
       rec_.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
     ctx_.ops->push_back(std::move(rec_));
   }
   OpScope(const OpScope&) = delete;
   OpScope& operator=(const OpScope&) = delete;
+  // Names the record after its weight's parameter (Ctx::params), without
+  // the ".weight".
+  void Weight(const Array& w) {
+    if (ctx_.ops == nullptr || ctx_.params == nullptr) return;
+    const std::string* name = ctx_.params->NameOf(w);
+    if (name == nullptr) return;
+    const size_t cut = name->size() >= 7 && name->compare(name->size() - 7, 7, ".weight") == 0 ? name->size() - 7
+                                                                                              : name->size();
+    rec_.module = std::string(ctx_.scope) + "/" + name->substr(0, cut);
+    t_last_module = rec_.module;
+  }
   // The figures of this call (f32 bytes, as kernels count them; the
   // matmuls' operand bytes too).
   void Set(kernels::OpCost cost, std::string shape, std::vector<mesh::MxuMatmul> mxu = {}) {
@@ -318,6 +341,7 @@ StatusOr<Array> Linear(const Ctx& ctx, const Array& x, const Array& w, const Arr
   s.back() = out;
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(s, "linear"));
   OpScope op(ctx, conv1x1 ? "conv2d" : "linear", conv1x1 ? "conv" : "matmul");
+  op.Weight(w);
   {
     kernels::OpCost c;
     c.flops = 2.0 * rows * in * out + (b ? static_cast<double>(rows) * out : 0);
@@ -364,6 +388,7 @@ StatusOr<Array> Conv2d(const Ctx& ctx, const Array& x, const Array& w, const Arr
   const int64_t ho = shape.out_height(), wo = shape.out_width();
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({n, o, ho, wo}, "conv2d"));
   OpScope op(ctx, "conv2d", "conv");
+  op.Weight(w);
   op.Set(kernels::Conv2dCost(shape, b != nullptr), "x" + ShapeToString(x.shape()) + " w" + ShapeToString(w.shape()),
          {{n * ho * wo, o, c * shape.kernel_h * shape.kernel_w, 1, 4.0 * static_cast<double>(x.num_elements()),
            4.0 * static_cast<double>(w.num_elements()), 4.0 * static_cast<double>(n) * o * ho * wo}});
@@ -387,6 +412,7 @@ StatusOr<Array> GroupNorm(const Ctx& ctx, const Array& x, int groups, const Arra
   const int64_t n = x.dim(0), c = x.dim(1), inner = x.num_elements() / (n * c);
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(x.shape(), "group_norm"));
   OpScope op(ctx, silu ? "group_norm_silu" : "group_norm", "norm");
+  op.Weight(gamma);
   op.Set(kernels::GroupNormCost({x.dim(0), x.dim(1), x.num_elements() / std::max<int64_t>(1, x.dim(0) * x.dim(1)), groups},
                                 true, silu),
          "x" + ShapeToString(x.shape()));
@@ -406,6 +432,7 @@ StatusOr<Array> LayerNorm(const Ctx& ctx, const Array& x, const Array& gamma, co
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(x.shape(), "layer_norm"));
   const int64_t rows = x.num_elements() / d;
   OpScope op(ctx, "layer_norm", "norm");
+  op.Weight(gamma);
   op.Set(kernels::LayerNormCost(rows, d), "x" + ShapeToString(x.shape()));
   if (ctx.dry_run) return y;
   TPUMESH_RETURN_IF_ERROR(kernels::LayerNormF32(rows, d, eps, x.data<float>(), gamma.data<float>(), beta.data<float>(),

@@ -121,6 +121,7 @@ class WeightPacks {
 };
 
 class ModelAxis;  // models/parallel.h
+class ParamMap;   // models/params.h
 
 struct Ctx {
   mesh::Device* device = nullptr;  // where outputs live; nullptr: the host
@@ -143,12 +144,18 @@ struct Ctx {
   // The component being run ("unet", "text_encoder_2"): names collectives
   // in the report.
   const char* scope = "";
+  // The model's parameters, when set: a layer's record is named after its
+  // weight ("unet/down_blocks.0.resnets.0.conv1"); an op without a weight
+  // after the module of the last weighted one ("...resnets.0" for the add
+  // after conv2). OpRecord::module.
+  const ParamMap* params = nullptr;
   StatusOr<mesh::Array> Alloc(mesh::Shape shape, std::string_view what) const;
   Ctx WithPacks(WeightPacks* p) const {
     Ctx c = *this;
     if (c.packs == nullptr) c.packs = p;
     return c;
   }
+  Ctx WithParams(const ParamMap& p) const;  // WithPacks(p.packs()) and params
 };
 
 using mesh::Array;

@@ -4,6 +4,23 @@
 
 namespace tpumesh::models {
 
+ParamMap::ParamMap(std::map<std::string, mesh::Array> params) : params_(std::move(params)) {
+  for (const auto& [name, a] : params_)
+    if (a.size_bytes() > 0) names_.emplace(a.raw(), name);
+}
+
+const std::string* ParamMap::NameOf(const mesh::Array& a) const {
+  if (a.size_bytes() == 0) return nullptr;
+  auto it = names_.find(a.raw());
+  return it == names_.end() ? nullptr : &it->second;
+}
+
+Ctx Ctx::WithParams(const ParamMap& p) const {
+  Ctx c = WithPacks(p.packs());
+  c.params = &p;
+  return c;
+}
+
 bool OnlyPacked(const std::string& name, const mesh::Shape& shape) {
   return (shape.size() == 2 || shape.size() == 4) && name.find("embedding.weight") == std::string::npos;
 }

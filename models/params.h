@@ -34,7 +34,7 @@ bool MayHoldBf16(const std::string& name, const mesh::Shape& shape);
 class ParamMap {
  public:
   ParamMap() = default;
-  explicit ParamMap(std::map<std::string, mesh::Array> params) : params_(std::move(params)) {}
+  explicit ParamMap(std::map<std::string, mesh::Array> params);
 
   // NotFound / InvalidArgument naming `component` and the first missing or
   // mis-shaped tensor (expected vs got), before any compute.
@@ -42,6 +42,9 @@ class ParamMap {
   // The parameter; Check() guarantees presence for manifest names.
   const mesh::Array& operator[](const std::string& name) const { return params_.at(name); }
   const std::map<std::string, mesh::Array>& all() const { return params_; }
+  // The name of the parameter whose storage `a` is (its data pointer), or
+  // nullptr: how a layer's record learns its module's name.
+  const std::string* NameOf(const mesh::Array& a) const;
   int64_t bytes() const;
   // Rank `rank` of `ranks` (0 of 1 for a whole component).
   int rank() const { return rank_; }
@@ -67,6 +70,7 @@ class ParamMap {
 
  private:
   std::map<std::string, mesh::Array> params_;
+  std::map<const void*, std::string> names_;  // data pointer -> name
   std::shared_ptr<WeightPacks> packs_ = std::make_shared<WeightPacks>();
   int rank_ = 0, ranks_ = 1;
   std::map<std::string, std::pair<int64_t, int64_t>> split_;

@@ -92,7 +92,7 @@ StatusOr<Array> UNetModel::Forward(const Ctx& ctx_in, const Array& sample, const
                                    const Array& ehs, const Tap& tap, const AddedCond* added) const {
   TPUMESH_ASSIGN_OR_RETURN(const ParamMap* rank_params, RankParams(ctx_in, ranks_, "unet"));
   const ParamMap& P = *rank_params;
-  Ctx ctx = ctx_in.WithPacks(P.packs());
+  Ctx ctx = ctx_in.WithParams(P);
   ctx.scope = "unet";
   auto emit = [&](const std::string& name, const Array& a) {
     if (tap) tap(name, a);

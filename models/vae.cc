@@ -62,7 +62,7 @@ StatusOr<Array> VaeModel::MidBlock(const Ctx& ctx, const ParamMap& P, const std:
 StatusOr<Array> VaeModel::Decode(const Ctx& ctx_in, const Array& latents, const Tap& tap) const {
   TPUMESH_ASSIGN_OR_RETURN(const ParamMap* rank_params, RankParams(ctx_in, ranks_, "vae"));
   const ParamMap& P = *rank_params;
-  Ctx ctx = ctx_in.WithPacks(P.packs());
+  Ctx ctx = ctx_in.WithParams(P);
   ctx.scope = "vae";
   const VaeConfig& c = config_;
   auto emit = [&](const std::string& name, const Array& a) {
@@ -108,7 +108,7 @@ StatusOr<Array> VaeModel::Decode(const Ctx& ctx_in, const Array& latents, const 
 StatusOr<Array> VaeModel::EncodeMean(const Ctx& ctx_in, const Array& sample) const {
   TPUMESH_ASSIGN_OR_RETURN(const ParamMap* rank_params, RankParams(ctx_in, ranks_, "vae"));
   const ParamMap& P = *rank_params;
-  Ctx ctx = ctx_in.WithPacks(P.packs());
+  Ctx ctx = ctx_in.WithParams(P);
   ctx.scope = "vae";
   const VaeConfig& c = config_;
   const int64_t f = c.scale_factor();

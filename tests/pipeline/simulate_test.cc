@@ -245,6 +245,15 @@ TEST(SimulateTest, PerLayerRowsSumToTheOpTypeTotals) {
     EXPECT_NEAR(sum.ici_seconds, total.ici_seconds, 1e-12 * total.ici_seconds);
     EXPECT_GT(total.ici_seconds, 0);  // model=2: the split layers' collectives are layers too
   }
+  // Layers are named as diffusers names the modules: after their weight, or
+  // (an op without one) after the module of the weighted op before it.
+  std::set<std::string> names;
+  for (const mesh::LayerTotals& l : r->logs[0].layers()) names.insert(l.module);
+  for (const char* want : {"unet/down_blocks.0.resnets.0.conv1", "unet/down_blocks.0.resnets.0.norm2",
+                           "unet/down_blocks.1.attentions.0.transformer_blocks.0.attn1.to_q",
+                           "unet/down_blocks.1.attentions.0.transformer_blocks.0.attn1",
+                           "text_encoder/text_model.encoder.layers.0.mlp.fc1", "vae/decoder.conv_out"})
+    EXPECT_TRUE(names.count(want)) << want;
   const json report = json::parse(ReportJson(*r));
   EXPECT_EQ(report.at("devices").at(0).at("layers").size(), r->logs[0].layers().size());
   const std::string csv = LayersCsv(*r);
