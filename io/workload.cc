@@ -70,7 +70,11 @@ WorkloadLayer ConvLayer(const std::string& name, const kernels::Conv2dShape& s, 
   r.precision = p;
   r.shape = "x" + Dims({s.batch, s.in_channels, s.height, s.width}) + " w" +
             Dims({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}) + " stride " + std::to_string(s.stride);
-  if (s.pad_top > 0) r.shape += " pad " + std::to_string(s.pad_top);
+  if (s.pad_top > 0) {
+    r.shape += " pad " + std::to_string(s.pad_top);
+  } else if (s.pad_bottom > 0 || s.pad_right > 0) {  // SCALE-Sim's overhanging last window
+    r.shape += " pad bottom " + std::to_string(s.pad_bottom) + " right " + std::to_string(s.pad_right);
+  }
   r.cost = InHbm(kernels::Conv2dCost(s, /*has_bias=*/false), p);
   const int64_t pixels = s.batch * s.out_height() * s.out_width();
   r.mxu = {Tiled(pixels, s.out_channels, s.gemm_k(), 4.0 * s.batch * s.in_channels * s.height * s.width,
@@ -109,7 +113,7 @@ StatusOr<std::vector<WorkloadLayer>> ParseCsv(std::string_view text, const std::
                                               kernels::Precision p) {
   static const std::vector<std::string> kConv = {"layer name",   "ifmap height", "ifmap width", "filter height",
                                                  "filter width", "channels",     "num filter",  "strides"};
-  static const std::vector<std::string> kGemm = {"layer", "m", "n", "k"};
+  static const std::vector<std::string> kGemm = {"layer", "m", "n", "k"};  // or "layer name" first
   std::vector<WorkloadLayer> layers;
   const std::vector<std::string>* header = nullptr;
   int line_no = 0;
@@ -131,7 +135,8 @@ StatusOr<std::vector<WorkloadLayer>> ParseCsv(std::string_view text, const std::
       for (const auto* h : {&kConv, &kGemm}) {
         if (f.size() < h->size()) continue;
         bool same = true;
-        for (size_t i = 0; i < h->size(); ++i) same &= Lower(f[i]) == (*h)[i];
+        for (size_t i = 0; i < h->size(); ++i)
+          same &= Lower(f[i]) == (*h)[i] || (i == 0 && h == &kGemm && Lower(f[i]) == "layer name");
         if (same) header = h;
       }
       if (header == nullptr)
@@ -175,8 +180,24 @@ StatusOr<std::vector<WorkloadLayer>> ParseCsv(std::string_view text, const std::
       return InvalidArgumentError(where + ": a " + std::to_string(s.kernel_h) + "x" + std::to_string(s.kernel_w) +
                                   " filter does not fit a " + std::to_string(s.height) + "x" +
                                   std::to_string(s.width) + " IFMAP (SCALE-Sim convolves unpadded)");
+    // SCALE-Sim's output size, ceil((H - R + stride) / stride): a last
+    // window that overhangs the IFMAP still counts (padded bottom / right).
+    auto out = [&](int64_t in, int64_t k) { return (in - k + 2 * s.stride - 1) / s.stride; };
+    s.pad_bottom = static_cast<int>((out(s.height, s.kernel_h) - 1) * s.stride + s.kernel_h - s.height);
+    s.pad_right = static_cast<int>((out(s.width, s.kernel_w) - 1) * s.stride + s.kernel_w - s.width);
     if (Status st = kernels::CheckConv2d(s); !st.ok()) return InvalidArgumentError(where + ": " + std::string(st.message()));
-    layers.push_back(ConvLayer(f[0], s, p));
+    if (f[0].find("DP") == std::string::npos) {
+      layers.push_back(ConvLayer(f[0], s, p));
+      continue;
+    }
+    // SCALE-Sim's depthwise convention: a layer named with "DP" is one
+    // single-channel conv per channel, "<name>Channel_<i>".
+    if (static_cast<int64_t>(layers.size()) + s.in_channels > kMaxWorkloadLayers)
+      return InvalidArgumentError(where + ": the depthwise layer's " + std::to_string(s.in_channels) +
+                                  " channels make more than " + std::to_string(kMaxWorkloadLayers) + " layers");
+    const int64_t channels = s.in_channels;
+    s.in_channels = 1;
+    for (int64_t c = 0; c < channels; ++c) layers.push_back(ConvLayer(f[0] + "Channel_" + std::to_string(c), s, p));
   }
   if (header == nullptr) return InvalidArgumentError(origin + ": empty (no SCALE-Sim topology header)");
   if (layers.empty()) return InvalidArgumentError(origin + ": a header and no layers");

@@ -6,11 +6,15 @@
 //      conv: Layer name, IFMAP Height, IFMAP Width, Filter Height,
 //            Filter Width, Channels, Num Filter, Strides[, ...]
 //      GEMM: Layer, M, N, K[, ...]
-//    A conv row is one image, unpadded (SCALE-Sim's convention): an
-//    E x F ofmap with E = (H - R) / stride + 1, F likewise; as a matmul
-//    M = E F ofmap pixels, N = filters, K = R S C. A GEMM row is
-//    C[M, N] = A[M, K] x B[K, N]. Extra columns (SCALE-Sim's sparsity
-//    fields) and trailing commas are ignored; blank lines are skipped.
+//    (the GEMM form's first column may also be "Layer Name"). A conv row
+//    is one image, unpadded (SCALE-Sim's convention): an E x F ofmap with
+//    E = ceil((H - R + stride) / stride) as SCALE-Sim rounds it (a last
+//    window that overhangs the edge counts), F likewise; as a matmul
+//    M = E F ofmap pixels, N = filters, K = R S C; a layer named with "DP" is depthwise
+//    as SCALE-Sim reads it: one single-channel conv per channel,
+//    "<name>Channel_<i>". A GEMM row is C[M, N] = A[M, K] x B[K, N].
+//    Extra columns (SCALE-Sim's sparsity fields) and trailing commas are
+//    ignored; blank lines are skipped.
 //  - A JSON object {"layers": [...]} (*.json), each layer an object with a
 //    "name", an "op" and the op's fields (all integers >= 1):
 //      matmul       m, n, k                 C[m, n] = A[m, k] B[k, n]

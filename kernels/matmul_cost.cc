@@ -44,7 +44,8 @@ MatmulCostFigures MatmulCost(int64_t m, int64_t n, int64_t k, Precision precisio
     t = n;
   }
   f.folds = f.passes * ((sr + r - 1) / r) * ((sc + c - 1) / c);
-  f.cycles_per_fold = 2 * r + c + t - 2;
+  // os needs no weight load before its first row: R cycles less per fold.
+  f.cycles_per_fold = (array.dataflow == Dataflow::kOutputStationary ? r : 2 * r) + c + t - 2;
   f.cycles = (f.folds + array.count - 1) / array.count * f.cycles_per_fold;
   f.useful_macs = mnk * f.passes;
   f.utilisation = f.useful_macs / (static_cast<double>(f.cycles) * r * c * array.count);

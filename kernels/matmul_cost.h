@@ -12,11 +12,17 @@
 //   is (input stationary):         Sr = K, Sc = M, T = N (A stays, B streams)
 // The Sr x Sc operand is cut into ceil(Sr/R) x ceil(Sc/C) folds; each is
 // loaded, T rows stream through it, and the results drain:
-//   cycles per fold = 2R + C + T - 2   (fill R + stream T + drain R + C - 2).
-// A partial fold takes as long as a full one. A precision of p passes
+//   ws, is: cycles per fold = 2R + C + T - 2  (load R + stream T + drain R + C - 2)
+//   os:     cycles per fold = R + C + T - 2   (nothing to load first)
+// as SCALE-Sim v2 schedules them (its demand matrices, compute/
+// systolic_compute_*.py). A partial fold takes as long as a full one, and
+// folds do not overlap. SCALE-Sim reports the index of the last cycle,
+// counting from 0: its "Total Cycles" is these cycles - 1 per layer
+// (tests/kernels/scalesim_test.cc compares every layer of its example
+// topologies). A precision of p passes
 // (kDefault 1, kHigh 3, kHighest 6: bf16x6 on a TPU) runs p times as many
 // folds. The folds are shared by the `count` arrays of a chip:
-//   cycles = ceil(folds / count) * (2R + C + T - 2),
+//   cycles = ceil(folds / count) * cycles per fold,
 //   utilisation = M*N*K*p / (cycles * R * C * count),
 //   seconds = cycles / clock_hz.
 // flops counts the MXU's work, 2*M*N*K per pass; bytes count each operand
@@ -59,7 +65,7 @@ struct MatmulCostFigures {
   double bytes_written = 0;  // C
   int passes = 0;            // bf16 passes of the precision
   int64_t folds = 0;         // passes * ceil(Sr/R) * ceil(Sc/C)
-  int64_t cycles_per_fold = 0;  // 2R + C + T - 2
+  int64_t cycles_per_fold = 0;  // 2R + C + T - 2 (os: R + C + T - 2)
   int64_t cycles = 0;        // ceil(folds / count) * cycles_per_fold
   double useful_macs = 0;    // M*N*K*passes
   double utilisation = 0;    // useful_macs / (cycles * R * C * count), 0..1

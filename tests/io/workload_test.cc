@@ -40,6 +40,24 @@ TEST(WorkloadTest, ScaleSimConvRowsAreUnpaddedImagesAsMatmuls) {
   EXPECT_FALSE((*layers)[0].collective.has_value());
 }
 
+// As SCALE-Sim reads them: the output size rounds up (224 - 11 over stride
+// 4: 55 pixels a side, the last window overhanging), and a "DP" layer is one
+// single-channel conv per channel.
+TEST(WorkloadTest, ScaleSimRoundsOutputsUpAndSplitsDepthwiseLayers) {
+  const std::string header =
+      "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n";
+  auto up = ParseWorkload(header + "Conv1, 224, 224, 11, 11, 3, 96, 4,\n", "a.csv", kDefault);
+  ASSERT_TRUE(up.ok()) << up.status().ToString();
+  EXPECT_EQ((*up)[0].record.mxu[0].m, 55 * 55);
+  EXPECT_EQ((*up)[0].record.shape, "x[1,3,224,224] w[96,3,11,11] stride 4 pad bottom 3 right 3");
+  auto dw = ParseWorkload(header + "Conv_DP_1, 14, 14, 3, 3, 4, 1, 1,\n", "m.csv", kDefault);
+  ASSERT_TRUE(dw.ok()) << dw.status().ToString();
+  ASSERT_EQ(dw->size(), 4u);
+  EXPECT_EQ((*dw)[3].record.module, "Conv_DP_1Channel_3");
+  EXPECT_EQ((*dw)[3].record.mxu[0].k, 9);
+  EXPECT_EQ((*dw)[3].record.mxu[0].m, 12 * 12);
+}
+
 TEST(WorkloadTest, ScaleSimGemmRowsAreMatmuls) {
   auto layers = ParseWorkload("Layer, M, N, K,\nfc1, 4096, 320, 768,\n", "gemm.CSV", kDefault);
   ASSERT_TRUE(layers.ok()) << layers.status().ToString();
