@@ -306,7 +306,7 @@ StatusOr<Array> Array::SliceLeading(int64_t begin, int64_t end, Device* device,
 }
 
 void BoundHostHeap() {
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_MMAP_THRESHOLD, static_cast<int>(kHugePage));
   mallopt(M_ARENA_MAX, 2);
 }
 

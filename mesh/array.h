@@ -36,12 +36,13 @@ int64_t NumElements(const Shape& shape);
 std::string ShapeToString(const Shape& shape);  // "[2,77]"
 
 // The host heap's policy for a process that runs virtual devices, called
-// once at the start of main: blocks of 1 MiB and more are mapped on their
-// own (given back to the OS when freed) and malloc keeps at most 2 arenas.
-// glibc's defaults (a mapping threshold that climbs to 32 MiB as large
-// blocks are freed, 8 arenas per core) left SD 1.5's `generate` on 8
-// devices with ~670 MB of freed heap resident, growing with every device
-// that ran (docs/mesh.md, "Host memory").
+// once at the start of main: blocks of 2 MiB and more (the size from which
+// arrays map their own storage) are mapped on their own, given back to the
+// OS when freed, and malloc keeps at most 2 arenas. glibc's defaults (a
+// mapping threshold that climbs to 32 MiB as large blocks are freed, 8
+// arenas per core) left SD 1.5's `generate` on 8 devices with ~670 MB of
+// freed heap resident, growing with every device that ran; a 1 MiB
+// threshold cost the text encoder 30% in page faults (docs/mesh.md).
 void BoundHostHeap();
 
 template <typename T> constexpr DType DTypeOf();
