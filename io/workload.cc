@@ -43,13 +43,19 @@ std::string Dims(std::initializer_list<int64_t> d) {
   return s + "]";
 }
 
-WorkloadLayer MatmulLayer(const std::string& name, int64_t m, int64_t n, int64_t k, kernels::Precision p) {
+// A layer's record before its figures: what it is, its name, its precision.
+WorkloadLayer NewLayer(const char* op, const char* type, const std::string& name, kernels::Precision p) {
   WorkloadLayer l;
+  l.record.name = op;
+  l.record.type = type;
+  l.record.module = name;
+  l.record.precision = p;
+  return l;
+}
+
+WorkloadLayer MatmulLayer(const std::string& name, int64_t m, int64_t n, int64_t k, kernels::Precision p) {
+  WorkloadLayer l = NewLayer("matmul", "matmul", name, p);
   mesh::OpRecord& r = l.record;
-  r.name = "matmul";
-  r.type = "matmul";
-  r.module = name;
-  r.precision = p;
   r.shape = "a" + Dims({m, k}) + " b" + Dims({k, n});
   kernels::OpCost c;
   c.flops = 2.0 * static_cast<double>(m) * n * k;
@@ -62,12 +68,8 @@ WorkloadLayer MatmulLayer(const std::string& name, int64_t m, int64_t n, int64_t
 
 // Conv2dShape already checked (CheckConv2d).
 WorkloadLayer ConvLayer(const std::string& name, const kernels::Conv2dShape& s, kernels::Precision p) {
-  WorkloadLayer l;
+  WorkloadLayer l = NewLayer("conv2d", "conv", name, p);
   mesh::OpRecord& r = l.record;
-  r.name = "conv2d";
-  r.type = "conv";
-  r.module = name;
-  r.precision = p;
   r.shape = "x" + Dims({s.batch, s.in_channels, s.height, s.width}) + " w" +
             Dims({s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}) + " stride " + std::to_string(s.stride);
   if (s.pad_top > 0) {
@@ -283,11 +285,8 @@ StatusOr<WorkloadLayer> JsonLayer(const json& j, const std::string& where, kerne
     TPUMESH_ASSIGN_OR_RETURN(s.kv_len, num("kv_len", std::nullopt, 1, kMaxDim));
     TPUMESH_ASSIGN_OR_RETURN(s.heads, num("heads", std::nullopt, 1, 65536));
     TPUMESH_ASSIGN_OR_RETURN(s.head_dim, num("head_dim", std::nullopt, 1, 65536));
+    l = NewLayer("attention", "attention", name, p);
     mesh::OpRecord& r = l.record;
-    r.name = "attention";
-    r.type = "attention";
-    r.module = name;
-    r.precision = p;
     r.shape = "q" + Dims({s.batch, s.q_len, s.heads * s.head_dim}) + " kv" +
               Dims({s.batch, s.kv_len, s.heads * s.head_dim}) + " heads " + std::to_string(s.heads);
     r.cost = InHbm(kernels::AttentionCost(s), p);
@@ -299,11 +298,8 @@ StatusOr<WorkloadLayer> JsonLayer(const json& j, const std::string& where, kerne
     TPUMESH_ASSIGN_OR_RETURN(int64_t f, num("flops_per_element", 1, 0, 1024));
     TPUMESH_ASSIGN_OR_RETURN(int64_t t, num("transcendentals_per_element", 0, 0, 1024));
     TPUMESH_ASSIGN_OR_RETURN(int64_t inputs, num("inputs", 1, 1, 64));
+    l = NewLayer("elementwise", "elementwise", name, p);
     mesh::OpRecord& r = l.record;
-    r.name = "elementwise";
-    r.type = "elementwise";
-    r.module = name;
-    r.precision = p;
     r.shape = "x[" + std::to_string(n) + "] x " + std::to_string(inputs);
     kernels::OpCost c;
     c.flops = static_cast<double>(n) * static_cast<double>(f);
@@ -313,15 +309,11 @@ StatusOr<WorkloadLayer> JsonLayer(const json& j, const std::string& where, kerne
     r.cost = InHbm(c, p);
   } else if (auto kind = CollectiveOf(op)) {
     fields = {"axis", "bytes"};
+    l = NewLayer(op.c_str(), "collective", name, p);
     TPUMESH_ASSIGN_OR_RETURN(l.axis, str("axis"));
     TPUMESH_ASSIGN_OR_RETURN(l.bytes, num("bytes", std::nullopt, 1, kMaxBytes));
     l.collective = kind;
-    mesh::OpRecord& r = l.record;
-    r.name = op;
-    r.type = "collective";
-    r.module = name;
-    r.precision = p;
-    r.shape = l.axis + " " + std::to_string(l.bytes) + " B";
+    l.record.shape = l.axis + " " + std::to_string(l.bytes) + " B";
   } else {
     return InvalidArgumentError(where + ": op '" + op +
                                 "' is not one of matmul, conv, attention, elementwise, psum, pmean, all_gather, "
