@@ -78,8 +78,8 @@ Status RunDevices(const DevicesOptions& opt) {
   std::cout << "Mesh: " << mesh::MeshAxesToString(m->axes())
             << " (row-major over device ids, last axis fastest)\n";
   std::cout << "Chip " << chip.name << ": " << chip.tensorcores_per_chip << " TensorCore(s) x "
-            << chip.mxus_per_tensorcore << " MXU " << chip.mxu_rows << "x" << chip.mxu_cols
-            << " @ " << Fixed(chip.clock_hz / 1e9, 2) << " GHz, "
+            << chip.mxus_per_tensorcore << " MXU " << chip.mxu_rows << "x" << chip.mxu_cols << " "
+            << kernels::DataflowName(chip.dataflow) << " @ " << Fixed(chip.clock_hz / 1e9, 2) << " GHz, "
             << Fixed(chip.peak_bf16_flops / 1e12, 0) << " TFLOP/s bf16 per chip; HBM "
             << mesh::FormatBytes(chip.hbm_bytes) << " @ " << Fixed(chip.hbm_bandwidth / 1e9, 0)
             << " GB/s; VMEM " << mesh::FormatBytes(chip.vmem_bytes) << "; ICI " << chip.ici_ports

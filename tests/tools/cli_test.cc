@@ -263,6 +263,9 @@ TEST(CliTest, SimulateWorkloadWritesPerLayerFigures) {
   std::getline(cf, header);
   std::getline(cf, row);
   EXPECT_EQ(header.rfind("device,layer,op,type,shape,count,flops,mxu_cycles,", 0), 0u) << header;
+  Result dev = RunTpumesh("devices --dataflow is");
+  ASSERT_EQ(dev.code, 0) << dev.err;
+  EXPECT_THAT(dev.out, HasSubstr("4 MXU 128x128 is @ 1.50 GHz"));
   EXPECT_EQ(row.rfind("0,Conv1,conv2d,conv,\"x[1,3,227,227] w[96,3,11,11] stride 4\",1,", 0), 0u) << row;
 }
 
