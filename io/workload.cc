@@ -21,22 +21,6 @@ using json = nlohmann::json;
 constexpr int64_t kMaxDim = int64_t{1} << 24;
 constexpr int64_t kMaxBytes = int64_t{1} << 40;
 
-// kernels' figures count f32 operands; at kDefault they sit in HBM as bf16
-// (as models/nn.cc's OpScope halves them).
-kernels::OpCost InHbm(kernels::OpCost c, kernels::Precision p) {
-  if (p == kernels::Precision::kDefault) {
-    c.bytes_read *= 0.5;
-    c.bytes_written *= 0.5;
-  }
-  return c;
-}
-
-// A matmul tiled into VMEM, its operands' HBM bytes from f32 counts.
-mesh::MxuMatmul Tiled(int64_t m, int64_t n, int64_t k, double a, double b, double c, kernels::Precision p) {
-  const double s = p == kernels::Precision::kDefault ? 0.5 : 1.0;
-  return {m, n, k, 1, a * s, b * s, c * s};
-}
-
 std::string Dims(std::initializer_list<int64_t> d) {
   std::string s = "[";
   for (int64_t v : d) s += (s.size() > 1 ? "," : "") + std::to_string(v);
@@ -61,8 +45,8 @@ WorkloadLayer MatmulLayer(const std::string& name, int64_t m, int64_t n, int64_t
   c.flops = 2.0 * static_cast<double>(m) * n * k;
   c.bytes_read = 4.0 * (static_cast<double>(m) * k + static_cast<double>(k) * n);
   c.bytes_written = 4.0 * static_cast<double>(m) * n;
-  r.cost = InHbm(c, p);
-  r.mxu = {Tiled(m, n, k, 4.0 * m * k, 4.0 * k * n, 4.0 * m * n, p)};
+  r.cost = c;
+  r.mxu = {{m, n, k, 1, 4.0 * m * k, 4.0 * k * n, 4.0 * m * n}};
   return l;
 }
 
@@ -77,10 +61,10 @@ WorkloadLayer ConvLayer(const std::string& name, const kernels::Conv2dShape& s, 
   } else if (s.pad_bottom > 0 || s.pad_right > 0) {  // SCALE-Sim's overhanging last window
     r.shape += " pad bottom " + std::to_string(s.pad_bottom) + " right " + std::to_string(s.pad_right);
   }
-  r.cost = InHbm(kernels::Conv2dCost(s, /*has_bias=*/false), p);
+  r.cost = kernels::Conv2dCost(s, /*has_bias=*/false);
   const int64_t pixels = s.batch * s.out_height() * s.out_width();
-  r.mxu = {Tiled(pixels, s.out_channels, s.gemm_k(), 4.0 * s.batch * s.in_channels * s.height * s.width,
-                 4.0 * s.gemm_k() * s.out_channels, 4.0 * pixels * s.out_channels, p)};
+  r.mxu = {{pixels, s.out_channels, s.gemm_k(), 1, 4.0 * s.batch * s.in_channels * s.height * s.width,
+            4.0 * s.gemm_k() * s.out_channels, 4.0 * pixels * s.out_channels}};
   return l;
 }
 
@@ -289,7 +273,7 @@ StatusOr<WorkloadLayer> JsonLayer(const json& j, const std::string& where, kerne
     mesh::OpRecord& r = l.record;
     r.shape = "q" + Dims({s.batch, s.q_len, s.heads * s.head_dim}) + " kv" +
               Dims({s.batch, s.kv_len, s.heads * s.head_dim}) + " heads " + std::to_string(s.heads);
-    r.cost = InHbm(kernels::AttentionCost(s), p);
+    r.cost = kernels::AttentionCost(s);
     const double bh = static_cast<double>(s.batch) * static_cast<double>(s.heads);
     r.mxu = {{s.q_len, s.kv_len, s.head_dim, bh}, {s.q_len, s.head_dim, s.kv_len, bh}};
   } else if (op == "elementwise") {
@@ -306,7 +290,7 @@ StatusOr<WorkloadLayer> JsonLayer(const json& j, const std::string& where, kerne
     c.transcendentals = static_cast<double>(n) * static_cast<double>(t);
     c.bytes_read = 4.0 * static_cast<double>(n) * static_cast<double>(inputs);
     c.bytes_written = 4.0 * static_cast<double>(n);
-    r.cost = InHbm(c, p);
+    r.cost = c;
   } else if (auto kind = CollectiveOf(op)) {
     fields = {"axis", "bytes"};
     l = NewLayer(op.c_str(), "collective", name, p);
@@ -371,9 +355,16 @@ bool EndsWith(std::string_view s, std::string_view tail) {
 StatusOr<std::vector<WorkloadLayer>> ParseWorkload(std::string_view text, std::string_view origin,
                                                    kernels::Precision precision) {
   const std::string o(origin);
-  if (EndsWith(origin, ".csv")) return ParseCsv(text, o, precision);
-  if (EndsWith(origin, ".json")) return ParseJson(text, o, precision);
-  return InvalidArgumentError(o + ": a workload is a SCALE-Sim topology (.csv) or a JSON list of ops (.json)");
+  StatusOr<std::vector<WorkloadLayer>> layers =
+      EndsWith(origin, ".csv")    ? ParseCsv(text, o, precision)
+      : EndsWith(origin, ".json") ? ParseJson(text, o, precision)
+                                  : InvalidArgumentError(o + ": a workload is a SCALE-Sim topology (.csv) or a JSON "
+                                                             "list of ops (.json)");
+  // Figures are counted in f32 bytes, as kernels count them; at default the
+  // operands sit in HBM as bf16, as the models' records do.
+  if (layers.ok() && precision == kernels::Precision::kDefault)
+    for (WorkloadLayer& l : *layers) mesh::CountBytesAsBf16(l.record);
+  return layers;
 }
 
 StatusOr<std::vector<WorkloadLayer>> LoadWorkload(const std::string& path, kernels::Precision precision) {

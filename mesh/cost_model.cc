@@ -32,6 +32,16 @@ double TranscendentalsPerSecond(const ChipSpec& c) {
   return kVpuLanes * kTranscendentalsPerLanePerCycle * c.clock_hz * TensorCoresPerDevice(c);
 }
 
+void CountBytesAsBf16(OpRecord& r) {
+  r.cost.bytes_read *= 0.5;
+  r.cost.bytes_written *= 0.5;
+  for (MxuMatmul& m : r.mxu) {
+    m.a_bytes *= 0.5;
+    m.b_bytes *= 0.5;
+    m.c_bytes *= 0.5;
+  }
+}
+
 VmemTraffic TileIntoVmem(const MxuMatmul& mm, double vmem, kernels::Dataflow dataflow) {
   VmemTraffic v;
   const double all = mm.a_bytes + mm.b_bytes + mm.c_bytes;

@@ -106,6 +106,10 @@ struct OpTiming {
 // size, clock and dataflow.
 kernels::SystolicArray DeviceArray(const ChipSpec& chip);
 
+// kernels count an op's bytes as f32; at precision default its operands sit
+// in HBM as bf16: halves the record's bytes and its matmuls' operand bytes.
+void CountBytesAsBf16(OpRecord& record);
+
 // Vector-unit figures of one device of `chip` (see the header comment).
 double VectorFlopsPerSecond(const ChipSpec& chip);
 double VmemPerDevice(const ChipSpec& chip);  // vmem_bytes x TensorCores per device

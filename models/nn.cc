@@ -146,13 +146,13 @@ StatusOr<const kernels::PackedMatrix*> PackedWeight(const Ctx& ctx, const Array&
   return &local;
 }
 
-// Times one layer call and, when the Ctx records, appends its OpRecord when
-// the call returns.
 // The module of the last op with a named weight recorded on this thread
 // ("unet/down_blocks.0.resnets.0.conv1"): ops without a weight are named
 // after its parent (Ctx::params).
 thread_local std::string t_last_module;
 
+// Times one layer call and, when the Ctx records, appends its OpRecord when
+// the call returns.
 class OpScope {
  public:
   OpScope(const Ctx& ctx, const char* name, const char* type)
@@ -190,20 +190,10 @@ class OpScope {
   // matmuls' operand bytes too).
   void Set(kernels::OpCost cost, std::string shape, std::vector<mesh::MxuMatmul> mxu = {}) {
     if (ctx_.ops == nullptr) return;
-    if (ctx_.precision == Precision::kDefault) {  // bf16 in HBM
-      cost.bytes_read *= 0.5;
-      cost.bytes_written *= 0.5;
-    }
-    if (ctx_.precision == Precision::kDefault) {
-      for (mesh::MxuMatmul& m : mxu) {
-        m.a_bytes *= 0.5;
-        m.b_bytes *= 0.5;
-        m.c_bytes *= 0.5;
-      }
-    }
     rec_.cost = cost;
     rec_.shape = std::move(shape);
     rec_.mxu = std::move(mxu);
+    if (ctx_.precision == Precision::kDefault) mesh::CountBytesAsBf16(rec_);  // bf16 in HBM
     set_ = true;
   }
 
