@@ -47,6 +47,19 @@ MatmulCostFigures MatmulCost(int64_t m, int64_t n, int64_t k, Precision precisio
   // os needs no weight load before its first row: R cycles less per fold.
   f.cycles_per_fold = (array.dataflow == Dataflow::kOutputStationary ? r : 2 * r) + c + t - 2;
   f.cycles = (f.folds + array.count - 1) / array.count * f.cycles_per_fold;
+  // The buffer traffic (see the header): per pass, elements of A, B and C.
+  auto ceil_div = [](int64_t a, int64_t b) { return static_cast<double>((a + b - 1) / b); };
+  const double mk = static_cast<double>(m) * k, kn = static_cast<double>(k) * n, mn = static_cast<double>(m) * n;
+  double a_reads = mk * ceil_div(n, c), b_reads = kn, c_writes = mn * ceil_div(k, r);  // ws
+  if (array.dataflow == Dataflow::kOutputStationary) {
+    b_reads = kn * ceil_div(m, r);
+    c_writes = mn;
+  } else if (array.dataflow == Dataflow::kInputStationary) {
+    a_reads = mk;
+    b_reads = kn * ceil_div(m, c);
+  }
+  f.buffer_read_bytes = 2.0 * (a_reads + b_reads) * f.passes;
+  f.buffer_write_bytes = 4.0 * c_writes * f.passes;
   f.useful_macs = mnk * f.passes;
   f.utilisation = f.useful_macs / (static_cast<double>(f.cycles) * r * c * array.count);
   f.seconds = array.clock_hz > 0 ? static_cast<double>(f.cycles) / array.clock_hz : 0.0;

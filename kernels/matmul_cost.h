@@ -28,6 +28,15 @@
 // flops counts the MXU's work, 2*M*N*K per pass; bytes count each operand
 // once from HBM: A and B as bf16 at kDefault, as f32 at kHigh/kHighest (the
 // split happens on chip), C as f32.
+// The array's own traffic with its on-chip buffer (VMEM on a TPU), counted
+// as SCALE-Sim counts its SRAM reads and writes: the stationary operand is
+// read once, a streamed one once per fold of the other mapped dimension,
+// and outputs are written once per fold along Sr (partial sums):
+//   ws: A M*K*ceil(N/C), B K*N,          C M*N*ceil(K/R)
+//   os: A M*K*ceil(N/C), B K*N*ceil(M/R), C M*N
+//   is: A M*K,           B K*N*ceil(M/C), C M*N*ceil(K/R)
+// per pass, operands as bf16 (2 bytes: a pass feeds bf16 pieces), outputs
+// as f32 (4 bytes).
 #ifndef TPUMESH_KERNELS_MATMUL_COST_H_
 #define TPUMESH_KERNELS_MATMUL_COST_H_
 
@@ -67,6 +76,8 @@ struct MatmulCostFigures {
   int64_t folds = 0;         // passes * ceil(Sr/R) * ceil(Sc/C)
   int64_t cycles_per_fold = 0;  // 2R + C + T - 2 (os: R + C + T - 2)
   int64_t cycles = 0;        // ceil(folds / count) * cycles_per_fold
+  double buffer_read_bytes = 0;   // A and B fed to the array from on-chip memory
+  double buffer_write_bytes = 0;  // C (partial sums) written back to it
   double useful_macs = 0;    // M*N*K*passes
   double utilisation = 0;    // useful_macs / (cycles * R * C * count), 0..1
   double seconds = 0;        // cycles / clock_hz

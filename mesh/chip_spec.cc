@@ -17,6 +17,15 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 
 }  // namespace
 
+std::vector<std::pair<const char*, double EnergySpec::*>> EnergyFields() {
+  return {{"mac_pj", &EnergySpec::mac_pj},
+          {"vector_flop_pj", &EnergySpec::vector_flop_pj},
+          {"transcendental_pj", &EnergySpec::transcendental_pj},
+          {"vmem_byte_pj", &EnergySpec::vmem_byte_pj},
+          {"hbm_byte_pj", &EnergySpec::hbm_byte_pj},
+          {"ici_byte_pj", &EnergySpec::ici_byte_pj}};
+}
+
 // Figures and their sources: docs/chips.md (one row per field). Tags below:
 // [GC] the Google Cloud TPU page of that version, [SB] "How to Scale Your
 // Model", ch. "How to Think About TPUs", [JAX] jax/_src/pallas/mosaic/tpu_info.py,
@@ -119,6 +128,9 @@ Status ChipSpec::Validate() const {
     return bad("default_topology", "must have 1 to 3 axes");
   for (int d : default_topology)
     if (d < 1) return bad("default_topology", "axes must be >= 1");
+  for (const auto& [field, member] : EnergyFields())
+    if (!(energy.*member >= 0) || !std::isfinite(energy.*member))
+      return bad(std::string("energy.") + field, "must be >= 0 and finite");
   return OkStatus();
 }
 
@@ -142,6 +154,7 @@ std::string ChipSpec::ToJson() const {
   j["ici_hop_latency_s"] = ici_hop_latency_s;
   j["torus_wrap_size"] = torus_wrap_size;
   j["default_topology"] = default_topology;
+  for (const auto& [field, member] : EnergyFields()) j["energy"][field] = energy.*member;
   return j.dump(2);
 }
 
@@ -162,7 +175,7 @@ StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
       "peak_bf16_flops", "hbm_bytes", "hbm_bandwidth", "vmem_bytes",
       "ici_ports", "ici_link_bandwidth", "ici_hop_latency_s",
       "torus_wrap_size", "default_topology"};
-  static const char* const kOptional[] = {"dataflow"};
+  static const char* const kOptional[] = {"dataflow", "energy"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (const char* k : kKnown) known |= (key == k);
@@ -220,6 +233,22 @@ StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
     auto d = kernels::ParseDataflow(name);
     if (!d.ok()) return InvalidArgumentError(where + ": field " + std::string(d.status().message()));
     c.dataflow = *d;
+  }
+  if (j.contains("energy")) {
+    const auto& e = j["energy"];
+    if (!e.is_object()) return InvalidArgumentError(where + ": field 'energy' must be an object");
+    const auto fields = EnergyFields();
+    for (const auto& [key, value] : e.items()) {
+      bool known = false;
+      for (const auto& f : fields) known |= key == f.first;
+      if (!known) return InvalidArgumentError(where + ": unknown field 'energy." + key + "'");
+    }
+    for (const auto& [key, member] : fields) {
+      if (!e.contains(key)) return InvalidArgumentError(where + ": missing field 'energy." + key + "'");
+      if (!e[key].is_number())
+        return InvalidArgumentError(where + ": field 'energy." + key + "' must be a number");
+      c.energy.*member = e[key].get<double>();
+    }
   }
   const auto& topo = j["default_topology"];
   if (!topo.is_array()) return InvalidArgumentError(where + ": field 'default_topology' must be an array of integers");

@@ -12,12 +12,26 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "kernels/matmul_cost.h"
 
 namespace tpumesh::mesh {
+
+// Energy per operation in picojoules, for the cost model's estimates
+// (mesh/cost_model.h: joules per op from its counts). The defaults are 7 nm
+// figures; docs/cost-model.md ("Energy") gives each source and derivation.
+// They are dynamic energies only: no leakage, idle or host power.
+struct EnergySpec {
+  double mac_pj = 0.59;             // an MXU multiply-accumulate, one pass: bf16 multiply 0.21 + f32 add 0.38
+  double vector_flop_pj = 0.845;    // an f32 vector op: mean of f32 add 0.38 and multiply 1.31
+  double transcendental_pj = 6.76;  // assumed 4 f32 multiply-adds (a degree-4 polynomial): 4 x 1.69
+  double vmem_byte_pj = 2.19;       // on-chip SRAM: 1/20 of HBM's per access (350 / 20 pJ per 8 bytes)
+  double hbm_byte_pj = 43.75;       // HBM2: 250-450 pJ per 64-bit access, 350 / 8 bytes
+  double ici_byte_pj = 16.8;        // a SerDes link: transmitter 1.3 + receiver 0.8 pJ/bit, x 8
+};
 
 struct ChipSpec {
   std::string name;         // preset name: "v5e", "v4", "v2", or a custom one
@@ -44,6 +58,9 @@ struct ChipSpec {
   // multiple of this (v5e: 16, only full-pod axes; v4: 4). 0: never.
   int torus_wrap_size = 0;
   std::vector<int> default_topology;  // chips per axis, e.g. {2, 4}
+  // Optional field "energy" in a chip file: an object with every field of
+  // EnergySpec; absent, the 7 nm defaults.
+  EnergySpec energy;
 
   // Derived figures.
   int mxus_per_chip() const { return tensorcores_per_chip * mxus_per_tensorcore; }
@@ -63,6 +80,9 @@ ChipSpec V5eChip();
 ChipSpec V4Chip();
 ChipSpec V2Chip();
 std::vector<std::string> ChipPresetNames();  // {"v5e", "v4", "v2"}
+// EnergySpec's fields as a chip file names them, in order (mac_pj, ...):
+// read one with `spec.*field.second`.
+std::vector<std::pair<const char*, double EnergySpec::*>> EnergyFields();
 
 // "v5e" | "v4" | "v2" | a path to a JSON file.
 StatusOr<ChipSpec> LoadChipSpec(std::string_view name_or_path);

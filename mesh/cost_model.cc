@@ -69,8 +69,10 @@ kernels::SystolicArray DeviceArray(const ChipSpec& c) {
 OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip) {
   OpTiming t;
   const kernels::SystolicArray array = DeviceArray(chip);
+  double buffer_bytes = 0;  // the MXU's traffic with VMEM
   for (const MxuMatmul& mm : op.mxu) {
     const kernels::MatmulCostFigures f = kernels::MatmulCost(mm.m, mm.n, mm.k, op.precision, array);
+    buffer_bytes += (f.buffer_read_bytes + f.buffer_write_bytes) * mm.count;
     t.mxu_cycles += static_cast<int64_t>(f.cycles * mm.count);
     t.mxu_seconds += f.seconds * mm.count;
     t.mxu_flops += f.flops * mm.count;
@@ -93,6 +95,14 @@ OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip) {
   t.ici_seconds = op.ici_seconds;
   t.seconds = std::max(t.mxu_seconds + t.vector_seconds, t.hbm_seconds) + t.ici_seconds;
   t.utilisation = t.mxu_capacity_macs > 0 ? t.mxu_useful_macs / t.mxu_capacity_macs : 0;
+  t.vmem_access_bytes = t.hbm_bytes + (op.mxu.empty() ? op.cost.bytes() : buffer_bytes);
+  const EnergySpec& e = chip.energy;
+  constexpr double kPico = 1e-12;
+  t.energy.mxu = t.mxu_useful_macs * e.mac_pj * kPico;
+  t.energy.vector = (vector_flops * e.vector_flop_pj + op.cost.transcendentals * e.transcendental_pj) * kPico;
+  t.energy.vmem = t.vmem_access_bytes * e.vmem_byte_pj * kPico;
+  t.energy.hbm = t.hbm_bytes * e.hbm_byte_pj * kPico;
+  t.energy.ici = static_cast<double>(op.ici_bytes) * e.ici_byte_pj * kPico;
   return t;
 }
 
@@ -114,6 +124,8 @@ void Accumulate(const OpRecord& op, const OpTiming& t, double repeat, OpTypeTota
   s.mxu_cycles += static_cast<double>(t.mxu_cycles) * repeat;
   s.mxu_useful_macs += t.mxu_useful_macs * repeat;
   s.mxu_capacity_macs += t.mxu_capacity_macs * repeat;
+  s.vmem_access_bytes += t.vmem_access_bytes * repeat;
+  s.energy.Add(t.energy, repeat);
 }
 
 }  // namespace
@@ -163,6 +175,8 @@ OpTypeTotals DeviceCostLog::total() const {
     all.mxu_cycles += s.mxu_cycles;
     all.mxu_useful_macs += s.mxu_useful_macs;
     all.mxu_capacity_macs += s.mxu_capacity_macs;
+    all.vmem_access_bytes += s.vmem_access_bytes;
+    all.energy.Add(s.energy);
   }
   return all;
 }

@@ -21,6 +21,19 @@
 //                  ici_seconds for a collective (not overlapped with compute:
 //                  the layers after it wait for its result)
 //   utilisation    the MXU's useful MACs / (cycles x its MAC slots)
+//   energy         an estimate, in joules, from the chip's EnergySpec
+//                  (dynamic energy only; docs/cost-model.md "Energy"):
+//                    MXU     useful MACs x passes x mac_pj
+//                    vector  vector flops x vector_flop_pj
+//                            + transcendentals x transcendental_pj
+//                    VMEM    vmem_access_bytes x vmem_byte_pj, where the
+//                            accesses are every HBM byte once (the DMA
+//                            side) plus the MXU's buffer traffic in the
+//                            chip's dataflow (kernels/matmul_cost.h), or
+//                            for an op without matmuls its own bytes (the
+//                            vector unit's side)
+//                    HBM     hbm_bytes x hbm_byte_pj
+//                    ICI     bytes this device sends x ici_byte_pj
 //
 // Vector throughput (per device): VPU lanes x ALUs per lane x clock, with
 // the (8 sublanes x 128 lanes) VPU and 2 f32 ALU ops per lane per cycle, and
@@ -87,6 +100,20 @@ struct OpRecord {
   std::string module;
 };
 
+// Estimated dynamic energy, joules, by where it is spent.
+struct EnergyJoules {
+  double mxu = 0, vector = 0, vmem = 0, hbm = 0, ici = 0;
+  double total() const { return mxu + vector + vmem + hbm + ici; }
+  // Adds `e` x `times` part by part.
+  void Add(const EnergyJoules& e, double times = 1) {
+    mxu += e.mxu * times;
+    vector += e.vector * times;
+    vmem += e.vmem * times;
+    hbm += e.hbm * times;
+    ici += e.ici * times;
+  }
+};
+
 struct OpTiming {
   double mxu_seconds = 0;
   double vector_seconds = 0;
@@ -100,6 +127,8 @@ struct OpTiming {
   int64_t mxu_cycles = 0;
   double mxu_capacity_macs = 0;  // cycles x R x C x MXUs: what the cycles could have done
   double mxu_useful_macs = 0;
+  double vmem_access_bytes = 0;  // bytes read from and written to VMEM (see energy above)
+  EnergyJoules energy;           // an estimate
 };
 
 // The systolic arrays of one device of `chip`: its MXUs (at least one), their
@@ -127,6 +156,10 @@ struct OpTypeTotals {
   double host_seconds = 0;
   double mxu_cycles = 0;
   double mxu_useful_macs = 0, mxu_capacity_macs = 0;
+  double vmem_access_bytes = 0;
+  EnergyJoules energy;  // an estimate
+  // Estimated energy over modelled time; 0 when no time.
+  double average_watts() const { return modelled_seconds > 0 ? energy.total() / modelled_seconds : 0; }
   double utilisation() const { return mxu_capacity_macs > 0 ? mxu_useful_macs / mxu_capacity_macs : 0; }
   // What bounds these ops' modelled time: "ICI" when collectives take the
   // most, else "HBM" when memory outlasts the compute, else the larger of

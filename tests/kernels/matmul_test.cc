@@ -721,6 +721,32 @@ TEST(MatmulCostTest, DataflowsMapDifferentDimensionsOntoTheArray) {
   EXPECT_NE(std::string(bad.status().message()).find("ws (weight stationary)"), std::string::npos);
 }
 
+// The array's traffic with its on-chip buffer, by hand, for the same
+// C[10, 6] = A[10, 5] x B[5, 6] on one 4 x 4 array (2 bytes an operand
+// element, 4 an output element; A is 50 elements, B 30, C 60):
+//   ws: A once per column fold of N (2): 100, B once: 30, C per row fold of K (2): 120
+//   os: A per column fold of N (2): 100, B per row fold of M (3): 90, C once: 60
+//   is: A once: 50, B per column fold of M (3): 90, C per row fold of K (2): 120
+TEST(MatmulCostTest, BufferTrafficFollowsTheDataflow) {
+  struct Case {
+    Dataflow d;
+    double reads, writes;
+  };
+  for (const Case& c : {Case{Dataflow::kWeightStationary, 2 * 130.0, 4 * 120.0},
+                        Case{Dataflow::kOutputStationary, 2 * 190.0, 4 * 60.0},
+                        Case{Dataflow::kInputStationary, 2 * 140.0, 4 * 120.0}}) {
+    const SystolicArray array(4, 4, 1, 1e9, c.d);
+    const MatmulCostFigures f = MatmulCost(10, 6, 5, Precision::kDefault, array);
+    EXPECT_DOUBLE_EQ(f.buffer_read_bytes, c.reads) << DataflowName(c.d);
+    EXPECT_DOUBLE_EQ(f.buffer_write_bytes, c.writes) << DataflowName(c.d);
+    // Each pass feeds the array again.
+    const MatmulCostFigures high = MatmulCost(10, 6, 5, Precision::kHigh, array);
+    EXPECT_DOUBLE_EQ(high.buffer_read_bytes, 3 * c.reads) << DataflowName(c.d);
+    EXPECT_DOUBLE_EQ(high.buffer_write_bytes, 3 * c.writes) << DataflowName(c.d);
+  }
+  EXPECT_EQ(MatmulCost(0, 6, 5, Precision::kDefault, SystolicArray(4, 4, 1, 1e9)).buffer_read_bytes, 0);
+}
+
 TEST(MatmulCostTest, V5eWorkedExampleFromTheDocs) {
   // docs/kernels.md: 4096 x 320 x 2880 (SD1.5 64x64 conv as im2col) on v5e.
   const MatmulCostFigures f = MatmulCost(4096, 320, 2880, Precision::kDefault, SystolicArray());

@@ -96,6 +96,7 @@ void ExpectSameSpec(const ChipSpec& a, const ChipSpec& b) {
   EXPECT_EQ(a.ici_hop_latency_s, b.ici_hop_latency_s);
   EXPECT_EQ(a.torus_wrap_size, b.torus_wrap_size);
   EXPECT_EQ(a.default_topology, b.default_topology);
+  for (const auto& [field, member] : EnergyFields()) EXPECT_EQ(a.energy.*member, b.energy.*member) << field;
 }
 
 TEST(ChipSpecTest, JsonRoundTrip) {
@@ -115,7 +116,7 @@ TEST(ChipSpecTest, ToJsonWritesEveryFieldByName) {
       "mxus_per_tensorcore", "mxu_rows", "mxu_cols", "clock_hz",
       "peak_bf16_flops", "hbm_bytes", "hbm_bandwidth", "vmem_bytes", "dataflow",
       "ici_ports", "ici_link_bandwidth", "ici_hop_latency_s",
-      "torus_wrap_size", "default_topology"};
+      "torus_wrap_size", "default_topology", "energy"};
   EXPECT_EQ(j.size(), fields.size());
   EXPECT_EQ(j["dataflow"], "ws");
   for (const std::string& f : fields) EXPECT_TRUE(j.contains(f)) << f;
@@ -136,6 +137,27 @@ TEST(ChipSpecTest, DataflowIsOptionalAndRoundTrips) {
   auto back = ChipSpecFromJson(c->ToJson(), "again.json");
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->dataflow, kernels::Dataflow::kOutputStationary);
+}
+
+// "energy" may be left out (the 7 nm defaults); given, it round-trips.
+TEST(ChipSpecTest, EnergyIsOptionalAndRoundTrips) {
+  nlohmann::json j = nlohmann::json::parse(V5eChip().ToJson());
+  EXPECT_EQ(j["energy"].size(), EnergyFields().size());
+  EXPECT_DOUBLE_EQ(j["energy"]["hbm_byte_pj"].get<double>(), 43.75);
+  j.erase("energy");
+  auto c = ChipSpecFromJson(j.dump(), "old.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_DOUBLE_EQ(c->energy.mac_pj, EnergySpec{}.mac_pj);
+  double value = 1;
+  j["energy"] = nlohmann::json::object();
+  for (const auto& [field, member] : EnergyFields()) j["energy"][field] = value++;
+  c = ChipSpecFromJson(j.dump(), "mine.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  value = 1;
+  for (const auto& [field, member] : EnergyFields()) EXPECT_DOUBLE_EQ(c->energy.*member, value++) << field;
+  auto back = ChipSpecFromJson(c->ToJson(), "again.json");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->ToJson(), c->ToJson());
 }
 
 TEST(ChipSpecTest, BadJsonNamesTheField) {
@@ -191,6 +213,15 @@ TEST(ChipSpecTest, BadJsonNamesTheField) {
        "field 'default_topology' must have 1 to 3 axes"},
       {"zero axis", [](nlohmann::json& j) { j["default_topology"] = {2, 0}; },
        "field 'default_topology' axes must be >= 1"},
+      {"energy not an object", [](nlohmann::json& j) { j["energy"] = 3; }, "field 'energy' must be an object"},
+      {"unknown energy field", [](nlohmann::json& j) { j["energy"]["sram_pj"] = 1; },
+       "unknown field 'energy.sram_pj'"},
+      {"missing energy field", [](nlohmann::json& j) { j["energy"].erase("ici_byte_pj"); },
+       "missing field 'energy.ici_byte_pj'"},
+      {"string energy", [](nlohmann::json& j) { j["energy"]["mac_pj"] = "low"; },
+       "field 'energy.mac_pj' must be a number"},
+      {"negative energy", [](nlohmann::json& j) { j["energy"]["hbm_byte_pj"] = -1; },
+       "field 'energy.hbm_byte_pj' must be >= 0 and finite"},
   };
   for (const Case& c : cases) {
     nlohmann::json j = good;
