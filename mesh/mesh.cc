@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <exception>
 #include <set>
 #include <thread>
@@ -337,6 +339,14 @@ StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
     auto d = kernels::ParseDataflow(spec.dataflow);
     if (!d.ok()) return d.status().WithContext("--dataflow");
     chip.dataflow = *d;
+  }
+  if (spec.vmem_mib != -1) {
+    if (!(spec.vmem_mib >= 0 && spec.vmem_mib <= 1 << 20)) {
+      char value[32];
+      std::snprintf(value, sizeof(value), "%g", spec.vmem_mib);
+      return InvalidArgumentError(std::string("--vmem-mib ") + value + ": must be 0 to 1048576 (1 TiB)");
+    }
+    chip.vmem_bytes = static_cast<int64_t>(std::llround(spec.vmem_mib * (1 << 20)));
   }
   std::vector<MeshAxis> axes;
   int64_t product = 0;

@@ -15,6 +15,10 @@ namespace {
 
 using nlohmann::json;
 
+json EnergyJson(const mesh::EnergyJoules& e) {
+  return {{"total", e.total()}, {"mxu", e.mxu}, {"vector", e.vector}, {"vmem", e.vmem}, {"hbm", e.hbm}, {"ici", e.ici}};
+}
+
 json Totals(const mesh::OpTypeTotals& t) {
   return {{"count", t.count},
           {"flops", t.flops},
@@ -29,6 +33,9 @@ json Totals(const mesh::OpTypeTotals& t) {
           {"vmem_bytes", t.vmem_bytes},
           {"ici_seconds", t.ici_seconds},
           {"ici_bytes", t.ici_bytes},
+          {"vmem_access_bytes", t.vmem_access_bytes},
+          {"energy_joules", EnergyJson(t.energy)},
+          {"average_watts", t.average_watts()},
           {"host_seconds", t.host_seconds}};
 }
 
@@ -138,6 +145,7 @@ std::string ReportJson(const RunReport& r) {
     all.mxu_capacity_macs += t.mxu_capacity_macs;
     all.ici_bytes += t.ici_bytes;
     all.ici_seconds = std::max(all.ici_seconds, t.ici_seconds);
+    all.energy.Add(t.energy);
   }
   summary["flops"] = all.flops;
   summary["hbm_bytes"] = all.bytes;
@@ -147,6 +155,11 @@ std::string ReportJson(const RunReport& r) {
   summary["ici_bytes"] = all.ici_bytes;
   summary["ici_seconds"] = all.ici_seconds;
   summary["ici_share"] = r.modelled_seconds() > 0 ? all.ici_seconds / r.modelled_seconds() : 0.0;
+  // Energy: every device's, and as power over the modelled time of the run
+  // (the slowest device's): estimates (docs/cost-model.md "Energy").
+  summary["energy_joules"] = EnergyJson(all.energy);
+  summary["average_watts"] = r.modelled_seconds() > 0 ? all.energy.total() / r.modelled_seconds() : 0.0;
+  summary["estimated"] = "energy and power from per-operation energies (dynamic only; docs/cost-model.md)";
   if (!r.mesh_axes.empty()) summary["mesh"] = r.mesh_axes;
   if (!r.param_bytes.empty())
     summary["param_bytes_per_device"] = *std::max_element(r.param_bytes.begin(), r.param_bytes.end());
@@ -182,16 +195,21 @@ Status WriteReportJson(const std::string& path, const RunReport& r) { return Wri
 std::string LayersCsv(const RunReport& r) {
   std::string s =
       "device,layer,op,type,shape,count,flops,mxu_cycles,mxu_utilisation,vmem_bytes,hbm_bytes,modelled_seconds,"
-      "mxu_seconds,vector_seconds,hbm_seconds,ici_seconds,ici_bytes,bound\n";
+      "mxu_seconds,vector_seconds,hbm_seconds,ici_seconds,ici_bytes,vmem_access_bytes,energy_joules,mxu_joules,"
+      "vector_joules,vmem_joules,hbm_joules,ici_joules,bound\n";
   char num[512];
   for (size_t d = 0; d < r.logs.size(); ++d) {
     for (const mesh::LayerTotals& l : r.logs[d].layers()) {
       const mesh::OpTypeTotals& t = l.totals;
       s += std::to_string(d) + "," + CsvField(l.module) + "," + CsvField(l.name) + "," + CsvField(l.type) + "," +
            CsvField(l.shape);
-      std::snprintf(num, sizeof num, ",%lld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,",
+      std::snprintf(num, sizeof num,
+                    ",%lld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,"
+                    "%.17g,%.17g,",
                     static_cast<long long>(t.count), t.flops, t.mxu_cycles, t.utilisation(), t.vmem_bytes, t.bytes,
-                    t.modelled_seconds, t.mxu_seconds, t.vector_seconds, t.hbm_seconds, t.ici_seconds, t.ici_bytes);
+                    t.modelled_seconds, t.mxu_seconds, t.vector_seconds, t.hbm_seconds, t.ici_seconds, t.ici_bytes,
+                    t.vmem_access_bytes, t.energy.total(), t.energy.mxu, t.energy.vector, t.energy.vmem, t.energy.hbm,
+                    t.energy.ici);
       s += num + t.bound() + "\n";
     }
   }
@@ -258,7 +276,7 @@ Status WriteTraceJson(const std::string& path, const RunReport& r) { return Writ
 
 std::string ReportTable(const RunReport& r) {
   std::ostringstream o;
-  char line[256];
+  char line[320];
   std::snprintf(line, sizeof line, "%-12s %8s %10s %9s %13s %8s %10s\n", "op type", "count", "GFLOP", "GB",
                 "modelled s", "MXU", "host s");
   o << "device 0 on " << r.chip.name << " (modelled = the emulated chip, host = this machine):\n" << line;
@@ -278,6 +296,12 @@ std::string ReportTable(const RunReport& r) {
     o << "parameters of device 0: " << mesh::FormatBytes(r.param_bytes[0])
       << (r.mesh_axes.empty() ? "" : " over mesh " + r.mesh_axes) << "\n";
   const mesh::OpTypeTotals t = r.logs[0].total();
+  std::snprintf(line, sizeof line,
+                "energy of device 0 (estimate): %.4g J = MXU %.3g + vector %.3g + VMEM %.3g + HBM %.3g + ICI %.3g; "
+                "%.1f W average over %.4f s modelled\n",
+                t.energy.total(), t.energy.mxu, t.energy.vector, t.energy.vmem, t.energy.hbm, t.energy.ici,
+                t.average_watts(), t.modelled_seconds);
+  o << line;
   if (t.ici_seconds > 0 || t.ici_bytes > 0) {
     std::snprintf(line, sizeof line, "ICI of device 0: %.3f GB sent, %.4f s modelled (%.1f%% of its time)\n",
                   t.ici_bytes / 1e9, t.ici_seconds, r.logs[0].seconds() > 0 ? 100 * t.ici_seconds / r.logs[0].seconds() : 0.0);

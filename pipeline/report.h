@@ -70,7 +70,9 @@ std::string ReportJson(const RunReport& report);
 // Per device and layer (mesh::DeviceCostLog::layers), one CSV row each:
 // device, layer, op, type, shape, count, flops, mxu_cycles,
 // mxu_utilisation, vmem_bytes, hbm_bytes, modelled_seconds, mxu_seconds, vector_seconds,
-// hbm_seconds, ici_seconds, ici_bytes, bound (MXU, vector, HBM or ICI).
+// hbm_seconds, ici_seconds, ici_bytes, vmem_access_bytes, energy_joules and its
+// parts mxu_joules, vector_joules, vmem_joules, hbm_joules, ici_joules (an
+// estimate), bound (MXU, vector, HBM or ICI).
 // Each device's rows sum to its per-op-type totals.
 std::string LayersCsv(const RunReport& report);
 std::string TraceJson(const RunReport& report);

@@ -188,4 +188,34 @@ StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {
   return rows;
 }
 
+StatusOr<std::vector<DataflowSweepRow>> SweepDataflow(
+    const mesh::MeshSpec& base, const std::function<StatusOr<RunReport>(const mesh::MeshSpec&)>& run) {
+  std::vector<DataflowSweepRow> rows;
+  for (const char* dataflow : {"ws", "os", "is"}) {
+    for (double vmem : kSweepVmemMib) {
+      mesh::MeshSpec spec = base;
+      spec.dataflow = dataflow;
+      spec.vmem_mib = vmem;
+      TPUMESH_ASSIGN_OR_RETURN(RunReport r, run(spec));
+      DataflowSweepRow row;
+      row.dataflow = dataflow;
+      row.vmem_mib = vmem;
+      row.seconds = r.modelled_seconds();
+      mesh::OpTypeTotals all;
+      for (const mesh::DeviceCostLog& log : r.logs) {
+        const mesh::OpTypeTotals t = log.total();
+        all.mxu_useful_macs += t.mxu_useful_macs;
+        all.mxu_capacity_macs += t.mxu_capacity_macs;
+        row.mxu_cycles += t.mxu_cycles;
+        row.hbm_bytes += t.bytes;
+        row.energy_joules += t.energy.total();
+      }
+      row.mxu_utilisation = all.utilisation();
+      row.average_watts = row.seconds > 0 ? row.energy_joules / row.seconds : 0;
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
 }  // namespace tpumesh::pipeline

@@ -22,6 +22,7 @@
 #define TPUMESH_PIPELINE_SIMULATE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,26 @@ struct MeshSweepRow {
 };
 // Every factorisation D x M of the device count, M ascending.
 StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& options);
+
+// One row of `simulate --sweep-dataflow`: the same run priced in one
+// dataflow with one VMEM size; figures over all devices.
+struct DataflowSweepRow {
+  std::string dataflow;      // ws | os | is
+  double vmem_mib = 0;       // per TensorCore
+  double seconds = 0;        // modelled time of the run (its slowest device)
+  double mxu_cycles = 0;     // summed over devices
+  double mxu_utilisation = 0;
+  double hbm_bytes = 0;      // summed over devices
+  double energy_joules = 0;  // estimate, summed over devices
+  double average_watts = 0;  // energy_joules / seconds
+};
+// The VMEM sizes swept, MiB per TensorCore: v2 to v4 have 16, v5e 128.
+inline constexpr double kSweepVmemMib[] = {16, 32, 64, 128};
+// `run` prices the run on a mesh (Simulate or SimulateWorkload with that
+// mesh); it is called for ws, os and is, each with every kSweepVmemMib, on
+// `base` with its dataflow and VMEM replaced. Rows in that order.
+StatusOr<std::vector<DataflowSweepRow>> SweepDataflow(
+    const mesh::MeshSpec& base, const std::function<StatusOr<RunReport>(const mesh::MeshSpec&)>& run);
 
 }  // namespace tpumesh::pipeline
 

@@ -12,6 +12,10 @@ void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
                     "(input stationary), as SCALE-Sim defines them (default: the chip file's, else ws; "
                     "docs/cost-model.md)")
         ->group("Devices");
+    cmd->add_option("--vmem-mib", f->mesh.vmem_mib,
+                    "VMEM per TensorCore in MiB (0: none), overriding the chip's: operands are tiled into it and "
+                    "HBM traffic follows (docs/cost-model.md)")
+        ->group("Devices");
     cmd->add_option("--devices", f->mesh.devices, "Emulated devices (default: the --topology count, else the --mesh product, else 8; eval: 1)")
         ->group("Devices");
     cmd->add_option("--mesh", f->mesh.axes,

@@ -3,6 +3,7 @@
 // data x model factorisation of the devices. See docs/cli.md,
 // docs/cost-model.md and docs/sharding.md.
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -25,6 +26,7 @@ struct SimulateCmdOptions {
   DeviceFlags dev;
   RequestFlags req;
   bool sweep_mesh = false;
+  bool sweep_dataflow = false;
   bool json = false;
   std::string svg;
 };
@@ -72,17 +74,55 @@ Status RunSweep(const SimulateCmdOptions& o) {
   return OkStatus();
 }
 
+// --sweep-dataflow: `run` under ws / os / is and every swept VMEM size.
+Status RunDataflowSweep(const SimulateCmdOptions& o, const std::string& what,
+                        const std::function<StatusOr<pipeline::RunReport>(const mesh::MeshSpec&)>& run) {
+  TPUMESH_ASSIGN_OR_RETURN(std::vector<pipeline::DataflowSweepRow> rows, pipeline::SweepDataflow(o.dev.mesh, run));
+  if (!o.svg.empty()) {
+    const std::string title = what + " on " + o.dev.mesh.chip + ": dataflow x VMEM";
+    TPUMESH_RETURN_IF_ERROR(WriteFileAtomic(o.svg, DataflowChartSvg(rows, title)));
+  }
+  if (o.json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const auto& r : rows)
+      j.push_back({{"dataflow", r.dataflow},
+                   {"vmem_mib", r.vmem_mib},
+                   {"modelled_seconds", r.seconds},
+                   {"mxu_cycles", r.mxu_cycles},
+                   {"mxu_utilisation", r.mxu_utilisation},
+                   {"hbm_bytes", r.hbm_bytes},
+                   {"energy_joules", r.energy_joules},
+                   {"average_watts", r.average_watts},
+                   {"modelled", true},
+                   {"energy_estimated", true}});
+    std::cout << j.dump(1) << "\n";
+    return OkStatus();
+  }
+  std::printf("modelled (the emulated chip, nothing computed); energy and power are estimates; all devices\n");
+  std::printf("%-8s %9s %12s %14s %6s %10s %11s %9s\n", "dataflow", "VMEM MiB", "modelled s", "MXU cycles", "MXU",
+              "HBM GB", "energy J", "avg W");
+  for (const auto& r : rows)
+    std::printf("%-8s %9.0f %12.6g %14.0f %5.1f%% %10.4f %11.5g %9.1f\n", r.dataflow.c_str(), r.vmem_mib, r.seconds,
+                r.mxu_cycles, 100 * r.mxu_utilisation, r.hbm_bytes / 1e9, r.energy_joules, r.average_watts);
+  return OkStatus();
+}
+
 // --workload: the file's layers on the mesh, a line per layer (device 0).
 Status RunWorkload(const SimulateCmdOptions& o) {
   if (!o.sim.arch.empty() || !o.sim.model.empty())
     return InvalidArgumentError("--workload prices its own layers: give it without --arch or --model");
-  if (o.sweep_mesh || o.json || !o.svg.empty())
-    return InvalidArgumentError("--workload prices one mesh: --sweep-mesh, --json and --svg are for a model");
+  if (o.sweep_mesh) return InvalidArgumentError("--sweep-mesh splits a model over the mesh: it needs --arch or --model");
   pipeline::WorkloadOptions w;
   w.path = o.workload;
   w.mesh = o.dev.mesh;
   TPUMESH_ASSIGN_OR_RETURN(w.precision, models::ParsePrecision(o.req.precision));
   w.keep_ops = !o.dev.out.trace.empty();
+  if (o.sweep_dataflow)
+    return RunDataflowSweep(o, o.workload, [w](const mesh::MeshSpec& spec) {
+      pipeline::WorkloadOptions at = w;
+      at.mesh = spec;
+      return pipeline::SimulateWorkload(at);
+    });
   TPUMESH_ASSIGN_OR_RETURN(pipeline::RunReport r, pipeline::SimulateWorkload(w));
   std::printf("simulated %s: %s layer(s) on %d emulated %s device(s), mesh %s, dataflow %s, precision %s\n",
               o.workload.c_str(), r.info["workload_layers"].c_str(), r.devices, r.chip.name.c_str(),
@@ -106,18 +146,30 @@ Status RunWorkload(const SimulateCmdOptions& o) {
 }
 
 Status RunSimulate(SimulateCmdOptions o) {
+  const bool sweep = o.sweep_mesh || o.sweep_dataflow;
+  if (o.sweep_mesh && o.sweep_dataflow) return InvalidArgumentError("--sweep-mesh or --sweep-dataflow: one sweep at a time");
+  if (sweep && o.dev.out.any())
+    return InvalidArgumentError(
+        "a sweep prints a table (--json for JSON); --report, --trace and --report-csv are for one run");
+  if (!sweep && (o.json || !o.svg.empty()))
+    return InvalidArgumentError("--json and --svg go with --sweep-mesh or --sweep-dataflow (use --report FILE for one run)");
+  if (o.sweep_dataflow && (!o.dev.mesh.dataflow.empty() || o.dev.mesh.vmem_mib != -1))
+    return InvalidArgumentError("--sweep-dataflow tries every dataflow and VMEM size: give neither --dataflow nor --vmem-mib");
   if (!o.workload.empty()) return RunWorkload(o);
   TPUMESH_ASSIGN_OR_RETURN(o.sim.request, ParseRequestFlags(o.req));
   o.sim.mesh = o.dev.mesh;
   if (o.sweep_mesh) {
-    if (o.dev.out.any())
-      return InvalidArgumentError(
-          "--sweep-mesh prints a table (--json for JSON); --report, --trace and --report-csv are for one mesh");
     if (!o.dev.mesh.axes.empty()) return InvalidArgumentError("--sweep-mesh tries every mesh: give --devices, not --mesh");
     return RunSweep(o);
   }
-  if (o.json || !o.svg.empty())
-    return InvalidArgumentError("--json and --svg go with --sweep-mesh (use --report FILE for one mesh)");
+  if (o.sweep_dataflow) {
+    const std::string what = o.sim.arch.empty() ? o.sim.model : o.sim.arch;
+    return RunDataflowSweep(o, what, [&o](const mesh::MeshSpec& spec) {
+      pipeline::SimulateOptions at = o.sim;
+      at.mesh = spec;
+      return pipeline::Simulate(at);
+    });
+  }
   o.sim.request.keep_ops = !o.dev.out.trace.empty();
   TPUMESH_ASSIGN_OR_RETURN(pipeline::RunReport r, pipeline::Simulate(o.sim));
   const double t = r.modelled_seconds();
@@ -150,8 +202,12 @@ void RegisterSimulate(CLI::App& app, RunFn* run) {
   cmd->add_flag("--sweep-mesh", opt->sweep_mesh,
                 "One row per data x model factorisation of --devices: latency, throughput, HBM per device, "
                 "whether it fits, MXU utilisation, ICI share");
-  cmd->add_flag("--json", opt->json, "With --sweep-mesh: the table as JSON");
-  cmd->add_option("--svg", opt->svg, "With --sweep-mesh: also write the table as an SVG chart");
+  cmd->add_flag("--sweep-dataflow", opt->sweep_dataflow,
+                "One row per dataflow (ws, os, is) and VMEM size (16, 32, 64, 128 MiB per TensorCore), of the "
+                "model or the --workload: modelled time, MXU cycles and utilisation, HBM bytes, estimated energy "
+                "and average power");
+  cmd->add_flag("--json", opt->json, "With a sweep: the table as JSON");
+  cmd->add_option("--svg", opt->svg, "With a sweep: also write the table as an SVG chart");
   AddRequestFlags(cmd, &opt->req);
   cmd->add_option("-n,--negative-prompt", opt->req.request.negative_prompts,
                   "Price as with a negative prompt (its text is not read): SDXL encodes it instead of zeroing");

@@ -88,4 +88,78 @@ std::string SweepChartSvg(const std::vector<pipeline::MeshSweepRow>& rows, const
   return o.str();
 }
 
+std::string DataflowChartSvg(const std::vector<pipeline::DataflowSweepRow>& rows, const std::string& title) {
+  // Groups: the VMEM sizes in the order first seen; in each, a bar per
+  // dataflow in the order first seen.
+  std::vector<double> vmems;
+  std::vector<std::string> flows;
+  for (const auto& r : rows) {
+    if (std::find(vmems.begin(), vmems.end(), r.vmem_mib) == vmems.end()) vmems.push_back(r.vmem_mib);
+    if (std::find(flows.begin(), flows.end(), r.dataflow) == flows.end()) flows.push_back(r.dataflow);
+  }
+  struct Panel {
+    const char* label;
+    double scale;  // value shown = field x scale
+    double pipeline::DataflowSweepRow::*field;
+  };
+  const Panel panels[] = {{"modelled time (ms)", 1e3, &pipeline::DataflowSweepRow::seconds},
+                          {"HBM traffic (GB)", 1e-9, &pipeline::DataflowSweepRow::hbm_bytes},
+                          {"energy, estimated (J)", 1, &pipeline::DataflowSweepRow::energy_joules}};
+  const char* colours[] = {"#4a7bd0", "#5cb85c", "#e0a030", "#888888"};
+  const int panel_w = 300, panel_h = 200, top = 76, left = 60, gap = 70;
+  const int width = left + 3 * panel_w + 2 * gap + 30, height = top + panel_h + 80;
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\">" << Escape(title) << "</text>\n";
+  o << "<text x=\"" << left << "\" y=\"40\" fill=\"#555\">modelled on the emulated chip (tpumesh simulate "
+       "--sweep-dataflow), all devices; energy from per-operation estimates; nothing computed</text>\n";
+  const int groups = std::max<int>(1, static_cast<int>(vmems.size()));
+  const int bars = std::max<int>(1, static_cast<int>(flows.size()));
+  const double group_w = panel_w / static_cast<double>(groups), bar_w = (group_w - 14) / bars;
+  for (int p = 0; p < 3; ++p) {
+    const Panel& panel = panels[p];
+    const int x0 = left + p * (panel_w + gap), y0 = top + panel_h;
+    double max_v = 0;
+    for (const auto& r : rows) max_v = std::max(max_v, r.*panel.field * panel.scale);
+    o << "<line x1=\"" << x0 << "\" y1=\"" << top << "\" x2=\"" << x0 << "\" y2=\"" << y0 << "\" stroke=\"black\"/>\n";
+    o << "<line x1=\"" << x0 << "\" y1=\"" << y0 << "\" x2=\"" << x0 + panel_w << "\" y2=\"" << y0
+      << "\" stroke=\"black\"/>\n";
+    o << "<text x=\"" << x0 + 4 << "\" y=\"" << top - 10 << "\" font-weight=\"bold\">" << panel.label << "</text>\n";
+    for (int t = 0; t <= 4; ++t) {
+      const double v = max_v * t / 4, y = y0 - panel_h * t / 4.0;
+      o << "<text x=\"" << x0 - 6 << "\" y=\"" << Num(y + 4, 1) << "\" text-anchor=\"end\">"
+        << Num(v, v >= 10 ? 1 : 3) << "</text>\n";
+      o << "<line x1=\"" << x0 << "\" y1=\"" << Num(y, 1) << "\" x2=\"" << x0 + panel_w << "\" y2=\"" << Num(y, 1)
+        << "\" stroke=\"#ddd\"/>\n";
+    }
+    for (const auto& r : rows) {
+      const int g = static_cast<int>(std::find(vmems.begin(), vmems.end(), r.vmem_mib) - vmems.begin());
+      const int b = static_cast<int>(std::find(flows.begin(), flows.end(), r.dataflow) - flows.begin());
+      const double v = r.*panel.field * panel.scale, h = max_v > 0 ? panel_h * v / max_v : 0;
+      const double x = x0 + g * group_w + 7 + b * bar_w;
+      o << "<rect x=\"" << Num(x, 1) << "\" y=\"" << Num(y0 - h, 1) << "\" width=\"" << Num(bar_w - 1, 1)
+        << "\" height=\"" << Num(h, 1) << "\" fill=\"" << colours[std::min(b, 3)] << "\"><title>" << Escape(r.dataflow)
+        << ", VMEM " << Num(r.vmem_mib, 0) << " MiB: " << Num(v, 4) << "</title></rect>\n";
+    }
+    for (int g = 0; g < static_cast<int>(vmems.size()); ++g)
+      o << "<text x=\"" << Num(x0 + (g + 0.5) * group_w, 1) << "\" y=\"" << y0 + 16 << "\" text-anchor=\"middle\">"
+        << Num(vmems[g], 0) << "</text>\n";
+    o << "<text x=\"" << x0 + panel_w / 2 << "\" y=\"" << y0 + 32 << "\" text-anchor=\"middle\" fill=\"#555\">VMEM "
+      << "per TensorCore (MiB)</text>\n";
+  }
+  int lx = left;
+  for (int b = 0; b < static_cast<int>(flows.size()); ++b) {
+    o << "<rect x=\"" << lx << "\" y=\"" << height - 24 << "\" width=\"12\" height=\"12\" fill=\""
+      << colours[std::min(b, 3)] << "\"/>\n";
+    o << "<text x=\"" << lx + 16 << "\" y=\"" << height - 14 << "\">" << Escape(flows[b]) << "</text>\n";
+    lx += 60;
+  }
+  o << "<text x=\"" << lx + 10 << "\" y=\"" << height - 14
+    << "\" fill=\"#555\">ws / os / is: weight / output / input stationary, as SCALE-Sim defines them</text>\n";
+  o << "</svg>\n";
+  return o.str();
+}
+
 }  // namespace tpumesh::tools

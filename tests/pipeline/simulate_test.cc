@@ -235,8 +235,14 @@ TEST(SimulateTest, PerLayerRowsSumToTheOpTypeTotals) {
       sum.flops += l.totals.flops;
       sum.bytes += l.totals.bytes;
       sum.ici_seconds += l.totals.ici_seconds;
+      sum.energy.Add(l.totals.energy);
     }
     const mesh::OpTypeTotals total = log.total();
+    for (auto part : {&mesh::EnergyJoules::mxu, &mesh::EnergyJoules::vector, &mesh::EnergyJoules::vmem,
+                      &mesh::EnergyJoules::hbm, &mesh::EnergyJoules::ici}) {
+      EXPECT_NEAR(sum.energy.*part, total.energy.*part, 1e-12 * total.energy.*part);
+      EXPECT_GT(total.energy.*part, 0);  // the tiny UNet split 2 ways spends energy in every part
+    }
     EXPECT_EQ(sum.count, total.count);
     EXPECT_EQ(sum.mxu_cycles, total.mxu_cycles);
     EXPECT_NEAR(sum.modelled_seconds, total.modelled_seconds, 1e-12 * total.modelled_seconds);

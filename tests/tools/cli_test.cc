@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -267,6 +269,43 @@ TEST(CliTest, SimulateWorkloadWritesPerLayerFigures) {
   ASSERT_EQ(dev.code, 0) << dev.err;
   EXPECT_THAT(dev.out, HasSubstr("4 MXU 128x128 is @ 1.50 GHz"));
   EXPECT_EQ(row.rfind("0,Conv1,conv2d,conv,\"x[1,3,227,227] w[96,3,11,11] stride 4\",1,", 0), 0u) << row;
+}
+
+// simulate --sweep-dataflow: ws / os / is x four VMEM sizes, as a table, as
+// JSON, and as an SVG chart; the figures follow the dataflow.
+TEST(CliTest, SimulateSweepDataflow) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  std::ofstream(dir + "/net.csv") << "Layer, M, N, K,\nfc1, 4096, 1024, 8192,\nfc2, 64, 64, 64,\n";
+  Result table = RunTpumesh("simulate --workload " + dir + "/net.csv --devices 1 --sweep-dataflow");
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("energy and power are estimates"));
+  EXPECT_THAT(table.out, HasSubstr("dataflow  VMEM MiB"));
+  Result json = RunTpumesh("simulate --workload " + dir + "/net.csv --devices 1 --sweep-dataflow --json --svg " +
+                           dir + "/c.svg");
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json rows = nlohmann::json::parse(json.out);
+  ASSERT_EQ(rows.size(), 12u);
+  std::map<std::string, double> cycles;
+  for (const auto& row : rows) {
+    EXPECT_TRUE(row["modelled"].get<bool>());
+    EXPECT_TRUE(row["energy_estimated"].get<bool>());
+    EXPECT_GT(row["energy_joules"].get<double>(), 0);
+    EXPECT_NEAR(row["average_watts"].get<double>(),
+                row["energy_joules"].get<double>() / row["modelled_seconds"].get<double>(),
+                1e-9 * row["average_watts"].get<double>());
+    cycles[row["dataflow"].get<std::string>()] = row["mxu_cycles"].get<double>();
+  }
+  EXPECT_EQ(rows[0]["dataflow"], "ws");
+  EXPECT_EQ(rows[0]["vmem_mib"], 16);
+  // fc1's weights are 16 MiB in bf16: at 16 MiB of VMEM ws reads A twice.
+  EXPECT_GT(rows[0]["hbm_bytes"].get<double>(), rows[3]["hbm_bytes"].get<double>());
+  EXPECT_EQ(cycles.size(), 3u);
+  EXPECT_NE(cycles["ws"], cycles["os"]);
+  std::ifstream svg(dir + "/c.svg");
+  const std::string chart((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(chart.rfind("<svg", 0), 0u);
+  EXPECT_THAT(chart, HasSubstr("energy"));
+  EXPECT_THAT(chart, HasSubstr("</svg>"));
 }
 
 TEST(CliTest, BenchPrintsHostRateAndModelledTime) {

@@ -201,6 +201,13 @@ TEST(FaultsCliTest, BadValuesAreRefusedWithOneLine) {
            {"simulate --workload " + dir + "/missing.csv", 1, "missing.csv"},
            {"simulate --workload " + dir + "/w.csv --arch tiny", 1, "give it without --arch or --model"},
            {"simulate --workload " + dir + "/w.json --dataflow rs", 1, "--dataflow: dataflow 'rs': ws (weight"},
+           {"simulate --arch tiny --vmem-mib -5", 1, "--vmem-mib -5: must be 0 to 1048576 (1 TiB)"},
+           {"simulate --arch tiny --vmem-mib 3e6", 1, "--vmem-mib 3e+06: must be 0 to 1048576 (1 TiB)"},
+           {"simulate --arch tiny --sweep-dataflow --dataflow os", 1,
+            "--sweep-dataflow tries every dataflow and VMEM size: give neither --dataflow nor --vmem-mib"},
+           {"simulate --arch tiny --sweep-dataflow --sweep-mesh", 1, "one sweep at a time"},
+           {"simulate --arch tiny --sweep-dataflow --report " + dir + "/r.json", 1, "are for one run"},
+           {"simulate --arch tiny --svg " + dir + "/c.svg", 1, "--json and --svg go with --sweep-mesh or"},
            // A chip with 1 byte of HBM: simulate refuses it as generate does.
            {"simulate --arch tiny --chip " + dir + "/tiny_hbm.json", 1, "out of HBM"},
            {gen + "--chip " + dir + "/tiny_hbm.json" + out, 1, "out of HBM"},
