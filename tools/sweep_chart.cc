@@ -24,6 +24,32 @@ std::string Escape(const std::string& s) {
   return o;
 }
 
+// The opening tag, a white background, the title and the subtitle.
+void Header(std::ostringstream& o, int width, int height, int left, const std::string& title,
+            const std::string& subtitle) {
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\">" << Escape(title) << "</text>\n";
+  o << "<text x=\"" << left << "\" y=\"40\" fill=\"#555\">" << Escape(subtitle) << "</text>\n";
+}
+
+// A panel's axes, label and five gridlines from 0 to max_v; its plot area
+// spans x0..x0 + w and top..y0 (the baseline).
+void Axes(std::ostringstream& o, int x0, int top, int y0, int w, const std::string& label, double max_v,
+          int small_digits) {
+  o << "<line x1=\"" << x0 << "\" y1=\"" << top << "\" x2=\"" << x0 << "\" y2=\"" << y0 << "\" stroke=\"black\"/>\n";
+  o << "<line x1=\"" << x0 << "\" y1=\"" << y0 << "\" x2=\"" << x0 + w << "\" y2=\"" << y0 << "\" stroke=\"black\"/>\n";
+  o << "<text x=\"" << x0 + 4 << "\" y=\"" << top - 10 << "\" font-weight=\"bold\">" << Escape(label) << "</text>\n";
+  for (int t = 0; t <= 4; ++t) {
+    const double v = max_v * t / 4, y = y0 - (y0 - top) * t / 4.0;
+    o << "<text x=\"" << x0 - 6 << "\" y=\"" << Num(y + 4, 1) << "\" text-anchor=\"end\">"
+      << Num(v, v >= 10 ? 1 : small_digits) << "</text>\n";
+    o << "<line x1=\"" << x0 << "\" y1=\"" << Num(y, 1) << "\" x2=\"" << x0 + w << "\" y2=\"" << Num(y, 1)
+      << "\" stroke=\"#ddd\"/>\n";
+  }
+}
+
 }  // namespace
 
 std::string SweepChartSvg(const std::vector<pipeline::MeshSweepRow>& rows, const std::string& title) {
@@ -35,31 +61,14 @@ std::string SweepChartSvg(const std::vector<pipeline::MeshSweepRow>& rows, const
     max_ips = std::max(max_ips, r.images_per_second);
   }
   std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-    << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  o << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\">" << Escape(title) << "</text>\n";
-  o << "<text x=\"" << left << "\" y=\"40\" fill=\"#555\">modelled on the emulated chip (tpumesh simulate "
-       "--sweep-mesh); nothing computed</text>\n";
+  Header(o, width, height, left, title, "modelled on the emulated chip (tpumesh simulate --sweep-mesh); nothing computed");
   const int n = std::max<int>(1, static_cast<int>(rows.size()));
   const double bar_w = (panel_w - bar_gap * (n + 1)) / static_cast<double>(n);
   for (int panel = 0; panel < 2; ++panel) {
     const int x0 = left + panel * (panel_w + gap), y0 = top + panel_h;
     const double max_v = panel == 0 ? max_s : max_ips;
-    o << "<line x1=\"" << x0 << "\" y1=\"" << top << "\" x2=\"" << x0 << "\" y2=\"" << y0
-      << "\" stroke=\"black\"/>\n";
-    o << "<line x1=\"" << x0 << "\" y1=\"" << y0 << "\" x2=\"" << x0 + panel_w << "\" y2=\"" << y0
-      << "\" stroke=\"black\"/>\n";
-    o << "<text x=\"" << x0 + 4 << "\" y=\"" << top - 10 << "\" font-weight=\"bold\">"
-      << (panel == 0 ? "latency: seconds per image (its ICI part dark)" : "throughput: images per second")
-      << "</text>\n";
-    for (int t = 0; t <= 4; ++t) {
-      const double v = max_v * t / 4, y = y0 - panel_h * t / 4.0;
-      o << "<text x=\"" << x0 - 6 << "\" y=\"" << Num(y + 4, 1) << "\" text-anchor=\"end\">"
-        << Num(v, v >= 10 ? 1 : 2) << "</text>\n";
-      o << "<line x1=\"" << x0 << "\" y1=\"" << Num(y, 1) << "\" x2=\"" << x0 + panel_w << "\" y2=\"" << Num(y, 1)
-        << "\" stroke=\"#ddd\"/>\n";
-    }
+    Axes(o, x0, top, y0, panel_w,
+         panel == 0 ? "latency: seconds per image (its ICI part dark)" : "throughput: images per second", max_v, 2);
     for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
       const auto& r = rows[i];
       const double v = panel == 0 ? r.seconds : r.images_per_second;
@@ -109,12 +118,9 @@ std::string DataflowChartSvg(const std::vector<pipeline::DataflowSweepRow>& rows
   const int panel_w = 300, panel_h = 200, top = 76, left = 60, gap = 70;
   const int width = left + 3 * panel_w + 2 * gap + 30, height = top + panel_h + 80;
   std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-    << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  o << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\">" << Escape(title) << "</text>\n";
-  o << "<text x=\"" << left << "\" y=\"40\" fill=\"#555\">modelled on the emulated chip (tpumesh simulate "
-       "--sweep-dataflow), all devices; energy from per-operation estimates; nothing computed</text>\n";
+  Header(o, width, height, left, title,
+         "modelled on the emulated chip (tpumesh simulate --sweep-dataflow), all devices; energy from "
+         "per-operation estimates; nothing computed");
   const int groups = std::max<int>(1, static_cast<int>(vmems.size()));
   const int bars = std::max<int>(1, static_cast<int>(flows.size()));
   const double group_w = panel_w / static_cast<double>(groups), bar_w = (group_w - 14) / bars;
@@ -123,17 +129,7 @@ std::string DataflowChartSvg(const std::vector<pipeline::DataflowSweepRow>& rows
     const int x0 = left + p * (panel_w + gap), y0 = top + panel_h;
     double max_v = 0;
     for (const auto& r : rows) max_v = std::max(max_v, r.*panel.field * panel.scale);
-    o << "<line x1=\"" << x0 << "\" y1=\"" << top << "\" x2=\"" << x0 << "\" y2=\"" << y0 << "\" stroke=\"black\"/>\n";
-    o << "<line x1=\"" << x0 << "\" y1=\"" << y0 << "\" x2=\"" << x0 + panel_w << "\" y2=\"" << y0
-      << "\" stroke=\"black\"/>\n";
-    o << "<text x=\"" << x0 + 4 << "\" y=\"" << top - 10 << "\" font-weight=\"bold\">" << panel.label << "</text>\n";
-    for (int t = 0; t <= 4; ++t) {
-      const double v = max_v * t / 4, y = y0 - panel_h * t / 4.0;
-      o << "<text x=\"" << x0 - 6 << "\" y=\"" << Num(y + 4, 1) << "\" text-anchor=\"end\">"
-        << Num(v, v >= 10 ? 1 : 3) << "</text>\n";
-      o << "<line x1=\"" << x0 << "\" y1=\"" << Num(y, 1) << "\" x2=\"" << x0 + panel_w << "\" y2=\"" << Num(y, 1)
-        << "\" stroke=\"#ddd\"/>\n";
-    }
+    Axes(o, x0, top, y0, panel_w, panel.label, max_v, 3);
     for (const auto& r : rows) {
       const int g = static_cast<int>(std::find(vmems.begin(), vmems.end(), r.vmem_mib) - vmems.begin());
       const int b = static_cast<int>(std::find(flows.begin(), flows.end(), r.dataflow) - flows.begin());
