@@ -1,19 +1,34 @@
-// Host wall time against modelled chip time, per op type, for the embedded
-// tiny model generating on 1 and 8 emulated devices (10 steps, 8 images).
+// Host wall time against modelled chip time, per op type, for the `tiny`
+// architecture (init's seed-0 weights, 64x64 images) generating on 1 and 8
+// emulated devices (10 steps, 8 images).
 // A table for docs/cost-model.md; not a pass/fail test.
 //
 //   ./build/release/bench/host_vs_modelled_bench
+#include <unistd.h>
+
 #include <cstdio>
 #include <map>
 #include <string>
 
 #include "pipeline/generate.h"
+#include "pipeline/init_model.h"
 
 int main() {
   using namespace tpumesh;
+  pipeline::InitOptions init;
+  init.output = "/tmp/tpumesh-bench-tiny-" + std::to_string(getpid()) + ".h5";
+  if (auto st = pipeline::InitModel(init); !st.ok()) {
+    std::fprintf(stderr, "%s\n", st.status().message().c_str());
+    return 1;
+  }
+  struct Remove {
+    std::string p;
+    ~Remove() { std::remove(p.c_str()); }
+  } remove{init.output};
   std::printf("%-8s %-12s %7s %12s %14s %10s\n", "devices", "op type", "count", "host s", "modelled s", "host/mod");
   for (int devices : {1, 8}) {
     pipeline::GeneratorOptions o;
+    o.model = init.output;
     o.mesh.devices = devices;
     auto gen = pipeline::Generator::Open(o);
     if (!gen.ok()) {

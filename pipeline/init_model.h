@@ -1,6 +1,7 @@
 // `tpumesh init`: a model file of a built-in architecture (models/
 // architectures.h) with random weights, for benchmarks and hardware studies
-// without downloading anything; `tiny` is the embedded default model.
+// without downloading anything; `tiny` is the tiny SD 1.x-shaped test model
+// (the embedded default model, pipeline/default_model.h, is a trained one).
 //
 // Contract: weights are deterministic in (seed, parameter name) — the same
 // seed gives the same file bits whatever the order of writing. Conv and

@@ -46,7 +46,7 @@ void RegisterInit(CLI::App& app, RunFn* run) {
   auto opt = std::make_shared<InitCmdOptions>();
   CLI::App* cmd = app.add_subcommand(
       "init", "Write a model file of a built-in architecture with random weights (no download).");
-  cmd->add_option("--arch", opt->init.arch, "Architecture: sd15, sd21, sdxl or tiny (the embedded default)")
+  cmd->add_option("--arch", opt->init.arch, "Architecture: sd15, sd21, sdxl or tiny (a tiny SD 1.x-shaped test model)")
       ->capture_default_str();
   cmd->add_option("--seed", opt->init.seed, "Seed of the random weights")->capture_default_str();
   cmd->add_option("--dtype", opt->dtype, "Parameter storage: f32 or bf16")->capture_default_str();

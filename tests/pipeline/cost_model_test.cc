@@ -18,6 +18,7 @@
 #include "pipeline/report.h"
 #include "pipeline/simulate.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/tiny_model.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -69,6 +70,7 @@ TEST(CostModelTest, VectorWorkAndMemoryBoundOps) {
 // Runs the tiny model for real and simulates the same settings.
 TEST(CostModelTest, SimulationAndRealRunAgreeAndOpsAddUpToTheReport) {
   GeneratorOptions go;
+  go.model = tpumesh::testing::TinyArchModel();
   go.mesh.devices = 2;
   auto gen = Generator::Open(go);
   ASSERT_TRUE(gen.ok());

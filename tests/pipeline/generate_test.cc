@@ -267,7 +267,7 @@ TEST(GenerateTest, CancelStopsWithCancelled) {
 TEST(GenerateTest, AModelWithoutAVaeIsOneClearError) {
   const std::string path = tpumesh::testing::TestTempDir() + "/no-vae.h5";
   {
-    // Copy the embedded default's text encoder, tokenizer and UNet only.
+    // Copy the tiny architecture's text encoder, tokenizer and UNet only.
     InitOptions init;
     init.output = tpumesh::testing::TestTempDir() + "/tiny.h5";
     ASSERT_TRUE(InitModel(init).ok());

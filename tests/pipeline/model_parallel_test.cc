@@ -19,6 +19,7 @@
 #include "pipeline/simulate.h"
 #include "tests/testing/golden.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/tiny_model.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -88,7 +89,7 @@ void ExpectSameImages(const GenerateResult& got, const GenerateResult& want, con
 
 class ModelParallelTest : public ::testing::TestWithParam<std::string> {
  protected:
-  std::string Model() const { return GetParam() == "tiny" ? std::string() : TinySdB(); }
+  std::string Model() const { return GetParam() == "tiny" ? tpumesh::testing::TinyArchModel() : TinySdB(); }
 };
 
 // The 8 images of 8 devices computed on every data x model shape (the batch
@@ -186,7 +187,7 @@ TEST(ModelParallelMemoryTest, SplittingFitsAModelTheChipCannotHoldWhole) {
 // simulate prices the sharded flow with the same code: the same modelled
 // time and ICI traffic as a real run of the same mesh.
 TEST(ModelParallelSimulateTest, SimulationMatchesTheRealRun) {
-  auto real = RunMesh("", "data=2,model=4", 1, models::Precision::kDefault);
+  auto real = RunMesh(tpumesh::testing::TinyArchModel(), "data=2,model=4", 1, models::Precision::kDefault);
   ASSERT_TRUE(real.ok()) << real.status().ToString();
   SimulateOptions so;
   so.arch = "tiny";

@@ -308,7 +308,7 @@ TEST(FaultsCliTest, KilledWriterLeavesNoTemporaryFile) {
 // NaN or Inf in the inputs: refused with the place named, not a black image.
 TEST(FaultsCliTest, NonFiniteInputsAreRefused) {
   const std::string dir = tpumesh::testing::TestTempDir();
-  // Latents with one NaN (the embedded default: 1 device, 16x16 latents).
+  // Latents with one NaN (the tiny model at 32x32: 1 device, 16x16 latents).
   {
     auto w = tpumesh::pipeline::H5Writer::Create(dir + "/nan.h5");
     ASSERT_TRUE(w.ok());
