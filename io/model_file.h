@@ -38,6 +38,10 @@ void DisableHdf5ExitHandler();
 
 inline constexpr char kModelFormat[] = "tpumesh-model";
 inline constexpr int kModelFormatVersion = 1;
+// An optional text dataset: a model's training record (`tpumesh convert`
+// copies a diffusers folder's file of that name): JSON with the data, the
+// settings and the "vocabulary" the model was trained on.
+inline constexpr char kTrainingMetadata[] = "tpumesh_training.json";
 
 class ModelFileWriter {
  public:

@@ -93,6 +93,10 @@ StatusOr<ConvertStats> ConvertDiffusersFolder(
       texts.emplace_back(tok + "/" + f, std::move(t));
     }
   }
+  if (fs::exists(root / kTrainingMetadata)) {
+    TPUMESH_ASSIGN_OR_RETURN(std::string t, ReadJsonFile(root / kTrainingMetadata));
+    texts.emplace_back(kTrainingMetadata, std::move(t));
+  }
   std::vector<const Component*> present;
   std::vector<std::string> configs;
   std::vector<SafetensorsFile> weights;

@@ -14,8 +14,9 @@
 #include "io/atomic_file.h"
 #include "io/model_file.h"
 #include "mesh/collectives.h"
+#include "nlohmann/json.hpp"
 #include "models/parallel.h"
-#include "pipeline/init_model.h"
+#include "pipeline/default_model.h"
 #include "pipeline/loader.h"
 
 namespace tpumesh::pipeline {
@@ -43,17 +44,14 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
   std::string path = o.model;
   std::string temp;
   if (path.empty()) {
-    // The embedded default: `tpumesh init --arch tiny --seed 0`, built in a
-    // temporary file that lives only while loading.
+    // The embedded default (pipeline/default_model.h), in a temporary file
+    // that lives only while loading.
     const char* tmpdir = std::getenv("TMPDIR");
     temp = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/tpumesh-default-" + std::to_string(getpid()) + ".h5";
-    InitOptions init;
-    init.arch = "tiny";
-    init.output = temp;
-    auto st = InitModel(init);
-    if (!st.ok()) return st.status().WithContext("building the embedded default model");
+    Status st = WriteFileAtomic(temp, DefaultModelBytes());
+    if (!st.ok()) return st.WithContext("unpacking the embedded default model");
     path = temp;
-    g->model_name_ = "tiny (embedded default, seed-0 random weights)";
+    g->model_name_ = kDefaultModelName;
   } else {
     g->model_name_ = std::filesystem::path(path).filename().string();
   }
@@ -81,6 +79,13 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
   g->packed_estimate_ = need.packed_bytes;
   g->release_packed_weights_ = o.release_packed_weights;
   g->f32_weights_ = need.f32_bytes > need.bf16_bytes;
+  if (file->Has(kTrainingMetadata)) {
+    TPUMESH_ASSIGN_OR_RETURN(std::string text, file->ReadText(kTrainingMetadata));
+    const auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_object() && j.contains("vocabulary") && j["vocabulary"].is_array())
+      for (const auto& w : j["vocabulary"])
+        if (w.is_string()) g->vocabulary_.push_back(w.get<std::string>());
+  }
   TPUMESH_ASSIGN_OR_RETURN(g->flow_, LoadTextToImage(*file, g->model_size()));
   return g;
 }

@@ -69,8 +69,8 @@
 namespace tpumesh::pipeline {
 
 struct GeneratorOptions {
-  // A tpumesh model file; empty: the embedded default (the `tiny`
-  // architecture with `tpumesh init`'s seed-0 random weights).
+  // A tpumesh model file; empty: the embedded default (pipeline/
+  // default_model.h: the tiny shapes model).
   std::string model;
   // The devices and their data=D,model=M axes (mesh::CreateDataModelMesh).
   mesh::MeshSpec mesh;
@@ -112,6 +112,9 @@ class Generator {
   ~Generator();
 
   const std::string& model_name() const { return model_name_; }
+  // The words the model was trained on, from its training metadata
+  // (kTrainingMetadata's "vocabulary"); empty when the file has none.
+  const std::vector<std::string>& vocabulary() const { return vocabulary_; }
   mesh::Mesh& mesh() { return *mesh_; }
   int devices() const { return mesh_->num_devices(); }
   // The sizes of the data and model axes: images run data_size() x
@@ -140,6 +143,7 @@ class Generator {
   Status CheckMemory(const GenerateRequest& request, const Txt2ImgPlan& plan);
 
   std::string model_name_;
+  std::vector<std::string> vocabulary_;
   std::unique_ptr<TextToImage> flow_;
   int64_t packed_estimate_ = 0;  // bf16 bytes of every packed weight (loader.h)
   bool f32_weights_ = false;     // the file holds its weights mostly in f32

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -22,6 +23,7 @@
 #include "io/atomic_file.h"
 #include "io/h5io.h"
 #include "mesh/prng.h"
+#include "pipeline/default_model.h"
 #include "pipeline/generate.h"
 #include "tools/commands.h"
 #include "tools/device_flags.h"
@@ -204,6 +206,22 @@ Status RunGenerate(GenerateCmdOptions o) {
   r.keep_step_latents = !o.save_latents.empty();
   r.keep_ops = !o.dev.out.trace.empty();
   TPUMESH_RETURN_IF_ERROR(gen->Validate(r));
+  if (!o.quiet && !gen->vocabulary().empty()) {
+    // A model trained on a small grammar (the default's) cannot draw other
+    // words: say which ones it will not understand, and what it knows.
+    std::vector<std::string> unknown;
+    for (const auto* prompts : {&r.prompts, &r.negative_prompts})
+      for (const std::string& p : *prompts)
+        for (std::string& w : pipeline::UnknownWords(p, gen->vocabulary()))
+          if (std::find(unknown.begin(), unknown.end(), w) == unknown.end()) unknown.push_back(std::move(w));
+    if (!unknown.empty()) {
+      std::string quoted, known;
+      for (const std::string& w : unknown) quoted += (quoted.empty() ? "'" : ", '") + w + "'";
+      for (const std::string& w : gen->vocabulary()) known += (known.empty() ? "" : " ") + w;
+      std::fprintf(stderr, "tpumesh generate: note: %s not in the model's vocabulary; it was trained on: %s\n",
+                   quoted.c_str(), known.c_str());
+    }
+  }
   // Created before the run so that an unwritable path fails first; the file
   // appears only on Commit.
   std::unique_ptr<pipeline::H5Writer> latents_out;
@@ -294,7 +312,8 @@ void RegisterGenerate(CLI::App& app, RunFn* run) {
       "Text to image over the emulated mesh (prompts sharded over data, each model split over model, one PRNG "
       "key per image, pmap).");
   cmd->add_option("--model", opt->gen.model,
-                  "Model file (tpumesh convert / init); default: the embedded tiny model (random weights)");
+                  "Model file (tpumesh convert / init); default: the embedded shapes model (one coloured circle, square or "
+                  "triangle on a coloured background; scripts/train_default)");
   cmd->add_option("-p,--prompt", opt->prompts, "Prompt; repeat for one per image (as many as images)");
   cmd->add_option("--prompts-file", opt->prompts_file, "File with one prompt per line (added to --prompt)");
   cmd->add_option("-n,--negative-prompt", opt->negatives,

@@ -104,6 +104,24 @@ TEST_F(ConvertTest, MissingOrCorruptInputWritesNothing) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// A training record beside the components is copied verbatim; one that is
+// not JSON is refused, naming it, and nothing is written.
+TEST_F(ConvertTest, CopiesTheTrainingRecord) {
+  const std::string copy = CopyRef();
+  const std::string record = R"({"vocabulary": ["a", "red", "circle"], "steps": 10})";
+  { std::ofstream(copy + "/" + kTrainingMetadata) << record; }
+  const std::string out = dir_ + "/trained.h5";
+  ASSERT_TRUE(ConvertDiffusersFolder(copy, out, mesh::DType::kF32).ok());
+  auto f = ModelFile::Open(out);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(*(*f)->ReadText(kTrainingMetadata), record);
+  { std::ofstream(copy + "/" + kTrainingMetadata) << "{vocabulary"; }
+  const std::string bad = dir_ + "/bad.h5";
+  auto r = ConvertDiffusersFolder(copy, bad, mesh::DType::kF32);
+  EXPECT_THAT(r.status().message(), HasSubstr("tpumesh_training.json: not valid JSON"));
+  EXPECT_FALSE(fs::exists(bad));
+}
+
 // An SDXL folder converts whole (both encoders and tokenizers), and one
 // missing a part is refused in one line naming the part and why the folder
 // counts as SDXL; nothing is written.

@@ -23,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using tpumesh::testing::ListDir;
 using tpumesh::testing::RunTpumesh;
 
@@ -42,13 +43,21 @@ TEST(GenerateCliTest, WritesImagesGridAndLatents) {
   EXPECT_THAT(r.out, HasSubstr("compiled in"));
   EXPECT_THAT(r.out, HasSubstr("images/s"));
   EXPECT_THAT(r.err, HasSubstr("3/3 UNet steps"));
+  // The embedded default knows a few words, and says which of the prompts' it does not.
+  EXPECT_THAT(r.err, HasSubstr("tpumesh generate: note: 'fox', 'in', 'the', 'snow', 'blurry' not in the model's "
+                               "vocabulary; it was trained on: a on background red green blue yellow white black "
+                               "circle square triangle\n"));
   EXPECT_EQ(ListDir(dir + "/out"), (std::vector<std::string>{"grid.png", "image_00.png", "image_01.png"}));
   auto init = tpumesh::pipeline::H5ReadArray(dir + "/lat.h5", "latents");
   ASSERT_TRUE(init.ok());
-  EXPECT_EQ(init->shape(), (tpumesh::mesh::Shape{2, 4, 32, 32}));
+  EXPECT_EQ(init->shape(), (tpumesh::mesh::Shape{2, 4, 16, 16}));  // its images are 32x32
   auto steps = tpumesh::pipeline::H5ReadArray(dir + "/lat.h5", "latents_after_step");
   ASSERT_TRUE(steps.ok());
-  EXPECT_EQ(steps->shape(), (tpumesh::mesh::Shape{3, 2, 4, 32, 32}));
+  EXPECT_EQ(steps->shape(), (tpumesh::mesh::Shape{3, 2, 4, 16, 16}));
+  auto known = RunTpumesh("generate -p 'A white Triangle on a black background' --devices 1 --steps 1 -o " + dir +
+                          "/known");
+  ASSERT_EQ(known.code, 0) << known.err;
+  EXPECT_THAT(known.err, Not(HasSubstr("vocabulary")));
 
   // Starting from the saved latents reproduces the images.
   auto again = RunTpumesh("generate -p 'a red fox in the snow' -n 'blurry' --devices 1 --batch-per-device 2 --steps 3 "
