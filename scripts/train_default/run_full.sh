@@ -4,9 +4,9 @@
 # Resumes whatever $OUT already holds (vae.pt, latents.pt, ckpt.pt), so the
 # same command continues an interrupted run or, with a larger STEPS, extends
 # a finished one. One thread throughout.
-#   nohup scripts/train_default/run_full.sh > /work/train_default_out/run.out 2>&1 &
+#   nohup scripts/train_default/run_full.sh > out/train_default/run.out 2>&1 &
 set -euo pipefail
-OUT=${OUT:-/work/train_default_out}
+OUT=${OUT:-out/train_default}
 STEPS=${STEPS:-2600}
 THREADS=${THREADS:-1}
 PY=${PY:-/opt/peers-venv/bin/python}
