@@ -37,8 +37,9 @@ void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
   }
   if (which & kOutputFlags) {
     cmd->add_option("--report", f->out.report,
-                    "Write the chip's view as JSON: summary (modelled time, HBM, ICI bytes and seconds), per device "
-                    "per op type, per layer and per collective kind, and the sharding plan (docs/cost-model.md)")
+                    "Write the chip's view as JSON: summary (modelled time, HBM, ICI bytes and seconds, estimated "
+                    "energy and average power), per device per op type, per layer and per collective kind, and the "
+                    "sharding plan (docs/cost-model.md)")
         ->group("Devices");
     cmd->add_option("--trace", f->out.trace, "Write a Chrome trace (Perfetto): MXU, vector, HBM, ICI tracks per device")
         ->group("Devices");
