@@ -45,7 +45,7 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
   std::string temp;
   if (path.empty()) {
     // The embedded default (pipeline/default_model.h), in a temporary file
-    // that lives only while loading.
+    // that lives only until it is open (HDF5 reads through the open file).
     const char* tmpdir = std::getenv("TMPDIR");
     temp = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/tpumesh-default-" + std::to_string(getpid()) + ".h5";
     Status st = WriteFileAtomic(temp, DefaultModelBytes());
@@ -55,14 +55,10 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
   } else {
     g->model_name_ = std::filesystem::path(path).filename().string();
   }
-  struct RemoveTemp {
-    std::string p;
-    ~RemoveTemp() {
-      if (!p.empty()) std::remove(p.c_str());
-    }
-  } remove_temp{temp};
-
-  TPUMESH_ASSIGN_OR_RETURN(auto file, ModelFile::Open(path));
+  auto opened = ModelFile::Open(path);
+  // Removed at once: a process killed while loading leaves nothing in /tmp.
+  if (!temp.empty()) std::remove(temp.c_str());
+  TPUMESH_ASSIGN_OR_RETURN(auto file, std::move(opened));
   // Refused before loading when the weights cannot fit in the host's memory.
   TPUMESH_ASSIGN_OR_RETURN(HostMemoryEstimate need, EstimateHostMemory(*file));
   const int64_t have = HostMemoryAvailable();
