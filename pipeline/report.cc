@@ -128,6 +128,22 @@ double RunReport::modelled_seconds() const {
   return m;
 }
 
+mesh::OpTypeTotals AllDevicesTotals(const RunReport& r) {
+  mesh::OpTypeTotals all;
+  for (const auto& l : r.logs) {
+    const mesh::OpTypeTotals t = l.total();
+    all.flops += t.flops;
+    all.bytes += t.bytes;
+    all.mxu_cycles += t.mxu_cycles;
+    all.mxu_useful_macs += t.mxu_useful_macs;
+    all.mxu_capacity_macs += t.mxu_capacity_macs;
+    all.ici_bytes += t.ici_bytes;
+    all.ici_seconds = std::max(all.ici_seconds, t.ici_seconds);
+    all.energy.Add(t.energy);
+  }
+  return all;
+}
+
 std::string ReportJson(const RunReport& r) {
   json summary = {{"mode", r.mode},
                   {"modelled_seconds", r.modelled_seconds()},
@@ -136,17 +152,7 @@ std::string ReportJson(const RunReport& r) {
                   {"chip", r.chip.name},
                   {"devices", r.devices},
                   {"modelled", "time on the emulated chip from the cost model (docs/cost-model.md)"}};
-  mesh::OpTypeTotals all;
-  for (const auto& l : r.logs) {
-    const mesh::OpTypeTotals t = l.total();
-    all.flops += t.flops;
-    all.bytes += t.bytes;
-    all.mxu_useful_macs += t.mxu_useful_macs;
-    all.mxu_capacity_macs += t.mxu_capacity_macs;
-    all.ici_bytes += t.ici_bytes;
-    all.ici_seconds = std::max(all.ici_seconds, t.ici_seconds);
-    all.energy.Add(t.energy);
-  }
+  const mesh::OpTypeTotals all = AllDevicesTotals(r);
   summary["flops"] = all.flops;
   summary["hbm_bytes"] = all.bytes;
   summary["mxu_utilisation"] = all.utilisation();

@@ -67,6 +67,10 @@ struct RunReport {
 
 // The report and the trace as text, and written atomically.
 std::string ReportJson(const RunReport& report);
+
+// Every device's totals added: FLOPs, bytes, MXU cycles and MACs, ICI bytes,
+// energy; ici_seconds is the busiest device's.
+mesh::OpTypeTotals AllDevicesTotals(const RunReport& report);
 // Per device and layer (mesh::DeviceCostLog::layers), one CSV row each:
 // device, layer, op, type, shape, count, flops, mxu_cycles,
 // mxu_utilisation, vmem_bytes, hbm_bytes, modelled_seconds, mxu_seconds, vector_seconds,

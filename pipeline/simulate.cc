@@ -201,15 +201,10 @@ StatusOr<std::vector<DataflowSweepRow>> SweepDataflow(
       row.dataflow = dataflow;
       row.vmem_mib = vmem;
       row.seconds = r.modelled_seconds();
-      mesh::OpTypeTotals all;
-      for (const mesh::DeviceCostLog& log : r.logs) {
-        const mesh::OpTypeTotals t = log.total();
-        all.mxu_useful_macs += t.mxu_useful_macs;
-        all.mxu_capacity_macs += t.mxu_capacity_macs;
-        row.mxu_cycles += t.mxu_cycles;
-        row.hbm_bytes += t.bytes;
-        row.energy_joules += t.energy.total();
-      }
+      const mesh::OpTypeTotals all = AllDevicesTotals(r);
+      row.mxu_cycles = all.mxu_cycles;
+      row.hbm_bytes = all.bytes;
+      row.energy_joules = all.energy.total();
       row.mxu_utilisation = all.utilisation();
       row.average_watts = row.seconds > 0 ? row.energy_joules / row.seconds : 0;
       rows.push_back(row);
