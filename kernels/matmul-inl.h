@@ -4,15 +4,19 @@
 //
 // Micro-kernels (kV = 2 vectors of L lanes per row, so kCols = 2L columns of
 // a 32-column panel: 32 on AVX3, 16 on AVX2, 8 on SSE4, 2 on SCALAR; kMr rows,
-// 12 where there are 32 vector registers, else 5: 10 accumulators, 2 B words,
-// 2 B halves and an A broadcast fill 16 registers; 6 rows spill):
-//   f32_gemm_{kMr}x{kCols}c2  pair layout (kDefault/kHigh): per pair of k it
-//       splits the 32-bit B words into the odd-k bf16 (high half, as f32 by
-//       masking) and the even-k bf16 (low half, shifted up), then for each
-//       row acc += a[k+1]*b_odd; acc += a[k]*b_even. A product of two bf16
-//       values is exact in f32, so FMA or multiply-then-add give the same
-//       bits, and the order matches vdpbf16ps.
-//   f32_gemm_{kMr}x{kCols}  f32 panels (kHighest): acc += a[k] * b[k].
+// 12 where there are 32 vector registers, else 6):
+//   pair layout (kDefault/kHigh): per pair of k, for each row
+//       acc += a[k+1]*b_odd; acc += a[k]*b_even, where b_odd is the high
+//       bf16 half of B's 32-bit word (as f32 by masking) and b_even the low
+//       half shifted up. A product of two bf16 values is exact in f32, so
+//       FMA or multiply-then-add give the same bits, and the order matches
+//       vdpbf16ps. Where there are 32 registers the kernel splits the words
+//       as it goes (PairKernel). With 16 (AVX2, SSE4) the split's two ALU ops
+//       per B vector cost ~15% of the FMA rate and its registers cap a tile
+//       at 5 rows, so the driver splits each column tile's micro-panel into
+//       f32 once per row block (SplitPanel, L1-resident) and SplitPairKernel
+//       runs 6 rows on it: 12 accumulators, 2 B vectors, 1 broadcast.
+//   f32 panels (kHighest): acc += a[k] * b[k].
 // A is packed per call into f32 rows (already rounded / split / expanded), B
 // comes packed from PackedMatrix. Edges: rows by template (1..kMr), columns
 // through a small tile buffer, K odd by the zero pad of the pair layout. Each
@@ -49,7 +53,8 @@ inline constexpr int64_t kL = HWY_LANES(float);
 inline constexpr int64_t kV = 2;
 inline constexpr int64_t kCols = kV * kL;
 static_assert(mi::kPanelWidth % kCols == 0, "a micro-tile must divide a panel");
-inline constexpr int kMr = HWY_MAX_BYTES >= 64 ? 12 : 5;
+inline constexpr bool kSplitB = HWY_MAX_BYTES < 64;
+inline constexpr int kMr = kSplitB ? 6 : 12;
 // Pairs of k per block (B micro-panel kKcPairs x 32 words = 16 KiB, in L1).
 inline constexpr int64_t kKcPairs = 128;
 // Packed A row stride in floats: 2 per pair, plus 16 so rows spread over L1 sets.
@@ -98,6 +103,51 @@ HWY_NOINLINE void PairKernel(int64_t pairs, const float* HWY_RESTRICT a, int64_t
   }
 }
 
+// PairKernel on a micro-panel split by SplitPanel: per pair 2 * kCols
+// floats, the odd-k row then the even-k row.
+template <int kRows>
+HWY_NOINLINE void SplitPairKernel(int64_t pairs, const float* HWY_RESTRICT a, int64_t as,
+                                  const float* HWY_RESTRICT b, const float* HWY_RESTRICT in,
+                                  float* HWY_RESTRICT out, int64_t ld_out) {
+  const DF d;
+  using V = hn::Vec<DF>;
+  V acc[kRows][kV];
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kV; ++v) {
+      acc[r][v] = in != nullptr ? hn::LoadU(d, in + r * kCols + v * kL) : hn::Zero(d);
+    }
+  }
+  for (int64_t p = 0; p < pairs; ++p) {
+    const float* bp = b + p * 2 * kCols;
+    for (int half = 0; half < 2; ++half) {  // odd k, then even k
+      V bv[kV];
+      for (int v = 0; v < kV; ++v) bv[v] = hn::Load(d, bp + half * kCols + v * kL);
+      for (int r = 0; r < kRows; ++r) {
+        const V av = hn::Set(d, a[r * as + 2 * p + 1 - half]);
+        for (int v = 0; v < kV; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
+      }
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kV; ++v) hn::StoreU(acc[r][v], d, out + r * ld_out + v * kL);
+  }
+}
+
+// Splits kCols columns of `pairs` rows of a pair panel (row stride
+// kPanelWidth words) into SplitPairKernel's layout.
+inline void SplitPanel(const uint32_t* HWY_RESTRICT panel, int64_t pairs, float* HWY_RESTRICT out) {
+  const DF d;
+  const hn::RebindToUnsigned<DF> du;
+  const auto high_half = hn::Set(du, 0xffff0000u);
+  for (int64_t p = 0; p < pairs; ++p) {
+    for (int v = 0; v < kV; ++v) {
+      const auto w = hn::Load(du, panel + p * mi::kPanelWidth + v * kL);
+      hn::Store(hn::BitCast(d, hn::And(w, high_half)), d, out + p * 2 * kCols + v * kL);
+      hn::Store(hn::BitCast(d, hn::ShiftLeft<16>(w)), d, out + p * 2 * kCols + kCols + v * kL);
+    }
+  }
+}
+
 template <int kRows>
 HWY_NOINLINE void F32Kernel(int64_t ks, const float* HWY_RESTRICT a, int64_t as,
                             const float* HWY_RESTRICT b, const float* HWY_RESTRICT in,
@@ -130,6 +180,11 @@ template <int... kRows>
 constexpr std::array<KernelFn<uint32_t>, sizeof...(kRows)> PairKernels(
     std::integer_sequence<int, kRows...>) {
   return {&PairKernel<kRows + 1>...};
+}
+template <int... kRows>
+constexpr std::array<KernelFn<float>, sizeof...(kRows)> SplitPairKernels(
+    std::integer_sequence<int, kRows...>) {
+  return {&SplitPairKernel<kRows + 1>...};
 }
 template <int... kRows>
 constexpr std::array<KernelFn<float>, sizeof...(kRows)> F32Kernels(
@@ -223,11 +278,13 @@ inline void PackAPairs(const mi::CallArgs& args, int64_t i0, int64_t rows, int64
 // 4 KiB-alias the previous group's pending stores (see matmul_bf16.cc).
 inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   static constexpr auto kKernels = PairKernels(std::make_integer_sequence<int, kMr>{});
+  static constexpr auto kSplitKernels = SplitPairKernels(std::make_integer_sequence<int, kMr>{});
   const mi::PackedData& b = *args.b;
   const int64_t kc =
       mi::PairBlockSize(b.pairs, kKcPairs, b.precision == Precision::kHigh ? 3 : 1);
   float* a_block = mi::ThreadScratch<float, 0>(static_cast<size_t>(kMc * kAStride));
   float* partial = b.pairs > kc ? mi::ThreadScratch<float, 1>(static_cast<size_t>(kMc * kNc)) : nullptr;
+  float* split = kSplitB ? mi::ThreadScratch<float, 2>(static_cast<size_t>(2 * kc * kCols)) : nullptr;
   for (int64_t jb = j0; jb < j1; jb += kNc) {
     const int64_t je = std::min(j1, jb + kNc);
     for (int64_t ib = i0; ib < i1; ib += kMc) {
@@ -240,17 +297,26 @@ inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t
           const uint32_t* panel = b.pair_panel(col / mi::kPanelWidth) + p0 * mi::kPanelWidth +
                                   col % mi::kPanelWidth;
           float* tile = partial == nullptr ? nullptr : partial + (col - jb) * kMc;
-          for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
-            const int64_t mr = std::min<int64_t>(kMr, rows - r0);
-            const float* in = first ? nullptr : tile + r0 * kCols;
-            if (last) {
-              float* c = args.c + (ib + r0) * args.ldc + col;
-              const int64_t cols = std::min(kCols, je - col);
-              RunTile(kKernels[mr - 1], np, a_block + r0 * kAStride, kAStride, panel, in, c, args.ldc, mr, cols);
-              if (args.bias != nullptr) mi::AddBiasTile(c, args.ldc, mr, cols, args.bias + col);
-            } else {
-              kKernels[mr - 1](np, a_block + r0 * kAStride, kAStride, panel, in, tile + r0 * kCols, kCols);
+          const auto run_rows = [&](const auto& kernels, const auto* b_tile) {
+            for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
+              const int64_t mr = std::min<int64_t>(kMr, rows - r0);
+              const float* in = first ? nullptr : tile + r0 * kCols;
+              const float* a = a_block + r0 * kAStride;
+              if (last) {
+                float* c = args.c + (ib + r0) * args.ldc + col;
+                const int64_t cols = std::min(kCols, je - col);
+                RunTile(kernels[mr - 1], np, a, kAStride, b_tile, in, c, args.ldc, mr, cols);
+                if (args.bias != nullptr) mi::AddBiasTile(c, args.ldc, mr, cols, args.bias + col);
+              } else {
+                kernels[mr - 1](np, a, kAStride, b_tile, in, tile + r0 * kCols, kCols);
+              }
             }
+          };
+          if constexpr (kSplitB) {
+            SplitPanel(panel, np, split);
+            run_rows(kSplitKernels, static_cast<const float*>(split));
+          } else {
+            run_rows(kKernels, panel);
           }
         }
       }
