@@ -406,6 +406,9 @@ Status AttentionOnMatmuls(const AttentionShape& s, const float* q,
   const int64_t block_q = mr * std::max<int64_t>(1, 32 / mr);
   const int64_t bh = s.batch * s.heads, hd = s.hidden(), dh = s.head_dim;
   const int64_t qblocks = (s.q_len + block_q - 1) / block_q;
+  // The scores' row stride: 16 floats over a multiple of 1 KiB, so a column
+  // tile's rows (kv_len 4096: 16 KiB apart) do not all fall in one L1 set.
+  const int64_t lds = s.kv_len % 256 == 0 ? s.kv_len + 16 : s.kv_len;
   std::vector<PackedMatrix> kt(static_cast<size_t>(bh)),
       vp(static_cast<size_t>(bh));
   std::mutex mu;
@@ -438,7 +441,7 @@ Status AttentionOnMatmuls(const AttentionShape& s, const float* q,
     // out = P V straight into the head's columns.
     ParallelForTasks(bh * qblocks, inner, [&](int64_t begin, int64_t end) {
       float* sc = matmul_internal::ThreadScratch<float, kScoresSlot>(
-          static_cast<size_t>(block_q * s.kv_len));
+          static_cast<size_t>(block_q * lds));
       std::vector<float> inv(static_cast<size_t>(block_q));
       for (int64_t t = begin; t < end; ++t) {
         const int64_t head = t / qblocks, i0 = (t % qblocks) * block_q;
@@ -446,10 +449,10 @@ Status AttentionOnMatmuls(const AttentionShape& s, const float* q,
         const int64_t rows = std::min(block_q, s.q_len - i0);
         const float* qr = q + (b * s.q_len + i0) * hd + h * dh;
         float* outr = out + (b * s.q_len + i0) * hd + h * dh;
-        if (!keep(Matmul(rows, qr, hd, kt[head], sc, s.kv_len, 1)))
+        if (!keep(Matmul(rows, qr, hd, kt[head], sc, lds, 1)))
           return;
-        exp_rows(sc, s.kv_len, rows, s.kv_len, scale, options.causal, i0, coarse, inv.data());
-        if (!keep(Matmul(rows, sc, s.kv_len, vp[head], outr, hd, 1)))
+        exp_rows(sc, lds, rows, s.kv_len, scale, options.causal, i0, coarse, inv.data());
+        if (!keep(Matmul(rows, sc, lds, vp[head], outr, hd, 1)))
           return;
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t j = 0; j < dh; ++j) outr[r * hd + j] *= inv[static_cast<size_t>(r)];

@@ -117,6 +117,7 @@ std::vector<AttentionShape> Shapes() {
                             // 8)
       {1, 300, 100, 1, 80},  // Lq > Lk
       {1, 50, 300, 2, 24},   // Lq < Lk
+      {2, 40, 512, 2, 40},   // Lk a multiple of 256: the scores' padded row stride
   };
 }
 
