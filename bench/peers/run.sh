@@ -6,6 +6,8 @@
 #   MODEL_H5:   e.g. from `build/release/tools/tpumesh init --arch sd15 --dtype bf16 -o sd15.h5`
 #   THREADS:    default 2;  VENV_DIR: from bench/peers/setup.sh, default /opt/peers-venv
 #   COMPONENT:  unet, vae-decode, text (default: all three)
+# PEERS_BACKENDS (environment): peers.py's --backend, default all; e.g.
+#   torch-f32,torch-f32-cl,flax-f32 where torch's bf16 has no native path (AVX2 hosts).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MODEL=${1:?usage: bench/peers/run.sh MODEL_H5 [THREADS] [VENV_DIR] [COMPONENT...]}
@@ -30,7 +32,7 @@ for c in "${COMPONENTS[@]}"; do
   [ -n "$ours" ] || { echo "run.sh: no median in models_bench's output" >&2; exit 1; }
   echo "$ours" > "$work/ours-$c"
   "$VENV/bin/python" bench/peers/peers.py --component "$c" --batch "$batch" --threads "$THREADS" \
-      --json "$work/peers-$c.json" || true
+      --backend "${PEERS_BACKENDS:-all}" --json "$work/peers-$c.json" || true
 done
 "$VENV/bin/python" - "$work" "${COMPONENTS[@]}" <<'PY'
 import json, os, sys
