@@ -68,8 +68,24 @@ inline constexpr int64_t kNc = 1024;
 inline constexpr int64_t kKc = 256;
 inline constexpr int64_t kAStrideF32 = kKc + 16;
 
-// Both kernels: accumulators start from `in` (a partial-sum tile of row
-// stride kCols) or zero when in is null, and end in `out` (row stride ld_out).
+// Every kernel's accumulators: kRows x kV vectors, loaded from `in` (a
+// partial-sum tile of row stride kCols) or zero when in is null, stored to
+// `out` (row stride ld_out).
+template <int kRows>
+HWY_INLINE void LoadTile(const float* HWY_RESTRICT in, hn::Vec<DF> (&acc)[kRows][kV]) {
+  const DF d;
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kV; ++v) acc[r][v] = in != nullptr ? hn::LoadU(d, in + r * kCols + v * kL) : hn::Zero(d);
+  }
+}
+template <int kRows>
+HWY_INLINE void StoreTile(const hn::Vec<DF> (&acc)[kRows][kV], float* HWY_RESTRICT out, int64_t ld_out) {
+  const DF d;
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kV; ++v) hn::StoreU(acc[r][v], d, out + r * ld_out + v * kL);
+  }
+}
+
 template <int kRows>
 HWY_NOINLINE void PairKernel(int64_t pairs, const float* HWY_RESTRICT a, int64_t as,
                              const uint32_t* HWY_RESTRICT b, const float* HWY_RESTRICT in,
@@ -78,11 +94,7 @@ HWY_NOINLINE void PairKernel(int64_t pairs, const float* HWY_RESTRICT a, int64_t
   const hn::RebindToUnsigned<DF> du;
   using V = hn::Vec<DF>;
   V acc[kRows][kV];
-  for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kV; ++v) {
-      acc[r][v] = in != nullptr ? hn::LoadU(d, in + r * kCols + v * kL) : hn::Zero(d);
-    }
-  }
+  LoadTile<kRows>(in, acc);
   const auto high_half = hn::Set(du, 0xffff0000u);
   for (int64_t p = 0; p < pairs; ++p) {
     V b_odd[kV], b_even[kV];
@@ -100,9 +112,7 @@ HWY_NOINLINE void PairKernel(int64_t pairs, const float* HWY_RESTRICT a, int64_t
       }
     }
   }
-  for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kV; ++v) hn::StoreU(acc[r][v], d, out + r * ld_out + v * kL);
-  }
+  StoreTile<kRows>(acc, out, ld_out);
 }
 
 // PairKernel on a micro-panel split by SplitPanel: per pair 2 * kCols
@@ -114,11 +124,7 @@ HWY_NOINLINE void SplitPairKernel(int64_t pairs, const float* HWY_RESTRICT a, in
   const DF d;
   using V = hn::Vec<DF>;
   V acc[kRows][kV];
-  for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kV; ++v) {
-      acc[r][v] = in != nullptr ? hn::LoadU(d, in + r * kCols + v * kL) : hn::Zero(d);
-    }
-  }
+  LoadTile<kRows>(in, acc);
   for (int64_t p = 0; p < pairs; ++p) {
     const float* bp = b + p * 2 * kCols;
     for (int half = 0; half < 2; ++half) {  // odd k, then even k
@@ -130,9 +136,7 @@ HWY_NOINLINE void SplitPairKernel(int64_t pairs, const float* HWY_RESTRICT a, in
       }
     }
   }
-  for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kV; ++v) hn::StoreU(acc[r][v], d, out + r * ld_out + v * kL);
-  }
+  StoreTile<kRows>(acc, out, ld_out);
 }
 
 // Splits kCols columns of `pairs` rows of a pair panel (row stride
@@ -157,11 +161,7 @@ HWY_NOINLINE void F32Kernel(int64_t ks, const float* HWY_RESTRICT a, int64_t as,
   const DF d;
   using V = hn::Vec<DF>;
   V acc[kRows][kV];
-  for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kV; ++v) {
-      acc[r][v] = in != nullptr ? hn::LoadU(d, in + r * kCols + v * kL) : hn::Zero(d);
-    }
-  }
+  LoadTile<kRows>(in, acc);
   for (int64_t k = 0; k < ks; ++k) {
     V bv[kV];
     for (int v = 0; v < kV; ++v) bv[v] = hn::Load(d, b + k * mi::kPanelWidth + v * kL);
@@ -170,9 +170,7 @@ HWY_NOINLINE void F32Kernel(int64_t ks, const float* HWY_RESTRICT a, int64_t as,
       for (int v = 0; v < kV; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
     }
   }
-  for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kV; ++v) hn::StoreU(acc[r][v], d, out + r * ld_out + v * kL);
-  }
+  StoreTile<kRows>(acc, out, ld_out);
 }
 
 template <typename TB>
