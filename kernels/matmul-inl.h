@@ -115,26 +115,32 @@ HWY_NOINLINE void PairKernel(int64_t pairs, const float* HWY_RESTRICT a, int64_t
   StoreTile<kRows>(acc, out, ld_out);
 }
 
+// acc[r] += a[r * as] * b_row (kCols columns) for every row r: one k step of
+// the f32 and split-pair kernels.
+template <int kRows>
+HWY_INLINE void RankOneUpdate(const float* HWY_RESTRICT a, int64_t as, const float* HWY_RESTRICT b_row,
+                              hn::Vec<DF> (&acc)[kRows][kV]) {
+  const DF d;
+  hn::Vec<DF> bv[kV];
+  for (int v = 0; v < kV; ++v) bv[v] = hn::Load(d, b_row + v * kL);
+  for (int r = 0; r < kRows; ++r) {
+    const auto av = hn::Set(d, a[r * as]);
+    for (int v = 0; v < kV; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
+  }
+}
+
 // PairKernel on a micro-panel split by SplitPanel: per pair 2 * kCols
 // floats, the odd-k row then the even-k row.
 template <int kRows>
 HWY_NOINLINE void SplitPairKernel(int64_t pairs, const float* HWY_RESTRICT a, int64_t as,
                                   const float* HWY_RESTRICT b, const float* HWY_RESTRICT in,
                                   float* HWY_RESTRICT out, int64_t ld_out) {
-  const DF d;
   using V = hn::Vec<DF>;
   V acc[kRows][kV];
   LoadTile<kRows>(in, acc);
   for (int64_t p = 0; p < pairs; ++p) {
-    const float* bp = b + p * 2 * kCols;
-    for (int half = 0; half < 2; ++half) {  // odd k, then even k
-      V bv[kV];
-      for (int v = 0; v < kV; ++v) bv[v] = hn::Load(d, bp + half * kCols + v * kL);
-      for (int r = 0; r < kRows; ++r) {
-        const V av = hn::Set(d, a[r * as + 2 * p + 1 - half]);
-        for (int v = 0; v < kV; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
-      }
-    }
+    RankOneUpdate<kRows>(a + 2 * p + 1, as, b + p * 2 * kCols, acc);      // odd k
+    RankOneUpdate<kRows>(a + 2 * p, as, b + p * 2 * kCols + kCols, acc);  // even k
   }
   StoreTile<kRows>(acc, out, ld_out);
 }
@@ -158,18 +164,10 @@ template <int kRows>
 HWY_NOINLINE void F32Kernel(int64_t ks, const float* HWY_RESTRICT a, int64_t as,
                             const float* HWY_RESTRICT b, const float* HWY_RESTRICT in,
                             float* HWY_RESTRICT out, int64_t ld_out) {
-  const DF d;
   using V = hn::Vec<DF>;
   V acc[kRows][kV];
   LoadTile<kRows>(in, acc);
-  for (int64_t k = 0; k < ks; ++k) {
-    V bv[kV];
-    for (int v = 0; v < kV; ++v) bv[v] = hn::Load(d, b + k * mi::kPanelWidth + v * kL);
-    for (int r = 0; r < kRows; ++r) {
-      const V av = hn::Set(d, a[r * as + k]);
-      for (int v = 0; v < kV; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
-    }
-  }
+  for (int64_t k = 0; k < ks; ++k) RankOneUpdate<kRows>(a + k, as, b + k * mi::kPanelWidth, acc);
   StoreTile<kRows>(acc, out, ld_out);
 }
 
