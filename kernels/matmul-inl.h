@@ -184,6 +184,17 @@ constexpr std::array<KernelFn<float>, sizeof...(kRows)> SplitPairKernels(
     std::integer_sequence<int, kRows...>) {
   return {&SplitPairKernel<kRows + 1>...};
 }
+// The pair kernels a target runs (its table alone is instantiated):
+// SplitPairKernel on split micro-panels with 16 registers, PairKernel on the
+// panels with 32.
+template <bool kSplit>
+constexpr auto PairTileKernels() {
+  if constexpr (kSplit) {
+    return SplitPairKernels(std::make_integer_sequence<int, kMr>{});
+  } else {
+    return PairKernels(std::make_integer_sequence<int, kMr>{});
+  }
+}
 template <int... kRows>
 constexpr std::array<KernelFn<float>, sizeof...(kRows)> F32Kernels(
     std::integer_sequence<int, kRows...>) {
@@ -275,8 +286,7 @@ inline void PackAPairs(const mi::CallArgs& args, int64_t i0, int64_t rows, int64
 // not in C: C is never read (beta = 0), and the next row group's loads do not
 // 4 KiB-alias the previous group's pending stores (see matmul_bf16.cc).
 inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  static constexpr auto kKernels = PairKernels(std::make_integer_sequence<int, kMr>{});
-  static constexpr auto kSplitKernels = SplitPairKernels(std::make_integer_sequence<int, kMr>{});
+  static constexpr auto kKernels = PairTileKernels<kSplitB>();
   const mi::PackedData& b = *args.b;
   const int64_t kc =
       mi::PairBlockSize(b.pairs, kKcPairs, b.precision == Precision::kHigh ? 3 : 1);
@@ -295,26 +305,26 @@ inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t
           const uint32_t* panel = b.pair_panel(col / mi::kPanelWidth) + p0 * mi::kPanelWidth +
                                   col % mi::kPanelWidth;
           float* tile = partial == nullptr ? nullptr : partial + (col - jb) * kMc;
-          const auto run_rows = [&](const auto& kernels, const auto* b_tile) {
-            for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
-              const int64_t mr = std::min<int64_t>(kMr, rows - r0);
-              const float* in = first ? nullptr : tile + r0 * kCols;
-              const float* a = a_block + r0 * kAStride;
-              if (last) {
-                float* c = args.c + (ib + r0) * args.ldc + col;
-                const int64_t cols = std::min(kCols, je - col);
-                RunTile(kernels[mr - 1], np, a, kAStride, b_tile, in, c, args.ldc, mr, cols);
-                if (args.bias != nullptr) mi::AddBiasTile(c, args.ldc, mr, cols, args.bias + col);
-              } else {
-                kernels[mr - 1](np, a, kAStride, b_tile, in, tile + r0 * kCols, kCols);
-              }
+          const auto* b_tile = [&] {
+            if constexpr (kSplitB) {
+              SplitPanel(panel, np, split);
+              return static_cast<const float*>(split);
+            } else {
+              return panel;
             }
-          };
-          if constexpr (kSplitB) {
-            SplitPanel(panel, np, split);
-            run_rows(kSplitKernels, static_cast<const float*>(split));
-          } else {
-            run_rows(kKernels, panel);
+          }();
+          for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
+            const int64_t mr = std::min<int64_t>(kMr, rows - r0);
+            const float* in = first ? nullptr : tile + r0 * kCols;
+            const float* a = a_block + r0 * kAStride;
+            if (last) {
+              float* c = args.c + (ib + r0) * args.ldc + col;
+              const int64_t cols = std::min(kCols, je - col);
+              RunTile(kKernels[mr - 1], np, a, kAStride, b_tile, in, c, args.ldc, mr, cols);
+              if (args.bias != nullptr) mi::AddBiasTile(c, args.ldc, mr, cols, args.bias + col);
+            } else {
+              kKernels[mr - 1](np, a, kAStride, b_tile, in, tile + r0 * kCols, kCols);
+            }
           }
         }
       }
