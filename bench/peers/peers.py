@@ -160,15 +160,13 @@ def main():
   args.latent = args.latent or (64 if args.config == "sd15" else 8)
   if not args.gflop and args.config == "sd15" and args.latent == 64:
     args.gflop = GFLOP_PER_ITEM[args.component] * args.batch
-  backends = ["torch-f32", "torch-bf16", "flax-f32"]
-  if args.component != "text":
-    backends.insert(2, "torch-f32-cl")
-  if args.backend != "all":
-    wanted = args.backend.split(",")
-    unknown = [b for b in wanted if b not in ("torch-f32", "torch-bf16", "torch-f32-cl", "flax-f32")]
-    if unknown:
-      ap.error(f"--backend: unknown backend(s) {', '.join(unknown)}")
-    backends = [b for b in backends if b in wanted]
+  known = ["torch-f32", "torch-bf16", "torch-f32-cl", "flax-f32"]
+  wanted = known if args.backend == "all" else args.backend.split(",")
+  unknown = [b for b in wanted if b not in known]
+  if unknown:
+    ap.error(f"--backend: unknown backend(s) {', '.join(unknown)}")
+  # channels_last is a conv layout: the text encoder has no convs.
+  backends = [b for b in known if b in wanted and not (b == "torch-f32-cl" and args.component == "text")]
   results = []
   for b in backends:
     try:
