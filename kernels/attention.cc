@@ -20,6 +20,7 @@
 #define HWY_TARGET_INCLUDE "kernels/attention.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/bf16-inl.h"
 #include "kernels/ops_math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -299,7 +300,9 @@ void AttentionImplF32(const AttentionShape& s, const float* q, const float* k,
 // the row's largest scale * s over the visible keys (causal: key j <=
 // query first_row + r), 0 past them; inv[r] = 1 / sum e (0 when no key is
 // visible). Rounding is monotonic, so m = scale * max s for scale >= 0 and
-// scale * min s below: the first pass only reads.
+// scale * min s below: the first pass only reads. kCoarse (kDefault) stores
+// e rounded to bf16, the MXU operand P V reads in place, and sums e as
+// computed.
 template <bool kCoarse>
 void ScaledExpRowsImpl(float* s, int64_t lds, int64_t rows, int64_t keys, float scale, bool causal,
                        int64_t first_row, float* inv) {
@@ -340,6 +343,10 @@ void ScaledExpRowsImpl(float* s, int64_t lds, int64_t rows, int64_t keys, float 
       if constexpr (kCoarse) return Exp2NonPositiveCoarse(d, hn::MulAdd(v, va, vb));
       else return ExpNonPositive(d, hn::Sub(hn::Mul(v, vscale), vm));
     };
+    auto stored = [&](hn::Vec<decltype(d)> e) {
+      if constexpr (kCoarse) return RoundToBf16(d, e);
+      else return e;
+    };
     double sum = 0;
     for (int64_t c0 = 0; c0 < n; c0 += kSumChunk) {
       const int64_t c1 = std::min(n, c0 + kSumChunk);
@@ -347,21 +354,21 @@ void ScaledExpRowsImpl(float* s, int64_t lds, int64_t rows, int64_t keys, float 
       for (i = c0; i + 2 * lanes <= c1; i += 2 * lanes) {
         const auto e0 = e_of(hn::LoadU(d, x + i));
         const auto e1 = e_of(hn::LoadU(d, x + i + lanes));
-        hn::StoreU(e0, d, x + i);
-        hn::StoreU(e1, d, x + i + lanes);
+        hn::StoreU(stored(e0), d, x + i);
+        hn::StoreU(stored(e1), d, x + i + lanes);
         a0 = hn::Add(a0, e0);
         a1 = hn::Add(a1, e1);
       }
       if (i + lanes <= c1) {
         const auto e = e_of(hn::LoadU(d, x + i));
-        hn::StoreU(e, d, x + i);
+        hn::StoreU(stored(e), d, x + i);
         a0 = hn::Add(a0, e);
         i += lanes;
       }
       if (i < c1) {
         const size_t t = static_cast<size_t>(c1 - i);
         const auto e = hn::IfThenElseZero(hn::FirstN(d, t), e_of(LoadTail(d, x + i, t, 0.0f)));
-        StoreTail(d, e, x + i, t);
+        StoreTail(d, stored(e), x + i, t);
         a1 = hn::Add(a1, e);
       }
       sum += ReduceSum(d, hn::Add(a0, a1));
@@ -407,8 +414,9 @@ Status AttentionOnMatmuls(const AttentionShape& s, const float* q,
   const int64_t bh = s.batch * s.heads, hd = s.hidden(), dh = s.head_dim;
   const int64_t qblocks = (s.q_len + block_q - 1) / block_q;
   // The scores' row stride: 16 floats over a multiple of 1 KiB, so a column
-  // tile's rows (kv_len 4096: 16 KiB apart) do not all fall in one L1 set.
-  const int64_t lds = s.kv_len % 256 == 0 ? s.kv_len + 16 : s.kv_len;
+  // tile's rows (kv_len 4096: 16 KiB apart) do not all fall in one L1 set;
+  // even, so an odd kv_len leaves room for the zero that pads P's last pair.
+  const int64_t lds = s.kv_len % 256 == 0 ? s.kv_len + 16 : s.kv_len + s.kv_len % 2;
   std::vector<PackedMatrix> kt(static_cast<size_t>(bh)),
       vp(static_cast<size_t>(bh));
   std::mutex mu;
@@ -452,8 +460,13 @@ Status AttentionOnMatmuls(const AttentionShape& s, const float* q,
         if (!keep(Matmul(rows, qr, hd, kt[head], sc, lds, 1)))
           return;
         exp_rows(sc, lds, rows, s.kv_len, scale, options.causal, i0, coarse, inv.data());
-        if (!keep(Matmul(rows, sc, lds, vp[head], outr, hd, 1)))
-          return;
+        // kDefault: P is bf16 numbers already, read in place by P V.
+        if (coarse && s.kv_len % 2 != 0) {
+          for (int64_t r = 0; r < rows; ++r) sc[r * lds + s.kv_len] = 0.0f;
+        }
+        const Status pv = coarse ? matmul_internal::MatmulRoundedA(rows, sc, lds, vp[head], outr, hd, 1)
+                                 : Matmul(rows, sc, lds, vp[head], outr, hd, 1);
+        if (!keep(pv)) return;
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t j = 0; j < dh; ++j) outr[r * hd + j] *= inv[static_cast<size_t>(r)];
       }

@@ -18,8 +18,9 @@
 // kernels/ops_math-inl.h, 2.7e-6 relative, as e is rounded to bf16 next;
 // kHigh: ExpNonPositive, within 1 ulp) and their sum (f32 per 1024 keys,
 // folded into a double), then out = E V by kernels::Matmul (E is an MXU
-// operand too: rounded to bf16) into the head's columns, each row times
-// 1 / sum. The provider is the matmul's (kAuto: kBf16 where vdpbf16ps is the
+// operand too: at kDefault the exp pass stores it rounded to bf16 and P V
+// reads it in place, matmul_internal::MatmulRoundedA) into the head's
+// columns, each row times 1 / sum. The provider is the matmul's (kAuto: kBf16 where vdpbf16ps is the
 // faster path, else kHighway) and kBf16 == kHighway bit for bit, as for a
 // matmul. Scratch: the packed K^T and V of every head (half of k + v for
 // kDefault) plus block x Lk floats per thread (512 KiB at Lk = 4096).

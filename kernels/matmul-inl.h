@@ -17,9 +17,12 @@
 //       f32 once per row block (SplitPanel, L1-resident) and SplitPairKernel
 //       runs 6 rows on it: 12 accumulators, 2 B vectors, 1 broadcast.
 //   f32 panels (kHighest): acc += a[k] * b[k].
-// A is packed per call into f32 rows (already rounded / split / expanded), B
-// comes packed from PackedMatrix. Edges: rows by template (1..kMr), columns
-// through a small tile buffer, K odd by the zero pad of the pair layout. Each
+// A is packed per call into f32 rows (already rounded / split / expanded),
+// or read in place when it is bf16 numbers already (CallArgs::a_rounded); B
+// comes packed from PackedMatrix. Edges: rows by template (1..kMr), a column
+// tile of at most L columns by one-vector kernels (SD's head_dim 40 is
+// 16 + 16 + 8 on AVX2: no FMA spent on 8 zero columns), the rest of a partial
+// tile through a small tile buffer, K odd by the zero pad of the pair layout. Each
 // C element is one chain over k whatever the blocking (partial sums between
 // K blocks resume the chain), so the bits equal the AVX512-BF16 kernel's.
 
@@ -68,37 +71,38 @@ inline constexpr int64_t kNc = 1024;
 inline constexpr int64_t kKc = 256;
 inline constexpr int64_t kAStrideF32 = kKc + 16;
 
-// Every kernel's accumulators: kRows x kV vectors, loaded from `in` (a
-// partial-sum tile of row stride kCols) or zero when in is null, stored to
-// `out` (row stride ld_out).
-template <int kRows>
-HWY_INLINE void LoadTile(const float* HWY_RESTRICT in, hn::Vec<DF> (&acc)[kRows][kV]) {
+// Every kernel's accumulators: kRows x kVecs vectors (kV, or 1 for a column
+// tile of at most kL columns: head_dim 40 is 16 + 16 + 8 on AVX2), loaded
+// from `in` (a partial-sum tile of row stride kCols) or zero when in is null,
+// stored to `out` (row stride ld_out).
+template <int kRows, int kVecs>
+HWY_INLINE void LoadTile(const float* HWY_RESTRICT in, hn::Vec<DF> (&acc)[kRows][kVecs]) {
   const DF d;
   for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kV; ++v) acc[r][v] = in != nullptr ? hn::LoadU(d, in + r * kCols + v * kL) : hn::Zero(d);
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = in != nullptr ? hn::LoadU(d, in + r * kCols + v * kL) : hn::Zero(d);
   }
 }
-template <int kRows>
-HWY_INLINE void StoreTile(const hn::Vec<DF> (&acc)[kRows][kV], float* HWY_RESTRICT out, int64_t ld_out) {
+template <int kRows, int kVecs>
+HWY_INLINE void StoreTile(const hn::Vec<DF> (&acc)[kRows][kVecs], float* HWY_RESTRICT out, int64_t ld_out) {
   const DF d;
   for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kV; ++v) hn::StoreU(acc[r][v], d, out + r * ld_out + v * kL);
+    for (int v = 0; v < kVecs; ++v) hn::StoreU(acc[r][v], d, out + r * ld_out + v * kL);
   }
 }
 
-template <int kRows>
+template <int kRows, int kVecs>
 HWY_NOINLINE void PairKernel(int64_t pairs, const float* HWY_RESTRICT a, int64_t as,
                              const uint32_t* HWY_RESTRICT b, const float* HWY_RESTRICT in,
                              float* HWY_RESTRICT out, int64_t ld_out) {
   const DF d;
   const hn::RebindToUnsigned<DF> du;
   using V = hn::Vec<DF>;
-  V acc[kRows][kV];
-  LoadTile<kRows>(in, acc);
+  V acc[kRows][kVecs];
+  LoadTile<kRows, kVecs>(in, acc);
   const auto high_half = hn::Set(du, 0xffff0000u);
   for (int64_t p = 0; p < pairs; ++p) {
-    V b_odd[kV], b_even[kV];
-    for (int v = 0; v < kV; ++v) {
+    V b_odd[kVecs], b_even[kVecs];
+    for (int v = 0; v < kVecs; ++v) {
       const auto w = hn::Load(du, b + p * mi::kPanelWidth + v * kL);
       b_odd[v] = hn::BitCast(d, hn::And(w, high_half));
       b_even[v] = hn::BitCast(d, hn::ShiftLeft<16>(w));
@@ -106,43 +110,43 @@ HWY_NOINLINE void PairKernel(int64_t pairs, const float* HWY_RESTRICT a, int64_t
     for (int r = 0; r < kRows; ++r) {
       const V a_odd = hn::Set(d, a[r * as + 2 * p + 1]);
       const V a_even = hn::Set(d, a[r * as + 2 * p]);
-      for (int v = 0; v < kV; ++v) {
+      for (int v = 0; v < kVecs; ++v) {
         acc[r][v] = hn::MulAdd(a_odd, b_odd[v], acc[r][v]);
         acc[r][v] = hn::MulAdd(a_even, b_even[v], acc[r][v]);
       }
     }
   }
-  StoreTile<kRows>(acc, out, ld_out);
+  StoreTile<kRows, kVecs>(acc, out, ld_out);
 }
 
 // acc[r] += a[r * as] * b_row (kCols columns) for every row r: one k step of
 // the f32 and split-pair kernels.
-template <int kRows>
+template <int kRows, int kVecs>
 HWY_INLINE void RankOneUpdate(const float* HWY_RESTRICT a, int64_t as, const float* HWY_RESTRICT b_row,
-                              hn::Vec<DF> (&acc)[kRows][kV]) {
+                              hn::Vec<DF> (&acc)[kRows][kVecs]) {
   const DF d;
-  hn::Vec<DF> bv[kV];
-  for (int v = 0; v < kV; ++v) bv[v] = hn::Load(d, b_row + v * kL);
+  hn::Vec<DF> bv[kVecs];
+  for (int v = 0; v < kVecs; ++v) bv[v] = hn::Load(d, b_row + v * kL);
   for (int r = 0; r < kRows; ++r) {
     const auto av = hn::Set(d, a[r * as]);
-    for (int v = 0; v < kV; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
   }
 }
 
 // PairKernel on a micro-panel split by SplitPanel: per pair 2 * kCols
 // floats, the odd-k row then the even-k row.
-template <int kRows>
+template <int kRows, int kVecs>
 HWY_NOINLINE void SplitPairKernel(int64_t pairs, const float* HWY_RESTRICT a, int64_t as,
                                   const float* HWY_RESTRICT b, const float* HWY_RESTRICT in,
                                   float* HWY_RESTRICT out, int64_t ld_out) {
   using V = hn::Vec<DF>;
-  V acc[kRows][kV];
-  LoadTile<kRows>(in, acc);
+  V acc[kRows][kVecs];
+  LoadTile<kRows, kVecs>(in, acc);
   for (int64_t p = 0; p < pairs; ++p) {
-    RankOneUpdate<kRows>(a + 2 * p + 1, as, b + p * 2 * kCols, acc);      // odd k
-    RankOneUpdate<kRows>(a + 2 * p, as, b + p * 2 * kCols + kCols, acc);  // even k
+    RankOneUpdate<kRows, kVecs>(a + 2 * p + 1, as, b + p * 2 * kCols, acc);      // odd k
+    RankOneUpdate<kRows, kVecs>(a + 2 * p, as, b + p * 2 * kCols + kCols, acc);  // even k
   }
-  StoreTile<kRows>(acc, out, ld_out);
+  StoreTile<kRows, kVecs>(acc, out, ld_out);
 }
 
 // Splits kCols columns of `pairs` rows of a pair panel (row stride
@@ -160,53 +164,62 @@ inline void SplitPanel(const uint32_t* HWY_RESTRICT panel, int64_t pairs, float*
   }
 }
 
-template <int kRows>
+template <int kRows, int kVecs>
 HWY_NOINLINE void F32Kernel(int64_t ks, const float* HWY_RESTRICT a, int64_t as,
                             const float* HWY_RESTRICT b, const float* HWY_RESTRICT in,
                             float* HWY_RESTRICT out, int64_t ld_out) {
   using V = hn::Vec<DF>;
-  V acc[kRows][kV];
-  LoadTile<kRows>(in, acc);
-  for (int64_t k = 0; k < ks; ++k) RankOneUpdate<kRows>(a + k, as, b + k * mi::kPanelWidth, acc);
-  StoreTile<kRows>(acc, out, ld_out);
+  V acc[kRows][kVecs];
+  LoadTile<kRows, kVecs>(in, acc);
+  for (int64_t k = 0; k < ks; ++k) RankOneUpdate<kRows, kVecs>(a + k, as, b + k * mi::kPanelWidth, acc);
+  StoreTile<kRows, kVecs>(acc, out, ld_out);
 }
 
 template <typename TB>
 using KernelFn = void (*)(int64_t, const float*, int64_t, const TB*, const float*, float*, int64_t);
 
-template <int... kRows>
-constexpr std::array<KernelFn<uint32_t>, sizeof...(kRows)> PairKernels(
-    std::integer_sequence<int, kRows...>) {
-  return {&PairKernel<kRows + 1>...};
-}
-template <int... kRows>
-constexpr std::array<KernelFn<float>, sizeof...(kRows)> SplitPairKernels(
-    std::integer_sequence<int, kRows...>) {
-  return {&SplitPairKernel<kRows + 1>...};
-}
-// The pair kernels a target runs (its table alone is instantiated):
-// SplitPairKernel on split micro-panels with 16 registers, PairKernel on the
-// panels with 32.
-template <bool kSplit>
-constexpr auto PairTileKernels() {
-  if constexpr (kSplit) {
-    return SplitPairKernels(std::make_integer_sequence<int, kMr>{});
+// A target's kernels for one B layout: [kVecs - 1][rows - 1], kVecs 1 (a
+// column tile of at most kL columns) or kV. Only the tables a target runs
+// are instantiated: SplitPairKernel on split micro-panels with 16 registers,
+// PairKernel on the panels with 32, F32Kernel for kHighest.
+enum class Kind { kPair, kSplitPair, kF32 };
+template <Kind kKind, int kVecs, int... kRows>
+constexpr auto KernelRow(std::integer_sequence<int, kRows...>) {
+  if constexpr (kKind == Kind::kPair) {
+    return std::array<KernelFn<uint32_t>, kMr>{&PairKernel<kRows + 1, kVecs>...};
+  } else if constexpr (kKind == Kind::kSplitPair) {
+    return std::array<KernelFn<float>, kMr>{&SplitPairKernel<kRows + 1, kVecs>...};
   } else {
-    return PairKernels(std::make_integer_sequence<int, kMr>{});
+    return std::array<KernelFn<float>, kMr>{&F32Kernel<kRows + 1, kVecs>...};
   }
 }
-template <int... kRows>
-constexpr std::array<KernelFn<float>, sizeof...(kRows)> F32Kernels(
-    std::integer_sequence<int, kRows...>) {
-  return {&F32Kernel<kRows + 1>...};
+template <Kind kKind>
+constexpr auto KernelTable() {
+  static_assert(kV == 2, "the table holds the 1- and kV-vector rows");
+  constexpr auto rows = std::make_integer_sequence<int, kMr>{};
+  using Row = decltype(KernelRow<kKind, 1>(rows));
+  return std::array<Row, kV>{KernelRow<kKind, 1>(rows), KernelRow<kKind, kV>(rows)};
 }
 
-// Runs kernel on rows x cols of out (cols <= kCols); a partial column tile
-// goes through a local buffer so the kernel always writes kCols columns.
 template <typename TB>
-HWY_INLINE void RunTile(KernelFn<TB> kernel, int64_t ks, const float* a, int64_t as, const TB* b,
-                        const float* in, float* out, int64_t ld_out, int64_t rows, int64_t cols) {
-  if (cols == kCols) {
+using KernelTableOf = std::array<std::array<KernelFn<TB>, kMr>, kV>;
+
+// The kernel for a rows x cols tile (cols <= kCols): one vector wide when
+// cols <= kL. It writes whole vectors (into a partial-sum tile, anything
+// past cols is ignored).
+template <typename TB>
+HWY_INLINE KernelFn<TB> PickKernel(const KernelTableOf<TB>& kernels, int64_t rows, int64_t cols) {
+  return kernels[cols <= kL ? 0 : kV - 1][rows - 1];
+}
+
+// Runs the kernel for rows x cols of out; a column tile that is not whole
+// vectors goes through a local buffer.
+template <typename TB>
+HWY_INLINE void RunTile(const KernelTableOf<TB>& kernels, int64_t ks, const float* a, int64_t as,
+                        const TB* b, const float* in, float* out, int64_t ld_out, int64_t rows,
+                        int64_t cols) {
+  const KernelFn<TB> kernel = PickKernel(kernels, rows, cols);
+  if (cols == (cols <= kL ? kL : kCols)) {
     kernel(ks, a, as, b, in, out, ld_out);
     return;
   }
@@ -286,11 +299,14 @@ inline void PackAPairs(const mi::CallArgs& args, int64_t i0, int64_t rows, int64
 // not in C: C is never read (beta = 0), and the next row group's loads do not
 // 4 KiB-alias the previous group's pending stores (see matmul_bf16.cc).
 inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  static constexpr auto kKernels = PairTileKernels<kSplitB>();
+  static constexpr auto kKernels = KernelTable<kSplitB ? Kind::kSplitPair : Kind::kPair>();
   const mi::PackedData& b = *args.b;
   const int64_t kc =
       mi::PairBlockSize(b.pairs, kKcPairs, b.precision == Precision::kHigh ? 3 : 1);
-  float* a_block = mi::ThreadScratch<float, 0>(static_cast<size_t>(kMc * kAStride));
+  // An A of bf16 numbers (CallArgs::a_rounded) is read where it lies.
+  const bool a_in_place = args.a_rounded && b.precision == Precision::kDefault;
+  float* a_block = a_in_place ? nullptr : mi::ThreadScratch<float, 0>(static_cast<size_t>(kMc * kAStride));
+  const int64_t as = a_in_place ? args.lda : kAStride;
   float* partial = b.pairs > kc ? mi::ThreadScratch<float, 1>(static_cast<size_t>(kMc * kNc)) : nullptr;
   float* split = kSplitB ? mi::ThreadScratch<float, 2>(static_cast<size_t>(2 * kc * kCols)) : nullptr;
   for (int64_t jb = j0; jb < j1; jb += kNc) {
@@ -300,7 +316,8 @@ inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t
       for (int64_t p0 = 0; p0 < b.pairs; p0 += kc) {
         const int64_t np = std::min(kc, b.pairs - p0);
         const bool first = p0 == 0, last = p0 + np == b.pairs;
-        PackAPairs(args, ib, rows, p0, np, a_block);
+        const float* a_rows = a_in_place ? args.a_f32 + ib * args.lda + 2 * p0 : a_block;
+        if (!a_in_place) PackAPairs(args, ib, rows, p0, np, a_block);
         for (int64_t col = jb; col < je; col += kCols) {
           const uint32_t* panel = b.pair_panel(col / mi::kPanelWidth) + p0 * mi::kPanelWidth +
                                   col % mi::kPanelWidth;
@@ -313,17 +330,17 @@ inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t
               return panel;
             }
           }();
+          const int64_t cols = std::min(kCols, je - col);
           for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
             const int64_t mr = std::min<int64_t>(kMr, rows - r0);
             const float* in = first ? nullptr : tile + r0 * kCols;
-            const float* a = a_block + r0 * kAStride;
+            const float* a = a_rows + r0 * as;
             if (last) {
               float* c = args.c + (ib + r0) * args.ldc + col;
-              const int64_t cols = std::min(kCols, je - col);
-              RunTile(kKernels[mr - 1], np, a, kAStride, b_tile, in, c, args.ldc, mr, cols);
+              RunTile(kKernels, np, a, as, b_tile, in, c, args.ldc, mr, cols);
               if (args.bias != nullptr) mi::AddBiasTile(c, args.ldc, mr, cols, args.bias + col);
             } else {
-              kKernels[mr - 1](np, a, kAStride, b_tile, in, tile + r0 * kCols, kCols);
+              PickKernel(kKernels, mr, cols)(np, a, as, b_tile, in, tile + r0 * kCols, kCols);
             }
           }
         }
@@ -333,7 +350,7 @@ inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t
 }
 
 inline void F32Block(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  static constexpr auto kKernels = F32Kernels(std::make_integer_sequence<int, kMr>{});
+  static constexpr auto kKernels = KernelTable<Kind::kF32>();
   const mi::PackedData& b = *args.b;
   const int64_t k = b.k;
   float* a_block =
@@ -360,16 +377,16 @@ inline void F32Block(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t j
           const float* panel =
               b.f32_panel(col / mi::kPanelWidth) + k0 * mi::kPanelWidth + col % mi::kPanelWidth;
           float* tile = partial == nullptr ? nullptr : partial + (col - jb) * kMc;
+          const int64_t cols = std::min(kCols, je - col);
           for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
             const int64_t mr = std::min<int64_t>(kMr, rows - r0);
             const float* in = first ? nullptr : tile + r0 * kCols;
             if (last) {
               float* c = args.c + (ib + r0) * args.ldc + col;
-              const int64_t cols = std::min(kCols, je - col);
-              RunTile(kKernels[mr - 1], nk, a + r0 * as, as, panel, in, c, args.ldc, mr, cols);
+              RunTile(kKernels, nk, a + r0 * as, as, panel, in, c, args.ldc, mr, cols);
               if (args.bias != nullptr) mi::AddBiasTile(c, args.ldc, mr, cols, args.bias + col);
             } else {
-              kKernels[mr - 1](nk, a + r0 * as, as, panel, in, tile + r0 * kCols, kCols);
+              PickKernel(kKernels, mr, cols)(nk, a + r0 * as, as, panel, in, tile + r0 * kCols, kCols);
             }
           }
         }

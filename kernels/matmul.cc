@@ -420,7 +420,7 @@ void RunTasks(int64_t tasks, int threads, const std::function<void(int64_t)>& ta
 template <typename TA>
 Status MatmulImpl(int64_t batch, int64_t m, const TA* a, int64_t lda, int64_t stride_a,
                   const PackedMatrix& b, float* c, int64_t ldc, int64_t stride_c, int threads,
-                  const float* bias = nullptr) {
+                  const float* bias = nullptr, bool a_rounded = false) {
   TPUMESH_RETURN_IF_ERROR(CheckMatmul(batch, m, a, sizeof(TA), lda, stride_a, b, c, ldc, stride_c, threads));
   const PackedData& data = *b.internal_data();
   const int64_t n = data.n, k = data.k;
@@ -481,6 +481,7 @@ Status MatmulImpl(int64_t batch, int64_t m, const TA* a, int64_t lda, int64_t st
     args.c = c + bi * stride_c;
     args.ldc = ldc;
     args.bias = bias;
+    args.a_rounded = a_rounded;
     block(args, i0, i1, j0, j1);
   };
   RunTasks(tasks, team == 1 ? 1 : threads, task);
@@ -506,6 +507,13 @@ Status Matmul(int64_t m, const bf16* a, int64_t lda, const PackedMatrix& b, floa
               int threads, const float* bias) {
   return MatmulImpl(1, m, a, lda, 0, b, c, ldc, 0, threads, bias);
 }
+
+namespace matmul_internal {
+Status MatmulRoundedA(int64_t m, const float* a, int64_t lda, const PackedMatrix& b, float* c,
+                      int64_t ldc, int threads) {
+  return MatmulImpl(1, m, a, lda, 0, b, c, ldc, 0, threads, nullptr, /*a_rounded=*/true);
+}
+}  // namespace matmul_internal
 
 Status MatmulBatch(int64_t batch, int64_t m, const float* a, int64_t lda, int64_t batch_stride_a,
                    const PackedMatrix& b, float* c, int64_t ldc, int64_t batch_stride_c, int threads) {

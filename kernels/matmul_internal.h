@@ -96,6 +96,10 @@ struct CallArgs {
   float* c = nullptr;
   int64_t ldc = 0;
   const float* bias = nullptr;  // when set, C[i][j] += bias[j] once the sum is done
+  // a_f32 holds bf16 numbers (each its own bf16 rounding) and, when K is odd,
+  // a readable 0 at column K of each row: a kDefault driver may read A in
+  // place instead of rounding it into a packed copy (MatmulRoundedA).
+  bool a_rounded = false;
 };
 
 // The bias epilogue of a stored C tile (rows x cols at c, cache-hot): one f32
@@ -130,6 +134,14 @@ void BlisBlock(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t
 
 // The shape of a resolved provider's driver (kHighway's for kAuto).
 DriverShape DriverShapeOf(Provider provider);
+
+// Matmul (kernels/matmul.h) for an A that is already bf16 numbers held in
+// f32, each equal to its bf16 rounding, with a 0 at column b.k() of each row
+// when b.k() is odd (so lda > b.k() then): attention's softmax numerators,
+// rounded as they are written. At kDefault the Highway driver reads such an
+// A in place (no packed copy of A); every provider gives Matmul's bits.
+Status MatmulRoundedA(int64_t m, const float* a, int64_t lda, const PackedMatrix& b, float* c,
+                      int64_t ldc, int threads = 1);
 
 // kHigh's pieces of an f32: hi = bf16(x), lo = bf16(x - hi), and `cross`,
 // the copy of hi that multiplies the other operand's lo piece. For finite hi,

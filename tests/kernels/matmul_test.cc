@@ -33,6 +33,7 @@
 #include "hwy/tests/hwy_gtest.h"
 #include "kernels/bf16.h"
 #include "kernels/matmul_cost.h"
+#include "kernels/matmul_internal.h"
 #include "kernels/peak.h"
 
 namespace tpumesh::kernels {
@@ -565,6 +566,32 @@ TEST_P(MatmulHighwayTargetTest, MatchesReferenceAndBf16Bits) {
         ExpectBitIdentical(run.c, raw.c, s.m, s.n, ldc, what + " vs bf16 provider");
       }
     }
+  }
+}
+
+// An A of bf16 numbers with a 0 past an odd K (attention's P) is read in
+// place by the Highway driver at kDefault: the bits of the packed path.
+TEST_P(MatmulHighwayTargetTest, RoundedAReadInPlaceGivesMatmulBits) {
+  const std::vector<Shape> shapes = {{1, 1, 1},   {7, 40, 77},   {30, 40, 600},
+                                     {13, 33, 321}, {100, 17, 64}, {6, 129, 333}};
+  uint32_t seed = 900;
+  for (const Shape& s : shapes) {
+    const int64_t lda = PrimeAbove(s.k + 1), ldb = PrimeAbove(s.n), ldc = PrimeAbove(s.n);
+    std::vector<float> a = RandomMatrix(s.m, s.k, lda, seed++);
+    for (int64_t i = 0; i < s.m; ++i) {
+      for (int64_t j = 0; j < s.k; ++j) a[i * lda + j] = RoundToBf16(a[i * lda + j]);
+      a[i * lda + s.k] = 0.0f;  // the pad of an odd K's last pair
+    }
+    const std::vector<float> b = RandomMatrix(s.k, s.n, ldb, seed++);
+    const std::string what = std::string(hwy::TargetName(GetParam())) + " " + ShapeName(s);
+    StatusOr<PackedMatrix> packed =
+        PackedMatrix::Pack(s.k, s.n, b.data(), ldb, {Precision::kDefault, Provider::kHighway});
+    ASSERT_TRUE(packed.ok()) << what;
+    std::vector<float> want(static_cast<size_t>(s.m * ldc), kSentinel), got = want;
+    ASSERT_TRUE(Matmul(s.m, a.data(), lda, *packed, want.data(), ldc).ok()) << what;
+    ASSERT_TRUE(matmul_internal::MatmulRoundedA(s.m, a.data(), lda, *packed, got.data(), ldc).ok()) << what;
+    ExpectBitIdentical(got, want, s.m, s.n, ldc, what + " in place vs packed A");
+    ExpectGapsUntouched(got, s.m, s.n, ldc, kSentinel, what);
   }
 }
 
