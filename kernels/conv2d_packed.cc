@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <xmmintrin.h>  // SSE (every x86-64 CPU): the 4 x 4 transposes
+
 #include "kernels/bf16.h"
 #include "kernels/conv2d.h"
 #include "kernels/conv2d_internal.h"
@@ -25,14 +27,19 @@ namespace {
 // and 512 within 4% of each other, 256 the fastest).
 constexpr int64_t kChunkPixels = 256;
 
-inline float Convert(float v, float*) { return v; }
-inline bf16 Convert(float v, bf16*) { return F32ToBf16(v); }
+// n values of x as T: bf16 by the vectorised rounding, f32 as they are.
+inline void ConvertRow(const float* x, int64_t n, float* out) { std::memcpy(out, x, n * sizeof(float)); }
+inline void ConvertRow(const float* x, int64_t n, bf16* out) { F32ToBf16(x, out, static_cast<size_t>(n)); }
 
+// Rows [begin, end) of the padded channels-last copy xt [N, Hp, Wp, C] of x.
+// Per block of 16 channels, their 16 row segments are converted into an
+// L1 buffer (vectorised) and interleaved from there.
 template <typename T>
 void ChannelsLastRows(const Conv2dShape& s, const float* x, int64_t begin, int64_t end, T* xt) {
   const int64_t c = s.in_channels, h = s.height, w = s.width;
   const int64_t hp = h + s.pad_top + s.pad_bottom, wp = w + s.pad_left + s.pad_right;
   constexpr int64_t kBlock = 16;  // channels per pass: 16 read streams, contiguous writes
+  std::vector<T> rows(static_cast<size_t>(kBlock * w));
   for (int64_t t = begin; t < end; ++t) {
     const int64_t img = t / hp, py = t % hp, iy = py - s.pad_top;
     T* row = xt + t * wp * c;
@@ -43,12 +50,47 @@ void ChannelsLastRows(const Conv2dShape& s, const float* x, int64_t begin, int64
     std::fill(row, row + s.pad_left * c, T{});
     std::fill(row + (s.pad_left + w) * c, row + wp * c, T{});
     for (int64_t c0 = 0; c0 < c; c0 += kBlock) {
-      const int64_t c1 = std::min(c, c0 + kBlock);
+      const int64_t nc = std::min(c - c0, kBlock);
+      for (int64_t j = 0; j < nc; ++j) ConvertRow(x + ((img * c + c0 + j) * h + iy) * w, w, rows.data() + j * w);
       for (int64_t ix = 0; ix < w; ++ix) {
-        T* dst = row + (s.pad_left + ix) * c;
-        for (int64_t ci = c0; ci < c1; ++ci)
-          dst[ci] = Convert(x[((img * c + ci) * h + iy) * w + ix], static_cast<T*>(nullptr));
+        T* dst = row + (s.pad_left + ix) * c + c0;
+        for (int64_t j = 0; j < nc; ++j) dst[j] = rows[static_cast<size_t>(j * w + ix)];
       }
+    }
+  }
+}
+
+// y[co * ldy + i] = yt[i * o + co] (+ bias[co]) for i < m, co < o: the
+// matmul's [pixels, C_out] tile into NCHW, by 4 x 4 SSE transposes in
+// blocks of 16 pixels (a 64-byte line of y per channel). With no bias the
+// values are copied (no + 0, which would turn -0 into +0).
+void StoreChannelsFirst(const float* yt, int64_t m, int64_t o, const float* bias, float* y, int64_t ldy) {
+  for (int64_t i0 = 0; i0 < m; i0 += 16) {
+    const int64_t i1 = std::min(m, i0 + 16);
+    int64_t co = 0;
+    for (; co + 4 <= o; co += 4) {
+      int64_t i = i0;
+      for (; i + 4 <= i1; i += 4) {
+        __m128 r0 = _mm_loadu_ps(yt + i * o + co), r1 = _mm_loadu_ps(yt + (i + 1) * o + co);
+        __m128 r2 = _mm_loadu_ps(yt + (i + 2) * o + co), r3 = _mm_loadu_ps(yt + (i + 3) * o + co);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        if (bias != nullptr) {
+          r0 = _mm_add_ps(r0, _mm_set1_ps(bias[co]));
+          r1 = _mm_add_ps(r1, _mm_set1_ps(bias[co + 1]));
+          r2 = _mm_add_ps(r2, _mm_set1_ps(bias[co + 2]));
+          r3 = _mm_add_ps(r3, _mm_set1_ps(bias[co + 3]));
+        }
+        _mm_storeu_ps(y + co * ldy + i, r0);
+        _mm_storeu_ps(y + (co + 1) * ldy + i, r1);
+        _mm_storeu_ps(y + (co + 2) * ldy + i, r2);
+        _mm_storeu_ps(y + (co + 3) * ldy + i, r3);
+      }
+      for (; i < i1; ++i) {
+        for (int64_t r = co; r < co + 4; ++r) y[r * ldy + i] = bias != nullptr ? yt[i * o + r] + bias[r] : yt[i * o + r];
+      }
+    }
+    for (; co < o; ++co) {
+      for (int64_t i = i0; i < i1; ++i) y[co * ldy + i] = bias != nullptr ? yt[i * o + co] + bias[co] : yt[i * o + co];
     }
   }
 }
@@ -97,18 +139,7 @@ Status GatherConv(const Conv2dShape& s, const float* x, const PackedMatrix& wt, 
           if (status.ok()) status = std::move(st);
           continue;
         }
-        // [m, o] -> y[img, :, oy0 * wo + i], in blocks of 16 pixels so the
-        // reads of yt stay in a few cache lines per channel.
-        float* yi = y + img * o * pix + oy0 * wo;
-        for (int64_t i0 = 0; i0 < m; i0 += 16) {
-          const int64_t i1 = std::min(m, i0 + 16);
-          for (int64_t co = 0; co < o; ++co) {
-            const float b = bias != nullptr ? bias[co] : 0.0f;
-            for (int64_t i = i0; i < i1; ++i) {
-              yi[co * pix + i] = bias != nullptr ? yt[i * o + co] + b : yt[i * o + co];
-            }
-          }
-        }
+        StoreChannelsFirst(yt.data(), m, o, bias, y + img * o * pix + oy0 * wo, pix);
       }
     });
   });
