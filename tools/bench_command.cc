@@ -77,17 +77,29 @@ StatusOr<std::vector<int64_t>> ParseShape(const std::string& text, size_t min, s
   return v;
 }
 
-// Median seconds of `repeats` runs of fn (after one warm-up run).
-StatusOr<std::pair<double, double>> Time(int repeats, const std::function<Status()>& fn) {
+struct HostTime {
+  double median = 0, best = 0;  // seconds
+  kernels::PathPeak peak_before;  // flops 0 with --peak
+};
+
+// Median and best seconds of o.repeats runs of fn (after one warm-up run),
+// and the host's peak probed just before them (unless --peak).
+StatusOr<HostTime> Time(const BenchOptions& o, const std::function<Status()>& fn) {
+  HostTime h;
+  if (o.peak_gflops <= 0) {
+    TPUMESH_ASSIGN_OR_RETURN(h.peak_before, kernels::MeasureBestPeak(o.threads));
+  }
   TPUMESH_RETURN_IF_ERROR(fn());
   std::vector<double> t;
-  for (int r = 0; r < repeats; ++r) {
+  for (int r = 0; r < o.repeats; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     TPUMESH_RETURN_IF_ERROR(fn());
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(t.begin(), t.end());
-  return std::make_pair(t[t.size() / 2], t.front());
+  h.median = t[t.size() / 2];
+  h.best = t.front();
+  return h;
 }
 
 std::vector<float> Random(size_t n, uint32_t seed) {
@@ -119,20 +131,34 @@ Modelled ModelMatmuls(const mesh::ChipSpec& chip, const std::vector<kernels::Mat
   return m;
 }
 
+// The peak is probed before and after the timed runs; the fraction is
+// against the higher. A host whose speed moves (a shared VM, a throttled
+// CPU) gets a warning line when the two probes differ by more than 10%.
 Status Report(const BenchOptions& o, const mesh::ChipSpec& chip, const std::string& what, double flops,
-              std::pair<double, double> host, const Modelled& model) {
+              const HostTime& host, const Modelled& model) {
   std::string peak_how = "assumed (--peak)";
   kernels::PathPeak peak{kernels::ActiveCpuPath(), o.peak_gflops * 1e9};
+  double moved_from = 0, moved_to = 0;
   if (o.peak_gflops <= 0) {
-    TPUMESH_ASSIGN_OR_RETURN(peak, kernels::MeasureBestPeak(o.threads));
+    TPUMESH_ASSIGN_OR_RETURN(const kernels::PathPeak after, kernels::MeasureBestPeak(o.threads));
+    peak = host.peak_before.flops > after.flops ? host.peak_before : after;
     peak_how = "measured";
+    if (std::fabs(after.flops - host.peak_before.flops) > 0.1 * peak.flops) {
+      moved_from = host.peak_before.flops;
+      moved_to = after.flops;
+    }
   }
-  const double rate = flops / host.first;
+  const double rate = flops / host.median;
   std::printf("%s, %d thread(s)\n", what.c_str(), o.threads);
   std::printf("  host:     %.3f ms median of %d (best %.3f ms), %.1f GFLOP/s = %.0f%% of the host's best peak, "
               "%.1f GFLOP/s (%s, %s)\n",
-              host.first * 1e3, o.repeats, host.second * 1e3, rate / 1e9, 100 * rate / peak.flops, peak.flops / 1e9,
+              host.median * 1e3, o.repeats, host.best * 1e3, rate / 1e9, 100 * rate / peak.flops, peak.flops / 1e9,
               std::string(kernels::CpuPathName(peak.path)).c_str(), peak_how.c_str());
+  if (moved_to > 0) {
+    std::printf("  warning:  the host's peak moved from %.1f GFLOP/s before the runs to %.1f after (a shared or "
+                "throttled host): the fraction is against the higher; rerun for a steadier figure\n",
+                moved_from / 1e9, moved_to / 1e9);
+  }
   std::printf("  modelled on one %s device (%d MXU %dx%d at %.2f GHz, HBM %.0f GB/s): %.2f us "
               "(MXU %.2f us, HBM %.2f us), MXU utilisation %.0f%%, %.3f GFLOP\n",
               chip.name.c_str(), mesh::DeviceArray(chip).count, chip.mxu_rows, chip.mxu_cols, chip.clock_hz / 1e9,
@@ -165,7 +191,7 @@ Status BenchMatmul(BenchOptions o, const mesh::ChipSpec& chip) {
                    : kernels::PackedMatrix::Pack(o.k, o.n, b32.data(), o.n, opt);
   if (!packed.ok()) return packed.status();
   const double pack_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
-  TPUMESH_ASSIGN_OR_RETURN(auto host, Time(o.repeats, [&] {
+  TPUMESH_ASSIGN_OR_RETURN(auto host, Time(o, [&] {
     return bf ? kernels::Matmul(o.m, a16.data(), o.k, *packed, c.data(), o.n, o.threads)
               : kernels::Matmul(o.m, a32.data(), o.k, *packed, c.data(), o.n, o.threads);
   }));
@@ -203,7 +229,7 @@ Status BenchConv(const BenchOptions& o, const mesh::ChipSpec& chip) {
                            kernels::PackedConv2dWeight::Pack(s.out_channels, s.in_channels, s.kernel_h, s.kernel_w,
                                                              w.data(), {precision, provider}));
   const double pack_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
-  TPUMESH_ASSIGN_OR_RETURN(auto host, Time(o.repeats, [&]() -> Status {
+  TPUMESH_ASSIGN_OR_RETURN(auto host, Time(o, [&]() -> Status {
     return kernels::Conv2dPacked(s, x.data(), packed, bias.data(), y.data(), o.threads);
   }));
   // On the chip: one matmul [N*Ho*Wo, K] x [K, C_out].
@@ -240,7 +266,7 @@ Status BenchAttention(const BenchOptions& o, const mesh::ChipSpec& chip) {
   opt.num_threads = o.threads;
   opt.precision = precision;
   opt.provider = provider;
-  TPUMESH_ASSIGN_OR_RETURN(auto host, Time(o.repeats, [&] {
+  TPUMESH_ASSIGN_OR_RETURN(auto host, Time(o, [&] {
     return kernels::AttentionF32(s, q.data(), k.data(), val.data(), out.data(), opt);
   }));
   const kernels::SystolicArray a = mesh::DeviceArray(chip);
