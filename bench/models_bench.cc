@@ -18,7 +18,6 @@
 // costliest first. threads 0 runs in the default TBB arena (every core), as
 // one emulated device owning the host.
 #include <algorithm>
-#include <cmath>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -172,11 +171,10 @@ int main(int argc, char** argv) {
   const double median = steady.empty() ? times[0] : steady[steady.size() / 2];
   const double rate = f.total() / median;
   auto peak = kernels::MeasureBestPeak(probe_threads);
-  double before = 0, after = 0;
+  kernels::PeakProbes probes;
   if (peak.ok() && peak_before.ok()) {
-    before = peak_before->flops;
-    after = peak->flops;
-    if (before > after) *peak = *peak_before;
+    probes = {*peak_before, *peak};
+    *peak = probes.higher();
   }
 
   std::printf("%s %s: batch %lld, %s, precision %s, threads %d (0: all)\n", component.c_str(), path.c_str(),
@@ -197,11 +195,7 @@ int main(int argc, char** argv) {
     std::printf(" = %.1f%% of the host's best peak, %.0f GFLOP/s (%s, measured before and after)",
                 100 * rate / peak->flops, peak->flops / 1e9, std::string(kernels::CpuPathName(peak->path)).c_str());
   std::printf("\n");
-  if (before > 0 && std::fabs(after - before) > 0.1 * std::max(after, before)) {
-    std::printf("warning: the host's peak moved from %.0f GFLOP/s before the calls to %.0f after (a shared or "
-                "throttled host): the fraction is against the higher; rerun for a steadier figure\n",
-                before / 1e9, after / 1e9);
-  }
+  if (probes.apart()) std::printf("%s\n", probes.Warning().c_str());
   // Where the last call's time went (Ctx::ops' host times), grouped by a key.
   struct Sum {
     int count = 0;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -173,6 +175,17 @@ StatusOr<double> MeasurePeakFlops(CpuPath path, int threads, double seconds) {
     best = std::max(best, flops_per_iteration * iterations * threads / s);
   }
   return best;
+}
+
+bool PeakProbes::apart() const { return std::abs(after.flops - before.flops) > 0.1 * higher().flops; }
+
+std::string PeakProbes::Warning() const {
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "warning: the host's peak moved from %.1f GFLOP/s before the timed runs to %.1f after (a shared "
+                "or throttled host): the fraction is against the higher; rerun for a steadier figure",
+                before.flops / 1e9, after.flops / 1e9);
+  return line;
 }
 
 StatusOr<PathPeak> MeasureBestPeak(int threads, double seconds) {

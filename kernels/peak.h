@@ -18,6 +18,8 @@
 #ifndef TPUMESH_KERNELS_PEAK_H_
 #define TPUMESH_KERNELS_PEAK_H_
 
+#include <string>
+
 #include "base/status.h"
 #include "kernels/cpu_path.h"
 
@@ -36,6 +38,17 @@ struct PathPeak {
   double flops = 0;
 };
 StatusOr<PathPeak> MeasureBestPeak(int threads, double seconds = 0.3);
+
+// The best peak probed just before and just after a timed run. The run is
+// measured against the higher; the two are apart when they differ by more
+// than 10% of it: the host's speed moved during the run (a shared VM whose
+// cores come and go, a throttled CPU), and Warning() says so in one line.
+struct PeakProbes {
+  PathPeak before, after;
+  const PathPeak& higher() const { return before.flops > after.flops ? before : after; }
+  bool apart() const;
+  std::string Warning() const;
+};
 
 // Flops per second of vdpbf16ps over those of f32 FMAs on one thread (the
 // best of five short interleaved runs of each, about 5 ms in all); 0 where

@@ -138,15 +138,12 @@ Status Report(const BenchOptions& o, const mesh::ChipSpec& chip, const std::stri
               const HostTime& host, const Modelled& model) {
   std::string peak_how = "assumed (--peak)";
   kernels::PathPeak peak{kernels::ActiveCpuPath(), o.peak_gflops * 1e9};
-  double moved_from = 0, moved_to = 0;
+  kernels::PeakProbes probes;
   if (o.peak_gflops <= 0) {
-    TPUMESH_ASSIGN_OR_RETURN(const kernels::PathPeak after, kernels::MeasureBestPeak(o.threads));
-    peak = host.peak_before.flops > after.flops ? host.peak_before : after;
+    probes.before = host.peak_before;
+    TPUMESH_ASSIGN_OR_RETURN(probes.after, kernels::MeasureBestPeak(o.threads));
+    peak = probes.higher();
     peak_how = "measured";
-    if (std::fabs(after.flops - host.peak_before.flops) > 0.1 * peak.flops) {
-      moved_from = host.peak_before.flops;
-      moved_to = after.flops;
-    }
   }
   const double rate = flops / host.median;
   std::printf("%s, %d thread(s)\n", what.c_str(), o.threads);
@@ -154,11 +151,7 @@ Status Report(const BenchOptions& o, const mesh::ChipSpec& chip, const std::stri
               "%.1f GFLOP/s (%s, %s)\n",
               host.median * 1e3, o.repeats, host.best * 1e3, rate / 1e9, 100 * rate / peak.flops, peak.flops / 1e9,
               std::string(kernels::CpuPathName(peak.path)).c_str(), peak_how.c_str());
-  if (moved_to > 0) {
-    std::printf("  warning:  the host's peak moved from %.1f GFLOP/s before the runs to %.1f after (a shared or "
-                "throttled host): the fraction is against the higher; rerun for a steadier figure\n",
-                moved_from / 1e9, moved_to / 1e9);
-  }
+  if (probes.apart()) std::printf("  %s\n", probes.Warning().c_str());
   std::printf("  modelled on one %s device (%d MXU %dx%d at %.2f GHz, HBM %.0f GB/s): %.2f us "
               "(MXU %.2f us, HBM %.2f us), MXU utilisation %.0f%%, %.3f GFLOP\n",
               chip.name.c_str(), mesh::DeviceArray(chip).count, chip.mxu_rows, chip.mxu_cols, chip.clock_hz / 1e9,

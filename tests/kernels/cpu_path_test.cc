@@ -80,5 +80,19 @@ TEST(PeakTest, EveryActivePathMeasuresAndTheOthersSayWhy) {
   EXPECT_FALSE(MeasurePeakFlops(CpuPath::kBaseline, 0).ok());
 }
 
+TEST(PeakTest, ProbesAroundARunTakeTheHigherAndSayWhenApart) {
+  const PathPeak p100{CpuPath::kAvx2, 100e9}, p95{CpuPath::kAvx2, 95e9}, p80{CpuPath::kBaseline, 80e9};
+  const PeakProbes steady{p95, p100};
+  EXPECT_EQ(steady.higher().flops, 100e9);
+  EXPECT_FALSE(steady.apart());  // 5% apart
+  const PeakProbes moved{p100, p80};
+  EXPECT_EQ(moved.higher().flops, 100e9);
+  EXPECT_EQ(moved.higher().path, CpuPath::kAvx2);
+  EXPECT_TRUE(moved.apart());  // 20% apart
+  EXPECT_NE(moved.Warning().find("from 100.0 GFLOP/s before the timed runs to 80.0 after"), std::string::npos)
+      << moved.Warning();
+  EXPECT_TRUE((PeakProbes{p80, p100}).apart());
+}
+
 }  // namespace
 }  // namespace tpumesh::kernels
