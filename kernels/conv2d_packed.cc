@@ -65,6 +65,9 @@ void ChannelsLastRows(const Conv2dShape& s, const float* x, int64_t begin, int64
 // blocks of 16 pixels (a 64-byte line of y per channel). With no bias the
 // values are copied (no + 0, which would turn -0 into +0).
 void StoreChannelsFirst(const float* yt, int64_t m, int64_t o, const float* bias, float* y, int64_t ldy) {
+  auto one = [&](int64_t i, int64_t co) {  // the edges, an element at a time
+    y[co * ldy + i] = bias != nullptr ? yt[i * o + co] + bias[co] : yt[i * o + co];
+  };
   for (int64_t i0 = 0; i0 < m; i0 += 16) {
     const int64_t i1 = std::min(m, i0 + 16);
     int64_t co = 0;
@@ -86,11 +89,11 @@ void StoreChannelsFirst(const float* yt, int64_t m, int64_t o, const float* bias
         _mm_storeu_ps(y + (co + 3) * ldy + i, r3);
       }
       for (; i < i1; ++i) {
-        for (int64_t r = co; r < co + 4; ++r) y[r * ldy + i] = bias != nullptr ? yt[i * o + r] + bias[r] : yt[i * o + r];
+        for (int64_t r = co; r < co + 4; ++r) one(i, r);
       }
     }
     for (; co < o; ++co) {
-      for (int64_t i = i0; i < i1; ++i) y[co * ldy + i] = bias != nullptr ? yt[i * o + co] + bias[co] : yt[i * o + co];
+      for (int64_t i = i0; i < i1; ++i) one(i, co);
     }
   }
 }

@@ -204,12 +204,15 @@ constexpr auto KernelTable() {
 template <typename TB>
 using KernelTableOf = std::array<std::array<KernelFn<TB>, kMr>, kV>;
 
-// The kernel for a rows x cols tile (cols <= kCols): one vector wide when
-// cols <= kL. It writes whole vectors (into a partial-sum tile, anything
-// past cols is ignored).
+// Vectors per row of the kernel for a tile of cols <= kCols columns: one
+// when cols <= kL.
+inline constexpr int64_t TileVecs(int64_t cols) { return cols <= kL ? 1 : kV; }
+
+// The kernel for a rows x cols tile. It writes TileVecs(cols) whole vectors
+// per row (into a partial-sum tile, anything past cols is ignored).
 template <typename TB>
 HWY_INLINE KernelFn<TB> PickKernel(const KernelTableOf<TB>& kernels, int64_t rows, int64_t cols) {
-  return kernels[cols <= kL ? 0 : kV - 1][rows - 1];
+  return kernels[TileVecs(cols) - 1][rows - 1];
 }
 
 // Runs the kernel for rows x cols of out; a column tile that is not whole
@@ -219,7 +222,7 @@ HWY_INLINE void RunTile(const KernelTableOf<TB>& kernels, int64_t ks, const floa
                         const TB* b, const float* in, float* out, int64_t ld_out, int64_t rows,
                         int64_t cols) {
   const KernelFn<TB> kernel = PickKernel(kernels, rows, cols);
-  if (cols == (cols <= kL ? kL : kCols)) {
+  if (cols == TileVecs(cols) * kL) {
     kernel(ks, a, as, b, in, out, ld_out);
     return;
   }
