@@ -325,6 +325,13 @@ StatusOr<std::vector<WorkloadLayer>> ParseJson(std::string_view text, const std:
     if (at != std::string::npos) why = why.substr(at + 2);
     return InvalidArgumentError(origin + ":" + LineColumn(text, e.byte > 0 ? e.byte - 1 : 0) + ": not valid JSON (" +
                                 why + ")");
+  } catch (const json::exception& e) {
+    // The parser reports a number past a double's range (1e999) as
+    // out_of_range, with no position: "[json.exception.out_of_range.406] number overflow parsing '1e999'".
+    std::string why = e.what();
+    const size_t at = why.find("] ");
+    if (at != std::string::npos) why = why.substr(at + 2);
+    return InvalidArgumentError(origin + ": not valid JSON (" + why + ")");
   }
   if (!j.is_object() || !j.contains("layers") || !j["layers"].is_array())
     return InvalidArgumentError(origin + ": a JSON workload is an object with a \"layers\" array");

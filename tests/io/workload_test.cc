@@ -128,6 +128,8 @@ TEST(WorkloadTest, MalformedFilesNameTheFileAndThePlace) {
            {"a.csv", conv_header + "c, 8, 8, 9, 3, 3, 4, 1,\n", "a.csv:2: a 9x3 filter does not fit a 8x8 IFMAP"},
            {"a.txt", "Layer, M, N, K,\n", "a.txt: a workload is a SCALE-Sim topology (.csv) or a JSON list"},
            {"o.json", "{\"layers\": [\n  {\"name\": \"a\",}\n]}", "o.json:2:"},
+           {"o.json", R"({"layers": [{"name": "fc", "op": "matmul", "m": 1e999}]})",
+            "o.json: not valid JSON (number overflow parsing '1e999')"},
            {"o.json", "[]", "o.json: a JSON workload is an object with a \"layers\" array"},
            {"o.json", R"({"layers": []})", "o.json: \"layers\" is empty"},
            {"o.json", R"({"layers": [], "x": 1})", "o.json: unknown field 'x'"},
