@@ -10,7 +10,7 @@
 // kDefault, kHigh: on the matmul kernels, as XLA lowers diffusers' Flax
 // attention (einsum, scale, softmax, einsum) for the MXU. Per (b, h), K^T
 // [D, Lk] and V [Lk, D] are packed once as matmul B operands; a task is
-// about 32 query rows of one head (whole micro-tiles of the provider's
+// about 64 query rows of one head (whole micro-tiles of the provider's
 // kernel): S = Q K^T by kernels::Matmul at the precision (Q and K rounded to
 // bf16, or split bf16x3 for kHigh; f32 accumulation), then per row in f32
 // the numerators e = exp(scale * S - m), m = max(scale * S) (kDefault:
