@@ -319,19 +319,18 @@ StatusOr<std::vector<WorkloadLayer>> ParseJson(std::string_view text, const std:
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    std::string why = e.what();
-    const size_t at = why.find("; ");  // "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
-    if (at != std::string::npos) why = why.substr(at + 2);
-    return InvalidArgumentError(origin + ":" + LineColumn(text, e.byte > 0 ? e.byte - 1 : 0) + ": not valid JSON (" +
-                                why + ")");
   } catch (const json::exception& e) {
-    // The parser reports a number past a double's range (1e999) as
-    // out_of_range, with no position: "[json.exception.out_of_range.406] number overflow parsing '1e999'".
+    // A syntax error is a parse_error with its byte ("[json.exception.parse_error.101] parse error at line 2,
+    // column 15: syntax error while parsing object key - unexpected '}'; expected string literal": the part
+    // after "; " is kept); a number past a double's range is out_of_range with no place
+    // ("[json.exception.out_of_range.406] number overflow parsing '1e999'").
+    const auto* syntax = dynamic_cast<const json::parse_error*>(&e);
     std::string why = e.what();
-    const size_t at = why.find("] ");
+    const size_t at = why.find(syntax != nullptr ? "; " : "] ");
     if (at != std::string::npos) why = why.substr(at + 2);
-    return InvalidArgumentError(origin + ": not valid JSON (" + why + ")");
+    const std::string place =
+        syntax != nullptr ? ":" + LineColumn(text, syntax->byte > 0 ? syntax->byte - 1 : 0) : std::string();
+    return InvalidArgumentError(origin + place + ": not valid JSON (" + why + ")");
   }
   if (!j.is_object() || !j.contains("layers") || !j["layers"].is_array())
     return InvalidArgumentError(origin + ": a JSON workload is an object with a \"layers\" array");
