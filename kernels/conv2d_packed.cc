@@ -4,6 +4,7 @@
 // conv2d.h for the contract and docs/kernels.md ("The conv") for the layouts.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include "kernels/bf16.h"
 #include "kernels/conv2d.h"
 #include "kernels/conv2d_internal.h"
+#include "kernels/matmul_internal.h"
 #include "kernels/ops_parallel.h"
 
 namespace tpumesh::kernels {
@@ -26,6 +28,11 @@ namespace {
 // gather and the kernel's packing of it (models::Conv2d measured 128, 256
 // and 512 within 4% of each other, 256 the fastest).
 constexpr int64_t kChunkPixels = 256;
+
+// ThreadScratch slots of the im2col rows and the [pixels, C_out] tile,
+// apart from those the matmul drivers (0-2) and attention (3) hold.
+constexpr int kColSlot = 4;
+constexpr int kTileSlot = 5;
 
 // n values of x as T: bf16 by the vectorised rounding, f32 as they are.
 inline void ConvertRow(const float* x, int64_t n, float* out) { std::memcpy(out, x, n * sizeof(float)); }
@@ -107,7 +114,9 @@ Status GatherConv(const Conv2dShape& s, const float* x, const PackedMatrix& wt, 
   const int64_t hp = s.height + s.pad_top + s.pad_bottom, wp = s.width + s.pad_left + s.pad_right;
   const int64_t ho = s.out_height(), wo = s.out_width(), pix = ho * wo, k = s.gemm_k();
   const int64_t run = s.kernel_w * c;  // one dy run of an im2col row
-  std::unique_ptr<T[]> xt(new (std::nothrow) T[static_cast<size_t>(n * hp * wp * c)]);
+  // Every element of xt is written by ChannelsLastRows: no zero fill.
+  std::unique_ptr<T[], matmul_internal::FreeDeleter> xt(
+      static_cast<T*>(std::malloc(static_cast<size_t>(n * hp * wp * c) * sizeof(T))));
   if (xt == nullptr) return ResourceExhaustedError("conv2d: out of memory for the channels-last copy of x");
   const bool direct = s.kernel_h == 1 && s.kernel_w == 1 && s.stride == 1 && hp == s.height && wp == s.width;
   const int64_t rows = std::clamp<int64_t>(kChunkPixels / wo, 1, ho), chunks = (ho + rows - 1) / rows;
@@ -118,8 +127,9 @@ Status GatherConv(const Conv2dShape& s, const float* x, const PackedMatrix& wt, 
     ParallelForTasks(n * hp, inner, [&](int64_t b, int64_t e) { ChannelsLastRows(s, x, b, e, xt.get()); });
     // With a single task the matmul spreads the product over the threads.
     ParallelForTasks(tasks, tasks > 1 ? inner : 1, [&](int64_t b, int64_t e) {
-      std::vector<T> col(direct ? 0 : static_cast<size_t>(rows * wo * k));
-      std::vector<float> yt(static_cast<size_t>(rows * wo * o));
+      // Per-thread tiles kept between calls (no fresh pages, no zero fill).
+      T* col = direct ? nullptr : matmul_internal::ThreadScratch<T, kColSlot>(static_cast<size_t>(rows * wo * k));
+      float* yt = matmul_internal::ThreadScratch<float, kTileSlot>(static_cast<size_t>(rows * wo * o));
       for (int64_t t = b; t < e; ++t) {
         const int64_t img = t / chunks, oy0 = (t % chunks) * rows, oy1 = std::min(ho, oy0 + rows);
         const int64_t m = (oy1 - oy0) * wo;
@@ -128,21 +138,21 @@ Status GatherConv(const Conv2dShape& s, const float* x, const PackedMatrix& wt, 
         if (!direct) {
           for (int64_t oy = oy0; oy < oy1; ++oy) {
             for (int64_t ox = 0; ox < wo; ++ox) {
-              T* dst = col.data() + ((oy - oy0) * wo + ox) * k;
+              T* dst = col + ((oy - oy0) * wo + ox) * k;
               const T* src = xi + (oy * s.stride * wp + ox * s.stride) * c;
               for (int64_t dy = 0; dy < s.kernel_h; ++dy)
                 std::memcpy(static_cast<void*>(dst + dy * run), src + dy * wp * c, run * sizeof(T));
             }
           }
-          a = col.data();
+          a = col;
         }
-        Status st = Matmul(m, a, k, wt, yt.data(), o, tasks > 1 ? 1 : inner);
+        Status st = Matmul(m, a, k, wt, yt, o, tasks > 1 ? 1 : inner);
         if (!st.ok()) {
           std::lock_guard<std::mutex> lock(mu);
           if (status.ok()) status = std::move(st);
           continue;
         }
-        StoreChannelsFirst(yt.data(), m, o, bias, y + img * o * pix + oy0 * wo, pix);
+        StoreChannelsFirst(yt, m, o, bias, y + img * o * pix + oy0 * wo, pix);
       }
     });
   });

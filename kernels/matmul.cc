@@ -88,6 +88,7 @@ AlignedArray<T> AllocateAligned(size_t count) {
 }
 template AlignedArray<uint32_t> AllocateAligned<uint32_t>(size_t);
 template AlignedArray<float> AllocateAligned<float>(size_t);
+template AlignedArray<bf16> AllocateAligned<bf16>(size_t);
 
 DriverShape DriverShapeOf(Provider provider) {
   switch (provider) {

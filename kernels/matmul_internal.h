@@ -54,7 +54,7 @@ using AlignedArray = std::unique_ptr<T[], FreeDeleter>;
 template <typename T>
 AlignedArray<T> AllocateAligned(size_t count);
 
-// Per-thread scratch of at least `count` T's (T = float or uint32_t), grown
+// Per-thread scratch of at least `count` T's (T = float, bf16 or uint32_t), grown
 // on demand and kept for the thread's lifetime: what the providers' block
 // drivers pack A and park partial sums in. kSlot tells apart the buffers one
 // block call holds at once; a buffer is valid until the same thread asks for
