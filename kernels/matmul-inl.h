@@ -40,6 +40,7 @@
 #include <cstring>
 #include <utility>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/bf16-inl.h"
 #include "kernels/matmul_internal.h"
@@ -334,7 +335,24 @@ inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t
             }
           }();
           const int64_t cols = std::min(kCols, je - col);
-          for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
+          // The next micro-panel (the next column tile, else the next K
+          // block's first), fetched a share per row group while this one
+          // runs: it comes from L3 or DRAM (a weight read once per row block).
+          const uint32_t* next = nullptr;
+          int64_t next_pairs = 0;
+          if (col + kCols < je) {
+            next = b.pair_panel((col + kCols) / mi::kPanelWidth) + p0 * mi::kPanelWidth + (col + kCols) % mi::kPanelWidth;
+            next_pairs = np;
+          } else if (!last) {
+            next = b.pair_panel(jb / mi::kPanelWidth) + (p0 + np) * mi::kPanelWidth + jb % mi::kPanelWidth;
+            next_pairs = std::min(kc, b.pairs - p0 - np);
+          }
+          const int64_t groups = (rows + kMr - 1) / kMr;
+          const int64_t per_group = (next_pairs + groups - 1) / groups;
+          for (int64_t r0 = 0, fetched = 0; r0 < rows; r0 += kMr) {
+            for (const int64_t until = std::min(next_pairs, fetched + per_group); fetched < until; ++fetched) {
+              for (int64_t w = 0; w < kCols; w += 16) hwy::Prefetch(next + fetched * mi::kPanelWidth + w);
+            }
             const int64_t mr = std::min<int64_t>(kMr, rows - r0);
             const float* in = first ? nullptr : tile + r0 * kCols;
             const float* a = a_rows + r0 * as;
