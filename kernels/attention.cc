@@ -344,7 +344,7 @@ void ScaledExpRowsImpl(float* s, int64_t lds, int64_t rows, int64_t keys, float 
       else return ExpNonPositive(d, hn::Sub(hn::Mul(v, vscale), vm));
     };
     auto stored = [&](hn::Vec<decltype(d)> e) {
-      if constexpr (kCoarse) return RoundToBf16(d, e);
+      if constexpr (kCoarse) return RoundNonNanToBf16(d, e);  // e is never NaN (y clamped by Max)
       else return e;
     };
     double sum = 0;

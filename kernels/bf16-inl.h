@@ -19,6 +19,16 @@ HWY_BEFORE_NAMESPACE();
 namespace tpumesh::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// RoundToBf16 for lanes known not to be NaN (e.g. an exp's outputs): the
+// same bits on every other input, five operations fewer.
+template <class D>
+HWY_INLINE hn::Vec<D> RoundNonNanToBf16(D d, hn::Vec<D> v) {
+  const hn::RebindToUnsigned<D> du;
+  const auto u = hn::BitCast(du, v);
+  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+  return hn::BitCast(d, hn::And(hn::Add(hn::Add(u, hn::Set(du, 0x7fffu)), lsb), hn::Set(du, 0xffff0000u)));
+}
+
 // f32 lanes rounded to the nearest bf16 value, returned as f32 (low 16 bits
 // zero).
 template <class D>
@@ -26,9 +36,7 @@ HWY_INLINE hn::Vec<D> RoundToBf16(D d, hn::Vec<D> v) {
   const hn::RebindToUnsigned<D> du;
   const hn::RebindToSigned<D> di;
   const auto u = hn::BitCast(du, v);
-  const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
-  const auto rounded =
-      hn::And(hn::Add(hn::Add(u, hn::Set(du, 0x7fffu)), lsb), hn::Set(du, 0xffff0000u));
+  const auto rounded = hn::BitCast(du, RoundNonNanToBf16(d, v));
   // |v| > Inf as a signed compare: the magnitude bits are < 2^31.
   const auto magnitude = hn::BitCast(di, hn::And(u, hn::Set(du, 0x7fffffffu)));
   const auto is_nan = hn::RebindMask(du, hn::Gt(magnitude, hn::Set(di, 0x7f800000)));
