@@ -130,6 +130,11 @@ Status GatherConv(const Conv2dShape& s, const float* x, const PackedMatrix& wt, 
       // Per-thread tiles kept between calls (no fresh pages, no zero fill).
       T* col = direct ? nullptr : matmul_internal::ThreadScratch<T, kColSlot>(static_cast<size_t>(rows * wo * k));
       float* yt = matmul_internal::ThreadScratch<float, kTileSlot>(static_cast<size_t>(rows * wo * o));
+      if ((col == nullptr && !direct) || yt == nullptr) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (status.ok()) status = ResourceExhaustedError("conv2d: out of memory for the im2col rows of a chunk");
+        return;
+      }
       for (int64_t t = b; t < e; ++t) {
         const int64_t img = t / chunks, oy0 = (t % chunks) * rows, oy1 = std::min(ho, oy0 + rows);
         const int64_t m = (oy1 - oy0) * wo;

@@ -54,18 +54,20 @@ using AlignedArray = std::unique_ptr<T[], FreeDeleter>;
 template <typename T>
 AlignedArray<T> AllocateAligned(size_t count);
 
-// Per-thread scratch of at least `count` T's (T = float, bf16 or uint32_t), grown
-// on demand and kept for the thread's lifetime: what the providers' block
-// drivers pack A and park partial sums in. kSlot tells apart the buffers one
+// Per-thread scratch of at least `count` T's (T = float, bf16 or uint32_t),
+// grown on demand and kept for the thread's lifetime: what the providers'
+// block drivers pack A and park partial sums in, and attention's scores and
+// the portable conv's tiles (slots 3-5). kSlot tells apart the buffers one
 // block call holds at once; a buffer is valid until the same thread asks for
-// the same (T, kSlot) again, i.e. within one block call.
+// the same (T, kSlot) again, i.e. within one block call. nullptr when the
+// memory cannot be had.
 template <typename T, int kSlot>
 T* ThreadScratch(size_t count) {
   thread_local AlignedArray<T> buffer;
   thread_local size_t capacity = 0;
   if (count > capacity) {
     buffer = AllocateAligned<T>(count);
-    capacity = count;
+    capacity = buffer != nullptr ? count : 0;
   }
   return buffer.get();
 }
