@@ -397,10 +397,6 @@ HWY_EXPORT(ScaledExpRows);
 
 namespace {
 
-// The scores' per-thread buffer: a ThreadScratch slot of its own (the matmul
-// drivers use 0-2), kept between calls so no call faults its pages in again.
-constexpr int kScoresSlot = 3;
-
 // The matmul path (kDefault, kHigh): see attention.h.
 Status AttentionOnMatmuls(const AttentionShape& s, const float* q,
                           const float* k, const float* v, float* out,
@@ -454,7 +450,7 @@ Status AttentionOnMatmuls(const AttentionShape& s, const float* q,
     // Per task, block_q query rows of one head: S = Q K^T, softmax in place,
     // out = P V straight into the head's columns.
     ParallelForTasks(bh * qblocks, inner, [&](int64_t begin, int64_t end) {
-      float* sc = matmul_internal::ThreadScratch<float, kScoresSlot>(
+      float* sc = matmul_internal::ThreadScratch<float, matmul_internal::kScoresSlot>(
           static_cast<size_t>(block_q * lds));
       std::vector<float> inv(static_cast<size_t>(block_q));
       for (int64_t t = begin; t < end; ++t) {

@@ -29,11 +29,6 @@ namespace {
 // and 512 within 4% of each other, 256 the fastest).
 constexpr int64_t kChunkPixels = 256;
 
-// ThreadScratch slots of the im2col rows and the [pixels, C_out] tile,
-// apart from those the matmul drivers (0-2) and attention (3) hold.
-constexpr int kColSlot = 4;
-constexpr int kTileSlot = 5;
-
 // n values of x as T: bf16 by the vectorised rounding, f32 as they are.
 inline void ConvertRow(const float* x, int64_t n, float* out) { std::memcpy(out, x, n * sizeof(float)); }
 inline void ConvertRow(const float* x, int64_t n, bf16* out) { F32ToBf16(x, out, static_cast<size_t>(n)); }
@@ -128,8 +123,10 @@ Status GatherConv(const Conv2dShape& s, const float* x, const PackedMatrix& wt, 
     // With a single task the matmul spreads the product over the threads.
     ParallelForTasks(tasks, tasks > 1 ? inner : 1, [&](int64_t b, int64_t e) {
       // Per-thread tiles kept between calls (no fresh pages, no zero fill).
-      T* col = direct ? nullptr : matmul_internal::ThreadScratch<T, kColSlot>(static_cast<size_t>(rows * wo * k));
-      float* yt = matmul_internal::ThreadScratch<float, kTileSlot>(static_cast<size_t>(rows * wo * o));
+      using matmul_internal::ThreadScratch;
+      T* col = direct ? nullptr
+                      : ThreadScratch<T, matmul_internal::kConvColSlot>(static_cast<size_t>(rows * wo * k));
+      float* yt = ThreadScratch<float, matmul_internal::kConvTileSlot>(static_cast<size_t>(rows * wo * o));
       if ((col == nullptr && !direct) || yt == nullptr) {
         std::lock_guard<std::mutex> lock(mu);
         if (status.ok()) status = ResourceExhaustedError("conv2d: out of memory for the im2col rows of a chunk");

@@ -309,10 +309,15 @@ inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t
       mi::PairBlockSize(b.pairs, kKcPairs, b.precision == Precision::kHigh ? 3 : 1);
   // An A of bf16 numbers (CallArgs::a_rounded) is read where it lies.
   const bool a_in_place = args.a_rounded && b.precision == Precision::kDefault;
-  float* a_block = a_in_place ? nullptr : mi::ThreadScratch<float, 0>(static_cast<size_t>(kMc * kAStride));
+  float* a_block =
+      a_in_place ? nullptr : mi::ThreadScratch<float, mi::kPackedASlot>(static_cast<size_t>(kMc * kAStride));
   const int64_t as = a_in_place ? args.lda : kAStride;
-  float* partial = b.pairs > kc ? mi::ThreadScratch<float, 1>(static_cast<size_t>(kMc * kNc)) : nullptr;
-  float* split = kSplitB ? mi::ThreadScratch<float, 2>(static_cast<size_t>(2 * kc * kCols)) : nullptr;
+  float* partial = b.pairs > kc ? mi::ThreadScratch<float, mi::kPartialSlot>(static_cast<size_t>(kMc * kNc)) : nullptr;
+  float* split = kSplitB ? mi::ThreadScratch<float, mi::kSecondSlot>(static_cast<size_t>(2 * kc * kCols)) : nullptr;
+  // The micro-panel of the column tile at c, from pair p on.
+  auto micro_panel = [&](int64_t c, int64_t p) {
+    return b.pair_panel(c / mi::kPanelWidth) + p * mi::kPanelWidth + c % mi::kPanelWidth;
+  };
   for (int64_t jb = j0; jb < j1; jb += kNc) {
     const int64_t je = std::min(j1, jb + kNc);
     for (int64_t ib = i0; ib < i1; ib += kMc) {
@@ -323,8 +328,7 @@ inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t
         const float* a_rows = a_in_place ? args.a_f32 + ib * args.lda + 2 * p0 : a_block;
         if (!a_in_place) PackAPairs(args, ib, rows, p0, np, a_block);
         for (int64_t col = jb; col < je; col += kCols) {
-          const uint32_t* panel = b.pair_panel(col / mi::kPanelWidth) + p0 * mi::kPanelWidth +
-                                  col % mi::kPanelWidth;
+          const uint32_t* panel = micro_panel(col, p0);
           float* tile = partial == nullptr ? nullptr : partial + (col - jb) * kMc;
           const auto* b_tile = [&] {
             if constexpr (kSplitB) {
@@ -341,10 +345,10 @@ inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t
           const uint32_t* next = nullptr;
           int64_t next_pairs = 0;
           if (col + kCols < je) {
-            next = b.pair_panel((col + kCols) / mi::kPanelWidth) + p0 * mi::kPanelWidth + (col + kCols) % mi::kPanelWidth;
+            next = micro_panel(col + kCols, p0);
             next_pairs = np;
           } else if (!last) {
-            next = b.pair_panel(jb / mi::kPanelWidth) + (p0 + np) * mi::kPanelWidth + jb % mi::kPanelWidth;
+            next = micro_panel(jb, p0 + np);
             next_pairs = std::min(kc, b.pairs - p0 - np);
           }
           const int64_t groups = (rows + kMr - 1) / kMr;
@@ -375,8 +379,9 @@ inline void F32Block(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t j
   const mi::PackedData& b = *args.b;
   const int64_t k = b.k;
   float* a_block =
-      args.a_f32 == nullptr ? mi::ThreadScratch<float, 0>(static_cast<size_t>(kMc * kAStrideF32)) : nullptr;
-  float* partial = k > kKc ? mi::ThreadScratch<float, 1>(static_cast<size_t>(kMc * kNc)) : nullptr;
+      args.a_f32 == nullptr ? mi::ThreadScratch<float, mi::kPackedASlot>(static_cast<size_t>(kMc * kAStrideF32))
+                            : nullptr;
+  float* partial = k > kKc ? mi::ThreadScratch<float, mi::kPartialSlot>(static_cast<size_t>(kMc * kNc)) : nullptr;
   for (int64_t jb = j0; jb < j1; jb += kNc) {
     const int64_t je = std::min(j1, jb + kNc);
     for (int64_t ib = i0; ib < i1; ib += kMc) {

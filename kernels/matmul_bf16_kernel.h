@@ -197,11 +197,11 @@ TPUMESH_TARGET_BF16 void Bf16Driver(const Source& src, const PackedData& b, int6
                                     int64_t j0, int64_t j1) {
   const int64_t pairs = b.pairs;
   const int64_t kc = PairBlockSize(pairs, kKcPairs, b.precision == Precision::kHigh ? 3 : 1);
-  uint32_t* a_blocks[2] = {ThreadScratch<uint32_t, 0>(static_cast<size_t>(kMc * kAStride)),
-                           ThreadScratch<uint32_t, 2>(static_cast<size_t>(kMc * kAStride))};
+  uint32_t* a_blocks[2] = {ThreadScratch<uint32_t, kPackedASlot>(static_cast<size_t>(kMc * kAStride)),
+                           ThreadScratch<uint32_t, kSecondSlot>(static_cast<size_t>(kMc * kAStride))};
   // Partial sums between K blocks, panel-major: tile (panel, row) at
   // partial + (panel * kMc + row) * 32. Not needed when K is one block.
-  float* partial = pairs > kc ? ThreadScratch<float, 1>(static_cast<size_t>(kMc * kNc)) : nullptr;
+  float* partial = pairs > kc ? ThreadScratch<float, kPartialSlot>(static_cast<size_t>(kMc * kNc)) : nullptr;
   alignas(64) float out_tile[kMr * kNr];
 
   std::vector<Step> steps;

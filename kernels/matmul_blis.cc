@@ -71,7 +71,7 @@ void BlisBlock(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t
     return;
   }
   const int64_t chunk = std::max<int64_t>(64, kScratchBytes / (4 * k));
-  float* a = ThreadScratch<float, 0>(static_cast<size_t>(std::min(chunk, i1 - i0) * k));
+  float* a = ThreadScratch<float, kPackedASlot>(static_cast<size_t>(std::min(chunk, i1 - i0) * k));
   for (int64_t i = i0; i < i1; i += chunk) {
     const int64_t rows = std::min(chunk, i1 - i);
     for (int64_t r = 0; r < rows; ++r) ExpandRow(args, i + r, a + r * k);

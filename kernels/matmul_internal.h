@@ -54,12 +54,23 @@ using AlignedArray = std::unique_ptr<T[], FreeDeleter>;
 template <typename T>
 AlignedArray<T> AllocateAligned(size_t count);
 
+// The ThreadScratch slots, one per buffer a thread may hold at once (a
+// (T, slot) pair is one buffer): the block drivers' packed A, their partial
+// sums, and the split B micro-panel (Highway on AVX2) or the second packed A
+// block (kBf16, uint32_t); attention's scores; the portable conv's im2col
+// rows and output tile, which hold across the matmul calls they feed.
+enum ScratchSlot : int {
+  kPackedASlot = 0,
+  kPartialSlot = 1,
+  kSecondSlot = 2,
+  kScoresSlot = 3,
+  kConvColSlot = 4,
+  kConvTileSlot = 5,
+};
+
 // Per-thread scratch of at least `count` T's (T = float, bf16 or uint32_t),
-// grown on demand and kept for the thread's lifetime: what the providers'
-// block drivers pack A and park partial sums in, and attention's scores and
-// the portable conv's tiles (slots 3-5). kSlot tells apart the buffers one
-// block call holds at once; a buffer is valid until the same thread asks for
-// the same (T, kSlot) again, i.e. within one block call. nullptr when the
+// grown on demand and kept for the thread's lifetime. A buffer is valid
+// until the same thread asks for the same (T, kSlot) again. nullptr when the
 // memory cannot be had.
 template <typename T, int kSlot>
 T* ThreadScratch(size_t count) {
