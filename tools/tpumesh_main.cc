@@ -6,6 +6,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "base/printable.h"
 #include "io/atomic_file.h"
 #include "io/model_file.h"
 #include "kernels/cpu_path.h"
@@ -42,7 +43,7 @@ int main(int argc, char** argv) {
       names += (names.empty() ? "" : ", ") + sub->get_name();
     }
     if (!known) {
-      std::cerr << "tpumesh: unknown command '" << argv[1] << "' (commands: " << names
+      std::cerr << "tpumesh: unknown command " << tpumesh::Quoted(argv[1]) << " (commands: " << names
                 << "; see tpumesh --help)\n";
       return 2;
     }
@@ -56,13 +57,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "tpumesh: " << e.what() << " (see tpumesh --help)\n";
+    std::cerr << "tpumesh: " << tpumesh::Printable(e.what()) << " (see tpumesh --help)\n";
     return 2;
   }
   if (!run) return 2;
   // A bad TPUMESH_SIMD would leave the kernels on the host's path unasked.
   if (tpumesh::Status simd = tpumesh::kernels::CpuPathStatus(); !simd.ok()) {
-    std::cerr << "tpumesh: error: " << simd.message() << "\n";
+    std::cerr << "tpumesh: error: " << tpumesh::Printable(simd.message()) << "\n";
     return 1;
   }
   // Every failure is a Status; an exception that still escapes (memory the
@@ -78,8 +79,10 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     status = tpumesh::InternalError(std::string("unexpected failure: ") + e.what());
   }
+  // One line of valid UTF-8 whatever a name in the message holds (a
+  // newline, bytes that are not UTF-8): base/printable.h.
   if (!status.ok()) {
-    std::cerr << "tpumesh: error: " << status.message() << "\n";
+    std::cerr << "tpumesh: error: " << tpumesh::Printable(status.message()) << "\n";
     return 1;
   }
   return 0;

@@ -1,0 +1,25 @@
+// Text from outside (file names, layer names, JSON keys, command-line values)
+// made safe to put in a one-line message.
+//
+// Contract: Printable(s) is valid UTF-8 with no control character: every
+// well-formed UTF-8 sequence of s is kept as it is (so "café" and "猫" read as
+// written); a byte that is not part of one, and every C0 control character
+// and DEL, is written as an escape: \n, \r, \t, \\ for those four, \xNN
+// (two hex digits) otherwise. Distinct inputs give distinct outputs, and
+// Printable(Printable(s)) == Printable(s) for any s that needed no escape.
+// Quoted(s) is Printable(s) between single quotes, the way a message names
+// a value ("layer 'fc\n1'").
+#ifndef TPUMESH_BASE_PRINTABLE_H_
+#define TPUMESH_BASE_PRINTABLE_H_
+
+#include <string>
+#include <string_view>
+
+namespace tpumesh {
+
+std::string Printable(std::string_view s);
+std::string Quoted(std::string_view s);
+
+}  // namespace tpumesh
+
+#endif  // TPUMESH_BASE_PRINTABLE_H_
