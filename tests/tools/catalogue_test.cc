@@ -1,0 +1,388 @@
+// The hostile-input catalogue: every case of tests/data/hostile-catalogue.txt
+// (bad inputs and faults as a new user meets them: outputs that are inputs,
+// device nodes and FIFOs, small files that ask for huge work, values out of
+// range, names that are not one line of UTF-8, a full disk) run through the
+// real binary and judged by the same fixed rules, whatever the case:
+//
+//  - refused: exit 1 or 2, stderr exactly one line starting "tpumesh:", of
+//    valid UTF-8 with no control character, and nothing in the case's folder
+//    (its TMPDIR included) or in a watched path created, changed or removed;
+//  - succeeded: exit 0, no temporary left (TMPDIR empty, no ".tpumesh"
+//    file), every file written non-empty, and the case's own check passes;
+//  - always: no signal, no run past 30 s, no more than 1 GiB of peak RSS.
+//
+// A case says which outcome it expects (refuse, ok, or either when both are
+// right as long as the rules hold). The file's format is described at its
+// top.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/printable.h"
+#include "gtest/gtest.h"
+#include "hdf5.h"
+#include "io/h5io.h"
+#include "mesh/array.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/cli.h"
+#include "tests/testing/temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kSlowdown = 4;  // the ASan build's binary: time and shadow memory
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr int kSlowdown = 4;
+#else
+constexpr int kSlowdown = 1;
+#endif
+#else
+constexpr int kSlowdown = 1;
+#endif
+
+struct Case {
+  std::string name;
+  std::vector<std::string> setup;
+  std::string run;
+  std::string expect;  // refuse | ok | either
+  std::vector<std::string> watch;
+  std::vector<std::string> stderr_has;
+  std::string check;
+  int64_t fsize = 0;
+  int64_t rss_mib = 1024;
+  int timeout_s = 30;
+  int line = 0;
+};
+
+// gtest names a failing case by this (not by its bytes).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+// C-style escapes in a run line (\n, \t, \xNN, \\), so a case can pass a
+// name holding a newline or a byte that is not UTF-8 through sh.
+std::string Unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out += s[i];
+      continue;
+    }
+    const char c = s[++i];
+    if (c == 'n') out += '\n';
+    else if (c == 't') out += '\t';
+    else if (c == 'r') out += '\r';
+    else if (c == 'x' && i + 2 < s.size()) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else out += c;
+  }
+  return out;
+}
+
+std::vector<Case> LoadCases() {
+  const std::string path = std::string(TPUMESH_SOURCE_DIR) + "/tests/data/hostile-catalogue.txt";
+  std::ifstream in(path);
+  std::vector<Case> cases;
+  std::string line;
+  int no = 0;
+  while (std::getline(in, line)) {
+    ++no;
+    if (line.empty() || line[0] == '#') continue;
+    if (line.rfind("case ", 0) == 0) {
+      cases.push_back({});
+      cases.back().name = line.substr(5);
+      cases.back().line = no;
+      continue;
+    }
+    const size_t b = line.find_first_not_of(' ');
+    const size_t colon = line.find(':');
+    if (cases.empty() || b == std::string::npos || colon == std::string::npos) {
+      ADD_FAILURE() << path << ":" << no << ": not a case line: " << line;
+      continue;
+    }
+    const std::string key = line.substr(b, colon - b);
+    std::string value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(' '));
+    Case& c = cases.back();
+    if (key == "setup") c.setup.push_back(value);
+    else if (key == "run") c.run = Unescape(value);
+    else if (key == "expect") c.expect = value;
+    else if (key == "watch") c.watch.push_back(value);
+    else if (key == "stderr") c.stderr_has.push_back(value);
+    else if (key == "check") c.check = value;
+    else if (key == "fsize") c.fsize = std::stoll(value);
+    else if (key == "rss-mib") c.rss_mib = std::stoll(value);
+    else if (key == "timeout") c.timeout_s = std::stoi(value);
+    else ADD_FAILURE() << path << ":" << no << ": unknown key '" << key << "'";
+  }
+  return cases;
+}
+
+// The binary judged: this build's, or TPUMESH_CATALOGUE_BIN's (another
+// build, to count how many cases an older one held).
+std::string Binary() {
+  const char* other = std::getenv("TPUMESH_CATALOGUE_BIN");
+  return other != nullptr && *other != '\0' ? other : TPUMESH_BIN;
+}
+
+// ------------------------------------------------------------- fixtures
+
+std::string ReadText(hid_t file, const std::string& name) {
+  const hid_t d = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
+  const hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, H5T_VARIABLE);
+  H5Tset_cset(t, H5T_CSET_UTF8);
+  char* p = nullptr;
+  H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p);
+  std::string s = p ? p : "";
+  const hid_t space = H5Dget_space(d);
+  H5Dvlen_reclaim(t, space, H5P_DEFAULT, &p);
+  H5Sclose(space);
+  H5Tclose(t);
+  H5Dclose(d);
+  return s;
+}
+
+void WriteText(hid_t file, const std::string& name, const std::string& text) {
+  H5Ldelete(file, name.c_str(), H5P_DEFAULT);
+  const hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, H5T_VARIABLE);
+  H5Tset_cset(t, H5T_CSET_UTF8);
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t d = H5Dcreate2(file, name.c_str(), t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  const char* p = text.c_str();
+  H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, &p);
+  H5Dclose(d);
+  H5Sclose(space);
+  H5Tclose(t);
+}
+
+// A copy of the tiny model with `edit` applied to the open file.
+void EditedModel(const std::string& src, const std::string& dst, const std::function<void(hid_t)>& edit) {
+  fs::copy_file(src, dst, fs::copy_options::overwrite_existing);
+  const hid_t f = H5Fopen(dst.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0) << dst;
+  edit(f);
+  H5Fclose(f);
+}
+
+void EditConfig(hid_t f, const std::string& dataset, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json j = nlohmann::json::parse(ReadText(f, dataset));
+  edit(j);
+  WriteText(f, dataset, j.dump(1));
+}
+
+// The files the cases start from, made once per process: $FIX.
+std::string Fixtures() {
+  static const std::string dir = [] {
+    const std::string d = tpumesh::testing::ProcessTempDir() + "/fix";
+    fs::create_directories(d);
+    const std::string tiny = d + "/tiny.h5";
+    EXPECT_EQ(tpumesh::testing::RunTpumesh("init -q -o " + tiny).code, 0);
+    EXPECT_EQ(tpumesh::testing::RunTpumesh("devices --chip v5e --json > " + d + "/chip.json").code, 0);
+    using tpumesh::mesh::Array;
+    using tpumesh::mesh::DType;
+    {
+      auto w = tpumesh::pipeline::H5Writer::Create(d + "/ids.h5");
+      EXPECT_TRUE(w.ok());
+      EXPECT_TRUE((*w)->Write("input_ids", Array::Host(DType::kI32, {1, 77})).ok());
+      EXPECT_TRUE((*w)->Commit().ok());
+    }
+    {
+      // "prompts" as a 2-D array of strings (eval --component tokenizer reads 1-D).
+      const hid_t f = H5Fcreate((d + "/prompts2d.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+      const hid_t t = H5Tcopy(H5T_C_S1);
+      H5Tset_size(t, H5T_VARIABLE);
+      const hsize_t dims[2] = {2, 2};
+      const hid_t space = H5Screate_simple(2, dims, nullptr);
+      const hid_t ds = H5Dcreate2(f, "prompts", t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+      const char* p[4] = {"a", "b", "c", "d"};
+      H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, p);
+      H5Dclose(ds);
+      H5Sclose(space);
+      H5Tclose(t);
+      H5Fclose(f);
+    }
+    EditedModel(tiny, d + "/v99.h5", [](hid_t f) {
+      const hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+      const int v = 99;
+      H5Awrite(a, H5T_NATIVE_INT, &v);
+      H5Aclose(a);
+    });
+    EditedModel(tiny, d + "/negative_sample_size.h5",
+                [](hid_t f) { EditConfig(f, "unet/config.json", [](nlohmann::json& j) { j["sample_size"] = -8; }); });
+    EditedModel(tiny, d + "/huge_text_encoder.h5", [](hid_t f) {
+      EditConfig(f, "text_encoder/config.json", [](nlohmann::json& j) {
+        j["vocab_size"] = 100000000;
+        j["num_hidden_layers"] = 1000;
+      });
+    });
+    EditedModel(tiny, d + "/wide_text_encoder.h5", [](hid_t f) {
+      EditConfig(f, "text_encoder/config.json", [](nlohmann::json& j) {
+        j["hidden_size"] = 1 << 20;
+        j["intermediate_size"] = 1 << 22;
+      });
+    });
+    return d;
+  }();
+  return dir;
+}
+
+// ------------------------------------------------------------- judging
+
+// What a path is, as far as a run could change it.
+std::string Describe(const fs::path& p) {
+  struct stat st;
+  if (lstat(p.c_str(), &st) != 0) return "absent";
+  std::ostringstream s;
+  s << std::oct << st.st_mode << std::dec << " rdev " << st.st_rdev;
+  if (S_ISREG(st.st_mode)) {
+    s << " size " << st.st_size << " mtime " << st.st_mtim.tv_sec << "." << st.st_mtim.tv_nsec;
+    if (st.st_size <= (64 << 20)) {
+      std::ifstream in(p, std::ios::binary);
+      s << " bytes " << std::hash<std::string>()(std::string(std::istreambuf_iterator<char>(in), {}));
+    }
+  } else if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    s << " -> " << fs::read_symlink(p, ec).string();
+  }
+  return s.str();
+}
+
+std::map<std::string, std::string> Snapshot(const std::string& dir, const std::vector<std::string>& watch) {
+  std::map<std::string, std::string> m;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::none, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec))
+    m[fs::relative(it->path(), dir).string()] = Describe(it->path());
+  for (const std::string& w : watch) m["watch:" + w] = Describe(w);
+  return m;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Runs `script` with sh -e in `dir`, with `env` set; its exit code.
+int Shell(const std::string& script, const std::string& dir, const std::map<std::string, std::string>& env) {
+  // Through a script file beside the folder: setup lines hold quotes of their own.
+  const std::string script_file = dir + ".sh";
+  std::ofstream(script_file) << "set -e\n" << script << "\n";
+  std::string cmd = "cd '" + dir + "' && ";
+  for (const auto& [k, v] : env) cmd += k + "='" + v + "' ";
+  cmd += "sh '" + script_file + "'";
+  const int status = std::system(cmd.c_str());
+  std::remove(script_file.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+class CatalogueTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CatalogueTest, HoldsTheRules) {
+  const Case& c = GetParam();
+  SCOPED_TRACE("tests/data/hostile-catalogue.txt:" + std::to_string(c.line) + " case " + c.name + ": tpumesh " +
+               tpumesh::Printable(c.run));
+  const std::string base = tpumesh::testing::TestTempDir();
+  const std::string dir = base + "/case";
+  fs::create_directories(dir + "/tmp");
+  const std::map<std::string, std::string> env = {
+      {"T", Binary()}, {"FIX", Fixtures()}, {"TMPDIR", dir + "/tmp"}};
+  std::string setup;
+  for (const std::string& s : c.setup) setup += s + "\n";
+  if (!setup.empty()) ASSERT_EQ(Shell(setup, dir, env), 0) << "setup failed:\n" << setup;
+  const auto before = Snapshot(dir, c.watch);
+
+  const std::string out_file = base + "/stdout", err_file = base + "/stderr";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    if (chdir(dir.c_str()) != 0) _exit(127);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    freopen("/dev/null", "r", stdin);
+    freopen(out_file.c_str(), "w", stdout);
+    freopen(err_file.c_str(), "w", stderr);
+    signal(SIGXFSZ, SIG_DFL);  // as a user's shell leaves it: the binary must handle it itself
+    if (c.fsize > 0) {
+      struct rlimit rl = {static_cast<rlim_t>(c.fsize), static_cast<rlim_t>(c.fsize)};
+      setrlimit(RLIMIT_FSIZE, &rl);
+    }
+    execl("/bin/sh", "sh", "-c", ("exec \"$T\" " + c.run).c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage ru {};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(c.timeout_s * kSlowdown);
+  bool hung = false;
+  while (wait4(pid, &status, WNOHANG, &ru) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      hung = true;
+      kill(-pid, SIGKILL);
+      wait4(pid, &status, 0, &ru);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(-pid, SIGKILL);  // nothing of the run may outlive it
+  const std::string out = ReadFile(out_file), err = ReadFile(err_file);
+  ASSERT_FALSE(hung) << "ran past " << c.timeout_s * kSlowdown << " s; stderr: " << err;
+  ASSERT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status) << "; stderr: " << err;
+  const int code = WEXITSTATUS(status);
+  EXPECT_LE(ru.ru_maxrss / 1024, c.rss_mib * kSlowdown) << "peak RSS " << ru.ru_maxrss / 1024 << " MiB";
+
+  const auto after = Snapshot(dir, c.watch);
+  if (code == 0) {
+    EXPECT_NE(c.expect, "refuse") << "succeeded; stdout: " << out.substr(0, 2000) << "\nstderr: " << err;
+    EXPECT_TRUE(fs::is_empty(dir + "/tmp")) << "a temporary was left in TMPDIR";
+    for (const auto& [path, what] : after) {
+      EXPECT_EQ(path.find(".tpumesh"), std::string::npos) << "a temporary was left: " << path;
+      if (before.count(path) == 0 && what.find("size 0 ") != std::string::npos)
+        ADD_FAILURE() << "an empty output: " << path;
+    }
+    if (!c.check.empty())
+      EXPECT_EQ(Shell(c.check, dir, {{"T", Binary()}, {"OUT", out_file}, {"ERR", err_file}}), 0)
+          << "the case's check failed: " << c.check << "\nstdout: " << out.substr(0, 4000);
+    return;
+  }
+  EXPECT_NE(c.expect, "ok") << "exit " << code << "; stderr: " << err;
+  EXPECT_TRUE(code == 1 || code == 2) << "exit " << code << "; stderr: " << err;
+  EXPECT_TRUE(!err.empty() && err.find('\n') == err.size() - 1) << "not one line on stderr: " << err;
+  EXPECT_EQ(err.rfind("tpumesh:", 0), 0u) << "stderr does not start with 'tpumesh:': " << err;
+  std::string plain = err.substr(0, err.empty() ? 0 : err.size() - 1), doubled;
+  for (char ch : plain) doubled += ch == '\\' ? std::string("\\\\") : std::string(1, ch);
+  EXPECT_EQ(tpumesh::Printable(plain), doubled) << "not printable UTF-8 on one line: " << err;
+  for (const std::string& s : c.stderr_has) EXPECT_NE(err.find(s), std::string::npos) << "no '" << s << "' in: " << err;
+  for (const auto& [path, what] : before) {
+    auto it = after.find(path);
+    EXPECT_TRUE(it != after.end() && it->second == what)
+        << path << " changed: " << what << " -> " << (it == after.end() ? "removed" : it->second);
+  }
+  for (const auto& [path, what] : after)
+    EXPECT_TRUE(before.count(path)) << path << " was created by a refused run: " << what;
+}
+
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+  std::string n;
+  for (char ch : info.param.name) n += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CatalogueTest, ::testing::ValuesIn(LoadCases()), CaseName);
+
+}  // namespace
