@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -217,6 +218,42 @@ std::string Fixtures() {
       H5Sclose(space);
       H5Tclose(t);
       H5Fclose(f);
+    }
+    {
+      // Latents for the default model's 8 images (32x32 -> [8,4,4,4]): one
+      // holding a NaN, one of the wrong batch, one that declares 4.2e11
+      // values and stores none.
+      Array nan_latents = Array::Host(DType::kF32, {8, 4, 4, 4});
+      nan_latents.mutable_data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+      auto w = tpumesh::pipeline::H5Writer::Create(d + "/latents_nan.h5");
+      EXPECT_TRUE(w.ok());
+      EXPECT_TRUE((*w)->Write("latents", nan_latents).ok());
+      EXPECT_TRUE((*w)->Commit().ok());
+      auto w1 = tpumesh::pipeline::H5Writer::Create(d + "/latents_one.h5");
+      EXPECT_TRUE(w1.ok());
+      EXPECT_TRUE((*w1)->Write("latents", Array::Host(DType::kF32, {1, 4, 4, 4})).ok());
+      EXPECT_TRUE((*w1)->Commit().ok());
+      const hid_t f = H5Fcreate((d + "/latents_huge.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+      const hsize_t dims[4] = {100000, 4, 1024, 1024};
+      const hid_t space = H5Screate_simple(4, dims, nullptr);
+      const hid_t ds = H5Dcreate2(f, "latents", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+      H5Dclose(ds);
+      H5Sclose(space);
+      H5Fclose(f);
+    }
+    {
+      // A diffusers folder: tiny-sd-b's components, the tiny tokenizer, PNDM.
+      const std::string src = d + "/sd", data = std::string(TPUMESH_SOURCE_DIR) + "/tests/data/tiny-sd-b";
+      fs::create_directories(src + "/scheduler");
+      for (const char* c : {"text_encoder", "unet", "vae"})
+        fs::copy(data + "/" + c, src + "/" + c, fs::copy_options::recursive);
+      fs::copy(std::string(TPUMESH_SOURCE_DIR) + "/text/data/tiny-tokenizer", src + "/tokenizer",
+               fs::copy_options::recursive);
+      std::ofstream(src + "/scheduler/scheduler_config.json")
+          << R"({"_class_name": "PNDMScheduler", "beta_end": 0.012, "beta_schedule": "scaled_linear",
+                 "beta_start": 0.00085, "num_train_timesteps": 1000, "set_alpha_to_one": false,
+                 "skip_prk_steps": true, "steps_offset": 1})";
+      std::ofstream(src + "/model_index.json") << R"({"_class_name": "StableDiffusionPipeline"})";
     }
     EditedModel(tiny, d + "/v99.h5", [](hid_t f) {
       const hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
