@@ -138,14 +138,16 @@ std::string OpTypeTotals::bound() const {
 }
 
 void DeviceCostLog::Add(const OpRecord& op, const OpTiming& t, double repeat) {
-  Accumulate(op, t, repeat, by_type_[op.type]);
+  if (state_.use_count() > 1) state_ = std::make_shared<State>(*state_);  // this copy's own from now on
+  State& s = *state_;
+  Accumulate(op, t, repeat, s.by_type[op.type]);
   const std::string key = op.module + "\n" + op.name + "\n" + op.shape;
-  auto [it, fresh] = layer_index_.emplace(key, layers_.size());
-  if (fresh) layers_.push_back({op.module.empty() ? op.name : op.module, op.name, op.type, op.shape, {}});
-  Accumulate(op, t, repeat, layers_[it->second].totals);
+  auto [it, fresh] = s.layer_index.emplace(key, s.layers.size());
+  if (fresh) s.layers.push_back({op.module.empty() ? op.name : op.module, op.name, op.type, op.shape, {}});
+  Accumulate(op, t, repeat, s.layers[it->second].totals);
   if (op.type == "collective") {
-    Accumulate(op, t, repeat, by_collective_[op.name]);
-    ModuleCollectives& m = by_module_[op.module];
+    Accumulate(op, t, repeat, s.by_collective[op.name]);
+    ModuleCollectives& m = s.by_module[op.module];
     if (m.kind.empty()) {
       m.kind = op.name;
     } else if (("+" + m.kind + "+").find("+" + op.name + "+") == std::string::npos) {
@@ -153,13 +155,13 @@ void DeviceCostLog::Add(const OpRecord& op, const OpTiming& t, double repeat) {
     }
     Accumulate(op, t, repeat, m.totals);
   }
-  if (keep_ops_) ops_.push_back({op, t, now_});
-  now_ += t.seconds * repeat;
+  if (keep_ops_) s.ops.push_back({op, t, s.now});
+  s.now += t.seconds * repeat;
 }
 
 OpTypeTotals DeviceCostLog::total() const {
   OpTypeTotals all;
-  for (const auto& [type, s] : by_type_) {
+  for (const auto& [type, s] : state_->by_type) {
     all.count += s.count;
     all.flops += s.flops;
     all.bytes += s.bytes;

@@ -45,6 +45,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -174,23 +175,26 @@ struct LayerTotals {
   OpTypeTotals totals;
 };
 
-// The ops one device ran, priced, in order, with running totals.
+// The ops one device ran, priced, in order, with running totals. A copy
+// shares the totals with the log it came from until either is added to
+// (copy on write), so the devices of a mesh that ran the same ops (every
+// replica along `data`) hold one log between them, not one each.
 class DeviceCostLog {
  public:
   void Add(const OpRecord& op, const OpTiming& t, double repeat = 1);
-  const std::map<std::string, OpTypeTotals>& by_type() const { return by_type_; }
+  const std::map<std::string, OpTypeTotals>& by_type() const { return state_->by_type; }
   // Per layer, in the order each first ran; each op is in exactly one.
-  const std::vector<LayerTotals>& layers() const { return layers_; }
+  const std::vector<LayerTotals>& layers() const { return state_->layers; }
   OpTypeTotals total() const;
   // The collectives (type "collective") by kind ("psum", "all_gather") and
   // by the layer that ran them (OpRecord::module; its kind or kinds joined
   // by "+").
-  const std::map<std::string, OpTypeTotals>& by_collective() const { return by_collective_; }
+  const std::map<std::string, OpTypeTotals>& by_collective() const { return state_->by_collective; }
   struct ModuleCollectives {
     std::string kind;
     OpTypeTotals totals;
   };
-  const std::map<std::string, ModuleCollectives>& collectives_by_module() const { return by_module_; }
+  const std::map<std::string, ModuleCollectives>& collectives_by_module() const { return state_->by_module; }
   // The ops in order (kept when keep_ops, for traces), with their start on
   // the device's modelled timeline.
   struct Entry {
@@ -199,18 +203,21 @@ class DeviceCostLog {
     double start_seconds = 0;
   };
   void set_keep_ops(bool keep) { keep_ops_ = keep; }
-  const std::vector<Entry>& ops() const { return ops_; }
-  double seconds() const { return now_; }
+  const std::vector<Entry>& ops() const { return state_->ops; }
+  double seconds() const { return state_->now; }
 
  private:
-  std::map<std::string, OpTypeTotals> by_type_;
-  std::vector<LayerTotals> layers_;
-  std::map<std::string, size_t> layer_index_;  // module \n name \n shape -> layers_
-  std::map<std::string, OpTypeTotals> by_collective_;
-  std::map<std::string, ModuleCollectives> by_module_;
-  std::vector<Entry> ops_;
+  struct State {
+    std::map<std::string, OpTypeTotals> by_type;
+    std::vector<LayerTotals> layers;
+    std::map<std::string, size_t> layer_index;  // module \n name \n shape -> layers
+    std::map<std::string, OpTypeTotals> by_collective;
+    std::map<std::string, ModuleCollectives> by_module;
+    std::vector<Entry> ops;
+    double now = 0;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
   bool keep_ops_ = false;
-  double now_ = 0;
 };
 
 }  // namespace tpumesh::mesh

@@ -115,11 +115,21 @@ mesh::OpRecord SchedulerStepRecord(const std::string& scheduler, int64_t n, bool
 }
 
 void RunReport::Finish(const std::vector<std::vector<mesh::OpRecord>>& records, bool keep_ops) {
-  logs.assign(records.size(), mesh::DeviceCostLog());
-  for (size_t d = 0; d < records.size(); ++d) {
-    logs[d].set_keep_ops(keep_ops);
-    for (const mesh::OpRecord& op : records[d]) logs[d].Add(op, mesh::PriceOp(op, chip), op.repeat);
+  std::vector<int> of_device(records.size());
+  for (size_t d = 0; d < records.size(); ++d) of_device[d] = static_cast<int>(d);
+  Finish(records, of_device, keep_ops);
+}
+
+void RunReport::Finish(const std::vector<std::vector<mesh::OpRecord>>& distinct, const std::vector<int>& of_device,
+                       bool keep_ops) {
+  std::vector<mesh::DeviceCostLog> priced(distinct.size());
+  for (size_t i = 0; i < distinct.size(); ++i) {
+    priced[i].set_keep_ops(keep_ops);
+    for (const mesh::OpRecord& op : distinct[i]) priced[i].Add(op, mesh::PriceOp(op, chip), op.repeat);
   }
+  logs.clear();
+  logs.reserve(of_device.size());
+  for (const int i : of_device) logs.push_back(priced[i]);
 }
 
 double RunReport::modelled_seconds() const {

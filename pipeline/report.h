@@ -62,6 +62,12 @@ struct RunReport {
 
   // Prices `records[d]` for every device d (keep_ops: for a trace).
   void Finish(const std::vector<std::vector<mesh::OpRecord>>& records, bool keep_ops);
+  // Prices each list of `distinct` once and gives device d the log of
+  // distinct[of_device[d]]: devices that ran the same ops share one log
+  // (mesh::DeviceCostLog copies share until written), so a 1024-device
+  // report holds as many logs as there are distinct devices.
+  void Finish(const std::vector<std::vector<mesh::OpRecord>>& distinct, const std::vector<int>& of_device,
+              bool keep_ops);
   double modelled_seconds() const;
 };
 

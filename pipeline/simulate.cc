@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 
 #include "io/model_file.h"
 #include "io/workload.h"
@@ -45,10 +46,25 @@ StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf)
 
   // Each model rank's share, run dry on its first device: zero token ids, no
   // keys. The device counts its parameters and activations against its HBM
-  // (without limit for a sweep).
-  std::vector<std::vector<mesh::OpRecord>> rank_ops(model);
-  std::vector<int64_t> rank_peak(model), rank_params(model);
+  // (without limit for a sweep). Ranks that hold parameters of the same
+  // names and shapes run the same ops (rank 0 apart, which may hold what is
+  // added once), so one dry run serves each such class: a model axis of
+  // 1024 on SD 1.5 is a handful of runs, not 1024.
+  std::vector<std::vector<mesh::OpRecord>> class_ops;
+  std::vector<int64_t> class_peak, class_params;
+  std::vector<int> class_of_rank(model);
+  std::map<std::string, int> class_of_signature;
   for (int rank = 0; rank < model; ++rank) {
+    std::string signature = rank == 0 ? "rank 0" : "";
+    for (const ComponentParams& c : flow.components())
+      for (const auto& [name, a] : (*c.ranks)[rank].all()) {
+        signature += "\n" + c.name + "/" + name;
+        for (const int64_t d : a.shape()) signature += " " + std::to_string(d);
+      }
+    auto [known, fresh] = class_of_signature.emplace(signature, static_cast<int>(class_ops.size()));
+    class_of_rank[rank] = known->second;
+    if (!fresh) continue;
+    class_ops.emplace_back();
     const int at[] = {0, rank};
     const int device = mesh->DeviceAt(at);
     mesh::Device& dev = mesh->device(device);
@@ -60,19 +76,19 @@ StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf)
         if (!r.ok()) return r.status().WithContext("placing parameter " + c.name + "/" + name);
         held.push_back(std::move(r).value());
       }
-    rank_params[rank] = dev.hbm_in_use();
+    class_params.push_back(dev.hbm_in_use());
     dev.ResetHbmPeak();
     TPUMESH_ASSIGN_OR_RETURN(models::ModelAxis axis, models::ModelAxis::Priced(*mesh, device));
     models::Ctx ctx{&dev, req.precision};
     ctx.dry_run = true;
-    ctx.ops = &rank_ops[rank];
+    ctx.ops = &class_ops.back();
     ctx.model = &axis;
     std::vector<Array> ids(flow.conditioning().token_arrays(),
                            Array::Host(mesh::DType::kI32, {plan.batch_per_device, kPromptLength}));
     DeviceInputs in;
     in.ids = ids;
     TPUMESH_RETURN_IF_ERROR(flow.RunDevice(ctx, plan, req, in).status());
-    rank_peak[rank] = dev.hbm_peak();
+    class_peak.push_back(dev.hbm_peak());
   }
 
   RunReport r;
@@ -81,15 +97,15 @@ StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf)
   r.devices = mesh->num_devices();
   r.images = static_cast<int64_t>(data) * plan.batch_per_device;
   r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
-  std::vector<std::vector<mesh::OpRecord>> records(r.devices);
+  // Every device ran its rank's class's ops: one log per class.
+  std::vector<int> class_of(r.devices);
   for (int d = 0; d < r.devices; ++d) {
-    const int rank = mesh->AxisIndices(d)[1];
-    records[d] = rank_ops[rank];
-    r.hbm_peak_bytes.push_back(rank_peak[rank]);
-    r.param_bytes.push_back(rank_params[rank]);
+    class_of[d] = class_of_rank[mesh->AxisIndices(d)[1]];
+    r.hbm_peak_bytes.push_back(class_peak[class_of[d]]);
+    r.param_bytes.push_back(class_params[class_of[d]]);
   }
   r.sharding = ShardingPlan(flow.components(), flow.model_ranks());
-  r.Finish(records, req.keep_ops);
+  r.Finish(class_ops, class_of, req.keep_ops);
   r.host_seconds = 0;
   r.info = {{"model", cf.origin},
             {"family", flow.family().name},
