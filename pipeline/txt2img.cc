@@ -344,12 +344,19 @@ StatusOr<PlacedParams> PlaceParams(mesh::Mesh& mesh, const std::vector<Component
 StatusOr<std::vector<models::ParamMap>> ZeroParams(const std::string&, const std::vector<models::ParamSpec>& manifest,
                                                    int model_ranks, bool bf16_weights) {
   std::vector<models::ParamMap> ranks;
+  // Ranks whose shares of a parameter have the same shape share one array of
+  // zeros (read only): a model axis of 1024 holds a few arrays per
+  // parameter, not 1024.
+  std::map<std::pair<std::string, mesh::Shape>, Array> made;
   for (int r = 0; r < model_ranks; ++r) {
     std::map<std::string, Array> m;
-    for (const models::ParamSpec& p : models::ShardManifest(manifest, model_ranks, r))
-      m.emplace(p.name, Array::LazyZeros(bf16_weights && models::MayHoldBf16(p.name, p.shape) ? DType::kBF16
-                                                                                           : DType::kF32,
-                                         p.shape));
+    for (const models::ParamSpec& p : models::ShardManifest(manifest, model_ranks, r)) {
+      auto [it, fresh] = made.try_emplace({p.name, p.shape});
+      if (fresh)
+        it->second = Array::LazyZeros(
+            bf16_weights && models::MayHoldBf16(p.name, p.shape) ? DType::kBF16 : DType::kF32, p.shape);
+      m.emplace(p.name, it->second);
+    }
     ranks.emplace_back(std::move(m));
     ranks.back().SetShard(manifest, model_ranks, r);
   }
