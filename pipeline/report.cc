@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "io/atomic_file.h"
 #include "mesh/device.h"
@@ -184,26 +185,53 @@ std::string ReportJson(const RunReport& r) {
     summary["hbm_capacity_bytes"] = r.chip.hbm_bytes_per_device();
   }
   for (const auto& [k, v] : r.info) summary[k] = v;
-  json devices = json::array();
+  // Streamed device by device, as out.dump(1) would print {"devices",
+  // "sharding_plan", "summary"}: a 1024-device report never holds every
+  // device's tree at once, and devices that share a log (the replicas of
+  // one model rank) are dumped once and told apart by their id.
+  auto dump_at = [](const json& j, int depth) {
+    const std::string flat = j.dump(1, ' ', false, json::error_handler_t::replace);
+    std::string shifted;
+    shifted.reserve(flat.size());
+    for (const char c : flat) {
+      shifted += c;
+      if (c == '\n') shifted.append(depth, ' ');
+    }
+    return shifted;
+  };
+  std::string out = "{\n \"devices\": [";
+  std::map<std::tuple<const void*, int64_t, int64_t>, std::pair<std::string, std::string>> dumped;
   for (size_t d = 0; d < r.logs.size(); ++d) {
-    json by_type = json::object(), by_collective = json::object();
-    for (const auto& [type, t] : r.logs[d].by_type()) by_type[type] = Totals(t);
-    for (const auto& [kind, t] : r.logs[d].by_collective()) by_collective[kind] = Totals(t);
-    const mesh::OpTypeTotals t = r.logs[d].total();
-    devices.push_back({{"id", d},
-                       {"modelled_seconds", r.logs[d].seconds()},
-                       {"host_seconds", t.host_seconds},
-                       {"ici_bytes", t.ici_bytes},
-                       {"ici_seconds", t.ici_seconds},
-                       {"totals", Totals(t)},
-                       {"by_op_type", by_type},
-                       {"by_collective", by_collective},
-                       {"layers", LayersJson(r.logs[d])}});
-    if (d < r.hbm_peak_bytes.size()) devices.back()["hbm_peak_bytes"] = r.hbm_peak_bytes[d];
-    if (d < r.param_bytes.size()) devices.back()["param_bytes"] = r.param_bytes[d];
+    const int64_t peak = d < r.hbm_peak_bytes.size() ? r.hbm_peak_bytes[d] : -1;
+    const int64_t params = d < r.param_bytes.size() ? r.param_bytes[d] : -1;
+    auto [it, fresh] = dumped.try_emplace({&r.logs[d].layers(), peak, params});
+    const std::string id_line = "\n   \"id\": " + std::to_string(d) + ",";
+    if (fresh) {
+      json by_type = json::object(), by_collective = json::object();
+      for (const auto& [type, t] : r.logs[d].by_type()) by_type[type] = Totals(t);
+      for (const auto& [kind, t] : r.logs[d].by_collective()) by_collective[kind] = Totals(t);
+      const mesh::OpTypeTotals t = r.logs[d].total();
+      json device = {{"id", d},
+                     {"modelled_seconds", r.logs[d].seconds()},
+                     {"host_seconds", t.host_seconds},
+                     {"ici_bytes", t.ici_bytes},
+                     {"ici_seconds", t.ici_seconds},
+                     {"totals", Totals(t)},
+                     {"by_op_type", by_type},
+                     {"by_collective", by_collective},
+                     {"layers", LayersJson(r.logs[d])}};
+      if (peak >= 0) device["hbm_peak_bytes"] = peak;
+      if (params >= 0) device["param_bytes"] = params;
+      const std::string text = dump_at(device, 2);
+      const size_t at = text.find(id_line);
+      it->second = {text.substr(0, at), text.substr(at + id_line.size())};
+    }
+    out += (d == 0 ? "\n  " : ",\n  ") + it->second.first + id_line + it->second.second;
   }
-  json out = {{"summary", summary}, {"devices", devices}, {"sharding_plan", ShardingPlanJson(r)}};
-  return out.dump(1) + "\n";
+  out += r.logs.empty() ? "],\n" : "\n ],\n";
+  out += " \"sharding_plan\": " + dump_at(ShardingPlanJson(r), 1) + ",\n";
+  out += " \"summary\": " + dump_at(summary, 1) + "\n}\n";
+  return out;
 }
 
 Status WriteReportJson(const std::string& path, const RunReport& r) { return WriteFileAtomic(path, ReportJson(r)); }
