@@ -103,7 +103,8 @@ std::vector<Case> LoadCases() {
   int no = 0;
   while (std::getline(in, line)) {
     ++no;
-    if (line.empty() || line[0] == '#') continue;
+    const size_t first = line.find_first_not_of(' ');
+    if (first == std::string::npos || line[first] == '#') continue;
     if (line.rfind("case ", 0) == 0) {
       cases.push_back({});
       cases.back().name = line.substr(5);
