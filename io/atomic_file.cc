@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -92,17 +93,37 @@ Status ErrnoStatus(const std::string& what, int e) {
   }
 }
 
+std::string TemporaryPathBeside(const std::string& path) {
+  static std::atomic<uint64_t> counter{0};
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const std::string name = std::string(kTemporaryPrefix) + std::to_string(getpid()) + "-" +
+                           std::to_string(counter.fetch_add(1));
+  return dir.empty() ? name : (dir / name).string();
+}
+
 namespace {
+
+// Makes the directory entries of `paths` durable (their renames, unlinks).
+void SyncDirectories(const std::vector<std::string>& paths) {
+  std::vector<std::string> dirs;
+  for (const std::string& p : paths) {
+    std::string d = std::filesystem::path(p).parent_path().string();
+    if (d.empty()) d = ".";
+    if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(d);
+  }
+  for (const std::string& d : dirs) {
+    const int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
 
 // Writes `bytes` to a new temporary beside `path` and fsyncs it; 0 or errno.
 int WriteTemporary(const std::string& path, std::string_view bytes, std::string* temp) {
-  static std::atomic<uint64_t> counter{0};
-  const std::filesystem::path p(path);
   int fd = -1, e = 0;
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    *temp = (p.parent_path() / ("." + p.filename().string() + ".tmp-" + std::to_string(getpid()) + "-" +
-                                std::to_string(counter.fetch_add(1))))
-                .string();
+    *temp = TemporaryPathBeside(path);
     fd = ::open(temp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) {
       e = errno;
@@ -128,16 +149,9 @@ int WriteTemporary(const std::string& path, std::string_view bytes, std::string*
 }  // namespace
 
 Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
-  if (path.empty()) return InvalidArgumentError("cannot write a file to an empty path");
-  std::string temp;
-  int e = WriteTemporary(path, bytes, &temp);
-  if (e == 0 && std::rename(temp.c_str(), path.c_str()) != 0) {
-    e = errno;
-    ::unlink(temp.c_str());
-  }
-  if (!temp.empty()) UnregisterTempFile(temp);
-  if (e != 0) return ErrnoStatus("cannot write " + path, e);
-  return OkStatus();
+  std::vector<std::pair<std::string, std::string>> one;
+  one.emplace_back(path, std::string(bytes));
+  return WriteFilesAtomic(one);
 }
 
 Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& files) {
@@ -160,15 +174,58 @@ Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& 
     }
     temps.push_back(temp);
   }
+  // The commit: every target that exists keeps a way back (a hard link of
+  // the old file under a temporary name), then each temporary is renamed
+  // over its target. If a rename fails, the ones done are undone (the old
+  // files back, the new ones removed), so the set is all new or all old.
+  std::vector<std::string> backups(files.size());
+  std::vector<bool> existed(files.size(), false);
+  auto drop_backups = [&] {
+    for (const std::string& b : backups)
+      if (!b.empty()) {
+        ::unlink(b.c_str());
+        UnregisterTempFile(b);
+      }
+  };
   for (size_t i = 0; i < files.size(); ++i) {
-    if (std::rename(temps[i].c_str(), files[i].first.c_str()) != 0) {
-      const int e = errno;
-      for (size_t j = i; j < temps.size(); ++j) ::unlink(temps[j].c_str());
-      for (const std::string& t : temps) UnregisterTempFile(t);
-      return ErrnoStatus("cannot write " + files[i].first, e);
+    struct stat st;
+    if (::lstat(files[i].first.c_str(), &st) != 0) continue;
+    existed[i] = true;
+    if (!S_ISREG(st.st_mode)) continue;
+    for (int attempt = 0; attempt < 16 && backups[i].empty(); ++attempt) {
+      std::string b = TemporaryPathBeside(files[i].first);
+      if (::link(files[i].first.c_str(), b.c_str()) == 0) {
+        RegisterTempFile(b);
+        backups[i] = b;
+      } else if (errno != EEXIST) {
+        break;  // no hard links here: this target cannot be rolled back
+      }
     }
   }
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (std::rename(temps[i].c_str(), files[i].first.c_str()) == 0) continue;
+    const int e = errno;
+    for (size_t j = 0; j < i; ++j) {
+      if (!backups[j].empty() && std::rename(backups[j].c_str(), files[j].first.c_str()) == 0) {
+        UnregisterTempFile(backups[j]);
+        backups[j].clear();
+      } else if (!existed[j]) {
+        ::unlink(files[j].first.c_str());
+      }
+    }
+    for (size_t j = i; j < temps.size(); ++j) ::unlink(temps[j].c_str());
+    for (const std::string& t : temps) UnregisterTempFile(t);
+    drop_backups();
+    std::vector<std::string> paths;
+    for (const auto& f : files) paths.push_back(f.first);
+    SyncDirectories(paths);
+    return ErrnoStatus("cannot write " + files[i].first, e);
+  }
   for (const std::string& t : temps) UnregisterTempFile(t);
+  drop_backups();
+  std::vector<std::string> paths;
+  for (const auto& f : files) paths.push_back(f.first);
+  SyncDirectories(paths);
   return OkStatus();
 }
 
@@ -181,6 +238,13 @@ Status CheckWritable(const std::string& path, const std::string& flag) {
     if (!S_ISREG(st.st_mode))
       return InvalidArgumentError(what + ": not a regular file (a FIFO, device or socket is never written)");
   }
+  const std::filesystem::path p(path);
+  const std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
+  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  if (name_max > 0 && static_cast<long>(p.filename().string().size()) > name_max)
+    return ErrnoStatus(what + ": a name of " + std::to_string(p.filename().string().size()) + " bytes, more than the " +
+                           std::to_string(name_max) + " this folder takes",
+                       ENAMETOOLONG);
   std::string temp;
   const int e = WriteTemporary(path, "", &temp);
   if (e != 0) return ErrnoStatus(what + ": cannot write there", e);

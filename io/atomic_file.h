@@ -19,9 +19,17 @@ namespace tpumesh {
 Status WriteFileAtomic(const std::string& path, std::string_view bytes);
 // Several files, all or none: every file's bytes go to its temporary and are
 // fsync'ed first; only when all of them are on disk are they renamed into
-// place. On a failure before the renames no path is touched and every
-// temporary is removed.
+// place, each existing target first linked to a backup temporary. If any
+// rename fails, the renames already done are rolled back (the old files
+// restored, files that did not exist removed), so no path is left changed;
+// every temporary is removed either way, and the directories are fsync'ed.
 Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& files);
+// Every temporary this layer makes is named kTemporaryPrefix<pid>-<n> in
+// the target's directory: short whatever the target's name (a name of 255
+// bytes, the most a directory entry holds, can still be written), and
+// found by its prefix.
+inline constexpr char kTemporaryPrefix[] = ".tpumesh-";
+std::string TemporaryPathBeside(const std::string& path);
 // Whether `path` can be written as WriteFileAtomic writes it, checked before
 // a long run: its directory exists and takes a new file (a probe is created
 // and removed), and `path` is not a directory, FIFO, device or socket.

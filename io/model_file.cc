@@ -102,7 +102,7 @@ StatusOr<std::unique_ptr<ModelFileWriter>> ModelFileWriter::Create(const std::st
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     return NotFoundError(path + ": directory " + dir.string() + " does not exist");
-  w->temp_path_ = (dir / ("." + p.filename().string() + ".tmp-" + std::to_string(getpid()))).string();
+  w->temp_path_ = TemporaryPathBeside(path);
   RegisterTempFile(w->temp_path_);
   w->file_ = H5Fcreate(w->temp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (w->file_ < 0) return InvalidArgumentError(path + ": cannot create (is the directory writable?)");
@@ -221,11 +221,47 @@ StatusOr<std::unique_ptr<ModelFile>> ModelFile::Open(const std::string& path) {
   f->path_ = path;
   f->file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f->file_ < 0) return InvalidArgumentError(path + ": cannot open as HDF5 (truncated or corrupt?)");
-  auto format = ReadStringAttribute(f->file_, "format");
-  if (!format.ok() || *format != kModelFormat)
-    return InvalidArgumentError(path + ": not a tpumesh model file (no format=\"" + kModelFormat +
-                                "\" attribute; make one with `tpumesh convert` or `tpumesh init`)");
+  TPUMESH_RETURN_IF_ERROR(f->CheckFormat());
   return f;
+}
+
+StatusOr<std::unique_ptr<ModelFile>> ModelFile::OpenImage(std::string_view bytes, const std::string& name) {
+  QuietHdf5();
+  // HDF5's core driver over a copy of the bytes, with no backing file:
+  // nothing is written anywhere.
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  if (H5Pset_fapl_core(fapl.get(), 1 << 20, /*backing_store=*/0) < 0 ||
+      H5Pset_file_image(fapl.get(), const_cast<char*>(bytes.data()), bytes.size()) < 0)
+    return InternalError(name + ": cannot set up HDF5's in-memory driver");
+  std::unique_ptr<ModelFile> f(new ModelFile());
+  f->path_ = name;
+  f->file_ = H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl.get());
+  if (f->file_ < 0) return InvalidArgumentError(name + ": cannot open as HDF5 (truncated or corrupt?)");
+  TPUMESH_RETURN_IF_ERROR(f->CheckFormat());
+  return f;
+}
+
+Status ModelFile::CheckFormat() const {
+  auto format = ReadStringAttribute(file_, "format");
+  if (!format.ok() || *format != kModelFormat)
+    return InvalidArgumentError(path_ + ": not a tpumesh model file (no format=\"" + kModelFormat +
+                                "\" attribute; make one with `tpumesh convert` or `tpumesh init`)");
+  // A file of another version may lay its tensors out differently: refused,
+  // never read as if it were this one.
+  const std::string known = "this tpumesh reads version " + std::to_string(kModelFormatVersion);
+  if (H5Aexists(file_, "format_version") <= 0)
+    return InvalidArgumentError(path_ + ": no format_version attribute (" + known + ")");
+  Handle attr(H5Aopen(file_, "format_version", H5P_DEFAULT), H5Aclose);
+  Handle type(H5Aget_type(attr.get()), H5Tclose);
+  Handle space(H5Aget_space(attr.get()), H5Sclose);
+  int64_t version = -1;
+  if (H5Tget_class(type.get()) != H5T_INTEGER || H5Sget_simple_extent_npoints(space.get()) != 1 ||
+      H5Aread(attr.get(), H5T_NATIVE_INT64, &version) < 0)
+    return InvalidArgumentError(path_ + ": format_version is not one integer (" + known + ")");
+  if (version != kModelFormatVersion)
+    return InvalidArgumentError(path_ + ": model file format version " + std::to_string(version) + "; " + known +
+                                " (write the file again with this tpumesh's convert or init)");
+  return OkStatus();
 }
 
 ModelFile::~ModelFile() {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -75,7 +76,12 @@ class ModelFile {
  public:
   // NotFound for a missing file; InvalidArgument for a file that is not HDF5
   // or not a tpumesh model (the format attribute).
+  // Also InvalidArgument for a format_version other than
+  // kModelFormatVersion, naming both.
   static StatusOr<std::unique_ptr<ModelFile>> Open(const std::string& path);
+  // The same from a model file's bytes in memory (HDF5's core driver; no
+  // file is written); `name` stands for the path in messages.
+  static StatusOr<std::unique_ptr<ModelFile>> OpenImage(std::string_view bytes, const std::string& name);
   ~ModelFile();
   ModelFile(const ModelFile&) = delete;
   ModelFile& operator=(const ModelFile&) = delete;
@@ -93,6 +99,7 @@ class ModelFile {
 
  private:
   ModelFile() = default;
+  Status CheckFormat() const;
   std::string path_;
   int64_t file_ = -1;  // hid_t
 };

@@ -42,22 +42,16 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
   // The mesh first: a bad --mesh fails before any loading.
   TPUMESH_ASSIGN_OR_RETURN(g->mesh_, mesh::CreateDataModelMesh(o.mesh));
   std::string path = o.model;
-  std::string temp;
+  StatusOr<std::unique_ptr<ModelFile>> opened = InternalError("no model");
   if (path.empty()) {
-    // The embedded default (pipeline/default_model.h), in a temporary file
-    // that lives only until it is open (HDF5 reads through the open file).
-    const char* tmpdir = std::getenv("TMPDIR");
-    temp = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/tpumesh-default-" + std::to_string(getpid()) + ".h5";
-    Status st = WriteFileAtomic(temp, DefaultModelBytes());
-    if (!st.ok()) return st.WithContext("unpacking the embedded default model");
-    path = temp;
+    // The embedded default (pipeline/default_model.h), opened in memory.
+    path = "the embedded default model";
+    opened = ModelFile::OpenImage(DefaultModelBytes(), path);
     g->model_name_ = kDefaultModelName;
   } else {
+    opened = ModelFile::Open(path);
     g->model_name_ = std::filesystem::path(path).filename().string();
   }
-  auto opened = ModelFile::Open(path);
-  // Removed at once: a process killed while loading leaves nothing in /tmp.
-  if (!temp.empty()) std::remove(temp.c_str());
   TPUMESH_ASSIGN_OR_RETURN(auto file, std::move(opened));
   // Refused before loading when the weights cannot fit in the host's memory.
   TPUMESH_ASSIGN_OR_RETURN(HostMemoryEstimate need, EstimateHostMemory(*file));

@@ -9,6 +9,7 @@
 #include "mesh/device.h"
 #include "pipeline/convert.h"
 #include "tools/commands.h"
+#include "tools/report_output.h"
 
 namespace tpumesh::tools {
 namespace {
@@ -21,6 +22,11 @@ struct ConvertOptions {
 };
 
 Status RunConvert(const ConvertOptions& opt) {
+  RunFiles files;
+  files.outputs = {{"--output", opt.output}};
+  files.input_dirs = {{"the diffusers folder", opt.folder}};
+  files.inputs = {{"the diffusers folder", opt.folder}};
+  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(files));
   TPUMESH_ASSIGN_OR_RETURN(mesh::DType dtype, mesh::ParseDType(opt.dtype));
   if (dtype != mesh::DType::kF32 && dtype != mesh::DType::kBF16)
     return InvalidArgumentError("--dtype must be f32 or bf16, not '" + opt.dtype + "'");

@@ -22,9 +22,11 @@ struct EvalCmdOptions {
 
 Status RunEvalCommand(EvalCmdOptions opt) {
   TPUMESH_ASSIGN_OR_RETURN(opt.eval.precision, models::ParsePrecision(opt.precision));
-  auto outputs = opt.dev.out.flags();
-  outputs.insert(outputs.begin(), {"--output", opt.eval.output});
-  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(outputs, {{"--model", opt.eval.model}, {"--input", opt.eval.input}}));
+  RunFiles files;
+  files.outputs = opt.dev.out.flags();
+  files.outputs.insert(files.outputs.begin(), {"--output", opt.eval.output});
+  files.inputs = {{"--model", opt.eval.model}, {"--input", opt.eval.input}, ChipInput(opt.dev.mesh.chip)};
+  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(files));
   opt.eval.mesh = opt.dev.mesh;
   opt.eval.keep_ops = !opt.dev.out.trace.empty();
   TPUMESH_ASSIGN_OR_RETURN(pipeline::EvalStats s, pipeline::RunEval(opt.eval));

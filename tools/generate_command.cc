@@ -172,10 +172,13 @@ Status RunGenerate(GenerateCmdOptions o) {
   if (o.runs < 1) return InvalidArgumentError("--runs must be >= 1");
 
   // Every output checked before any work: writable, and not an input.
-  auto outputs = o.dev.out.flags();
-  outputs.insert(outputs.begin(), {"--save-latents", o.save_latents});
-  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(
-      outputs, {{"--model", o.gen.model}, {"--latents", o.latents}, {"--prompts-file", o.prompts_file}}, o.out));
+  RunFiles run_files;
+  run_files.outputs = o.dev.out.flags();
+  run_files.outputs.insert(run_files.outputs.begin(), {"--save-latents", o.save_latents});
+  run_files.inputs = {{"--model", o.gen.model}, {"--latents", o.latents}, {"--prompts-file", o.prompts_file},
+                      ChipInput(o.dev.mesh.chip)};
+  run_files.image_dir = o.out;
+  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(run_files));
   const bool made_out = !std::filesystem::exists(o.out);
   TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
   // A folder this run made is removed again if the run writes nothing.

@@ -10,6 +10,7 @@
 #include "mesh/device.h"
 #include "pipeline/init_model.h"
 #include "tools/commands.h"
+#include "tools/report_output.h"
 
 namespace tpumesh::tools {
 namespace {
@@ -21,6 +22,10 @@ struct InitCmdOptions {
 };
 
 Status RunInit(InitCmdOptions opt) {
+  RunFiles files;
+  files.outputs = {{"--output", opt.init.output}};
+  files.input_dirs = {{"--tokenizer", opt.init.tokenizer_dir}};
+  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(files));
   TPUMESH_ASSIGN_OR_RETURN(opt.init.dtype, mesh::ParseDType(opt.dtype));
   if (opt.init.dtype != mesh::DType::kF32 && opt.init.dtype != mesh::DType::kBF16)
     return InvalidArgumentError("--dtype must be f32 or bf16, not '" + opt.dtype + "'");

@@ -38,40 +38,71 @@ std::filesystem::path Canonical(const std::string& path) {
 
 }  // namespace
 
-Status CheckRunFiles(const std::vector<std::pair<std::string, std::string>>& outputs,
-                     const std::vector<std::pair<std::string, std::string>>& inputs, const std::string& image_dir) {
+namespace {
+
+// generate's image names: image_NN.png and grid.png.
+bool IsImageName(const std::string& name) {
+  return name == "grid.png" ||
+         (name.rfind("image_", 0) == 0 && name.size() > 10 && name.compare(name.size() - 4, 4, ".png") == 0);
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> ChipInput(const std::string& chip) {
+  std::error_code ec;
+  return {"--chip", std::filesystem::exists(chip, ec) ? chip : std::string()};
+}
+
+Status CheckRunFiles(const RunFiles& files) {
   struct Seen {
     std::string flag;
     std::filesystem::path path;
     bool input;
   };
   std::vector<Seen> seen;
-  auto add = [&](const std::string& flag, const std::string& path, bool input) -> Status {
+  for (const auto& [flag, path] : files.inputs)
+    if (!path.empty()) seen.push_back({flag, Canonical(path), true});
+  const std::filesystem::path image_dir = files.image_dir.empty() ? std::filesystem::path() : Canonical(files.image_dir);
+  for (const auto& [flag, path] : files.outputs) {
+    if (path.empty()) continue;
     const std::filesystem::path c = Canonical(path);
+    const std::string what = flag + " " + path;
     for (const Seen& other : seen)
-      if (!input && other.path == c)
-        return InvalidArgumentError(flag + " " + path + ": the same file as " + other.flag +
+      if (other.path == c)
+        return InvalidArgumentError(what + ": the same file as " + other.flag +
                                     (other.input ? " (an input is never overwritten)"
                                                  : " (two outputs cannot share a file)"));
-    seen.push_back({flag, c, input});
-    return OkStatus();
-  };
-  for (const auto& [flag, path] : inputs)
-    if (!path.empty()) TPUMESH_RETURN_IF_ERROR(add(flag, path, true));
-  for (const auto& [flag, path] : outputs) {
-    if (path.empty()) continue;
-    TPUMESH_RETURN_IF_ERROR(add(flag, path, false));
+    for (const auto& [dir_flag, dir] : files.input_dirs) {
+      if (dir.empty()) continue;
+      const std::string d = Canonical(dir).string() + "/";
+      if (c.string().rfind(d, 0) == 0)
+        return InvalidArgumentError(what + ": inside " + dir + ", the folder " + dir_flag +
+                                    " reads (an input is never overwritten)");
+    }
+    if (!image_dir.empty() && c.parent_path() == image_dir && IsImageName(c.filename().string()))
+      return InvalidArgumentError(what + ": in the image folder, where generate writes " + c.filename().string() +
+                                  " (two outputs cannot share a file)");
+    seen.push_back({flag, c, false});
     TPUMESH_RETURN_IF_ERROR(CheckWritable(path, flag));
   }
   if (!image_dir.empty()) {
-    const std::filesystem::path dir = Canonical(image_dir);
-    for (const auto& [flag, path] : inputs) {
+    for (const auto& [flag, path] : files.inputs) {
       if (path.empty()) continue;
       const std::filesystem::path c = Canonical(path);
-      const std::string name = c.filename().string();
-      if (c.parent_path() == dir && (name == "grid.png" || name.rfind("image_", 0) == 0))
-        return InvalidArgumentError(flag + " " + path + ": in the image folder, where generate writes " + name +
-                                    " (an input is never overwritten)");
+      if (c.parent_path() == image_dir && IsImageName(c.filename().string()))
+        return InvalidArgumentError(flag + " " + path + ": in the image folder, where generate writes " +
+                                    c.filename().string() + " (an input is never overwritten)");
+    }
+    // An entry named like an image must be a file generate can replace.
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(files.image_dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (!IsImageName(name)) continue;
+      const auto status = std::filesystem::symlink_status(it->path(), ec);
+      if (std::filesystem::is_regular_file(status) || std::filesystem::is_symlink(status)) continue;
+      return InvalidArgumentError(it->path().string() + ": " +
+                                  (std::filesystem::is_directory(status) ? "a directory" : "not a regular file") +
+                                  " where generate writes an image (move it away or choose another -o)");
     }
   }
   return OkStatus();

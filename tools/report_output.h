@@ -34,15 +34,30 @@ Status WriteReportFiles(const pipeline::RunReport& report, const ReportPaths& pa
 // The line on stdout for each report file written.
 void PrintReportFiles(const ReportPaths& paths);
 
-// Before a run: every output path is writable (io/atomic_file.h
-// CheckWritable), and no two of the run's files are the same, so that no
-// output overwrites an input or another output. `outputs` and `inputs` are
-// (flag, path) pairs; empty paths are skipped. `image_dir`, when not empty,
-// is where the images go: an input named image_*.png or grid.png there is
-// refused too.
-Status CheckRunFiles(const std::vector<std::pair<std::string, std::string>>& outputs,
-                     const std::vector<std::pair<std::string, std::string>>& inputs,
-                     const std::string& image_dir = "");
+// The files a command reads and writes, as (flag, path) pairs; empty paths
+// are skipped.
+struct RunFiles {
+  std::vector<std::pair<std::string, std::string>> outputs;
+  std::vector<std::pair<std::string, std::string>> inputs;
+  // Folders read whole (convert's diffusers folder, init's --tokenizer): no
+  // output may be inside one.
+  std::vector<std::pair<std::string, std::string>> input_dirs;
+  // generate's image folder: its image_NN.png and grid.png are outputs too.
+  std::string image_dir;
+};
+
+// The one guard every command that writes runs before any work: each output
+// is writable where it is (io/atomic_file.h CheckWritable: not a directory,
+// FIFO, device or socket; its folder exists and takes a file), and no output
+// is an input, another output, a file inside an input folder, or one of the
+// images generate writes; an entry of the image folder named like an image
+// must be a regular file (or absent), and no input may be one of them.
+Status CheckRunFiles(const RunFiles& files);
+
+// {"--chip", path} when the chip flag names an existing file (a chip file,
+// not a preset), else an empty path: the chip file is an input like any
+// other.
+std::pair<std::string, std::string> ChipInput(const std::string& chip);
 
 }  // namespace tpumesh::tools
 

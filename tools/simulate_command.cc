@@ -146,6 +146,11 @@ Status RunWorkload(const SimulateCmdOptions& o) {
 }
 
 Status RunSimulate(SimulateCmdOptions o) {
+  RunFiles files;
+  files.outputs = o.dev.out.flags();
+  files.outputs.emplace_back("--svg", o.svg);
+  files.inputs = {{"--model", o.sim.model}, {"--workload", o.workload}, ChipInput(o.dev.mesh.chip)};
+  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(files));
   const bool sweep = o.sweep_mesh || o.sweep_dataflow;
   if (o.sweep_mesh && o.sweep_dataflow) return InvalidArgumentError("--sweep-mesh or --sweep-dataflow: one sweep at a time");
   if (sweep && o.dev.out.any())

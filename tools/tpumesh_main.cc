@@ -1,4 +1,5 @@
 // tpumesh: a TPU-v5e-like mesh emulated on the CPU. See `tpumesh --help`.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -17,6 +18,10 @@ int main(int argc, char** argv) {
   tpumesh::mesh::BoundHostHeap();
   tpumesh::pipeline::DisableHdf5ExitHandler();
   tpumesh::InstallTempFileCleanup();
+  // A file size limit (`ulimit -f`, `prlimit --fsize`) makes a write past it
+  // fail with EFBIG, reported like a full disk, instead of killing the
+  // process with SIGXFSZ and leaving its temporaries behind.
+  signal(SIGXFSZ, SIG_IGN);
   CLI::App app{
       "tpumesh: an emulated TPU mesh on the CPU.\n"
       "Runs JAX-style SPMD work on N virtual TPU devices and reports what it\n"

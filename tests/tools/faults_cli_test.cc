@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hdf5.h"
+#include "io/atomic_file.h"
 #include "io/h5io.h"
 #include "mesh/array.h"
 #include "nlohmann/json.hpp"
@@ -292,7 +293,7 @@ TEST(FaultsCliTest, KilledWriterLeavesNoTemporaryFile) {
     bool started = false;
     for (int i = 0; i < 600 && !started; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      for (const std::string& f : ListDir(dir)) started |= f.rfind(".m.h5.tmp-", 0) == 0;
+      for (const std::string& f : ListDir(dir)) started |= f.rfind(tpumesh::kTemporaryPrefix, 0) == 0;
     }
     EXPECT_TRUE(started);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));

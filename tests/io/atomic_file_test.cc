@@ -1,0 +1,72 @@
+// io/atomic_file.h: several files written as one transaction, short
+// temporaries, and the output check.
+#include "io/atomic_file.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
+
+namespace tpumesh {
+namespace {
+
+namespace fs = std::filesystem;
+using ::tpumesh::testing::ListDir;
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The second rename fails (its target is a folder that is not empty), after
+// the first one replaced an existing file and before the third: the first is
+// rolled back to its old bytes, the third never appears, no temporary stays.
+TEST(AtomicFileTest, AFailedRenameRollsBackTheOnesDone) {
+  const std::string dir = ::tpumesh::testing::TestTempDir();
+  std::ofstream(dir + "/a.json") << "old a";
+  fs::create_directories(dir + "/b.json/inside");
+  const Status s = WriteFilesAtomic({{dir + "/a.json", "new a"}, {dir + "/b.json", "new b"}, {dir + "/c.csv", "new c"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("cannot write " + dir + "/b.json"), std::string::npos) << s.message();
+  EXPECT_EQ(Read(dir + "/a.json"), "old a");
+  EXPECT_EQ(ListDir(dir), (std::vector<std::string>{"a.json", "b.json"}));
+}
+
+// A file that did not exist before the commit is removed again.
+TEST(AtomicFileTest, AFailedRenameRemovesNewFilesOfTheSet) {
+  const std::string dir = ::tpumesh::testing::TestTempDir();
+  fs::create_directories(dir + "/b.json/inside");
+  EXPECT_FALSE(WriteFilesAtomic({{dir + "/a.json", "new a"}, {dir + "/b.json", "new b"}}).ok());
+  EXPECT_EQ(ListDir(dir), (std::vector<std::string>{"b.json"}));
+}
+
+TEST(AtomicFileTest, ASetReplacesEveryFileAndLeavesNoTemporary) {
+  const std::string dir = ::tpumesh::testing::TestTempDir();
+  std::ofstream(dir + "/a.json") << "old a";
+  ASSERT_TRUE(WriteFilesAtomic({{dir + "/a.json", "new a"}, {dir + "/b.json", "new b"}}).ok());
+  EXPECT_EQ(Read(dir + "/a.json"), "new a");
+  EXPECT_EQ(Read(dir + "/b.json"), "new b");
+  EXPECT_EQ(ListDir(dir), (std::vector<std::string>{"a.json", "b.json"}));
+}
+
+// A temporary's name does not grow with the target's: a 255-byte name (the
+// most a directory entry holds here) is written; 256 bytes are refused
+// before anything is written, naming the limit.
+TEST(AtomicFileTest, LongestNamesAreWrittenAndLongerOnesRefusedUpFront) {
+  const std::string dir = ::tpumesh::testing::TestTempDir();
+  const std::string longest = dir + "/" + std::string(250, 'r') + ".json";
+  EXPECT_LE(TemporaryPathBeside(longest).size(), dir.size() + 40);
+  EXPECT_TRUE(CheckWritable(longest, "--report").ok());
+  EXPECT_TRUE(WriteFileAtomic(longest, "x").ok());
+  const Status s = CheckWritable(dir + "/" + std::string(251, 'r') + ".json", "--report");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("a name of 256 bytes, more than the 255 this folder takes"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(ListDir(dir).size(), 1u);
+}
+
+}  // namespace
+}  // namespace tpumesh
