@@ -6,6 +6,8 @@
 #include <limits>
 
 #include "base/input_file.h"
+#include "base/json_text.h"
+#include "base/printable.h"
 #include "kernels/attention.h"
 #include "kernels/conv2d.h"
 #include "nlohmann/json.hpp"
@@ -95,8 +97,15 @@ std::string Lower(std::string s) {
   return s;
 }
 
+// The bound's refusal, at the place that passes it.
+Status TooManyLayers(const std::string& where, const std::string& what, int64_t max_layers) {
+  return InvalidArgumentError(where + ": " + what + " more than " + std::to_string(max_layers) +
+                              " layers, the most a workload may price (simulate --max-layers N raises it, up to " +
+                              std::to_string(kMaxWorkloadLayers) + ")");
+}
+
 StatusOr<std::vector<WorkloadLayer>> ParseCsv(std::string_view text, const std::string& origin,
-                                              kernels::Precision p) {
+                                              kernels::Precision p, int64_t max_layers) {
   static const std::vector<std::string> kConv = {"layer name",   "ifmap height", "ifmap width", "filter height",
                                                  "filter width", "channels",     "num filter",  "strides"};
   static const std::vector<std::string> kGemm = {"layer", "m", "n", "k"};  // or "layer name" first
@@ -143,12 +152,11 @@ StatusOr<std::vector<WorkloadLayer>> ParseCsv(std::string_view text, const std::
       const char* e = b + f[i].size();
       auto [ptr, ec] = std::from_chars(b, e, x);
       if (ec != std::errc() || ptr != e || x < 1 || x > kMaxDim)
-        return InvalidArgumentError(where + ":" + std::to_string(i + 1) + ": " + (*header)[i] + " is '" + f[i] +
-                                    "', not an integer from 1 to " + std::to_string(kMaxDim));
+        return InvalidArgumentError(where + ":" + std::to_string(i + 1) + ": " + (*header)[i] + " is " +
+                                    Quoted(f[i]) + ", not an integer from 1 to " + std::to_string(kMaxDim));
       v[i] = x;
     }
-    if (static_cast<int64_t>(layers.size()) >= kMaxWorkloadLayers)
-      return InvalidArgumentError(where + ": more than " + std::to_string(kMaxWorkloadLayers) + " layers");
+    if (static_cast<int64_t>(layers.size()) >= max_layers) return TooManyLayers(where, "the file has", max_layers);
     if (header == &kGemm) {
       layers.push_back(MatmulLayer(f[0], v[1], v[2], v[3], p));
       continue;
@@ -178,9 +186,9 @@ StatusOr<std::vector<WorkloadLayer>> ParseCsv(std::string_view text, const std::
     }
     // SCALE-Sim's depthwise convention: a layer named with "DP" is one
     // single-channel conv per channel, "<name>Channel_<i>".
-    if (static_cast<int64_t>(layers.size()) + s.in_channels > kMaxWorkloadLayers)
-      return InvalidArgumentError(where + ": the depthwise layer's " + std::to_string(s.in_channels) +
-                                  " channels make more than " + std::to_string(kMaxWorkloadLayers) + " layers");
+    if (static_cast<int64_t>(layers.size()) + s.in_channels > max_layers)
+      return TooManyLayers(where, "the depthwise layer's " + std::to_string(s.in_channels) + " channels make",
+                           max_layers);
     const int64_t channels = s.in_channels;
     s.in_channels = 1;
     for (int64_t c = 0; c < channels; ++c) layers.push_back(ConvLayer(f[0] + "Channel_" + std::to_string(c), s, p));
@@ -230,7 +238,7 @@ StatusOr<WorkloadLayer> JsonLayer(const json& j, const std::string& where, kerne
     const json& v = j[key];
     const double d = v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
     if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)) || d != std::floor(d))
-      return InvalidArgumentError(where + ": field '" + key + "' is " + v.dump() + ", not an integer from " +
+      return InvalidArgumentError(where + ": field '" + key + "' is " + DescribeJson(v) + ", not an integer from " +
                                   std::to_string(lo) + " to " + std::to_string(hi));
     return static_cast<int64_t>(d);
   };
@@ -299,15 +307,15 @@ StatusOr<WorkloadLayer> JsonLayer(const json& j, const std::string& where, kerne
     l.collective = kind;
     l.record.shape = l.axis + " " + std::to_string(l.bytes) + " B";
   } else {
-    return InvalidArgumentError(where + ": op '" + op +
-                                "' is not one of matmul, conv, attention, elementwise, psum, pmean, all_gather, "
+    return InvalidArgumentError(where + ": op " + Quoted(op) +
+                                " is not one of matmul, conv, attention, elementwise, psum, pmean, all_gather, "
                                 "psum_scatter, all_to_all");
   }
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (const auto& k : kCommon) known |= key == k;
     for (const auto& k : fields) known |= key == k;
-    if (!known) return InvalidArgumentError(where + ": unknown field '" + key + "' for op '" + op + "'");
+    if (!known) return InvalidArgumentError(where + ": unknown field " + Quoted(key) + " for op " + Quoted(op));
   }
   TPUMESH_ASSIGN_OR_RETURN(const int64_t repeat, num("repeat", 1, 1, kMaxDim));
   l.record.repeat = static_cast<double>(repeat);
@@ -315,10 +323,11 @@ StatusOr<WorkloadLayer> JsonLayer(const json& j, const std::string& where, kerne
 }
 
 StatusOr<std::vector<WorkloadLayer>> ParseJson(std::string_view text, const std::string& origin,
-                                               kernels::Precision p) {
+                                               kernels::Precision p, int64_t max_layers) {
   json j;
+  std::string duplicate;
   try {
-    j = json::parse(text);
+    j = ParseJsonOnce<json>(text, &duplicate, /*allow_exceptions=*/true);
   } catch (const json::exception& e) {
     // A syntax error is a parse_error with its byte ("[json.exception.parse_error.101] parse error at line 2,
     // column 15: syntax error while parsing object key - unexpected '}'; expected string literal": the part
@@ -332,20 +341,23 @@ StatusOr<std::vector<WorkloadLayer>> ParseJson(std::string_view text, const std:
         syntax != nullptr ? ":" + LineColumn(text, syntax->byte > 0 ? syntax->byte - 1 : 0) : std::string();
     return InvalidArgumentError(origin + place + ": not valid JSON (" + why + ")");
   }
+  if (!duplicate.empty())
+    return InvalidArgumentError(origin + ": an object holds the key " + Quoted(duplicate) +
+                                " twice (which one would be meant?)");
   if (!j.is_object() || !j.contains("layers") || !j["layers"].is_array())
     return InvalidArgumentError(origin + ": a JSON workload is an object with a \"layers\" array");
   for (const auto& [key, value] : j.items())
-    if (key != "layers") return InvalidArgumentError(origin + ": unknown field '" + key + "' (only \"layers\")");
+    if (key != "layers") return InvalidArgumentError(origin + ": unknown field " + Quoted(key) + " (only \"layers\")");
   const json& arr = j["layers"];
   if (arr.empty()) return InvalidArgumentError(origin + ": \"layers\" is empty");
-  if (static_cast<int64_t>(arr.size()) > kMaxWorkloadLayers)
-    return InvalidArgumentError(origin + ": more than " + std::to_string(kMaxWorkloadLayers) + " layers");
+  if (static_cast<int64_t>(arr.size()) > max_layers)
+    return TooManyLayers(origin, "\"layers\" holds " + std::to_string(arr.size()) + ",", max_layers);
   std::vector<WorkloadLayer> layers;
   layers.reserve(arr.size());
   for (size_t i = 0; i < arr.size(); ++i) {
     std::string where = origin + ": layers[" + std::to_string(i) + "]";
     if (arr[i].is_object() && arr[i].contains("name") && arr[i]["name"].is_string())
-      where += " (\"" + arr[i]["name"].get<std::string>() + "\")";
+      where += " (" + Quoted(arr[i]["name"].get<std::string>()) + ")";
     TPUMESH_ASSIGN_OR_RETURN(WorkloadLayer l, JsonLayer(arr[i], where, p));
     layers.push_back(std::move(l));
   }
@@ -359,11 +371,12 @@ bool EndsWith(std::string_view s, std::string_view tail) {
 }  // namespace
 
 StatusOr<std::vector<WorkloadLayer>> ParseWorkload(std::string_view text, std::string_view origin,
-                                                   kernels::Precision precision) {
-  const std::string o(origin);
+                                                   kernels::Precision precision, int64_t max_layers) {
+  const std::string o = Printable(origin);
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
   StatusOr<std::vector<WorkloadLayer>> layers =
-      EndsWith(origin, ".csv")    ? ParseCsv(text, o, precision)
-      : EndsWith(origin, ".json") ? ParseJson(text, o, precision)
+      EndsWith(origin, ".csv")    ? ParseCsv(text, o, precision, max_layers)
+      : EndsWith(origin, ".json") ? ParseJson(text, o, precision, max_layers)
                                   : InvalidArgumentError(o + ": a workload is a SCALE-Sim topology (.csv) or a JSON "
                                                              "list of ops (.json)");
   // Figures are counted in f32 bytes, as kernels count them; at default the
@@ -373,9 +386,10 @@ StatusOr<std::vector<WorkloadLayer>> ParseWorkload(std::string_view text, std::s
   return layers;
 }
 
-StatusOr<std::vector<WorkloadLayer>> LoadWorkload(const std::string& path, kernels::Precision precision) {
+StatusOr<std::vector<WorkloadLayer>> LoadWorkload(const std::string& path, kernels::Precision precision,
+                                                  int64_t max_layers) {
   TPUMESH_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path));
-  return ParseWorkload(text, path, precision);
+  return ParseWorkload(text, path, precision, max_layers);
 }
 
 }  // namespace tpumesh::pipeline

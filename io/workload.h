@@ -35,7 +35,14 @@
 // Contract: a malformed file is one InvalidArgument naming the file and the
 // place: "net.csv:3:4: ..." (line, 1-based field) for a CSV, the JSON
 // parser's line and column, or "layers[2] (\"fc1\"): field 'k' ..." for a
-// JSON layer. At most kMaxWorkloadLayers layers.
+// JSON layer; names are quoted and escaped (base/printable.h), a value is
+// shown as its type when it is not a number (a field nested 200,000 arrays
+// deep is "an array", never dumped). A UTF-8 byte order mark and CRLF line
+// ends are accepted.
+//
+// Bounded work: a file expands to at most `max_layers` layers (a depthwise
+// row counts its channels) or is refused at the row that passes it, naming
+// the bound and `simulate --max-layers`, before the layers are built.
 #ifndef TPUMESH_IO_WORKLOAD_H_
 #define TPUMESH_IO_WORKLOAD_H_
 
@@ -52,7 +59,11 @@
 
 namespace tpumesh::pipeline {
 
-inline constexpr int64_t kMaxWorkloadLayers = 1'000'000;
+// The default bound on a workload's layers (simulate --max-layers), and the
+// most that flag allows: a layer's record and its report row take about
+// 1 KB, so 100,000 layers stay near 100 MB.
+inline constexpr int64_t kDefaultMaxWorkloadLayers = 100'000;
+inline constexpr int64_t kMaxWorkloadLayers = 10'000'000;
 
 struct WorkloadLayer {
   mesh::OpRecord record;  // record.module: the layer's name; record.repeat
@@ -65,8 +76,10 @@ struct WorkloadLayer {
 // `origin` names the text in errors (the path); the format follows its
 // extension (.csv or .json).
 StatusOr<std::vector<WorkloadLayer>> ParseWorkload(std::string_view text, std::string_view origin,
-                                                   kernels::Precision precision);
-StatusOr<std::vector<WorkloadLayer>> LoadWorkload(const std::string& path, kernels::Precision precision);
+                                                   kernels::Precision precision,
+                                                   int64_t max_layers = kDefaultMaxWorkloadLayers);
+StatusOr<std::vector<WorkloadLayer>> LoadWorkload(const std::string& path, kernels::Precision precision,
+                                                  int64_t max_layers = kDefaultMaxWorkloadLayers);
 
 }  // namespace tpumesh::pipeline
 

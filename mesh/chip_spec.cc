@@ -7,6 +7,8 @@
 #include <string>
 
 #include "base/input_file.h"
+#include "base/json_text.h"
+#include "base/printable.h"
 #include "nlohmann/json.hpp"
 
 namespace tpumesh::mesh {
@@ -106,31 +108,52 @@ std::vector<std::string> ChipPresetNames() { return {"v5e", "v4", "v2"}; }
 
 Status ChipSpec::Validate() const {
   auto bad = [&](std::string_view field, std::string_view why) {
-    return InvalidArgumentError("chip '" + name + "': field '" +
-                                std::string(field) + "' " + std::string(why));
+    return InvalidArgumentError("chip " + Quoted(name) + ": field '" + std::string(field) + "' " + std::string(why));
   };
   if (name.empty()) return InvalidArgumentError("chip: field 'name' is empty");
-  if (tensorcores_per_chip < 1) return bad("tensorcores_per_chip", "must be >= 1");
-  if (devices_per_chip < 1 || tensorcores_per_chip % devices_per_chip != 0)
-    return bad("devices_per_chip", "must be >= 1 and divide tensorcores_per_chip");
-  if (mxus_per_tensorcore < 1) return bad("mxus_per_tensorcore", "must be >= 1");
-  if (mxu_rows < 1 || mxu_cols < 1) return bad("mxu_rows/mxu_cols", "must be >= 1");
-  if (!(clock_hz > 0)) return bad("clock_hz", "must be > 0");
-  if (!(peak_bf16_flops > 0)) return bad("peak_bf16_flops", "must be > 0");
-  if (hbm_bytes < 1) return bad("hbm_bytes", "must be >= 1");
-  if (!(hbm_bandwidth > 0)) return bad("hbm_bandwidth", "must be > 0");
-  if (vmem_bytes < 0) return bad("vmem_bytes", "must be >= 0");
-  if (ici_ports < 0) return bad("ici_ports", "must be >= 0");
-  if (!(ici_link_bandwidth > 0)) return bad("ici_link_bandwidth", "must be > 0");
-  if (!(ici_hop_latency_s >= 0)) return bad("ici_hop_latency_s", "must be >= 0");
-  if (torus_wrap_size < 0) return bad("torus_wrap_size", "must be >= 0");
+  // Every number's range (docs/chips.md): wide enough for any chip of the
+  // field (a 1x1 MXU too, for studies), narrow enough that no product the
+  // cost model forms overflows or reaches infinity.
+  struct Range {
+    const char* field;
+    double value, lo, hi;
+    bool lo_open;  // > lo rather than >= lo
+  };
+  const Range ranges[] = {
+      {"tensorcores_per_chip", double(tensorcores_per_chip), 1, 16, false},
+      {"devices_per_chip", double(devices_per_chip), 1, 16, false},
+      {"mxus_per_tensorcore", double(mxus_per_tensorcore), 1, 64, false},
+      {"mxu_rows", double(mxu_rows), 1, 4096, false},
+      {"mxu_cols", double(mxu_cols), 1, 4096, false},
+      {"clock_hz", clock_hz, 0, 1e11, true},
+      {"peak_bf16_flops", peak_bf16_flops, 0, 1e18, true},
+      {"hbm_bytes", double(hbm_bytes), 1, 1125899906842624.0, false},
+      {"hbm_bandwidth", hbm_bandwidth, 0, 1e16, true},
+      {"vmem_bytes", double(vmem_bytes), 0, 1099511627776.0, false},
+      {"ici_ports", double(ici_ports), 0, 64, false},
+      {"ici_link_bandwidth", ici_link_bandwidth, 0, 1e15, true},
+      {"ici_hop_latency_s", ici_hop_latency_s, 0, 1, false},
+      {"torus_wrap_size", double(torus_wrap_size), 0, kMaxChipsPerAxis, false},
+  };
+  auto text = [](double v) {
+    std::ostringstream o;
+    o << v;
+    return o.str();
+  };
+  for (const Range& r : ranges)
+    if (!(r.lo_open ? r.value > r.lo : r.value >= r.lo) || !(r.value <= r.hi))
+      return bad(r.field, "is " + text(r.value) + ", must be " + (r.lo_open ? "> " : "from ") + text(r.lo) +
+                              (r.lo_open ? " and at most " : " to ") + text(r.hi));
+  if (tensorcores_per_chip % devices_per_chip != 0) return bad("devices_per_chip", "must divide tensorcores_per_chip");
   if (default_topology.empty() || default_topology.size() > 3)
     return bad("default_topology", "must have 1 to 3 axes");
   for (int d : default_topology)
-    if (d < 1) return bad("default_topology", "axes must be >= 1");
+    if (d < 1 || d > kMaxChipsPerAxis)
+      return bad("default_topology", "axes must be from 1 to " + std::to_string(kMaxChipsPerAxis));
   for (const auto& [field, member] : EnergyFields())
-    if (!(energy.*member >= 0) || !std::isfinite(energy.*member))
-      return bad(std::string("energy.") + field, "must be >= 0 and finite");
+    if (!(energy.*member >= 0) || !(energy.*member <= kMaxEnergyPj))
+      return bad(std::string("energy.") + field, "is " + text(energy.*member) + ", must be from 0 to " +
+                                                     text(kMaxEnergyPj) + " pJ");
   return OkStatus();
 }
 
@@ -161,10 +184,13 @@ std::string ChipSpec::ToJson() const {
 StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
                                     std::string_view origin) {
   const std::string where(origin);
-  nlohmann::json j = nlohmann::json::parse(json_text, nullptr,
-                                           /*allow_exceptions=*/false);
+  std::string duplicate;
+  nlohmann::json j = ParseJsonOnce<nlohmann::json>(json_text, &duplicate);
   if (j.is_discarded())
     return InvalidArgumentError(where + ": not valid JSON");
+  if (!duplicate.empty())
+    return InvalidArgumentError(where + ": an object holds the key " + Quoted(duplicate) +
+                                " twice (which one would be meant?)");
   if (!j.is_object())
     return InvalidArgumentError(where + ": a chip file must hold a JSON object");
 
@@ -180,7 +206,7 @@ StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
     bool known = false;
     for (const char* k : kKnown) known |= (key == k);
     for (const char* k : kOptional) known |= (key == k);
-    if (!known) return InvalidArgumentError(where + ": unknown field '" + key + "'");
+    if (!known) return InvalidArgumentError(where + ": unknown field " + Quoted(key));
   }
   for (const char* k : kKnown) {
     if (!j.contains(k)) return InvalidArgumentError(where + ": missing field '" + std::string(k) + "'");
@@ -201,7 +227,7 @@ StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
     // The type's range, and for sizes and counts a sane one: 2^50 (1 PiB).
     constexpr double kMax = std::min(static_cast<double>(std::numeric_limits<T>::max()), 1125899906842624.0);
     if (!(std::fabs(d) <= kMax))
-      return InvalidArgumentError(where + ": field '" + key + "' is " + v.dump() + ", out of range (at most " +
+      return InvalidArgumentError(where + ": field '" + key + "' is " + DescribeJson(v) + ", out of range (at most " +
                                   std::to_string(static_cast<int64_t>(kMax)) + ")");
     *out = static_cast<T>(d);
     return OkStatus();
@@ -241,7 +267,7 @@ StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
     for (const auto& [key, value] : e.items()) {
       bool known = false;
       for (const auto& f : fields) known |= key == f.first;
-      if (!known) return InvalidArgumentError(where + ": unknown field 'energy." + key + "'");
+      if (!known) return InvalidArgumentError(where + ": unknown field " + Quoted("energy." + key));
     }
     for (const auto& [key, member] : fields) {
       if (!e.contains(key)) return InvalidArgumentError(where + ": missing field 'energy." + key + "'");
@@ -253,7 +279,9 @@ StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
   const auto& topo = j["default_topology"];
   if (!topo.is_array()) return InvalidArgumentError(where + ": field 'default_topology' must be an array of integers");
   for (const auto& d : topo) {
-    if (!d.is_number_integer()) return InvalidArgumentError(where + ": field 'default_topology' must be an array of integers");
+    if (!d.is_number_integer() || d.get<double>() < 1 || d.get<double>() > kMaxChipsPerAxis)
+      return InvalidArgumentError(where + ": field 'default_topology' holds " + DescribeJson(d) +
+                                  ": each axis must be an integer from 1 to " + std::to_string(kMaxChipsPerAxis));
     c.default_topology.push_back(d.get<int>());
   }
   Status s = c.Validate();

@@ -86,6 +86,12 @@ std::vector<std::pair<const char*, double EnergySpec::*>> EnergyFields();
 
 // "v5e" | "v4" | "v2" | a path to a JSON file.
 StatusOr<ChipSpec> LoadChipSpec(std::string_view name_or_path);
+
+// Bounds of a chip file's fields that others use too: chips along one axis
+// of a topology (a torus wrap, a default topology's axis), and picojoules per
+// event for every energy figure (real ones are 0.01 to 100).
+inline constexpr int kMaxChipsPerAxis = 1024;
+inline constexpr double kMaxEnergyPj = 1e6;
 StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text, std::string_view origin);
 
 }  // namespace tpumesh::mesh

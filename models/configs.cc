@@ -1,14 +1,21 @@
 #include "models/configs.h"
 
 #include <cmath>
+#include <limits>
 #include <set>
 
+#include "base/json_text.h"
 #include "nlohmann/json.hpp"
 
 namespace tpumesh::models {
 namespace {
 
 using Json = nlohmann::json;
+
+// The largest size a config may give a dimension (channels, layers, tokens,
+// a sample's side): 2^24, far past any real model, and small enough that a
+// few of them multiplied stay exact.
+constexpr int kMaxConfigValue = 1 << 24;
 
 // Typed access to one config object; errors name the file and the key.
 class Reader {
@@ -20,24 +27,28 @@ class Reader {
   }
   bool Has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
 
+  // An integer that fits an int: 4294967298 is refused, never wrapped to 2.
   Status Int(const char* key, int* out) const {
     if (!Has(key)) return OkStatus();
     const Json& v = j_[key];
-    if (!v.is_number_integer()) return Error(key, "must be an integer, got " + v.dump());
+    if (!v.is_number_integer()) return Error(key, "must be an integer, got " + DescribeJson(v));
+    const double d = v.template get<double>();
+    if (d < std::numeric_limits<int>::min() || d > std::numeric_limits<int>::max())
+      return Error(key, "is " + v.dump() + ", past the range of an integer here");
     *out = v.get<int>();
     return OkStatus();
   }
   Status Float(const char* key, float* out) const {
     if (!Has(key)) return OkStatus();
     const Json& v = j_[key];
-    if (!v.is_number()) return Error(key, "must be a number, got " + v.dump());
+    if (!v.is_number()) return Error(key, "must be a number, got " + DescribeJson(v));
     *out = v.get<float>();
     return OkStatus();
   }
   Status Bool(const char* key, bool* out) const {
     if (!Has(key)) return OkStatus();
     const Json& v = j_[key];
-    if (!v.is_boolean()) return Error(key, "must be true or false, got " + v.dump());
+    if (!v.is_boolean()) return Error(key, "must be true or false, got " + DescribeJson(v));
     *out = v.get<bool>();
     return OkStatus();
   }
@@ -61,10 +72,11 @@ class Reader {
       return OkStatus();
     }
     if (!v.is_array() || v.size() != n)
-      return Error(key, "must be an integer or a list of " + std::to_string(n) + " integers, got " + v.dump());
+      return Error(key, "must be an integer or a list of " + std::to_string(n) + " integers, got " + DescribeJson(v));
     out->clear();
     for (const Json& e : v) {
-      if (!e.is_number_integer()) return Error(key, "must hold integers, got " + v.dump());
+      if (!e.is_number_integer() || std::abs(e.template get<double>()) > kMaxConfigValue)
+        return Error(key, "must hold integers, got " + DescribeJson(e));
       out->push_back(e.get<int>());
     }
     return OkStatus();
@@ -75,7 +87,9 @@ class Reader {
     if (!v.is_array() || v.empty()) return Error(key, "must be a non-empty list of integers");
     out->clear();
     for (const Json& e : v) {
-      if (!e.is_number_integer() || e.get<int>() < 1) return Error(key, "must hold positive integers, got " + v.dump());
+      if (!e.is_number_integer() || e.template get<double>() < 1 || e.template get<double>() > kMaxConfigValue)
+        return Error(key, "must hold integers from 1 to " + std::to_string(kMaxConfigValue) + ", got " +
+                          DescribeJson(e));
       out->push_back(e.get<int>());
     }
     return OkStatus();
@@ -84,18 +98,18 @@ class Reader {
   Status OneOf(const char* key, std::initializer_list<const char*> allowed) const {
     if (!Has(key)) return OkStatus();
     const Json& v = j_[key];
-    const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+    const std::string s = v.is_string() ? v.get<std::string>() : DescribeJson(v);
     for (const char* a : allowed)
       if (s == a) return OkStatus();
     std::string list;
     for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
-    return Error(key, "= " + v.dump() + " is not supported (supported: " + list + ")");
+    return Error(key, "= " + DescribeJson(v) + " is not supported (supported: " + list + ")");
   }
   // The key must be absent, null, or equal to `value` (as JSON).
   Status Default(const char* key, const Json& value) const {
     if (!Has(key) || j_[key] == value) return OkStatus();
     if (value.is_number() && j_[key].is_number() && j_[key].get<double>() == value.get<double>()) return OkStatus();
-    return Error(key, "= " + j_[key].dump() + " is not supported (only " + value.dump() + ")");
+    return Error(key, "= " + DescribeJson(j_[key]) + " is not supported (only " + DescribeJson(value) + ")");
   }
 
  private:
@@ -104,15 +118,19 @@ class Reader {
 };
 
 StatusOr<Json> ParseObject(std::string_view text, std::string_view origin) {
-  Json j = Json::parse(text, nullptr, false);
+  std::string duplicate;
+  Json j = ParseJsonOnce<Json>(text, &duplicate);
   if (j.is_discarded()) return InvalidArgumentError(std::string(origin) + ": not valid JSON");
+  if (!duplicate.empty())
+    return InvalidArgumentError(std::string(origin) + ": an object holds the key " + Quoted(duplicate) +
+                                " twice (which one would be meant?)");
   if (!j.is_object()) return InvalidArgumentError(std::string(origin) + ": not a JSON object");
   return j;
 }
 
 Status CheckClass(const Json& j, std::string_view origin, const char* want) {
   if (j.contains("_class_name") && j["_class_name"] != want)
-    return InvalidArgumentError(std::string(origin) + ": _class_name " + j["_class_name"].dump() +
+    return InvalidArgumentError(std::string(origin) + ": _class_name " + DescribeJson(j["_class_name"]) +
                                 " is not " + want);
   return OkStatus();
 }
@@ -137,7 +155,7 @@ StatusOr<ClipTextConfig> ParseClipTextConfig(std::string_view json, std::string_
   if (j.contains("architectures") && j["architectures"].is_array()) {
     for (const auto& a : j["architectures"]) {
       if (a == "CLIPTextModelWithProjection") c.with_projection = true;
-      else if (a != "CLIPTextModel") return r.Error("architectures", "entry " + a.dump() + " is not supported");
+      else if (a != "CLIPTextModel") return r.Error("architectures", "entry " + DescribeJson(a) + " is not supported");
     }
   }
   if (c.with_projection && c.projection_dim < 1) return r.Error("projection_dim", "must be >= 1 with a projection");
@@ -147,7 +165,7 @@ StatusOr<ClipTextConfig> ParseClipTextConfig(std::string_view json, std::string_
                         {"num_hidden_layers", c.num_hidden_layers},
                         {"num_attention_heads", c.num_attention_heads},
                         {"max_position_embeddings", c.max_position_embeddings}}) {
-    if (v < 1) return r.Error(key, "must be >= 1");
+    if (v < 1 || v > kMaxConfigValue) return r.Error(key, "is " + std::to_string(v) + ", must be from 1 to " + std::to_string(kMaxConfigValue));
   }
   if (c.hidden_size % c.num_attention_heads != 0)
     return r.Error("num_attention_heads", "must divide hidden_size " + std::to_string(c.hidden_size));
@@ -218,6 +236,9 @@ StatusOr<UNetConfig> ParseUNetConfig(std::string_view json, std::string_view ori
                      "projection_class_embeddings_input_dim");
   }
   if (c.in_channels < 1 || c.out_channels < 1) return r.Error("in_channels", "and out_channels must be >= 1");
+  if (c.sample_size < 1 || c.sample_size > kMaxConfigValue)
+    return r.Error("sample_size", "is " + std::to_string(c.sample_size) + ", must be from 1 to " +
+                                      std::to_string(kMaxConfigValue));
   if (c.layers_per_block < 1) return r.Error("layers_per_block", "must be >= 1");
   if (c.conv_in_kernel % 2 == 0 || c.conv_out_kernel % 2 == 0)
     return r.Error("conv_in_kernel", "and conv_out_kernel must be odd");
@@ -267,6 +288,9 @@ StatusOr<VaeConfig> ParseVaeConfig(std::string_view json, std::string_view origi
   TPUMESH_RETURN_IF_ERROR(r.Bool("use_post_quant_conv", &c.use_post_quant_conv));
   if (c.layers_per_block < 1) return r.Error("layers_per_block", "must be >= 1");
   if (!(c.scaling_factor > 0)) return r.Error("scaling_factor", "must be > 0");
+  if (c.sample_size < 1 || c.sample_size > kMaxConfigValue)
+    return r.Error("sample_size", "is " + std::to_string(c.sample_size) + ", must be from 1 to " +
+                                      std::to_string(kMaxConfigValue));
   for (int ch : c.block_out_channels)
     if (ch % c.norm_num_groups != 0)
       return r.Error("block_out_channels", "entry " + std::to_string(ch) + " is not divisible by norm_num_groups " +

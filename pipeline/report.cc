@@ -269,7 +269,7 @@ std::string TraceJson(const RunReport& r) {
   auto add = [&](const json& e) {
     if (!first) s += ",\n";
     first = false;
-    s += e.dump();
+    s += e.dump(-1, ' ', false, json::error_handler_t::replace);  // a name that is not UTF-8 gets U+FFFD
   };
   const char* tracks[] = {"MXU", "vector unit", "HBM DMA", "ICI"};
   const int host_pid = static_cast<int>(r.logs.size()) + 1;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "base/printable.h"
 #include "io/model_file.h"
 #include "io/workload.h"
 #include "models/architectures.h"
@@ -132,28 +133,69 @@ StatusOr<RunReport> SimulateWorkload(const WorkloadOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const kernels::Precision precision =
       o.precision == models::Precision::kDefault ? kernels::Precision::kDefault : kernels::Precision::kHighest;
-  TPUMESH_ASSIGN_OR_RETURN(std::vector<WorkloadLayer> layers, LoadWorkload(o.path, precision));
+  TPUMESH_ASSIGN_OR_RETURN(std::vector<WorkloadLayer> layers, LoadWorkload(o.path, precision, o.max_layers));
   TPUMESH_ASSIGN_OR_RETURN(auto mesh, mesh::CreateMesh(o.mesh));
   RunReport r;
   r.mode = "simulate";
   r.chip = mesh->chip();
   r.devices = mesh->num_devices();
   r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
-  std::vector<std::vector<mesh::OpRecord>> records(r.devices);
-  for (int d = 0; d < r.devices; ++d) {
-    records[d].reserve(layers.size());
-    for (const WorkloadLayer& l : layers) {
-      records[d].push_back(l.record);
-      if (!l.collective) continue;
-      const std::string axis[] = {l.axis};
+  // A collective's cost depends only on its group (every member sends and
+  // waits alike): each axis's groups are found once, and each (layer, group)
+  // priced once, so the work grows with layers x groups, not with layers x
+  // devices^2. A device's figures are the collectives' costs of its groups;
+  // devices with the same figures share one priced log.
+  std::map<std::string, std::vector<int>> group_of;  // axis -> device -> group index
+  std::map<std::string, std::vector<std::vector<int>>> groups;
+  for (const WorkloadLayer& l : layers) {
+    if (!l.collective || group_of.count(l.axis)) continue;
+    std::vector<int>& of = group_of[l.axis];
+    std::vector<std::vector<int>>& list = groups[l.axis];
+    of.assign(r.devices, -1);
+    const std::string axis[] = {l.axis};
+    for (int d = 0; d < r.devices; ++d) {
+      if (of[d] >= 0) continue;
       auto group = mesh->Group(d, axis);
-      if (!group.ok()) return group.status().WithContext(o.path + ": layer '" + l.record.module + "'");
-      const mesh::CollectiveCost cost = mesh::ModelCollective(r.chip, mesh->topology(), *l.collective, *group, l.bytes);
-      records[d].back().ici_seconds = cost.seconds;
-      records[d].back().ici_bytes = cost.bytes_sent_per_device;
+      if (!group.ok()) return group.status().WithContext(Printable(o.path) + ": layer " + Quoted(l.record.module));
+      for (const int member : *group) of[member] = static_cast<int>(list.size());
+      list.push_back(std::move(group).value());
     }
   }
-  r.Finish(records, o.keep_ops);
+  // Per device, the index of its priced figures in `costs` for each
+  // collective layer; devices with equal rows run the same ops.
+  std::vector<mesh::CollectiveCost> costs;
+  std::vector<std::vector<int>> row(r.devices);
+  for (const WorkloadLayer& l : layers) {
+    if (!l.collective) continue;
+    const std::vector<std::vector<int>>& list = groups[l.axis];
+    const size_t first = costs.size();
+    for (const std::vector<int>& g : list)
+      costs.push_back(mesh::ModelCollective(r.chip, mesh->topology(), *l.collective, g, l.bytes));
+    for (int d = 0; d < r.devices; ++d) row[d].push_back(static_cast<int>(first) + group_of[l.axis][d]);
+  }
+  // Equal costs in different groups (a torus's identical rings) are one class.
+  std::map<std::vector<std::pair<double, double>>, int> class_of_figures;
+  std::vector<int> class_of(r.devices);
+  std::vector<std::vector<mesh::OpRecord>> distinct;
+  for (int d = 0; d < r.devices; ++d) {
+    std::vector<std::pair<double, double>> figures;
+    for (const int c : row[d]) figures.emplace_back(costs[c].seconds, static_cast<double>(costs[c].bytes_sent_per_device));
+    auto [it, fresh] = class_of_figures.emplace(std::move(figures), static_cast<int>(distinct.size()));
+    class_of[d] = it->second;
+    if (!fresh) continue;
+    std::vector<mesh::OpRecord> records;
+    records.reserve(layers.size());
+    size_t k = 0;
+    for (const WorkloadLayer& l : layers) {
+      records.push_back(l.record);
+      if (!l.collective) continue;
+      const mesh::CollectiveCost& cost = costs[row[d][k++]];
+      records.back().ici_seconds = cost.seconds;
+      records.back().ici_bytes = cost.bytes_sent_per_device;
+    }
+    distinct.push_back(std::move(records));
+  }
+  r.Finish(distinct, class_of, o.keep_ops);
   r.info = {{"model", o.path},
             {"workload_layers", std::to_string(layers.size())},
             {"dataflow", std::string(kernels::DataflowName(r.chip.dataflow))},

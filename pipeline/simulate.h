@@ -28,6 +28,7 @@
 
 #include "base/status.h"
 #include "mesh/mesh.h"
+#include "io/workload.h"
 #include "pipeline/report.h"
 #include "pipeline/txt2img.h"
 
@@ -58,6 +59,7 @@ struct WorkloadOptions {
   mesh::MeshSpec mesh;  // any axes (default data=devices)
   models::Precision precision = models::Precision::kDefault;
   bool keep_ops = false;  // for a trace
+  int64_t max_layers = kDefaultMaxWorkloadLayers;  // io/workload.h: the bound on expanded layers
 };
 StatusOr<RunReport> SimulateWorkload(const WorkloadOptions& options);
 

@@ -29,6 +29,7 @@ struct SimulateCmdOptions {
   bool sweep_dataflow = false;
   bool json = false;
   std::string svg;
+  int64_t max_layers = pipeline::kDefaultMaxWorkloadLayers;
 };
 
 Status RunSweep(const SimulateCmdOptions& o) {
@@ -117,6 +118,7 @@ Status RunWorkload(const SimulateCmdOptions& o) {
   w.mesh = o.dev.mesh;
   TPUMESH_ASSIGN_OR_RETURN(w.precision, models::ParsePrecision(o.req.precision));
   w.keep_ops = !o.dev.out.trace.empty();
+  w.max_layers = o.max_layers;
   if (o.sweep_dataflow)
     return RunDataflowSweep(o, o.workload, [w](const mesh::MeshSpec& spec) {
       pipeline::WorkloadOptions at = w;
@@ -203,6 +205,11 @@ void RegisterSimulate(CLI::App& app, RunFn* run) {
                   "Price your own layers instead of a model: a SCALE-Sim topology CSV (conv or GEMM form) or a "
                   "JSON list of ops (matmul, conv, attention, elementwise, collectives over a mesh axis); "
                   "docs/formats.md");
+  cmd->add_option("--max-layers", opt->max_layers,
+                  "With --workload: the most layers the file may expand to (a depthwise row counts its channels); "
+                  "a file past it is refused before pricing")
+      ->check(CLI::Range(int64_t{1}, pipeline::kMaxWorkloadLayers))
+      ->capture_default_str();
   AddDeviceFlags(cmd, &opt->dev, kMeshFlags | kOutputFlags);
   cmd->add_flag("--sweep-mesh", opt->sweep_mesh,
                 "One row per data x model factorisation of --devices: latency, throughput, HBM per device, "

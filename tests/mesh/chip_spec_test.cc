@@ -185,34 +185,39 @@ TEST(ChipSpecTest, BadJsonNamesTheField) {
       {"object for a topology", [](nlohmann::json& j) { j["default_topology"] = {{"x", 2}}; },
        "field 'default_topology' must be an array of integers"},
       {"non-integer topology axis", [](nlohmann::json& j) { j["default_topology"] = {2, 4.5}; },
-       "field 'default_topology' must be an array of integers"},
+       "field 'default_topology' holds 4.5: each axis must be an integer from 1 to 1024"},
+      {"topology axis past an int", [](nlohmann::json& j) { j["default_topology"] = {uint64_t{4294967298}, uint64_t{1}}; },
+       "field 'default_topology' holds 4294967298: each axis must be an integer from 1 to 1024"},
       {"non-integer int", [](nlohmann::json& j) { j["ici_ports"] = 2.5; },
        "field 'ici_ports' must be an integer"},
       {"non-integer bytes", [](nlohmann::json& j) { j["hbm_bytes"] = 1.5e9 + 0.5; },
        "field 'hbm_bytes' must be an integer"},
       {"negative bandwidth", [](nlohmann::json& j) { j["hbm_bandwidth"] = -1; },
-       "field 'hbm_bandwidth' must be > 0"},
+       "field 'hbm_bandwidth' is -1, must be > 0 and at most 1e+16"},
       {"unknown dataflow", [](nlohmann::json& j) { j["dataflow"] = "row"; },
        "field dataflow 'row': ws (weight stationary), os (output stationary) or is (input stationary)"},
       {"number for a dataflow", [](nlohmann::json& j) { j["dataflow"] = 1; }, "field 'dataflow' must be a string"},
       {"negative vmem", [](nlohmann::json& j) { j["vmem_bytes"] = -1; },
-       "field 'vmem_bytes' must be >= 0"},
+       "field 'vmem_bytes' is -1, must be from 0 to"},
       {"negative ports", [](nlohmann::json& j) { j["ici_ports"] = -4; },
-       "field 'ici_ports' must be >= 0"},
+       "field 'ici_ports' is -4, must be from 0 to 64"},
       {"negative latency", [](nlohmann::json& j) { j["ici_hop_latency_s"] = -1e-6; },
-       "field 'ici_hop_latency_s' must be >= 0"},
+       "field 'ici_hop_latency_s' is -1e-06, must be from 0 to 1"},
       {"negative wrap", [](nlohmann::json& j) { j["torus_wrap_size"] = -16; },
-       "field 'torus_wrap_size' must be >= 0"},
+       "field 'torus_wrap_size' is -16, must be from 0 to 1024"},
       {"zero clock", [](nlohmann::json& j) { j["clock_hz"] = 0; },
-       "field 'clock_hz' must be > 0"},
+       "field 'clock_hz' is 0, must be > 0 and at most 1e+11"},
+      {"clock near the largest double", [](nlohmann::json& j) { j["clock_hz"] = 1e308; },
+       "field 'clock_hz' is 1e+308, must be > 0 and at most 1e+11"},
+      {"a 4097-row MXU", [](nlohmann::json& j) { j["mxu_rows"] = 4097; }, "field 'mxu_rows' is 4097, must be from 1 to 4096"},
       {"zero cores", [](nlohmann::json& j) { j["tensorcores_per_chip"] = 0; },
-       "field 'tensorcores_per_chip' must be >= 1"},
+       "field 'tensorcores_per_chip' is 0, must be from 1 to 16"},
       {"devices not dividing cores", [](nlohmann::json& j) { j["devices_per_chip"] = 3; },
-       "field 'devices_per_chip' must be >= 1 and divide"},
+       "field 'devices_per_chip' must divide tensorcores_per_chip"},
       {"four axes", [](nlohmann::json& j) { j["default_topology"] = {2, 2, 2, 2}; },
        "field 'default_topology' must have 1 to 3 axes"},
       {"zero axis", [](nlohmann::json& j) { j["default_topology"] = {2, 0}; },
-       "field 'default_topology' axes must be >= 1"},
+       "field 'default_topology' holds 0: each axis must be an integer from 1 to 1024"},
       {"energy not an object", [](nlohmann::json& j) { j["energy"] = 3; }, "field 'energy' must be an object"},
       {"unknown energy field", [](nlohmann::json& j) { j["energy"]["sram_pj"] = 1; },
        "unknown field 'energy.sram_pj'"},
@@ -221,7 +226,9 @@ TEST(ChipSpecTest, BadJsonNamesTheField) {
       {"string energy", [](nlohmann::json& j) { j["energy"]["mac_pj"] = "low"; },
        "field 'energy.mac_pj' must be a number"},
       {"negative energy", [](nlohmann::json& j) { j["energy"]["hbm_byte_pj"] = -1; },
-       "field 'energy.hbm_byte_pj' must be >= 0 and finite"},
+       "field 'energy.hbm_byte_pj' is -1, must be from 0 to 1e+06 pJ"},
+      {"energy near the largest double", [](nlohmann::json& j) { j["energy"]["mac_pj"] = 1e308; },
+       "field 'energy.mac_pj' is 1e+308, must be from 0 to 1e+06 pJ"},
   };
   for (const Case& c : cases) {
     nlohmann::json j = good;
@@ -288,6 +295,16 @@ TEST(ChipSpecTest, ExampleCustomChipLoads) {
   EXPECT_EQ(custom->hbm_bytes, V5eChip().hbm_bytes);
   EXPECT_EQ(custom->default_topology, (std::vector<int>{2, 4}));
   EXPECT_NEAR(custom->mxu_peak_flops() / custom->peak_bf16_flops, 1.0, 0.01);
+}
+
+// A key given twice: JSON allows it and nlohmann keeps the last, so the file
+// would mean whichever came second; refused, naming the key.
+TEST(ChipSpecTest, AKeyGivenTwiceIsRefused) {
+  std::string text = V5eChip().ToJson();
+  text.insert(text.find('{') + 1, "\"name\": \"other\",");
+  auto r = ChipSpecFromJson(text, "chip.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("chip.json: an object holds the key 'name' twice"));
 }
 
 }  // namespace
