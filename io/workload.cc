@@ -52,7 +52,24 @@ WorkloadLayer MatmulLayer(const std::string& name, int64_t m, int64_t n, int64_t
   return l;
 }
 
-// Conv2dShape already checked (CheckConv2d).
+// The most rows (M) a layer's matmul may have: a conv's batch x output
+// pixels, which three dimensions of up to 2^24 would take to 2^72, past an
+// int64. With N and K at most 2^44, every FLOP count, cycle count and byte
+// count the cost model forms stays a finite double.
+constexpr double kMaxGemmRows = 1099511627776.0;  // 2^40
+
+// CheckConv2d's rules, and a matmul the cost model can count.
+Status CheckConvLayer(const std::string& where, const kernels::Conv2dShape& s) {
+  if (Status st = kernels::CheckConv2d(s); !st.ok()) return InvalidArgumentError(where + ": " + st.message());
+  const double rows = static_cast<double>(s.batch) * s.out_height() * s.out_width();
+  if (rows > kMaxGemmRows)
+    return InvalidArgumentError(where + ": batch x output pixels = " + std::to_string(s.batch) + " x " +
+                                std::to_string(s.out_height()) + " x " + std::to_string(s.out_width()) +
+                                ", more than 2^40 (the most rows a layer's matmul may have)");
+  return OkStatus();
+}
+
+// CheckConvLayer already passed.
 WorkloadLayer ConvLayer(const std::string& name, const kernels::Conv2dShape& s, kernels::Precision p) {
   WorkloadLayer l = NewLayer("conv2d", "conv", name, p);
   mesh::OpRecord& r = l.record;
@@ -179,7 +196,7 @@ StatusOr<std::vector<WorkloadLayer>> ParseCsv(std::string_view text, const std::
     auto out = [&](int64_t in, int64_t k) { return (in - k + 2 * s.stride - 1) / s.stride; };
     s.pad_bottom = static_cast<int>((out(s.height, s.kernel_h) - 1) * s.stride + s.kernel_h - s.height);
     s.pad_right = static_cast<int>((out(s.width, s.kernel_w) - 1) * s.stride + s.kernel_w - s.width);
-    if (Status st = kernels::CheckConv2d(s); !st.ok()) return InvalidArgumentError(where + ": " + std::string(st.message()));
+    TPUMESH_RETURN_IF_ERROR(CheckConvLayer(where, s));
     if (f[0].find("DP") == std::string::npos) {
       layers.push_back(ConvLayer(f[0], s, p));
       continue;
@@ -267,7 +284,7 @@ StatusOr<WorkloadLayer> JsonLayer(const json& j, const std::string& where, kerne
     s.kernel_h = s.kernel_w = kernel;
     s.stride = static_cast<int>(stride);
     s.pad_top = s.pad_bottom = s.pad_left = s.pad_right = static_cast<int>(pad);
-    if (Status st = kernels::CheckConv2d(s); !st.ok()) return InvalidArgumentError(where + ": " + std::string(st.message()));
+    TPUMESH_RETURN_IF_ERROR(CheckConvLayer(where, s));
     l = ConvLayer(name, s, p);
   } else if (op == "attention") {
     fields = {"batch", "q_len", "kv_len", "heads", "head_dim"};
@@ -283,6 +300,9 @@ StatusOr<WorkloadLayer> JsonLayer(const json& j, const std::string& where, kerne
               Dims({s.batch, s.kv_len, s.heads * s.head_dim}) + " heads " + std::to_string(s.heads);
     r.cost = kernels::AttentionCost(s);
     const double bh = static_cast<double>(s.batch) * static_cast<double>(s.heads);
+    if (bh > kMaxGemmRows)
+      return InvalidArgumentError(where + ": batch x heads = " + std::to_string(s.batch) + " x " +
+                                  std::to_string(s.heads) + ", more than 2^40 (the most matmuls a layer may run)");
     r.mxu = {{s.q_len, s.kv_len, s.head_dim, bh}, {s.q_len, s.head_dim, s.kv_len, bh}};
   } else if (op == "elementwise") {
     fields = {"elements", "flops_per_element", "transcendentals_per_element", "inputs"};

@@ -73,13 +73,16 @@ struct MatmulCostFigures {
   double bytes_read = 0;     // A + B
   double bytes_written = 0;  // C
   int passes = 0;            // bf16 passes of the precision
-  int64_t folds = 0;         // passes * ceil(Sr/R) * ceil(Sc/C)
-  int64_t cycles_per_fold = 0;  // 2R + C + T - 2 (os: R + C + T - 2)
-  int64_t cycles = 0;        // ceil(folds / count) * cycles_per_fold
+  // Whole numbers held as doubles: exact while below 2^53, rounded to 53
+  // bits past it (a 2^24-cube matmul on a 1x1 array folds 2^48 times and
+  // takes 2^72 cycles), never wrapped as an int64 would be.
+  double folds = 0;          // passes * ceil(Sr/R) * ceil(Sc/C)
+  double cycles_per_fold = 0;  // 2R + C + T - 2 (os: R + C + T - 2)
+  double cycles = 0;         // ceil(folds / count) * cycles_per_fold
   double buffer_read_bytes = 0;   // A and B fed to the array from on-chip memory
   double buffer_write_bytes = 0;  // C (partial sums) written back to it
   double useful_macs = 0;    // M*N*K*passes
-  double utilisation = 0;    // useful_macs / (cycles * R * C * count), 0..1
+  double utilisation = 0;    // useful_macs / (cycles * R * C * count), 0..1 (at most 1 by construction)
   double seconds = 0;        // cycles / clock_hz
 };
 

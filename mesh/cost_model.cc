@@ -73,11 +73,11 @@ OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip) {
   for (const MxuMatmul& mm : op.mxu) {
     const kernels::MatmulCostFigures f = kernels::MatmulCost(mm.m, mm.n, mm.k, op.precision, array);
     buffer_bytes += (f.buffer_read_bytes + f.buffer_write_bytes) * mm.count;
-    t.mxu_cycles += static_cast<int64_t>(f.cycles * mm.count);
+    t.mxu_cycles += f.cycles * mm.count;
     t.mxu_seconds += f.seconds * mm.count;
     t.mxu_flops += f.flops * mm.count;
     t.mxu_useful_macs += f.useful_macs * mm.count;
-    t.mxu_capacity_macs += static_cast<double>(f.cycles) * array.rows * array.cols * array.count * mm.count;
+    t.mxu_capacity_macs += f.cycles * array.rows * array.cols * array.count * mm.count;
   }
   // What the MXU does not do runs on the vector unit. kernels' figures count
   // a matmul's flops once (2 m n k); the MXU's figure counts every pass.
@@ -94,7 +94,7 @@ OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip) {
   t.hbm_seconds = t.hbm_bytes / chip.hbm_bandwidth_per_device();
   t.ici_seconds = op.ici_seconds;
   t.seconds = std::max(t.mxu_seconds + t.vector_seconds, t.hbm_seconds) + t.ici_seconds;
-  t.utilisation = t.mxu_capacity_macs > 0 ? t.mxu_useful_macs / t.mxu_capacity_macs : 0;
+  t.utilisation = t.mxu_capacity_macs > 0 ? std::min(1.0, t.mxu_useful_macs / t.mxu_capacity_macs) : 0;
   t.vmem_access_bytes = t.hbm_bytes + (op.mxu.empty() ? op.cost.bytes() : buffer_bytes);
   const EnergySpec& e = chip.energy;
   constexpr double kPico = 1e-12;

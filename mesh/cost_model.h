@@ -43,6 +43,7 @@
 #ifndef TPUMESH_MESH_COST_MODEL_H_
 #define TPUMESH_MESH_COST_MODEL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -125,7 +126,7 @@ struct OpTiming {
   double seconds = 0;      // the op's modelled time
   double mxu_flops = 0;    // flops done on the MXU (2 m n k per pass)
   double utilisation = 0;  // of the MXU while it works on this op, 0..1
-  int64_t mxu_cycles = 0;
+  double mxu_cycles = 0;   // a whole number (kernels::MatmulCostFigures::cycles)
   double mxu_capacity_macs = 0;  // cycles x R x C x MXUs: what the cycles could have done
   double mxu_useful_macs = 0;
   double vmem_access_bytes = 0;  // bytes read from and written to VMEM (see energy above)
@@ -161,7 +162,9 @@ struct OpTypeTotals {
   EnergyJoules energy;  // an estimate
   // Estimated energy over modelled time; 0 when no time.
   double average_watts() const { return modelled_seconds > 0 ? energy.total() / modelled_seconds : 0; }
-  double utilisation() const { return mxu_capacity_macs > 0 ? mxu_useful_macs / mxu_capacity_macs : 0; }
+  double utilisation() const {
+    return mxu_capacity_macs > 0 ? std::min(1.0, mxu_useful_macs / mxu_capacity_macs) : 0;
+  }
   // What bounds these ops' modelled time: "ICI" when collectives take the
   // most, else "HBM" when memory outlasts the compute, else the larger of
   // "MXU" and "vector".

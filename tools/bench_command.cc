@@ -123,7 +123,7 @@ Modelled ModelMatmuls(const mesh::ChipSpec& chip, const std::vector<kernels::Mat
   for (const auto& p : parts) {
     m.mxu_seconds += p.seconds;
     macs += p.useful_macs;
-    capacity += static_cast<double>(p.cycles) * a.rows * a.cols * a.count;
+    capacity += p.cycles * a.rows * a.cols * a.count;
   }
   m.hbm_seconds = bytes / chip.hbm_bandwidth_per_device();
   m.seconds = std::max(m.mxu_seconds, m.hbm_seconds);

@@ -147,6 +147,19 @@ TEST(WorkloadTest, MalformedFilesNameTheFileAndThePlace) {
            {"o.json", R"({"layers": [{"name": "c", "op": "conv", "batch": 1, "height": 2, "width": 2,
                "in_channels": 1, "out_channels": 1, "kernel": 5}]})",
             "layers[0] ('c'): "},
+           // Round two (issue 28): bounded work and exact figures.
+           {"o.json", R"({"layers": [{"name": "c", "op": "conv", "batch": 16777216, "height": 16777216,
+               "width": 16777216, "in_channels": 1, "out_channels": 1, "kernel": 1}]})",
+            "layers[0] ('c'): batch x output pixels = 16777216 x 16777216 x 16777216, more than 2^40"},
+           {"o.json", R"({"layers": [{"name": "a", "op": "matmul", "m": [[[[1]]]], "n": 1, "k": 1}]})",
+            "layers[0] ('a'): field 'm' is an array, not an integer"},
+           {"o.json", "{\"layers\": [{\"name\": \"fc\\nx\", \"op\": \"gemm\"}]}",
+            "layers[0] ('fc\\nx'): op 'gemm'"},
+           {"o.json", R"({"layers": [{"name": "a", "name": "b", "op": "matmul", "m": 1, "n": 1, "k": 1}]})",
+            "o.json: an object holds the key 'name' twice"},
+           {"dw.csv", conv_header + "c_DP, 8, 8, 3, 3, 1000000, 1, 1,\n",
+            "dw.csv:2: the depthwise layer's 1000000 channels make more than 100000 layers, the most a workload may "
+            "price (simulate --max-layers N raises it"},
        }) {
     auto r = ParseWorkload(c.text, c.origin, kDefault);
     ASSERT_FALSE(r.ok()) << c.origin << ": " << c.text;
@@ -154,6 +167,38 @@ TEST(WorkloadTest, MalformedFilesNameTheFileAndThePlace) {
     EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.message)) << c.text;
     EXPECT_EQ(std::string(r.status().message()).find('\n'), std::string::npos) << "one line: " << c.text;
   }
+}
+
+// A field nested 200,000 arrays deep (400 KB): one line naming the field, no
+// stack overflow (the message once dumped the value, recursing per level).
+TEST(WorkloadTest, DeeplyNestedValuesAreNamedByTheirType) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  auto r = ParseWorkload(R"({"layers": [{"name": "a", "op": "matmul", "m": )" + deep + R"(, "n": 1, "k": 1}]})",
+                         "deep.json", kDefault);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("deep.json: layers[0] ('a'): field 'm' is an array"));
+}
+
+// A UTF-8 byte order mark (spreadsheets write one) and CRLF line ends.
+TEST(WorkloadTest, AByteOrderMarkAndCrlfAreAccepted) {
+  for (const char* text : {"\xEF\xBB\xBFLayer, M, N, K,\nfc1, 64, 32, 16,\n", "Layer, M, N, K,\r\nfc1, 64, 32, 16,\r\n"}) {
+    auto r = ParseWorkload(text, "g.csv", kDefault);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r->size(), 1u);
+    EXPECT_EQ((*r)[0].record.module, "fc1");
+  }
+  auto j = ParseWorkload("\xEF\xBB\xBF{\"layers\": [{\"name\": \"a\", \"op\": \"matmul\", \"m\": 1, \"n\": 1, \"k\": 1}]}",
+                         "g.json", kDefault);
+  EXPECT_TRUE(j.ok()) << j.status().message();
+}
+
+// --max-layers: the bound on expanded layers, raised or lowered by the caller.
+TEST(WorkloadTest, TheLayerBoundIsTheCallers) {
+  const std::string two = "Layer, M, N, K,\na, 1, 1, 1,\nb, 1, 1, 1,\n";
+  EXPECT_TRUE(ParseWorkload(two, "t.csv", kDefault, 2).ok());
+  auto r = ParseWorkload(two, "t.csv", kDefault, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("t.csv:3: the file has more than 1 layers"));
 }
 
 }  // namespace

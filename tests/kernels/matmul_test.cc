@@ -787,5 +787,26 @@ TEST(MatmulCostTest, V5eWorkedExampleFromTheDocs) {
   EXPECT_NEAR(big.utilisation, (1 << 20) / double((1 << 20) + 382), 1e-9);
 }
 
+// At the workloads' limits on a 1x1 array: 2^48 folds of 2^24 + 1 cycles,
+// 2^72 cycles in all, which an int64 wrapped (a "0 MXU cycles, 100%" layer
+// and utilisations in the billions of percent); as doubles they are the
+// figure rounded to 53 bits, and the utilisation stays at most 1.
+TEST(MatmulCostTest, FiguresPastAnInt64AreRoundedNotWrapped) {
+  const int64_t d = int64_t{1} << 24;
+  const MatmulCostFigures f = MatmulCost(d, d, d, Precision::kDefault, SystolicArray(1, 1, 1, 1e9));
+  EXPECT_DOUBLE_EQ(f.folds, 0x1p48);
+  EXPECT_DOUBLE_EQ(f.cycles_per_fold, 0x1p24 + 1);
+  EXPECT_DOUBLE_EQ(f.cycles, 0x1p48 * (0x1p24 + 1));
+  EXPECT_GT(f.utilisation, 0.99);
+  EXPECT_LE(f.utilisation, 1.0);
+  for (const Precision p : {Precision::kDefault, Precision::kHigh, Precision::kHighest})
+    for (const Dataflow df : {Dataflow::kWeightStationary, Dataflow::kOutputStationary, Dataflow::kInputStationary}) {
+      const MatmulCostFigures g = MatmulCost(d, 3, d, p, SystolicArray(1, 1, 1, 1e9, df));
+      EXPECT_GT(g.cycles, 0) << DataflowName(df);
+      EXPECT_LE(g.utilisation, 1.0) << DataflowName(df);
+      EXPECT_TRUE(std::isfinite(g.seconds)) << DataflowName(df);
+    }
+}
+
 }  // namespace
 }  // namespace tpumesh::kernels
