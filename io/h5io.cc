@@ -106,6 +106,14 @@ StatusOr<std::vector<std::string>> H5ReadStrings(const std::string& file, const 
   StatusOr<std::vector<std::string>> out = InvalidArgumentError(file + ": dataset '" + name + "' is not strings");
   if (Status st = CheckDeclaredSize(file, name, ds, space, type); !st.ok()) {
     out = st;
+  } else if (const int rank = H5Sget_simple_extent_ndims(space); rank > 1) {
+    // A list of strings is one row: a table would be read flat, its shape lost.
+    std::vector<hsize_t> dims(rank);
+    H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+    std::string shape;
+    for (const hsize_t d : dims) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    out = InvalidArgumentError(file + ": dataset '" + name + "' has shape [" + shape +
+                               "]; a list of strings is one-dimensional, [N]");
   } else if (H5Tget_class(type) == H5T_STRING) {
     const hssize_t n = H5Sget_simple_extent_npoints(space);
     std::vector<std::string> v;

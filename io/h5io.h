@@ -23,6 +23,8 @@ namespace tpumesh::pipeline {
 bool H5HasDataset(const std::string& file, const std::string& name);
 // f32 for float datasets (any width), s32 for integer ones.
 StatusOr<mesh::Array> H5ReadArray(const std::string& file, const std::string& name);
+// One-dimensional (or scalar) string datasets only; a table is refused with
+// its shape.
 StatusOr<std::vector<std::string>> H5ReadStrings(const std::string& file, const std::string& name);
 
 class H5Writer {

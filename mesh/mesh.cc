@@ -341,10 +341,12 @@ StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
     chip.dataflow = *d;
   }
   if (spec.vmem_mib != -1) {
-    if (!(spec.vmem_mib >= 0 && spec.vmem_mib <= 1 << 20)) {
+    // Below 1 KiB a size rounds to no bytes: it would mean "not modelled".
+    if (!(spec.vmem_mib == 0 || (spec.vmem_mib >= 1.0 / 1024 && spec.vmem_mib <= 1 << 20))) {
       char value[32];
       std::snprintf(value, sizeof(value), "%g", spec.vmem_mib);
-      return InvalidArgumentError(std::string("--vmem-mib ") + value + ": must be 0 to 1048576 (1 TiB)");
+      return InvalidArgumentError(std::string("--vmem-mib ") + value +
+                                  ": must be 0 (none modelled) or 1/1024 (1 KiB) to 1048576 (1 TiB)");
     }
     chip.vmem_bytes = static_cast<int64_t>(std::llround(spec.vmem_mib * (1 << 20)));
   }
@@ -385,6 +387,12 @@ StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
     from = "--topology " + spec.topology + " holds";
   }
   if (devices == 0) devices = product > 0 ? static_cast<int>(product) : 8;
+  // model=M alone: the rest of the devices on data, as generate and
+  // simulate read it (--mesh model=4 --topology 2x4 is data=2,model=4).
+  if (axes.size() == 1 && axes[0].name == "model" && product < devices && devices % product == 0) {
+    axes.insert(axes.begin(), MeshAxis{"data", static_cast<int>(devices / product)});
+    product = devices;
+  }
   if (devices > kMaxDevices)
     return InvalidArgumentError("--devices " + std::to_string(devices) + ": at most " + std::to_string(kMaxDevices) +
                                 " emulated devices");
@@ -409,6 +417,22 @@ StatusOr<std::unique_ptr<Mesh>> CreateDataModelMesh(const MeshSpec& spec) {
     return InvalidArgumentError("--devices " + std::to_string(spec.devices) + ": at most " +
                                 std::to_string(kMaxDevices) + " emulated devices");
   MeshSpec s = spec;
+  // The device count, as CreateMesh takes it: --devices, else the
+  // topology's (so --topology 4x4 alone is 16 devices, and model=4 on it
+  // leaves data the rest), else what the axes give.
+  if (s.devices == 0 && !s.topology.empty()) {
+    TPUMESH_ASSIGN_OR_RETURN(ChipSpec chip, LoadChipSpec(s.chip));
+    auto dims = Topology::ParseDims(s.topology);
+    if (!dims.ok()) return dims.status().WithContext("--topology");
+    int64_t on = std::max(1, chip.devices_per_chip);
+    for (const int d : *dims) {
+      on *= d;
+      if (on > kMaxDevices)
+        return InvalidArgumentError("--topology " + s.topology + ": more than " + std::to_string(kMaxDevices) +
+                                    " devices (at most " + std::to_string(kMaxDevices) + " are emulated)");
+    }
+    s.devices = static_cast<int>(on);
+  }
   if (!s.axes.empty()) {
     auto parsed = ParseMeshAxes(s.axes);
     if (!parsed.ok()) return parsed.status().WithContext("--mesh");

@@ -276,6 +276,13 @@ std::string Scheduler::Spacing(std::string_view default_spacing) const {
 
 Status Scheduler::InitSchedule() {
   const int n = config_.num_train_timesteps;
+  // Timesteps run from steps_offset up to n - 1 + steps_offset at most: past
+  // n they index nothing (alpha schedulers) or feed the UNet a time it was
+  // never trained on (sigma schedulers).
+  if (config_.steps_offset < 0 || config_.steps_offset >= n)
+    return InvalidArgumentError(name_ + ": steps_offset " + std::to_string(config_.steps_offset) +
+                                " must be from 0 to " + std::to_string(n - 1) + " (below num_train_timesteps " +
+                                std::to_string(n) + ")");
   if (config_.trained_betas) {
     // torch.tensor(trained_betas, dtype=torch.float32)
     if (static_cast<int>(config_.trained_betas->size()) != n) {

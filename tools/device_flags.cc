@@ -1,6 +1,34 @@
 #include "tools/device_flags.h"
 
+#include <cstdlib>
+#include <sstream>
+
 namespace tpumesh::tools {
+namespace {
+
+// A number within [lo, hi] (NaN and infinities refused too; CLI11's Range
+// lets NaN through), for a flag whose omission means its default: a value
+// given must be one the range names, never a sentinel.
+CLI::Validator Within(double lo, double hi) {
+  std::ostringstream range;
+  range << lo << " to " << hi;
+  const std::string text = range.str();
+  return CLI::Validator(
+      [lo, hi, text](std::string& value) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || !(v >= lo && v <= hi))
+          return "Value " + value + " is not from " + text;
+        return "";
+      },
+      "FROM " + text);
+}
+
+// VMEM: 0 (not modelled) or 1 KiB to 1 TiB; below 1 KiB a size rounds to no
+// bytes and would silently mean "not modelled".
+constexpr double kMinVmemMib = 1.0 / 1024, kMaxVmemMib = 1 << 20;
+
+}  // namespace
 
 void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
   if (which & kMeshFlags) {
@@ -13,10 +41,23 @@ void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
                     "docs/cost-model.md)")
         ->group("Devices");
     cmd->add_option("--vmem-mib", f->mesh.vmem_mib,
-                    "VMEM per TensorCore in MiB (0: none), overriding the chip's: operands are tiled into it and "
-                    "HBM traffic follows (docs/cost-model.md)")
+                    "VMEM per TensorCore in MiB, 1/1024 (1 KiB) to 1048576, or 0 for none modelled (no tiling "
+                    "traffic), overriding the chip's: operands are tiled into it and HBM traffic follows "
+                    "(docs/cost-model.md)")
+        ->check(CLI::Validator(
+            [](std::string& value) -> std::string {
+              char* end = nullptr;
+              const double v = std::strtod(value.c_str(), &end);
+              if (value.empty() || *end != '\0' || !(v == 0 || (v >= kMinVmemMib && v <= kMaxVmemMib)))
+                return "Value " + value + " is neither 0 (none modelled) nor from 1/1024 (1 KiB) to 1048576 MiB";
+              return "";
+            },
+            "0 OR 1/1024 TO 1048576"))
         ->group("Devices");
-    cmd->add_option("--devices", f->mesh.devices, "Emulated devices (default: the --topology count, else the --mesh product, else 8; eval: 1)")
+    cmd->add_option("--devices", f->mesh.devices,
+                    "Emulated devices, 1 to 1024 (default: the --topology count, else the --mesh product, else 8; "
+                    "eval: 1)")
+        ->check(Within(1, 1024))
         ->group("Devices");
     cmd->add_option("--mesh", f->mesh.axes,
                     "Mesh axes, e.g. data=4,model=2: images split over data, each model split over model "
@@ -31,7 +72,8 @@ void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
   }
   if (which & kThreadFlags) {
     cmd->add_option("--threads-per-device", f->mesh.threads_per_device,
-                    "Host threads per device arena (0: host cores / devices)")
+                    "Host threads per device arena, 0 to 1024 (0: host cores / devices)")
+        ->check(Within(0, 1024))
         ->capture_default_str()
         ->group("Devices");
   }

@@ -135,17 +135,6 @@ Status CheckOutputDir(const std::string& dir) {
   return OkStatus();
 }
 
-// A seed as JAX takes it: a whole number from 0 to 2^64 - 1, nothing else
-// (strtoull would wrap "-1" and clamp 2^64 to 2^64 - 1 silently).
-StatusOr<uint64_t> ParseSeed(const std::string& text) {
-  const Status bad = InvalidArgumentError("--seed '" + text + "': expected a whole number from 0 to 18446744073709551615");
-  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos) return bad;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
-  if (errno == ERANGE) return bad;
-  return static_cast<uint64_t>(v);
-}
-
 Status RunGenerate(GenerateCmdOptions o) {
   TPUMESH_ASSIGN_OR_RETURN(pipeline::GenerateRequest r, ParseRequestFlags(o.req));
   TPUMESH_ASSIGN_OR_RETURN(r.seed, ParseSeed(o.seed));
@@ -179,17 +168,26 @@ Status RunGenerate(GenerateCmdOptions o) {
                       ChipInput(o.dev.mesh.chip)};
   run_files.image_dir = o.out;
   TPUMESH_RETURN_IF_ERROR(CheckRunFiles(run_files));
-  const bool made_out = !std::filesystem::exists(o.out);
-  TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
-  // A folder this run made is removed again if the run writes nothing.
+  // The folders this run makes (-o new/deeper/out: all three) are removed
+  // again, innermost first and only while empty, if the run writes nothing.
   struct RemoveIfEmpty {
-    std::string dir;
+    std::vector<std::filesystem::path> dirs;  // innermost first
     bool keep = false;
     ~RemoveIfEmpty() {
       std::error_code ec;
-      if (!keep && !dir.empty()) std::filesystem::remove(dir, ec);  // only when empty
+      if (!keep)
+        for (const auto& d : dirs)
+          if (!std::filesystem::remove(d, ec)) break;  // not empty, or not ours
     }
-  } made{made_out ? o.out : std::string()};
+  } made;
+  {
+    std::error_code ec;
+    for (std::filesystem::path d = std::filesystem::path(o.out).lexically_normal();
+         !d.empty() && d != d.root_path() && !std::filesystem::exists(std::filesystem::symlink_status(d, ec));
+         d = d.parent_path())
+      made.dirs.push_back(d);
+  }
+  TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
   o.gen.mesh = o.dev.mesh;
   // One precision per process: each weight is held once, packed.
   pipeline::GeneratorOptions gen_options = o.gen;

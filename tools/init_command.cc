@@ -11,12 +11,14 @@
 #include "pipeline/init_model.h"
 #include "tools/commands.h"
 #include "tools/report_output.h"
+#include "tools/request_flags.h"
 
 namespace tpumesh::tools {
 namespace {
 
 struct InitCmdOptions {
   pipeline::InitOptions init;
+  std::string seed = "0";  // parsed strictly: 0 .. 2^64 - 1
   std::string dtype = "f32";
   bool quiet = false;
 };
@@ -26,6 +28,7 @@ Status RunInit(InitCmdOptions opt) {
   files.outputs = {{"--output", opt.init.output}};
   files.input_dirs = {{"--tokenizer", opt.init.tokenizer_dir}};
   TPUMESH_RETURN_IF_ERROR(CheckRunFiles(files));
+  TPUMESH_ASSIGN_OR_RETURN(opt.init.seed, ParseSeed(opt.seed));
   TPUMESH_ASSIGN_OR_RETURN(opt.init.dtype, mesh::ParseDType(opt.dtype));
   if (opt.init.dtype != mesh::DType::kF32 && opt.init.dtype != mesh::DType::kBF16)
     return InvalidArgumentError("--dtype must be f32 or bf16, not '" + opt.dtype + "'");
@@ -53,7 +56,7 @@ void RegisterInit(CLI::App& app, RunFn* run) {
       "init", "Write a model file of a built-in architecture with random weights (no download).");
   cmd->add_option("--arch", opt->init.arch, "Architecture: sd15, sd21, sdxl or tiny (a tiny SD 1.x-shaped test model)")
       ->capture_default_str();
-  cmd->add_option("--seed", opt->init.seed, "Seed of the random weights")->capture_default_str();
+  cmd->add_option("--seed", opt->seed, "Seed of the random weights, 0 to 18446744073709551615")->capture_default_str();
   cmd->add_option("--dtype", opt->dtype, "Parameter storage: f32 or bf16")->capture_default_str();
   cmd->add_option("--tokenizer", opt->init.tokenizer_dir,
                   "Folder with vocab.json and merges.txt to include (default: the embedded tiny tokenizer); "

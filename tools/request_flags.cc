@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <tuple>
 
+#include "base/printable.h"
 namespace tpumesh::tools {
 namespace {
 
@@ -72,6 +73,15 @@ StatusOr<pipeline::GenerateRequest> ParseRequestFlags(const RequestFlags& f) {
     *out = {xy[1], xy[0]};
   }
   return r;
+}
+
+StatusOr<uint64_t> ParseSeed(const std::string& text) {
+  const Status bad = InvalidArgumentError("--seed " + Quoted(text) + ": expected a whole number from 0 to 18446744073709551615");
+  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos) return bad;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE) return bad;
+  return static_cast<uint64_t>(v);
 }
 
 }  // namespace tpumesh::tools

@@ -5,6 +5,7 @@
 #ifndef TPUMESH_TOOLS_REQUEST_FLAGS_H_
 #define TPUMESH_TOOLS_REQUEST_FLAGS_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ void AddRequestFlags(CLI::App* cmd, RequestFlags* flags);
 // Copies the parsed flags into flags->request (InvalidArgument naming the
 // flag for a malformed value) and returns it.
 StatusOr<pipeline::GenerateRequest> ParseRequestFlags(const RequestFlags& flags);
+
+// A seed as JAX takes it (generate's and init's --seed): a whole number from
+// 0 to 2^64 - 1, nothing else (strtoull, and CLI11's own parsing, would wrap
+// "-1" to 2^64 - 1 and clamp 2^64 silently).
+StatusOr<uint64_t> ParseSeed(const std::string& text);
 
 }  // namespace tpumesh::tools
 

@@ -261,5 +261,43 @@ TEST(ArrayTest, LargeMappingsAreReusedAndComeBackZeroed) {
   EXPECT_EQ(c.data<float>()[c.num_elements() - 1], 0.0f);
 }
 
+// --topology alone sets the device count for every command's mesh, and
+// model=M alone leaves data the rest (both once failed naming a --mesh
+// data=8 the user never gave, or holding 4 devices of a topology of 8).
+TEST(MeshSpecTest, TheTopologySetsTheDeviceCountAndDataTakesTheRest) {
+  MeshSpec spec;
+  spec.topology = "4x4";
+  for (auto create : {CreateMesh, CreateDataModelMesh}) {
+    auto m = create(spec);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ((*m)->num_devices(), 16);
+  }
+  spec.topology = "2x4";
+  spec.axes = "model=4";
+  for (auto create : {CreateMesh, CreateDataModelMesh}) {
+    auto m = create(spec);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ(MeshAxesToString((*m)->axes()), "data=2,model=4");
+  }
+  spec.axes.clear();
+  spec.topology = "100x100";
+  auto big = CreateDataModelMesh(spec);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().message(), "--topology 100x100: more than 1024 devices (at most 1024 are emulated)");
+}
+
+// VMEM sizes that round to no bytes would mean "not modelled": refused.
+TEST(MeshSpecTest, VmemBelowOneKibIsRefused) {
+  MeshSpec spec;
+  for (const double mib : {-2.0, 1e-9, 0.0009, 2e6}) {  // -1 is MeshSpec's "the chip's"
+    spec.vmem_mib = mib;
+    EXPECT_FALSE(CreateMesh(spec).ok()) << mib;
+  }
+  for (const double mib : {0.0, 1.0 / 1024, 128.0}) {
+    spec.vmem_mib = mib;
+    EXPECT_TRUE(CreateMesh(spec).ok()) << mib;
+  }
+}
+
 }  // namespace
 }  // namespace tpumesh::mesh

@@ -202,8 +202,10 @@ TEST(FaultsCliTest, BadValuesAreRefusedWithOneLine) {
            {"simulate --workload " + dir + "/missing.csv", 1, "missing.csv"},
            {"simulate --workload " + dir + "/w.csv --arch tiny", 1, "give it without --arch or --model"},
            {"simulate --workload " + dir + "/w.json --dataflow rs", 1, "--dataflow: dataflow 'rs': ws (weight"},
-           {"simulate --arch tiny --vmem-mib -5", 1, "--vmem-mib -5: must be 0 to 1048576 (1 TiB)"},
-           {"simulate --arch tiny --vmem-mib 3e6", 1, "--vmem-mib 3e+06: must be 0 to 1048576 (1 TiB)"},
+           {"simulate --arch tiny --vmem-mib -5", 2,
+            "--vmem-mib: Value -5 is neither 0 (none modelled) nor from 1/1024 (1 KiB) to 1048576 MiB"},
+           {"simulate --arch tiny --vmem-mib 3e6", 2,
+            "--vmem-mib: Value 3e6 is neither 0 (none modelled) nor from 1/1024 (1 KiB) to 1048576 MiB"},
            {"simulate --arch tiny --sweep-dataflow --dataflow os", 1,
             "--sweep-dataflow tries every dataflow and VMEM size: give neither --dataflow nor --vmem-mib"},
            {"simulate --arch tiny --sweep-dataflow --sweep-mesh", 1, "one sweep at a time"},
@@ -216,10 +218,10 @@ TEST(FaultsCliTest, BadValuesAreRefusedWithOneLine) {
            {"simulate --arch sd15 --batch-per-device 100000", 1, "--batch-per-device 100000: at most 1024 images"},
            {"simulate --arch sd15 --height 65536", 1, "--height 65536: at most 16384 pixels"},
            {"simulate --arch sd15 --steps 1000000000", 1, "--steps 1000000000: at most 10000"},
-           {"simulate --arch tiny --devices 100000", 1, "--devices 100000: at most 1024 emulated devices"},
+           {"simulate --arch tiny --devices 100000", 2, "--devices: Value 100000 is not from 1 to 1024"},
            {"simulate --arch tiny --mesh data=2000000000,model=4", 1, "more than 1024 devices"},
            {"devices --topology 100x100", 1, "--topology 100x100: more than 1024 devices"},
-           {"generate -p x --devices 5000 -o " + dir + "/out", 1, "--devices 5000: at most 1024 emulated devices"},
+           {"generate -p x --devices 5000 -o " + dir + "/out", 2, "--devices: Value 5000 is not from 1 to 1024"},
        }) {
     auto r = RunTpumesh(c.args);
     EXPECT_EQ(r.code, c.code) << c.args << ": " << r.err;
@@ -450,3 +452,208 @@ TEST(FaultsCliTest, ConvertRefusesFoldersThatWouldNotRun) {
 }
 
 }  // namespace
+
+// ---- Issue 28: the outputs of every command (tools/report_output.h
+// CheckRunFiles, io/atomic_file.h). ----
+
+// The bytes and kind of every entry of `dir`, to show that a refusal changed
+// nothing there.
+std::vector<std::string> Snapshot(const std::string& dir) {
+  std::vector<std::string> s;
+  for (const std::string& name : ListDir(dir)) {
+    struct stat st;
+    ASSERT_EQ(lstat((dir + "/" + name).c_str(), &st), 0), s;
+    std::string kind = S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "dir" : S_ISFIFO(st.st_mode) ? "fifo"
+                                                  : S_ISCHR(st.st_mode) ? "chr" : S_ISSOCK(st.st_mode) ? "sock" : "other";
+    s.push_back(name + " " + kind + " " + std::to_string(st.st_ino) + " " +
+                (S_ISREG(st.st_mode) ? std::to_string(std::hash<std::string>()(ReadAll(dir + "/" + name))) : ""));
+  }
+  return s;
+}
+
+// Every command's outputs, refused before any work when an output is a
+// device node, FIFO, socket, one of the command's inputs (model, workload,
+// chip file, eval's --input, convert's folder), another output or one of
+// generate's image names (image_NN.png, grid.png; a folder or FIFO there
+// too): exit 1, one line naming the flag, and the folder exactly as it was.
+// Before issue 28 simulate replaced /dev/null, its model, workload and chip
+// file; generate and eval wrote over --chip; generate wrote its report over
+// out/grid.png and failed on a grid.png folder after writing the images.
+TEST(FaultsCliTest, EveryOutputOfEveryCommandIsCheckedBeforeTheRun) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  const std::string model = TinyModel();
+  fs::copy_file(model, dir + "/m.h5");
+  ASSERT_EQ(mkfifo((dir + "/fifo").c_str(), 0600), 0);
+  // A character device like /dev/null (1, 3), made here, never the host's.
+  const bool root = geteuid() == 0;
+  if (root) ASSERT_EQ(mknod((dir + "/null").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  {
+    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string sock = dir + "/sock";
+    ASSERT_LT(sock.size(), sizeof addr.sun_path);
+    std::memcpy(addr.sun_path, sock.c_str(), sock.size() + 1);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    close(fd);
+  }
+  std::ofstream(dir + "/w.csv") << "Layer name,IFMAP Height,IFMAP Width,Filter Height,Filter Width,Channels,Num Filter,"
+                                   "Strides,\nconv1,8,8,3,3,4,8,1,\n";
+  ASSERT_EQ(RunTpumesh("devices --chip v5e --json > " + dir + "/chip.json").code, 0);
+  {
+    auto w = tpumesh::pipeline::H5Writer::Create(dir + "/in.h5");
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Write("input_ids", tpumesh::mesh::Array::Host(tpumesh::mesh::DType::kI32, {1, 77})).ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  fs::create_directories(dir + "/imgs");
+  std::ofstream(dir + "/imgs/image_00.png") << "an image of an earlier run";
+  fs::create_directories(dir + "/dirgrid/grid.png");
+  fs::create_directories(dir + "/fifoimg");
+  ASSERT_EQ(mkfifo((dir + "/fifoimg/image_00.png").c_str(), 0600), 0);
+  const std::string src = SdBFolder(dir + "/sd_b");
+  const std::string sim = "simulate --arch tiny --steps 1 ";
+  const std::string gen = "generate --model " + dir + "/m.h5 -p x --steps 1 --devices 1 -q ";
+  const std::string eval = "eval --model " + dir + "/m.h5 --component text_encoder --input " + dir + "/in.h5 ";
+  const std::string d = dir + "/";
+  struct Case {
+    std::string args, message;
+  };
+  std::vector<Case> cases = {
+      {sim + "--report " + d + "fifo", "--report " + d + "fifo: not a regular file (a FIFO, device or socket"},
+      {sim + "--report-csv " + d + "sock", "--report-csv " + d + "sock: not a regular file"},
+      {"simulate --model " + d + "m.h5 --steps 1 --report " + d + "m.h5",
+       "--report " + d + "m.h5: the same file as --model (an input is never overwritten)"},
+      {"simulate --workload " + d + "w.csv --report-csv " + d + "w.csv",
+       "--report-csv " + d + "w.csv: the same file as --workload (an input is never overwritten)"},
+      {sim + "--chip " + d + "chip.json --report " + d + "chip.json",
+       "--report " + d + "chip.json: the same file as --chip (an input is never overwritten)"},
+      {sim + "--report " + d + "r.json --trace " + d + "./r.json",
+       "--trace " + d + "./r.json: the same file as --report (two outputs cannot share a file)"},
+      {"simulate --model " + d + "m.h5 --steps 1 --sweep-mesh --devices 2 --svg " + d + "m.h5",
+       "--svg " + d + "m.h5: the same file as --model"},
+      {sim + "--sweep-dataflow --svg " + d + "fifo", "--svg " + d + "fifo: not a regular file"},
+      {gen + "-o " + d + "out --chip " + d + "chip.json --report " + d + "chip.json",
+       "--report " + d + "chip.json: the same file as --chip"},
+      {gen + "-o " + d + "imgs --report " + d + "imgs/grid.png",
+       "--report " + d + "imgs/grid.png: in the image folder, where generate writes grid.png"},
+      {gen + "-o " + d + "imgs --trace " + d + "imgs/image_00.png",
+       "--trace " + d + "imgs/image_00.png: in the image folder, where generate writes image_00.png"},
+      {gen + "-o " + d + "dirgrid", d + "dirgrid/grid.png: a directory where generate writes an image"},
+      {gen + "-o " + d + "fifoimg", d + "fifoimg/image_00.png: not a regular file where generate writes an image"},
+      {gen + "-o " + d + "out --save-latents " + d + "sock", "--save-latents " + d + "sock: not a regular file"},
+      {eval + "--output " + d + "o.h5 --chip " + d + "chip.json --report " + d + "chip.json",
+       "--report " + d + "chip.json: the same file as --chip"},
+      {eval + "--output " + d + "fifo", "--output " + d + "fifo: not a regular file"},
+      {eval + "--output " + d + "o.h5 --trace " + d + "o.h5", "--trace " + d + "o.h5: the same file as --output"},
+      {"init -q -o " + d + "fifo", "--output " + d + "fifo: not a regular file"},
+      {"init -q -o " + d + "sd_b/tokenizer/m.h5 --tokenizer " + d + "sd_b/tokenizer",
+       "inside " + d + "sd_b/tokenizer, the folder --tokenizer reads"},
+      {"convert " + src + " -q -o " + d + "sock", "--output " + d + "sock: not a regular file"},
+      {"convert " + src + " -q -o " + src + "/unet/m.h5", "inside " + src + ", the folder the diffusers folder reads"},
+  };
+  if (root)
+    for (const std::string& c : {sim + "--report", gen + "-o " + d + "out --report", eval + "--output",
+                                 std::string("init -q -o"), "convert " + src + " -q -o"})
+      cases.push_back({c + " " + d + "null", d + "null: not a regular file (a FIFO, device or socket"});
+  const std::vector<std::string> before = Snapshot(dir), imgs = Snapshot(dir + "/imgs");
+  for (const Case& c : cases) {
+    auto r = RunTpumesh(c.args);
+    EXPECT_EQ(r.code, 1) << c.args << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("tpumesh: error: " + c.message)) << c.args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << ": " << r.err;
+    EXPECT_THAT(r.out, Not(HasSubstr("simulated"))) << c.args;  // refused before the run
+    EXPECT_EQ(Snapshot(dir), before) << c.args;
+    EXPECT_EQ(Snapshot(dir + "/imgs"), imgs) << c.args;
+    EXPECT_EQ(ListDir(dir + "/dirgrid"), std::vector<std::string>{"grid.png"}) << c.args;
+  }
+  // A folder named like no image of the run is not one of its outputs.
+  fs::create_directories(dir + "/notes/image_notes.png");
+  auto ok = RunTpumesh(gen + "-o " + d + "notes");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(ListDir(dir + "/notes"), (std::vector<std::string>{"grid.png", "image_00.png", "image_notes.png"}));
+}
+
+// The way docs/errors.md emulates a full disk, `prlimit --fsize`, with
+// SIGXFSZ at its default as a shell leaves it: generate on the embedded
+// default model, simulate --report and eval --output each end with one line
+// and exit 1, leave nothing in the output folder (a folder the run made,
+// nested ones too, is removed) and nothing in TMPDIR. Before issue 28 they
+// died of SIGXFSZ with temporaries left in both; the default model was
+// written to TMPDIR to be loaded.
+TEST(FaultsCliTest, AFileSizeLimitIsAWriteErrorInEveryCommand) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  const std::string tmp = dir + "/tmp", work = dir + "/work";
+  fs::create_directories(tmp);
+  fs::create_directories(work);
+  // TMPDIR for the runs; GoogleTest's own temporary folder unchanged.
+  const std::string gtest_tmp = ::testing::TempDir();
+  setenv("TEST_TMPDIR", gtest_tmp.c_str(), 1);
+  const char* old_tmpdir = getenv("TMPDIR");
+  const std::string saved = old_tmpdir ? old_tmpdir : "";
+  setenv("TMPDIR", tmp.c_str(), 1);
+  {
+    auto w = tpumesh::pipeline::H5Writer::Create(dir + "/in.h5");
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Write("input_ids", tpumesh::mesh::Array::Host(tpumesh::mesh::DType::kI32, {1, 77})).ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  struct Case {
+    std::string args;
+    int64_t limit;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"generate -p 'a red circle on a blue background' --steps 1 --devices 1 -q -o " + work + "/new/out", 512,
+            "cannot write " + work + "/new/out/image_00.png: File too large"},
+           {"simulate --arch tiny --steps 1 --report " + work + "/r.json --report-csv " + work + "/r.csv", 4096,
+            "cannot write " + work + "/r.json: File too large"},
+           {"eval --model " + TinyModel() + " --component text_encoder --input " + dir + "/in.h5 --output " + work +
+                "/o.h5",
+            4096, "cannot write " + work + "/o.h5: File too large"},
+       }) {
+    auto r = RunTpumesh(c.args, c.limit);
+    EXPECT_EQ(r.code, 1) << c.args << ": " << r.err;  // -1: killed by SIGXFSZ
+    EXPECT_THAT(r.err, HasSubstr("tpumesh: error: " + c.message)) << c.args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << ": " << r.err;
+    EXPECT_TRUE(ListDir(work).empty()) << c.args << ": " << ::testing::PrintToString(ListDir(work));
+    EXPECT_TRUE(ListDir(tmp).empty()) << c.args << ": " << ::testing::PrintToString(ListDir(tmp));
+  }
+  // The default model is read from memory: a TMPDIR that does not exist is
+  // never needed.
+  setenv("TMPDIR", (dir + "/no/such/folder").c_str(), 1);
+  auto ok = RunTpumesh("generate -p 'a red circle on a blue background' --steps 1 --devices 1 -q -o " + work + "/out");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(ListDir(work + "/out"), (std::vector<std::string>{"grid.png", "image_00.png"}));
+  if (old_tmpdir) setenv("TMPDIR", saved.c_str(), 1);
+  else unsetenv("TMPDIR");
+  unsetenv("TEST_TMPDIR");
+  EXPECT_TRUE(ListDir(tmp).empty());
+}
+
+// Output names of 250 characters (NAME_MAX is 255): the temporary's name
+// does not grow with the target's, so every command writes them. Before
+// issue 28 the temporary was the name plus a suffix, past NAME_MAX.
+TEST(FaultsCliTest, OutputNamesOf250CharactersAreWritten) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  {
+    auto w = tpumesh::pipeline::H5Writer::Create(dir + "/in.h5");
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Write("input_ids", tpumesh::mesh::Array::Host(tpumesh::mesh::DType::kI32, {1, 77})).ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  auto name = [&](char c, const std::string& ext) { return dir + "/" + std::string(250 - ext.size(), c) + ext; };
+  for (const auto& [args, path] : std::vector<std::pair<std::string, std::string>>{
+           {"generate -p x --steps 1 --devices 1 -q -o " + dir + "/out --report ", name('g', ".json")},
+           {"simulate --arch tiny --steps 1 --report ", name('s', ".json")},
+           {"eval --model " + TinyModel() + " --component text_encoder --input " + dir + "/in.h5 --output ",
+            name('e', ".h5")},
+           {"init -q -o ", name('i', ".h5")},
+       }) {
+    auto r = RunTpumesh(args + path);
+    EXPECT_EQ(r.code, 0) << args << ": " << r.err;
+    EXPECT_TRUE(fs::is_regular_file(path)) << args;
+    EXPECT_GT(fs::file_size(path), 0u) << args;
+  }
+  for (const std::string& f : ListDir(dir)) EXPECT_NE(f.rfind(tpumesh::kTemporaryPrefix, 0), 0u) << f;
+}
