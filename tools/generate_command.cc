@@ -158,7 +158,6 @@ Status RunGenerate(GenerateCmdOptions o) {
     if (r.prompts.empty()) return InvalidArgumentError(o.prompts_file + ": no prompts (one per line)");
   }
   r.negative_prompts = o.negatives;
-  if (o.runs < 1) return InvalidArgumentError("--runs must be >= 1");
 
   // Every output checked before any work: writable, and not an input.
   RunFiles run_files;
@@ -331,7 +330,8 @@ void RegisterGenerate(CLI::App& app, RunFn* run) {
   cmd->add_option("--latents", opt->latents, "HDF5 file with 'latents' [B,4,h,w] f32 to start from");
   cmd->add_option("--save-latents", opt->save_latents,
                   "HDF5 file to write 'latents' (initial) and 'latents_after_step' [steps,B,4,h,w]");
-  cmd->add_option("--runs", opt->runs, "Run the same generation N times (the first compiles, as jit)")
+  cmd->add_option("--runs", opt->runs, "Run the same generation N times, 1 to 1000 (the first compiles, as jit)")
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_flag("-q,--quiet", opt->quiet, "No progress on stderr");
   cmd->callback([opt, run] {
