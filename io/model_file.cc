@@ -264,6 +264,11 @@ Status ModelFile::CheckFormat() const {
   return OkStatus();
 }
 
+int64_t ModelFile::size_bytes() const {
+  hsize_t size = 0;
+  return H5Fget_filesize(file_, &size) < 0 ? 0 : static_cast<int64_t>(size);
+}
+
 ModelFile::~ModelFile() {
   if (file_ >= 0) H5Fclose(file_);
 }
@@ -339,6 +344,17 @@ StatusOr<TensorInfo> ModelFile::Info(const std::string& component, const std::st
   Handle ftype(H5Dget_type(ds.get()), H5Tclose);
   const H5T_class_t cls = H5Tget_class(ftype.get());
   const size_t size = H5Tget_size(ftype.get());
+  // The declared bytes, saturating: a shape whose product passes 2^63 is as
+  // refused as one past the file's size.
+  double declared = static_cast<double>(size);
+  for (const hsize_t d : dims) declared *= static_cast<double>(d);
+  const double stored = static_cast<double>(H5Dget_storage_size(ds.get()));
+  if (declared > stored || declared > static_cast<double>(size_bytes())) {
+    char why[160];
+    std::snprintf(why, sizeof why, " (%.0f bytes) but stores %.0f bytes in a file of %lld (truncated or forged?)",
+                  declared, stored, static_cast<long long>(size_bytes()));
+    return InvalidArgumentError(path_ + ": " + dataset + " declares shape " + mesh::ShapeToString(info.shape) + why);
+  }
   if (cls == H5T_FLOAT && size == 4) {
     info.stored = mesh::DType::kF32;
   } else if (cls == H5T_INTEGER && size == 2) {

@@ -91,7 +91,13 @@ class ModelFile {
   StatusOr<std::string> ReadText(const std::string& dataset) const;
   // Parameter names of a component ("unet"), sorted; text datasets excluded.
   StatusOr<std::vector<std::string>> TensorNames(const std::string& component) const;
+  // InvalidArgument when the dataset declares more bytes than it stores or
+  // than the whole file holds (a forged shape): checked before any read
+  // allocates for it.
   StatusOr<TensorInfo> Info(const std::string& component, const std::string& name) const;
+  // The file's size in bytes (the image's, for OpenImage): no parameters a
+  // file declares can take more than this as stored.
+  int64_t size_bytes() const;
   // Reads component/name converted to `as` (f32 or bf16). NotFound names the
   // file and the dataset.
   StatusOr<mesh::Array> ReadTensor(const std::string& component, const std::string& name,

