@@ -40,10 +40,30 @@ std::filesystem::path Canonical(const std::string& path) {
 
 namespace {
 
-// generate's image names: image_NN.png and grid.png.
+// generate's image names: image_NN.png (two digits or more) and grid.png.
 bool IsImageName(const std::string& name) {
-  return name == "grid.png" ||
-         (name.rfind("image_", 0) == 0 && name.size() > 10 && name.compare(name.size() - 4, 4, ".png") == 0);
+  if (name == "grid.png") return true;
+  if (name.size() < 12 || name.rfind("image_", 0) != 0 || name.compare(name.size() - 4, 4, ".png") != 0) return false;
+  return name.find_first_not_of("0123456789", 6) == name.size() - 4;
+}
+
+// Whether `path` is somewhere under the folder `dir` (or under one of its
+// subfolders where a symlink leads: a diffusers folder's unet/ may live
+// elsewhere), by the path as given (dir/unet/m.h5) or as resolved (a symlink
+// elsewhere into dir): some folder on either way up is one of those.
+bool IsInside(const std::string& path, const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> roots = {dir};
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory(ec)) roots.push_back(it->path());
+  const std::filesystem::path lexical = std::filesystem::absolute(path, ec).lexically_normal();
+  for (const std::filesystem::path& p : {lexical, Canonical(path)})
+    for (std::filesystem::path a = p.parent_path(); !a.empty(); a = a.parent_path()) {
+      for (const auto& root : roots)
+        if (std::filesystem::equivalent(a, root, ec)) return true;
+      if (a == a.root_path()) break;
+    }
+  return false;
 }
 
 }  // namespace
@@ -72,13 +92,10 @@ Status CheckRunFiles(const RunFiles& files) {
         return InvalidArgumentError(what + ": the same file as " + other.flag +
                                     (other.input ? " (an input is never overwritten)"
                                                  : " (two outputs cannot share a file)"));
-    for (const auto& [dir_flag, dir] : files.input_dirs) {
-      if (dir.empty()) continue;
-      const std::string d = Canonical(dir).string() + "/";
-      if (c.string().rfind(d, 0) == 0)
+    for (const auto& [dir_flag, dir] : files.input_dirs)
+      if (!dir.empty() && IsInside(path, dir))
         return InvalidArgumentError(what + ": inside " + dir + ", the folder " + dir_flag +
                                     " reads (an input is never overwritten)");
-    }
     if (!image_dir.empty() && c.parent_path() == image_dir && IsImageName(c.filename().string()))
       return InvalidArgumentError(what + ": in the image folder, where generate writes " + c.filename().string() +
                                   " (two outputs cannot share a file)");

@@ -23,9 +23,10 @@ struct CliResult {
 
 // `args` goes through the shell (quote as in one). file_size_limit > 0: the
 // run may write no file larger than that many bytes (RLIMIT_FSIZE, rounded
-// down to 512-byte blocks, SIGXFSZ ignored): every write past it fails with
-// EFBIG, as writes on a full disk fail with ENOSPC. A crash (signal) gives
-// code -1.
+// down to 512-byte blocks), as `prlimit --fsize` sets it: SIGXFSZ is left at
+// its default (the binary ignores it itself, so every write past the limit
+// fails with EFBIG, as writes on a full disk fail with ENOSPC). A crash
+// (signal) gives code -1.
 inline CliResult RunTpumesh(const std::string& args, int64_t file_size_limit = 0) {
   // A file of its own per call: ctest runs the tests of a binary as parallel
   // processes that share TempDir().
@@ -33,7 +34,7 @@ inline CliResult RunTpumesh(const std::string& args, int64_t file_size_limit = 0
   const int fd = mkstemp(err_file.data());
   if (fd >= 0) close(fd);
   const std::string limit =
-      file_size_limit > 0 ? "trap '' XFSZ; ulimit -f " + std::to_string(file_size_limit / 512) + "; exec " : "";
+      file_size_limit > 0 ? "ulimit -f " + std::to_string(file_size_limit / 512) + "; exec " : "";
   const std::string cmd = limit + std::string(TPUMESH_BIN) + " " + args + " 2>" + err_file;
   CliResult r{-1, "", ""};
   FILE* p = popen(cmd.c_str(), "r");
