@@ -67,6 +67,22 @@ std::string Printable(std::string_view s) {
   return out;
 }
 
+std::string ValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = static_cast<uint8_t>(s[i]) < 0x80 ? 1 : Utf8Length(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 std::string Quoted(std::string_view s) { return "'" + Printable(s) + "'"; }
 
 }  // namespace tpumesh

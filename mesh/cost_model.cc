@@ -54,8 +54,8 @@ VmemTraffic TileIntoVmem(const MxuMatmul& mm, double vmem, kernels::Dataflow dat
   } else if (dataflow == kernels::Dataflow::kOutputStationary) {
     stationary = mm.c_bytes;
   }
-  v.parts = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(stationary / (vmem / 2))));
-  v.extra_read_bytes = static_cast<double>(v.parts - 1) * streamed;
+  v.parts = std::max(1.0, std::ceil(stationary / (vmem / 2)));  // a double: past 2^63 at the limits
+  v.extra_read_bytes = (v.parts - 1) * streamed;
   return v;
 }
 

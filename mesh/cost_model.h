@@ -79,7 +79,7 @@ struct MxuMatmul {
 // operand once. docs/cost-model.md ("VMEM and HBM traffic").
 struct VmemTraffic {
   double extra_read_bytes = 0;  // the re-reads beyond each operand once
-  int64_t parts = 1;            // p
+  double parts = 1;             // p (an integer; exact below 2^53)
   double vmem_bytes = 0;        // what the tiling holds: min(vmem, |A| + |B| + |C|)
 };
 VmemTraffic TileIntoVmem(const MxuMatmul& mm, double vmem, kernels::Dataflow dataflow);

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "base/printable.h"
 #include "io/atomic_file.h"
 #include "mesh/device.h"
 #include "nlohmann/json.hpp"
@@ -51,8 +52,10 @@ json LayersJson(const mesh::DeviceCostLog& log) {
   return layers;
 }
 
-// A CSV field: quoted when it holds a comma, a quote or a line break.
-std::string CsvField(const std::string& s) {
+// A CSV field: quoted when it holds a comma, a quote or a line break; bytes
+// that are not UTF-8 replaced by U+FFFD, as in the JSON report.
+std::string CsvField(const std::string& raw) {
+  const std::string s = ValidUtf8(raw);
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);

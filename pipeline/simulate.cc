@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -122,6 +123,30 @@ StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf)
   return r;
 }
 
+// Every figure of every distinct log a finite number. The workload's bounds
+// (io/workload.h) and the chip file's ranges keep them so; this says which
+// layer did not, rather than writing inf or null into a report.
+Status CheckFinite(const RunReport& r, const std::vector<int>& class_of, const std::string& origin) {
+  std::vector<bool> seen;
+  for (size_t d = 0; d < r.logs.size(); ++d) {
+    const size_t c = static_cast<size_t>(class_of[d]);
+    if (c < seen.size() && seen[c]) continue;
+    if (c >= seen.size()) seen.resize(c + 1);
+    seen[c] = true;
+    for (const mesh::LayerTotals& l : r.logs[d].layers()) {
+      const mesh::OpTypeTotals& t = l.totals;
+      for (const double v : {t.flops, t.bytes, t.transcendentals, t.modelled_seconds, t.mxu_cycles, t.mxu_capacity_macs,
+                             t.vmem_access_bytes, t.ici_bytes, t.energy.total()}) {
+        if (!std::isfinite(v))
+          return InvalidArgumentError(Printable(origin) + ": layer " + Quoted(l.module) +
+                                      ": a figure of the cost model is not a finite number (" + std::to_string(v) +
+                                      ")");
+      }
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 StatusOr<RunReport> Simulate(const SimulateOptions& o) {
@@ -196,6 +221,7 @@ StatusOr<RunReport> SimulateWorkload(const WorkloadOptions& o) {
     distinct.push_back(std::move(records));
   }
   r.Finish(distinct, class_of, o.keep_ops);
+  TPUMESH_RETURN_IF_ERROR(CheckFinite(r, class_of, o.path));
   r.info = {{"model", o.path},
             {"workload_layers", std::to_string(layers.size())},
             {"dataflow", std::string(kernels::DataflowName(r.chip.dataflow))},

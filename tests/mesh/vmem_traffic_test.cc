@@ -2,6 +2,7 @@
 // the chip's VMEM, by hand for a small GEMM in each dataflow, and a VMEM
 // sweep whose HBM bytes fall as VMEM grows and flatten once the stationary
 // operand fits.
+#include <cmath>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -93,6 +94,31 @@ TEST(VmemTrafficTest, HbmBytesFallWithVmemAndFlattenOnceOperandsFit) {
       }
       previous = bytes;
     }
+  }
+}
+
+// Less VMEM is never faster, from --vmem-mib's least (1 KiB) to its most
+// (1 TiB), down to a stationary operand of 2^72 bytes: its parts pass 2^63
+// and once wrapped in an int64 to one part, so 1 KiB priced no re-reads and
+// ran faster than 128 MiB.
+TEST(VmemTrafficTest, LessVmemIsNeverFasterDownToOneKib) {
+  for (const double weights : {4 * kMiB, 0x1p50, 0x1p72}) {
+    OpRecord r = Gemm();
+    r.mxu[0].b_bytes = weights;
+    r.cost.bytes_read = r.mxu[0].a_bytes + r.mxu[0].b_bytes;
+    double previous_bytes = 0, previous_seconds = 0;
+    for (double vmem = kKiB; vmem <= 0x1p40; vmem *= 4) {
+      const OpTiming t = PriceOp(r, WithVmem(vmem, Dataflow::kWeightStationary));
+      ASSERT_TRUE(std::isfinite(t.seconds)) << weights << " " << vmem;
+      EXPECT_GE(t.hbm_bytes, r.cost.bytes()) << weights << " " << vmem;
+      if (vmem > kKiB) {
+        EXPECT_LE(t.hbm_bytes, previous_bytes) << weights << " bytes of weights, " << vmem << " of VMEM";
+        EXPECT_LE(t.seconds, previous_seconds) << weights << " bytes of weights, " << vmem << " of VMEM";
+      }
+      previous_bytes = t.hbm_bytes;
+      previous_seconds = t.seconds;
+    }
+    EXPECT_GT(PriceOp(r, WithVmem(kKiB, Dataflow::kWeightStationary)).hbm_bytes, r.cost.bytes()) << weights;
   }
 }
 
