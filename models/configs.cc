@@ -16,6 +16,11 @@ using Json = nlohmann::json;
 // a sample's side): 2^24, far past any real model, and small enough that a
 // few of them multiplied stay exact.
 constexpr int kMaxConfigValue = 1 << 24;
+// Counts that multiply the layers a model builds (and the entries of its
+// parameter manifest): layers, blocks, kernel sides.
+constexpr int kMaxLayers = 1024;
+constexpr int kMaxBlocks = 16;
+constexpr int kMaxKernel = 31;
 
 // Typed access to one config object; errors name the file and the key.
 class Reader {
@@ -26,6 +31,29 @@ class Reader {
     return InvalidArgumentError(origin_ + ": '" + key + "' " + why);
   }
   bool Has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+
+  // A value read from `key` must be from lo to hi: the message names the
+  // file, the key and the range ("unet/config.json: 'sample_size' is -8,
+  // must be from 1 to 16777216").
+  Status Within(const char* key, int64_t v, int64_t lo, int64_t hi) const {
+    if (v >= lo && v <= hi) return OkStatus();
+    return Error(key, "is " + std::to_string(v) + ", must be from " + std::to_string(lo) + " to " + std::to_string(hi));
+  }
+  // The number of blocks (block_out_channels' entries): each halves the
+  // sample and adds layers.
+  Status Blocks(size_t n) const {
+    if (n >= 1 && n <= kMaxBlocks) return OkStatus();
+    return Error("block_out_channels", "has " + std::to_string(n) + " entries, must have 1 to " +
+                                           std::to_string(kMaxBlocks));
+  }
+  // The same for every entry of a list (a per-block value).
+  Status Within(const char* key, const std::vector<int>& v, int64_t lo, int64_t hi) const {
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i] < lo || v[i] > hi)
+        return Error(key, "entry " + std::to_string(i) + " is " + std::to_string(v[i]) + ", must be from " +
+                              std::to_string(lo) + " to " + std::to_string(hi));
+    return OkStatus();
+  }
 
   // An integer that fits an int: 4294967298 is refused, never wrapped to 2.
   Status Int(const char* key, int* out) const {
@@ -162,11 +190,13 @@ StatusOr<ClipTextConfig> ParseClipTextConfig(std::string_view json, std::string_
   if (r.Has("hidden_act")) c.hidden_act = j["hidden_act"] == "gelu" ? Activation::kGelu : Activation::kQuickGelu;
   for (auto [key, v] : {std::pair{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size},
                         {"intermediate_size", c.intermediate_size},
-                        {"num_hidden_layers", c.num_hidden_layers},
                         {"num_attention_heads", c.num_attention_heads},
-                        {"max_position_embeddings", c.max_position_embeddings}}) {
-    if (v < 1 || v > kMaxConfigValue) return r.Error(key, "is " + std::to_string(v) + ", must be from 1 to " + std::to_string(kMaxConfigValue));
-  }
+                        {"max_position_embeddings", c.max_position_embeddings}})
+    TPUMESH_RETURN_IF_ERROR(r.Within(key, v, 1, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Within("num_hidden_layers", c.num_hidden_layers, 1, kMaxLayers));
+  if (c.with_projection) TPUMESH_RETURN_IF_ERROR(r.Within("projection_dim", c.projection_dim, 1, kMaxConfigValue));
+  if (!(c.layer_norm_eps > 0 && c.layer_norm_eps < 1))
+    return r.Error("layer_norm_eps", "must be above 0 and below 1");
   if (c.hidden_size % c.num_attention_heads != 0)
     return r.Error("num_attention_heads", "must divide hidden_size " + std::to_string(c.hidden_size));
   return c;
@@ -235,14 +265,28 @@ StatusOr<UNetConfig> ParseUNetConfig(std::string_view json, std::string_view ori
       return r.Error("addition_embed_type", "text_time needs addition_time_embed_dim and "
                      "projection_class_embeddings_input_dim");
   }
-  if (c.in_channels < 1 || c.out_channels < 1) return r.Error("in_channels", "and out_channels must be >= 1");
-  if (c.sample_size < 1 || c.sample_size > kMaxConfigValue)
-    return r.Error("sample_size", "is " + std::to_string(c.sample_size) + ", must be from 1 to " +
-                                      std::to_string(kMaxConfigValue));
-  if (c.layers_per_block < 1) return r.Error("layers_per_block", "must be >= 1");
+  // Every number that sizes a layer, in the order of diffusers' signature.
+  TPUMESH_RETURN_IF_ERROR(r.Within("sample_size", c.sample_size, 1, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Within("in_channels", c.in_channels, 1, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Within("out_channels", c.out_channels, 1, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Blocks(n));
+  TPUMESH_RETURN_IF_ERROR(r.Within("layers_per_block", c.layers_per_block, 1, kMaxLayers));
+  TPUMESH_RETURN_IF_ERROR(r.Within("transformer_layers_per_block", c.transformer_layers_per_block, 1, kMaxLayers));
+  TPUMESH_RETURN_IF_ERROR(r.Within("cross_attention_dim", c.cross_attention_dim, 1, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Within("attention_head_dim", c.num_attention_heads, 1, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Within("norm_num_groups", c.norm_num_groups, 1, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Within("time_embedding_dim", c.time_embedding_dim, 0, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Within("conv_in_kernel", c.conv_in_kernel, 1, kMaxKernel));
+  TPUMESH_RETURN_IF_ERROR(r.Within("conv_out_kernel", c.conv_out_kernel, 1, kMaxKernel));
+  TPUMESH_RETURN_IF_ERROR(r.Within("downsample_padding", c.downsample_padding, 0, kMaxKernel));
+  if (c.text_time_embedding) {
+    TPUMESH_RETURN_IF_ERROR(r.Within("addition_time_embed_dim", c.addition_time_embed_dim, 1, kMaxConfigValue));
+    TPUMESH_RETURN_IF_ERROR(r.Within("projection_class_embeddings_input_dim",
+                                     c.projection_class_embeddings_input_dim, 1, kMaxConfigValue));
+  }
   if (c.conv_in_kernel % 2 == 0 || c.conv_out_kernel % 2 == 0)
     return r.Error("conv_in_kernel", "and conv_out_kernel must be odd");
-  if (c.norm_num_groups < 1) return r.Error("norm_num_groups", "must be >= 1");
+  if (!(c.norm_eps > 0 && c.norm_eps < 1)) return r.Error("norm_eps", "must be above 0 and below 1");
   for (size_t i = 0; i < n; ++i) {
     const int ch = c.block_out_channels[i];
     if (ch % c.norm_num_groups != 0)
@@ -251,8 +295,6 @@ StatusOr<UNetConfig> ParseUNetConfig(std::string_view json, std::string_view ori
     if (c.num_attention_heads[i] < 1 || ch % c.num_attention_heads[i] != 0)
       return r.Error("attention_head_dim", "(heads) " + std::to_string(c.num_attention_heads[i]) +
                      " must divide the block's " + std::to_string(ch) + " channels");
-    if (c.transformer_layers_per_block[i] < 1) return r.Error("transformer_layers_per_block", "must be >= 1");
-    if (c.cross_attention_dim[i] < 1) return r.Error("cross_attention_dim", "must be >= 1");
   }
   return c;
 }
@@ -286,11 +328,15 @@ StatusOr<VaeConfig> ParseVaeConfig(std::string_view json, std::string_view origi
   TPUMESH_RETURN_IF_ERROR(r.Bool("mid_block_add_attention", &c.mid_block_add_attention));
   TPUMESH_RETURN_IF_ERROR(r.Bool("use_quant_conv", &c.use_quant_conv));
   TPUMESH_RETURN_IF_ERROR(r.Bool("use_post_quant_conv", &c.use_post_quant_conv));
-  if (c.layers_per_block < 1) return r.Error("layers_per_block", "must be >= 1");
-  if (!(c.scaling_factor > 0)) return r.Error("scaling_factor", "must be > 0");
-  if (c.sample_size < 1 || c.sample_size > kMaxConfigValue)
-    return r.Error("sample_size", "is " + std::to_string(c.sample_size) + ", must be from 1 to " +
-                                      std::to_string(kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Within("in_channels", c.in_channels, 1, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Within("out_channels", c.out_channels, 1, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Within("latent_channels", c.latent_channels, 1, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Blocks(c.block_out_channels.size()));
+  TPUMESH_RETURN_IF_ERROR(r.Within("layers_per_block", c.layers_per_block, 1, kMaxLayers));
+  TPUMESH_RETURN_IF_ERROR(r.Within("norm_num_groups", c.norm_num_groups, 1, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Within("sample_size", c.sample_size, 1, kMaxConfigValue));
+  if (!(c.scaling_factor > 0 && std::isfinite(c.scaling_factor)))
+    return r.Error("scaling_factor", "must be a finite number above 0");
   for (int ch : c.block_out_channels)
     if (ch % c.norm_num_groups != 0)
       return r.Error("block_out_channels", "entry " + std::to_string(ch) + " is not divisible by norm_num_groups " +

@@ -31,11 +31,16 @@ StatusOr<models::ParamMap> ReadParams(const ModelFile& file, const std::string& 
   // What the config declares, against what the file can hold (2 bytes a
   // parameter at the least, bf16), before any tensor is read: a config of a
   // huge model in a small file is refused here, not after gigabytes.
-  const int64_t declared = models::CountParameters(manifest);
-  if (declared > file.size_bytes() / 2)
-    return InvalidArgumentError(file.path() + ": " + component + "/config.json declares " +
-                                std::to_string(declared) + " parameters, more than the file's " +
-                                std::to_string(file.size_bytes()) + " bytes can hold (at 2 bytes each)");
+  // Summed as doubles: at the configs' bounds the count passes 2^63.
+  double declared = 0;
+  for (const models::ParamSpec& p : manifest) declared += static_cast<double>(mesh::NumElements(p.shape));
+  if (declared > static_cast<double>(file.size_bytes() / 2)) {
+    char count[32];
+    std::snprintf(count, sizeof count, "%.0f", declared);
+    return InvalidArgumentError(file.path() + ": " + component + "/config.json declares " + count +
+                                " parameters, more than the file's " + std::to_string(file.size_bytes()) +
+                                " bytes can hold (at 2 bytes each)");
+  }
   std::map<std::string, mesh::Array> params;
   for (const models::ParamSpec& p : manifest) {
     // Stored bf16: kept bf16 where the models allow it (no f32 copy).
