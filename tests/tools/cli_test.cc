@@ -345,7 +345,6 @@ TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
            {"bench conv --provider cudnn", "--provider must be auto, highway, bf16 or blis"},
            {"bench matmul --shape 64,48", "--shape '64,48': expected M,N,K"},
            {"bench matmul --dtype f16", "--dtype must be bf16 or f32"},
-           {"bench matmul --threads -1", "--threads must be >= 1"},
        }) {
     Result r = RunTpumesh(args + " --repeats 1 --peak 100");
     EXPECT_EQ(r.code, 1) << args;
@@ -361,9 +360,16 @@ TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
     EXPECT_THAT(peak.out, ::testing::ContainsRegex("vdpbf16ps / FMA flops on one thread: [0-9.]+, so the matmul's auto "
                                                    "provider at default/high is (bf16|highway)"));
   }
-  Result repeats = RunTpumesh("bench matmul --repeats 0 --peak 100");
-  EXPECT_EQ(repeats.code, 1);
-  EXPECT_THAT(repeats.err, HasSubstr("--repeats must be >= 1"));
+  // Counts outside their documented ranges: the command line is wrong (2).
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"bench matmul --repeats 0", "--repeats: Value 0 not in range 1 to 10000"},
+           {"bench matmul --threads -1", "--threads: Value -1 not in range 0 to 1024"},
+           {"bench matmul --threads 100000", "--threads: Value 100000 not in range 0 to 1024"},
+       }) {
+    Result r = RunTpumesh(args + " --peak 100");
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_THAT(r.err, HasSubstr(message)) << args;
+  }
   Result both = RunTpumesh("bench matmul --m 8 --shape 8,8,8");
   EXPECT_EQ(both.code, 2);
   EXPECT_THAT(both.err, HasSubstr("excludes"));
