@@ -97,14 +97,15 @@ Status CheckRunFiles(const RunFiles& files) {
       if (!dir.empty() && IsInside(path, dir))
         return InvalidArgumentError(what + ": inside " + dir + ", the folder " + dir_flag +
                                     " reads (an input is never overwritten)");
-    if (!image_dir.empty() && std::mismatch(c.begin(), c.end(), image_dir.begin(), image_dir.end()).first == c.end())
-      return InvalidArgumentError(what + ": " + (c == image_dir ? "the image folder" : "a folder above the image folder") +
-                                  " -o " + files.image_dir + " (an output file cannot be a folder of images)");
     if (!image_dir.empty() && c.parent_path() == image_dir && IsImageName(c.filename().string()))
       return InvalidArgumentError(what + ": in the image folder, where generate writes " + c.filename().string() +
                                   " (two outputs cannot share a file)");
     seen.push_back({flag, c, false});
     TPUMESH_RETURN_IF_ERROR(CheckWritable(path, flag));
+    // (checked after CheckWritable: an existing folder "is a directory")
+    if (!image_dir.empty() && std::mismatch(c.begin(), c.end(), image_dir.begin(), image_dir.end()).first == c.end())
+      return InvalidArgumentError(what + ": " + (c == image_dir ? "the image folder" : "a folder above the image folder") +
+                                  " -o " + files.image_dir + " (an output file cannot be a folder of images)");
   }
   if (!image_dir.empty()) {
     for (const auto& [flag, path] : files.inputs) {
