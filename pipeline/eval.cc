@@ -48,6 +48,20 @@ StatusOr<Array> ShardedRun(mesh::Mesh& m, const std::vector<Array>& inputs,
 
 StatusOr<Array> Need(const std::string& file, const std::string& name) { return H5ReadArray(file, name); }
 
+// An input's shape against what the component takes, before it runs: one
+// entry of `dims` per axis, > 0 that size exactly, < 0 a multiple of its
+// magnitude (-1: any size >= 1). `form` is the expected shape as the
+// message shows it ("[B, 4, h, w], h and w multiples of 8").
+Status CheckInputShape(const std::string& file, const std::string& name, const Array& x,
+                       const std::vector<int64_t>& dims, const std::string& form) {
+  bool ok = x.rank() == static_cast<int>(dims.size());
+  for (int i = 0; ok && i < x.rank(); ++i)
+    ok = x.dim(i) >= 1 && (dims[i] > 0 ? x.dim(i) == dims[i] : x.dim(i) % -dims[i] == 0);
+  if (ok) return OkStatus();
+  return InvalidArgumentError(file + ": '" + name + "' has shape " + mesh::ShapeToString(x.shape()) + ", expected " +
+                              form);
+}
+
 }  // namespace
 
 StatusOr<EvalStats> RunEval(const EvalOptions& o) {
@@ -101,6 +115,13 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
     TPUMESH_RETURN_IF_ERROR(place("text_encoder", model, models::ClipTextParams(model.config())));
     TPUMESH_ASSIGN_OR_RETURN(Array ids, Need(o.input, "input_ids"));
     if (ids.dtype() != mesh::DType::kI32) return InvalidArgumentError(o.input + ": 'input_ids' must be integers");
+    const int max_len = model.config().max_position_embeddings;
+    TPUMESH_RETURN_IF_ERROR(CheckInputShape(o.input, "input_ids", ids, {-1, -1},
+                                            "[B, L], L from 1 to " + std::to_string(max_len)));
+    if (ids.dim(1) > max_len)
+      return InvalidArgumentError(o.input + ": 'input_ids' has shape " + mesh::ShapeToString(ids.shape()) +
+                                  ", expected [B, L], L from 1 to " + std::to_string(max_len) +
+                                  " (the text encoder's max_position_embeddings)");
     TPUMESH_RETURN_IF_ERROR(check_batch(ids, "input_ids"));
     TPUMESH_ASSIGN_OR_RETURN(result, ShardedRun(*m, {ids}, [&](const models::Ctx& c, std::span<const Array> a) {
       return model.Forward(c, a[0]);
@@ -115,7 +136,18 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
     TPUMESH_RETURN_IF_ERROR(check_batch(sample, "sample"));
     if (sample.dtype() != mesh::DType::kF32 || ehs.dtype() != mesh::DType::kF32)
       return InvalidArgumentError(o.input + ": 'sample' and 'encoder_hidden_states' must be floats");
+    const models::UNetConfig& uc = model.config();
+    const int64_t f = int64_t{1} << (uc.block_out_channels.size() - 1);
+    const std::string in = std::to_string(uc.in_channels), fs = std::to_string(f);
+    TPUMESH_RETURN_IF_ERROR(CheckInputShape(o.input, "sample", sample, {-1, uc.in_channels, -f, -f},
+                                            "[B, " + in + ", h, w], h and w multiples of " + fs));
     const int64_t b = sample.dim(0);
+    const std::string cad = std::to_string(uc.cross_attention_dim[0]);
+    TPUMESH_RETURN_IF_ERROR(CheckInputShape(o.input, "encoder_hidden_states", ehs, {b, -1, uc.cross_attention_dim[0]},
+                                            "[" + std::to_string(b) + ", L, " + cad + "] (the batch of 'sample')"));
+    if (t.rank() > 1 || (t.num_elements() != 1 && t.num_elements() != b))
+      return InvalidArgumentError(o.input + ": 'timestep' has shape " + mesh::ShapeToString(t.shape()) +
+                                  ", expected a scalar, [1] or [" + std::to_string(b) + "]");
     if (t.num_elements() != 1 && t.num_elements() != b)
       return InvalidArgumentError(o.input + ": 'timestep' must be a scalar or have " + std::to_string(b) + " entries");
     Array ts = Array::Host(mesh::DType::kF32, {b});
@@ -135,6 +167,14 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
     const bool decode = o.component == "vae_decoder";
     TPUMESH_ASSIGN_OR_RETURN(Array x, Need(o.input, decode ? "latents" : "sample"));
     if (x.dtype() != mesh::DType::kF32) return InvalidArgumentError(o.input + ": input must be floats");
+    const models::VaeConfig& vc = model.config();
+    const int64_t f = vc.scale_factor();
+    TPUMESH_RETURN_IF_ERROR(
+        decode ? CheckInputShape(o.input, "latents", x, {-1, vc.latent_channels, -1, -1},
+                                 "[B, " + std::to_string(vc.latent_channels) + ", h, w]")
+               : CheckInputShape(o.input, "sample", x, {-1, vc.in_channels, -f, -f},
+                                 "[B, " + std::to_string(vc.in_channels) + ", H, W], H and W multiples of " +
+                                     std::to_string(f)));
     TPUMESH_RETURN_IF_ERROR(check_batch(x, decode ? "latents" : "sample"));
     TPUMESH_ASSIGN_OR_RETURN(result, ShardedRun(*m, {x}, [&](const models::Ctx& c, std::span<const Array> a) {
       return decode ? model.Decode(c, a[0]) : model.EncodeMean(c, a[0]);

@@ -14,7 +14,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hdf5.h"
+#include "io/h5io.h"
 #include "io/model_file.h"
+#include "mesh/array.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/cli.h"
 #include "tests/testing/temp_dir.h"
@@ -126,6 +128,56 @@ TEST(FlagsCliTest, TensorDeclaredButNotStoredIsRefused) {
   auto r = RunBounded("generate --model " + m + " -p x --steps 1 --devices 1 -q -o " +
                       tpumesh::testing::TestTempDir() + "/out");
   ExpectOneLineError(r, name + " declares shape [1000,32] (128000 bytes) but stores 0 bytes");
+}
+
+// eval checks each input's shape against the component before it runs,
+// naming the file, the dataset, its shape and the one expected (before: a
+// model's own check inside the run named neither, on a device's shard).
+TEST(FlagsCliTest, EvalInputShapesAreCheckedPerComponent) {
+  namespace p = tpumesh::pipeline;
+  using tpumesh::mesh::Array;
+  using tpumesh::mesh::DType;
+  const std::string dir = tpumesh::testing::TestTempDir();
+  struct Case {
+    std::string component;
+    std::vector<std::pair<std::string, Array>> inputs;
+    std::string message;
+  };
+  const Array ehs = Array::Host(DType::kF32, {1, 77, 32});
+  const Array t = Array::Host(DType::kF32, {1});
+  for (const Case& c : std::vector<Case>{
+           {"text_encoder", {{"input_ids", Array::Host(DType::kI32, {2, 3, 77})}},
+            "'input_ids' has shape [2,3,77], expected [B, L], L from 1 to 77"},
+           {"text_encoder", {{"input_ids", Array::Host(DType::kI32, {1, 78})}},
+            "'input_ids' has shape [1,78], expected [B, L], L from 1 to 77"},
+           {"unet",
+            {{"sample", Array::Host(DType::kF32, {1, 4, 8})}, {"encoder_hidden_states", ehs}, {"timestep", t}},
+            "'sample' has shape [1,4,8], expected [B, 4, h, w], h and w multiples of 2"},
+           {"unet",
+            {{"sample", Array::Host(DType::kF32, {1, 4, 8, 8})},
+             {"encoder_hidden_states", Array::Host(DType::kF32, {1, 77})},
+             {"timestep", t}},
+            "'encoder_hidden_states' has shape [1,77], expected [1, L, 32]"},
+           {"unet",
+            {{"sample", Array::Host(DType::kF32, {1, 4, 8, 8})},
+             {"encoder_hidden_states", ehs},
+             {"timestep", Array::Host(DType::kF32, {1, 1})}},
+            "'timestep' has shape [1,1], expected a scalar, [1] or [1]"},
+           {"vae_decoder", {{"latents", Array::Host(DType::kF32, {1, 3, 8, 8})}},
+            "'latents' has shape [1,3,8,8], expected [B, 4, h, w]"},
+           {"vae_encoder", {{"sample", Array::Host(DType::kF32, {1, 3, 9, 9})}},
+            "'sample' has shape [1,3,9,9], expected [B, 3, H, W], H and W multiples of 2"},
+       }) {
+    const std::string in = dir + "/in.h5", out = dir + "/out.h5";
+    auto w = p::H5Writer::Create(in);
+    ASSERT_TRUE(w.ok());
+    for (const auto& [name, a] : c.inputs) ASSERT_TRUE((*w)->Write(name, a).ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+    auto r = RunTpumesh("eval --model " + TinyModel() + " --component " + c.component + " --input " + in +
+                        " --output " + out);
+    ExpectOneLineError(r, in + ": " + c.message);
+    EXPECT_FALSE(fs::exists(out));
+  }
 }
 
 }  // namespace
