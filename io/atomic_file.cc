@@ -191,10 +191,11 @@ Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& 
     struct stat st;
     if (::lstat(files[i].first.c_str(), &st) != 0) continue;
     existed[i] = true;
-    if (!S_ISREG(st.st_mode)) continue;
+    if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) continue;
     for (int attempt = 0; attempt < 16 && backups[i].empty(); ++attempt) {
       std::string b = TemporaryPathBeside(files[i].first);
-      if (::link(files[i].first.c_str(), b.c_str()) == 0) {
+      // linkat without AT_SYMLINK_FOLLOW: a symlink is kept as the link.
+      if (::linkat(AT_FDCWD, files[i].first.c_str(), AT_FDCWD, b.c_str(), 0) == 0) {
         RegisterTempFile(b);
         backups[i] = b;
       } else if (errno != EEXIST) {

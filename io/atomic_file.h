@@ -19,10 +19,11 @@ namespace tpumesh {
 Status WriteFileAtomic(const std::string& path, std::string_view bytes);
 // Several files, all or none: every file's bytes go to its temporary and are
 // fsync'ed first; only when all of them are on disk are they renamed into
-// place, each existing target first linked to a backup temporary. If any
-// rename fails, the renames already done are rolled back (the old files
-// restored, files that did not exist removed), so no path is left changed;
-// every temporary is removed either way, and the directories are fsync'ed.
+// place, each existing target (a file or a symlink) first linked to a
+// backup temporary. If any rename fails, the renames already done are
+// rolled back (the old files restored, files that did not exist removed),
+// so no path is left changed; every temporary is removed either way, and
+// the directories are fsync'ed.
 Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& files);
 // Every temporary this layer makes is named kTemporaryPrefix<pid>-<n> in
 // the target's directory: short whatever the target's name (a name of 255

@@ -43,6 +43,19 @@ TEST(AtomicFileTest, AFailedRenameRemovesNewFilesOfTheSet) {
   EXPECT_EQ(ListDir(dir), (std::vector<std::string>{"b.json"}));
 }
 
+// A target that is a symlink is restored as the symlink, its file untouched.
+TEST(AtomicFileTest, AFailedRenameRestoresASymlinkTarget) {
+  const std::string dir = ::tpumesh::testing::TestTempDir();
+  std::ofstream(dir + "/x.json") << "x";
+  fs::create_symlink("x.json", dir + "/a.json");
+  fs::create_directories(dir + "/b.json/inside");
+  EXPECT_FALSE(WriteFilesAtomic({{dir + "/a.json", "new a"}, {dir + "/b.json", "new b"}}).ok());
+  ASSERT_TRUE(fs::is_symlink(dir + "/a.json"));
+  EXPECT_EQ(fs::read_symlink(dir + "/a.json"), "x.json");
+  EXPECT_EQ(Read(dir + "/x.json"), "x");
+  EXPECT_EQ(ListDir(dir), (std::vector<std::string>{"a.json", "b.json", "x.json"}));
+}
+
 TEST(AtomicFileTest, ASetReplacesEveryFileAndLeavesNoTemporary) {
   const std::string dir = ::tpumesh::testing::TestTempDir();
   std::ofstream(dir + "/a.json") << "old a";
