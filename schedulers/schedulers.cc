@@ -112,6 +112,14 @@ class KeyReader {
     }
     return Error("must be a number");
   }
+  // A number from lo to hi (docs/cli.md); NaN is outside every range.
+  Status DoubleWithin(double* out, double lo, double hi, std::string_view range) const {
+    double x = 0;
+    TPUMESH_RETURN_IF_ERROR(Double(&x));
+    if (!(x >= lo && x <= hi)) return Error("must be " + std::string(range));
+    *out = x;
+    return OkStatus();
+  }
   Status Bool(bool* out) const {
     if (!v_.is_boolean()) return Error("must be true or false");
     *out = v_.get<bool>();
@@ -188,6 +196,8 @@ Status ApplyKey(SchedulerConfig& c, const std::string& key, const Json& v, std::
     if (c.num_train_timesteps < 1 || c.num_train_timesteps > 100000) return r.Error("must be from 1 to 100000");
     return OkStatus();
   }
+  // beta_start and beta_end: checked through the schedule they make (every
+  // beta in [0, 1), InitSchedule), as trained_betas are.
   if (key == "beta_start") return r.Double(&c.beta_start);
   if (key == "beta_end") return r.Double(&c.beta_end);
   if (key == "beta_schedule") return r.OneOf({"linear", "scaled_linear", "squaredcos_cap_v2"}, &c.beta_schedule);
@@ -205,11 +215,19 @@ Status ApplyKey(SchedulerConfig& c, const std::string& key, const Json& v, std::
     c.timestep_spacing = s;
     return OkStatus();
   }
-  if (key == "steps_offset") return r.Int(&c.steps_offset);
+  if (key == "steps_offset") {
+    // Below num_train_timesteps too, checked when the schedule is made
+    // (either key may come first).
+    TPUMESH_RETURN_IF_ERROR(r.Int(&c.steps_offset));
+    if (c.steps_offset < 0 || c.steps_offset > 99999) return r.Error("must be from 0 to 99999");
+    return OkStatus();
+  }
   if (key == "set_alpha_to_one") return r.OptionalBool(&c.set_alpha_to_one);
   if (key == "skip_prk_steps") return r.OptionalBool(&c.skip_prk_steps);
   if (key == "clip_sample") return r.OptionalBool(&c.clip_sample);
-  if (key == "clip_sample_range") return r.Double(&c.clip_sample_range);
+  if (key == "clip_sample_range")
+    return r.DoubleWithin(&c.clip_sample_range, std::numeric_limits<double>::min(), 1e6,
+                          "above 0, at most 1e6");
   if (key == "thresholding") return r.Bool(&c.thresholding);
   if (key == "rescale_betas_zero_snr") return r.Bool(&c.rescale_betas_zero_snr);
   if (key == "use_karras_sigmas") return r.OptionalFalse(&c.use_karras_sigmas);
@@ -228,7 +246,9 @@ Status ApplyKey(SchedulerConfig& c, const std::string& key, const Json& v, std::
   if (key == "lower_order_final") return r.Bool(&c.lower_order_final);
   if (key == "euler_at_final") return r.Bool(&c.euler_at_final);
   if (key == "use_lu_lambdas") return r.OptionalFalse(&c.use_lu_lambdas);
-  if (key == "lambda_min_clipped") return r.Double(&c.lambda_min_clipped);
+  if (key == "lambda_min_clipped")
+    return r.DoubleWithin(&c.lambda_min_clipped, -std::numeric_limits<double>::infinity(),
+                          std::numeric_limits<double>::max(), "-Infinity or a finite number");
   if (key == "variance_type") return r.OptionalString(&c.variance_type);
   *known = false;
   return OkStatus();

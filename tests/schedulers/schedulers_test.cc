@@ -4,6 +4,7 @@
 // itself (tests/data/scheduler_ref.h5, scripts/refdata/make_scheduler_ref.py).
 #include "schedulers/schedulers.h"
 
+#include <array>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -381,6 +382,30 @@ TEST(SchedulerConfigTest, OverridesUseTheSameChecks) {
   ExpectError(c.Set("steps_offset", "one"), StatusCode::kInvalidArgument, {"steps_offset \"one\""});
   ExpectError(c.Set("timestep_spacing", "middle"), StatusCode::kInvalidArgument, {"timestep_spacing \"middle\""});
   ExpectError(c.Set("no_such_key", "1"), StatusCode::kInvalidArgument, {"unknown key \"no_such_key\""});
+}
+
+// Every numeric option has a range, refused at the key that leaves it;
+// steps_offset also below num_train_timesteps when the schedule is made
+// (100000 was taken, and timesteps ran past the schedule).
+TEST(SchedulerConfigTest, NumericOptionsHaveRanges) {
+  SchedulerConfig c;
+  for (const auto& [key, value, message] : std::vector<std::array<std::string, 3>>{
+           {"steps_offset", "100000", "steps_offset 100000 must be from 0 to 99999"},
+           {"steps_offset", "-1", "steps_offset -1 must be from 0 to 99999"},
+           {"num_train_timesteps", "1000000000", "must be from 1 to 100000"},
+           {"clip_sample_range", "0", "clip_sample_range 0 must be above 0, at most 1e6"},
+           {"clip_sample_range", "-2", "must be above 0, at most 1e6"},
+           {"lambda_min_clipped", "NaN", "must be -Infinity or a finite number"},
+           {"solver_order", "4", "is not supported (diffusers: 1, 2 or 3)"},
+       }) {
+    ExpectError(c.Set(key, value), StatusCode::kInvalidArgument, {message});
+  }
+  ASSERT_TRUE(c.Set("lambda_min_clipped", "-Infinity").ok());
+  ASSERT_TRUE(c.Set("clip_sample_range", "1.5").ok());
+  ASSERT_TRUE(c.Set("steps_offset", "999").ok());
+  ASSERT_TRUE(c.Set("num_train_timesteps", "500").ok());
+  ExpectError(MakeScheduler("ddim", c).status(), StatusCode::kInvalidArgument,
+              {"steps_offset 999 must be from 0 to 499 (below num_train_timesteps 500)"});
 }
 
 TEST(SchedulerConfigTest, TrainedBetasReplaceTheSchedule) {
