@@ -101,9 +101,6 @@ std::string TemporaryPathBeside(const std::string& path) {
   return dir.empty() ? name : (dir / name).string();
 }
 
-namespace {
-
-// Makes the directory entries of `paths` durable (their renames, unlinks).
 void SyncDirectories(const std::vector<std::string>& paths) {
   std::vector<std::string> dirs;
   for (const std::string& p : paths) {
@@ -118,6 +115,8 @@ void SyncDirectories(const std::vector<std::string>& paths) {
     ::close(fd);
   }
 }
+
+namespace {
 
 // Writes `bytes` to a new temporary beside `path` and fsyncs it; 0 or errno.
 int WriteTemporary(const std::string& path, std::string_view bytes, std::string* temp) {

@@ -31,6 +31,10 @@ Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& 
 // found by its prefix.
 inline constexpr char kTemporaryPrefix[] = ".tpumesh-";
 std::string TemporaryPathBeside(const std::string& path);
+// Makes the directory entries of `paths` durable (a rename, an unlink): each
+// folder they are in is fsync'ed once. Best effort (a folder that cannot be
+// opened is skipped).
+void SyncDirectories(const std::vector<std::string>& paths);
 // Whether `path` can be written as WriteFileAtomic writes it, checked before
 // a long run: its directory exists and takes a new file (a probe is created
 // and removed), and `path` is not a directory, FIFO, device or socket.

@@ -206,6 +206,7 @@ Status ModelFileWriter::Commit() {
   std::error_code ec;
   std::filesystem::rename(temp_path_, path_, ec);
   if (ec) return InvalidArgumentError(path_ + ": cannot move the finished file into place: " + ec.message());
+  SyncDirectories({path_});  // the rename itself durable
   committed_ = true;
   return OkStatus();
 }
