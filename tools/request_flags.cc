@@ -1,6 +1,7 @@
 #include "tools/request_flags.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <tuple>
 
@@ -28,21 +29,53 @@ StatusOr<std::array<int, 2>> ParsePair(const std::string& flag, const std::strin
   return out;
 }
 
+// A size from 1 to `max`: below 1 a parse error here (0 would read as "the
+// model's"); past `max` refused against the model, which names the limit.
+CLI::Validator AtLeastOne(int max) {
+  const std::string range = "1 to " + std::to_string(max);
+  return CLI::Validator(
+      [range](std::string& value) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const long v = std::strtol(value.c_str(), &end, 10);
+        if (value.empty() || *end != '\0' || errno != 0 || v < 1) return "Value " + value + " not in range " + range;
+        return "";
+      },
+      "");
+}
+
+// Guidance past a few tens already saturates every image; 1000 is far past
+// any use and keeps u + G (c - u) finite.
+constexpr float kMaxGuidance = 1000;
+std::string GuidanceRange() { return "0 to 1000"; }
+
 }  // namespace
 
 void AddRequestFlags(CLI::App* cmd, RequestFlags* f) {
   pipeline::GenerateRequest& r = f->request;
-  cmd->add_option("--steps", r.steps, "Denoising steps")->capture_default_str();
+  cmd->add_option("--steps", r.steps,
+                  "Denoising steps, 1 to " + std::to_string(pipeline::kMaxSteps) +
+                      " and at most the scheduler's num_train_timesteps")
+      ->capture_default_str();
   cmd->add_option("--guidance", f->guidance,
-                  "Classifier-free guidance scale, <= 1: none (default: the model family's, 7.5 SD, 5.0 SDXL)");
+                  "Classifier-free guidance scale, " + GuidanceRange() +
+                      "; <= 1: none (default: the model family's, 7.5 SD, 5.0 SDXL)");
   cmd->add_option("--scheduler", r.scheduler,
                   "pndm | ddim | lms | euler | euler_a | dpmpp_2m (default: the model's scheduler config)");
   cmd->add_option("--scheduler-opt", f->scheduler_opts,
                   "KEY=VALUE override of the scheduler config, e.g. prediction_type=v_prediction (repeatable)");
-  cmd->add_option("--height", r.height, "Image height in pixels (default: the model's, e.g. 512 SD 1.5, 1024 SDXL)")
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--width", r.width, "Image width in pixels (default: the model's)")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--batch-per-device", r.batch_per_device, "Images per device")->capture_default_str();
+  // Past the lower bound (a parse error here), the sizes' upper bounds and
+  // multiples are checked against the model (TextToImage::Validate).
+  const std::string side = "1 to " + std::to_string(pipeline::kMaxImageSize) +
+                           ", a multiple of the model's factor (64 for SD, 32 for SDXL)";
+  cmd->add_option("--height", r.height,
+                  "Image height in pixels, " + side + " (default: the model's, e.g. 512 SD 1.5, 1024 SDXL)")
+      ->check(AtLeastOne(pipeline::kMaxImageSize));
+  cmd->add_option("--width", r.width, "Image width in pixels, " + side + " (default: the model's)")
+      ->check(AtLeastOne(pipeline::kMaxImageSize));
+  cmd->add_option("--batch-per-device", r.batch_per_device,
+                  "Images per device, 1 to " + std::to_string(pipeline::kMaxBatchPerDevice))
+      ->capture_default_str();
   cmd->add_option("--precision", f->precision, "default (bf16 operands, f32 accumulation) or highest (f32)")
       ->capture_default_str();
   cmd->add_option("--original-size", f->original_size,
@@ -55,6 +88,12 @@ void AddRequestFlags(CLI::App* cmd, RequestFlags* f) {
 
 StatusOr<pipeline::GenerateRequest> ParseRequestFlags(const RequestFlags& f) {
   pipeline::GenerateRequest r = f.request;
+  if (f.guidance && !(*f.guidance >= 0 && *f.guidance <= kMaxGuidance)) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", *f.guidance);
+    return InvalidArgumentError(std::string("--guidance must be a finite number, ") + GuidanceRange() + ", got " +
+                                value);
+  }
   r.guidance = f.guidance;
   TPUMESH_ASSIGN_OR_RETURN(r.precision, models::ParsePrecision(f.precision));
   for (const std::string& kv : f.scheduler_opts) {

@@ -180,4 +180,51 @@ TEST(FlagsCliTest, EvalInputShapesAreCheckedPerComponent) {
   }
 }
 
+// Every numeric flag of every command, given -1, 0, a huge value, 1e-9,
+// nan or inf (those its documented range leaves out): refused in one line,
+// exit 1 or 2, nothing created. --guidance -1 ran as "none" and 1e11 ran.
+TEST(FlagsCliTest, NumericFlagsOutsideTheirRangeAreRefused) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  const std::string out = dir + "/out";
+  const std::vector<std::string> all = {"-1", "0", "99999999999", "1e-9", "nan", "inf"};
+  const std::vector<std::string> zero_ok = {"-1", "99999999999", "1e-9", "nan", "inf"};
+  const std::vector<std::string> runs = {"generate -p x -q -o " + out, "simulate --arch tiny --steps 1"};
+  struct Flag {
+    std::string command, flag;
+    std::vector<std::string> bad;
+  };
+  std::vector<Flag> flags;
+  for (const std::string& cmd : runs) {
+    for (const char* f : {"--steps", "--height", "--width", "--batch-per-device", "--devices"})
+      flags.push_back({cmd, f, all});
+    flags.push_back({cmd, "--guidance", {"-1", "1001", "99999999999", "nan", "inf"}});
+    flags.push_back({cmd, "--vmem-mib", {"-1", "1e-9", "99999999999", "nan", "inf"}});
+  }
+  flags.push_back({runs[0], "--threads-per-device", zero_ok});
+  flags.push_back({runs[0], "--runs", all});
+  flags.push_back({runs[0], "--seed", {"-1", "18446744073709551616", "1e-9", "nan", "inf"}});
+  flags.push_back({runs[1], "--max-layers", all});
+  flags.push_back({"init -q -o " + dir + "/m.h5", "--seed", {"-1", "18446744073709551616", "1e-9", "nan", "inf"}});
+  for (const char* f : {"--devices", "--threads-per-device"})
+    flags.push_back({"devices", f, std::string(f) == "--devices" ? all : zero_ok});
+  const std::string eval = "eval --model " + TinyModel() + " --component vae_decoder --input " + dir +
+                           "/in.h5 --output " + dir + "/o.h5";
+  flags.push_back({eval, "--devices", all});
+  flags.push_back({eval, "--threads-per-device", zero_ok});
+  for (const char* sub : {"matmul", "conv", "attention", "peak"}) {
+    flags.push_back({std::string("bench ") + sub, "--threads", zero_ok});
+    if (std::string(sub) != "peak") flags.push_back({std::string("bench ") + sub, "--repeats", all});
+  }
+  for (const Flag& f : flags) {
+    for (const std::string& v : f.bad) {
+      const auto r = RunTpumesh(f.command + " " + f.flag + " " + v);
+      const std::string what = f.command + " " + f.flag + " " + v;
+      EXPECT_TRUE(r.code == 1 || r.code == 2) << what << ": exit " << r.code << " " << r.err;
+      EXPECT_EQ(r.err.rfind("tpumesh:", 0), 0u) << what << ": " << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << what << ": " << r.err;
+      EXPECT_THAT(tpumesh::testing::ListDir(dir), ::testing::IsEmpty()) << what;
+    }
+  }
+}
+
 }  // namespace
