@@ -165,6 +165,12 @@ StatusOr<RunReport> SimulateWorkload(const WorkloadOptions& o) {
   r.chip = mesh->chip();
   r.devices = mesh->num_devices();
   r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
+  if (const int64_t rows = static_cast<int64_t>(layers.size()) * r.devices; o.device_rows && rows > o.max_layers)
+    return InvalidArgumentError(Printable(o.path) + ": " + std::to_string(layers.size()) + " layers on " +
+                                std::to_string(r.devices) + " devices make " + std::to_string(rows) +
+                                " rows of --report, --report-csv or --trace, more than " +
+                                std::to_string(o.max_layers) + " (simulate --max-layers N raises it, up to " +
+                                std::to_string(kMaxWorkloadLayers) + ")");
   // A collective's cost depends only on its group (every member sends and
   // waits alike): each axis's groups are found once, and each (layer, group)
   // priced once, so the work grows with layers x groups, not with layers x

@@ -60,6 +60,10 @@ struct WorkloadOptions {
   models::Precision precision = models::Precision::kDefault;
   bool keep_ops = false;  // for a trace
   int64_t max_layers = kDefaultMaxWorkloadLayers;  // io/workload.h: the bound on expanded layers
+  // A report, CSV or trace will list a row per device and layer: then
+  // max_layers bounds layers x devices too (1,000 layers on 1,024 devices
+  // make a 760 MB JSON report).
+  bool device_rows = false;
 };
 StatusOr<RunReport> SimulateWorkload(const WorkloadOptions& options);
 

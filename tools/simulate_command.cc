@@ -119,6 +119,7 @@ Status RunWorkload(const SimulateCmdOptions& o) {
   TPUMESH_ASSIGN_OR_RETURN(w.precision, models::ParsePrecision(o.req.precision));
   w.keep_ops = !o.dev.out.trace.empty();
   w.max_layers = o.max_layers;
+  w.device_rows = o.dev.out.any() && !o.sweep_dataflow;
   if (o.sweep_dataflow)
     return RunDataflowSweep(o, o.workload, [w](const mesh::MeshSpec& spec) {
       pipeline::WorkloadOptions at = w;
@@ -206,8 +207,9 @@ void RegisterSimulate(CLI::App& app, RunFn* run) {
                   "JSON list of ops (matmul, conv, attention, elementwise, collectives over a mesh axis); "
                   "docs/formats.md");
   cmd->add_option("--max-layers", opt->max_layers,
-                  "With --workload: the most layers the file may expand to (a depthwise row counts its channels); "
-                  "a file past it is refused before pricing")
+                  "With --workload: the most layers the file may expand to (a depthwise row counts its channels), "
+                  "and with --report, --report-csv or --trace the most rows they list (layers x devices); a "
+                  "file past it is refused before pricing")
       ->check(CLI::Range(int64_t{1}, pipeline::kMaxWorkloadLayers))
       ->capture_default_str();
   AddDeviceFlags(cmd, &opt->dev, kMeshFlags | kOutputFlags);

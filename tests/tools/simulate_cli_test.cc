@@ -127,6 +127,12 @@ TEST(SimulateCliTest, SmallFilesGiveBoundedWork) {
                                     " --devices 1024");
   EXPECT_EQ(psum.code, 0) << psum.err;
   EXPECT_THAT(psum.out, HasSubstr("ICI of device 0"));
+  // Its report lists a row per device and layer: 760 MB of JSON, 1.5 GB of
+  // RSS. The bound counts those rows.
+  const std::string dir = tpumesh::testing::TestTempDir();
+  ExpectOneLineError(RunBounded("simulate --workload " + dir + "/psum.json --devices 1024 --report " + dir + "/r.json"),
+                     "1024000 rows of --report");
+  EXPECT_FALSE(fs::exists(dir + "/r.json"));
   const std::string dp = Write("dp.csv",
                                "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num "
                                "Filter, Strides,\nDP1, 8, 8, 3, 3, 1000000, 1, 1,\n");
