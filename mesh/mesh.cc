@@ -419,8 +419,12 @@ StatusOr<std::unique_ptr<Mesh>> CreateDataModelMesh(const MeshSpec& spec) {
   MeshSpec s = spec;
   // The device count, as CreateMesh takes it: --devices, else the
   // topology's (so --topology 4x4 alone is 16 devices, and model=4 on it
-  // leaves data the rest), else what the axes give.
-  if (s.devices == 0 && !s.topology.empty()) {
+  // leaves data the rest), else what the axes give. Only used to fill in
+  // the data axis: CreateMesh gets the flags as given, so its messages name
+  // only flags the user gave.
+  int devices = s.devices;
+  std::string from = "--devices is " + std::to_string(devices);
+  if (devices == 0 && !s.topology.empty()) {
     TPUMESH_ASSIGN_OR_RETURN(ChipSpec chip, LoadChipSpec(s.chip));
     auto dims = Topology::ParseDims(s.topology);
     if (!dims.ok()) return dims.status().WithContext("--topology");
@@ -431,7 +435,8 @@ StatusOr<std::unique_ptr<Mesh>> CreateDataModelMesh(const MeshSpec& spec) {
         return InvalidArgumentError("--topology " + s.topology + ": more than " + std::to_string(kMaxDevices) +
                                     " devices (at most " + std::to_string(kMaxDevices) + " are emulated)");
     }
-    s.devices = static_cast<int>(on);
+    devices = static_cast<int>(on);
+    from = "--topology " + s.topology + " holds " + std::to_string(devices);
   }
   if (!s.axes.empty()) {
     auto parsed = ParseMeshAxes(s.axes);
@@ -445,16 +450,18 @@ StatusOr<std::unique_ptr<Mesh>> CreateDataModelMesh(const MeshSpec& spec) {
                                     "' is not one of data, model (the axes a model runs over)");
     }
     if (data == 0) {  // model=M alone: the rest of the devices on data
-      const int devices = s.devices > 0 ? s.devices : model;
+      if (devices == 0) devices = model;
       if (devices % model != 0)
-        return InvalidArgumentError("--mesh " + spec.axes + ": model=" + std::to_string(model) +
-                                    " does not divide --devices " + std::to_string(devices));
+        return InvalidArgumentError("--mesh " + spec.axes + ": model=" + std::to_string(model) + " does not divide the " +
+                                    std::to_string(devices) + " devices (" + from + ")");
       data = devices / model;
     }
+    if (devices > 0 && static_cast<int64_t>(data) * model != devices)
+      return InvalidArgumentError("--mesh " + spec.axes + " holds " + std::to_string(int64_t{data} * model) +
+                                  " devices but " + from);
     s.axes = "data=" + std::to_string(data) + ",model=" + std::to_string(model);
   } else {
-    const int devices = s.devices > 0 ? s.devices : 8;
-    s.axes = "data=" + std::to_string(devices) + ",model=1";
+    s.axes = "data=" + std::to_string(devices > 0 ? devices : 8) + ",model=1";
   }
   return CreateMesh(s);
 }

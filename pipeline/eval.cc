@@ -88,7 +88,8 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
   // appears only on Commit.
   TPUMESH_ASSIGN_OR_RETURN(auto writer, H5Writer::Create(o.output));
   mesh::MeshSpec spec = o.mesh;
-  if (spec.devices == 0 && spec.axes.empty()) spec.devices = 1;
+  // One device unless a flag gives the count (--topology alone gives its own).
+  if (spec.devices == 0 && spec.axes.empty() && spec.topology.empty()) spec.devices = 1;
   TPUMESH_ASSIGN_OR_RETURN(auto m, mesh::CreateDataModelMesh(spec));
   const int data = m->axes()[0].size, model_ranks = m->axes()[1].size;
 

@@ -286,6 +286,31 @@ TEST(MeshSpecTest, TheTopologySetsTheDeviceCountAndDataTakesTheRest) {
   EXPECT_EQ(big.status().message(), "--topology 100x100: more than 1024 devices (at most 1024 are emulated)");
 }
 
+// A refusal names the flags as the user gave them: "--mesh data=2", not the
+// data=2,model=1 the data x model mesh fills in, and the topology's count,
+// not a --devices the user never gave.
+TEST(MeshSpecTest, MessagesNameOnlyTheFlagsGiven) {
+  struct Case {
+    std::string axes, topology;
+    int devices;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"data=2", "4x4", 0, "--mesh data=2 holds 2 devices but --topology 4x4 holds 16"},
+           {"data=2", "", 4, "--mesh data=2 holds 2 devices but --devices is 4"},
+           {"model=3", "2x4", 0, "--mesh model=3: model=3 does not divide the 8 devices (--topology 2x4 holds 8)"},
+           {"model=3", "", 8, "--mesh model=3: model=3 does not divide the 8 devices (--devices is 8)"},
+       }) {
+    MeshSpec spec;
+    spec.axes = c.axes;
+    spec.topology = c.topology;
+    spec.devices = c.devices;
+    auto m = CreateDataModelMesh(spec);
+    ASSERT_FALSE(m.ok()) << c.message;
+    EXPECT_EQ(m.status().message(), c.message);
+  }
+}
+
 // VMEM sizes that round to no bytes would mean "not modelled": refused.
 TEST(MeshSpecTest, VmemBelowOneKibIsRefused) {
   MeshSpec spec;

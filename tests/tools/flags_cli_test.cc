@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -225,6 +226,25 @@ TEST(FlagsCliTest, NumericFlagsOutsideTheirRangeAreRefused) {
       EXPECT_THAT(tpumesh::testing::ListDir(dir), ::testing::IsEmpty()) << what;
     }
   }
+}
+
+// eval runs on one device unless a flag gives the count: --topology alone
+// gives its own (it was refused: "--topology 4x4 holds 16 devices but
+// --devices is 1", a --devices the user never gave).
+TEST(FlagsCliTest, EvalTakesTheTopologysDeviceCount) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  const std::string in = dir + "/in.h5", out = dir + "/out.h5", report = dir + "/r.json";
+  auto w = tpumesh::pipeline::H5Writer::Create(in);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Write("latents", tpumesh::mesh::Array::Host(tpumesh::mesh::DType::kF32, {4, 4, 4, 4})).ok());
+  ASSERT_TRUE((*w)->Commit().ok());
+  auto r = RunTpumesh("eval --model " + TinyModel() + " --component vae_decoder --input " + in + " --output " + out +
+                      " --topology 2x2 --report " + report);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream f(report);
+  const nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["summary"]["devices"], 4) << j["summary"].dump();
 }
 
 }  // namespace
