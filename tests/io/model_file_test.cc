@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hdf5.h"
 #include "tests/testing/temp_dir.h"
 
 namespace tpumesh::pipeline {
@@ -92,6 +93,31 @@ TEST(ModelFileTest, BadFiles) {
   }
   EXPECT_THAT(ModelFileWriter::Create("/nonexistent-dir/x.h5").status().message(),
               HasSubstr("does not exist"));
+}
+
+// A file of another format version is refused, naming the one it claims
+// and the one this tpumesh reads; version 99 loaded before.
+TEST(ModelFileTest, UnknownFormatVersionIsRefused) {
+  const std::string path = Dir() + "/v99.h5";
+  {
+    auto w = ModelFileWriter::Create(path);
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->WriteText("model_index.json", "{}").ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  ASSERT_TRUE(ModelFile::Open(path).ok());
+  for (const int version : {99, 0, -1}) {
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    const hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+    ASSERT_GE(H5Awrite(a, H5T_NATIVE_INT, &version), 0);
+    H5Aclose(a);
+    H5Fclose(f);
+    auto m = ModelFile::Open(path);
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << version;
+    EXPECT_THAT(m.status().message(), HasSubstr("format version " + std::to_string(version) +
+                                                "; this tpumesh reads version 1"));
+  }
 }
 
 }  // namespace
