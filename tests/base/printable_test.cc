@@ -39,5 +39,15 @@ TEST(PrintableTest, QuotedNamesAValue) {
   EXPECT_EQ(Quoted("x"), "'x'");
 }
 
+// For text written into a file that must be UTF-8 (a report's CSV): every
+// byte outside a well-formed sequence becomes U+FFFD, the rest is kept.
+TEST(PrintableTest, ValidUtf8ReplacesWhatIsNotUtf8) {
+  EXPECT_EQ(ValidUtf8("fc\xff\x01"), "fc\xef\xbf\xbd\x01");
+  EXPECT_EQ(ValidUtf8("caf\xc3\xa9 \xe7\x8c\xab"), "caf\xc3\xa9 \xe7\x8c\xab");
+  EXPECT_EQ(ValidUtf8("\xc3"), "\xef\xbf\xbd");                          // cut short
+  EXPECT_EQ(ValidUtf8("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // a surrogate
+  EXPECT_EQ(ValidUtf8(""), "");
+}
+
 }  // namespace
 }  // namespace tpumesh
