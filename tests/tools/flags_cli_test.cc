@@ -247,4 +247,29 @@ TEST(FlagsCliTest, EvalTakesTheTopologysDeviceCount) {
   EXPECT_EQ(j["summary"]["devices"], 4) << j["summary"].dump();
 }
 
+// eval --component tokenizer reads "prompts" as a list: a 2-D table of
+// strings is refused naming its shape (it was read flat, silently).
+TEST(FlagsCliTest, EvalTokenizerRefusesATableOfPrompts) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  const std::string in = dir + "/prompts2d.h5", out = dir + "/out.h5";
+  {
+    const hid_t f = H5Fcreate(in.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    const hsize_t dims[2] = {2, 2};
+    const hid_t space = H5Screate_simple(2, dims, nullptr);
+    const hid_t ds = H5Dcreate2(f, "prompts", t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const char* p[4] = {"a", "b", "c", "d"};
+    ASSERT_GE(H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, p), 0);
+    H5Dclose(ds);
+    H5Sclose(space);
+    H5Tclose(t);
+    H5Fclose(f);
+  }
+  auto r = RunTpumesh("eval --model " + TinyModel() + " --component tokenizer --input " + in + " --output " + out);
+  ExpectOneLineError(r, "prompts");
+  EXPECT_THAT(r.err, HasSubstr("2,2"));
+  EXPECT_FALSE(fs::exists(out));
+}
+
 }  // namespace
