@@ -351,12 +351,13 @@ StatusOr<std::vector<WorkloadLayer>> ParseJson(std::string_view text, const std:
   } catch (const json::exception& e) {
     // A syntax error is a parse_error with its byte ("[json.exception.parse_error.101] parse error at line 2,
     // column 15: syntax error while parsing object key - unexpected '}'; expected string literal": the part
-    // after "; " is kept); a number past a double's range is out_of_range with no place
+    // after " - " is kept, so "invalid string: ill-formed UTF-8 byte; last read: ..." says what was wrong);
+    // a number past a double's range is out_of_range with no place
     // ("[json.exception.out_of_range.406] number overflow parsing '1e999'").
     const auto* syntax = dynamic_cast<const json::parse_error*>(&e);
     std::string why = e.what();
-    const size_t at = why.find(syntax != nullptr ? "; " : "] ");
-    if (at != std::string::npos) why = why.substr(at + 2);
+    const size_t at = why.find(syntax != nullptr ? " - " : "] ");
+    if (at != std::string::npos) why = why.substr(at + (syntax != nullptr ? 3 : 2));
     const std::string place =
         syntax != nullptr ? ":" + LineColumn(text, syntax->byte > 0 ? syntax->byte - 1 : 0) : std::string();
     return InvalidArgumentError(origin + place + ": not valid JSON (" + why + ")");

@@ -128,6 +128,8 @@ TEST(WorkloadTest, MalformedFilesNameTheFileAndThePlace) {
            {"a.csv", conv_header + "c, 8, 8, 9, 3, 3, 4, 1,\n", "a.csv:2: a 9x3 filter does not fit a 8x8 IFMAP"},
            {"a.txt", "Layer, M, N, K,\n", "a.txt: a workload is a SCALE-Sim topology (.csv) or a JSON list"},
            {"o.json", "{\"layers\": [\n  {\"name\": \"a\",}\n]}", "o.json:2:"},
+           {"o.json", "{\"layers\": [{\"name\": \"fc\xff\", \"op\": \"matmul\"}]}",
+            "o.json:1:25: not valid JSON (invalid string: ill-formed UTF-8 byte; last read: '\"fc"},
            {"o.json", R"({"layers": [{"name": "fc", "op": "matmul", "m": 1e999}]})",
             "o.json: not valid JSON (number overflow parsing '1e999')"},
            {"o.json", "[]", "o.json: a JSON workload is an object with a \"layers\" array"},
