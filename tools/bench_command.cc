@@ -160,6 +160,10 @@ Status Report(const BenchOptions& o, const mesh::ChipSpec& chip, const std::stri
   return OkStatus();
 }
 
+// A matmul side, as --m, --n, --k or --shape give it (what the host can
+// hold is checked when the operands are allocated).
+constexpr int64_t kMaxBenchDim = 1 << 20;
+
 Status BenchMatmul(BenchOptions o, const mesh::ChipSpec& chip) {
   if (!o.shape.empty()) {  // --shape M,N,K instead of --m --n --k
     TPUMESH_ASSIGN_OR_RETURN(std::vector<int64_t> v, ParseShape(o.shape, 3, 3, "M,N,K"));
@@ -167,7 +171,10 @@ Status BenchMatmul(BenchOptions o, const mesh::ChipSpec& chip) {
     o.n = v[1];
     o.k = v[2];
   }
-  if (o.m < 1 || o.n < 1 || o.k < 1) return InvalidArgumentError("--m, --n and --k must be >= 1");
+  if (o.m < 1 || o.n < 1 || o.k < 1 || o.m > kMaxBenchDim || o.n > kMaxBenchDim || o.k > kMaxBenchDim)
+    return InvalidArgumentError("--m, --n and --k must be >= 1 and at most " + std::to_string(kMaxBenchDim) +
+                                ", got " + std::to_string(o.m) + "," + std::to_string(o.n) + "," +
+                                std::to_string(o.k));
   TPUMESH_ASSIGN_OR_RETURN(kernels::Precision precision, ParseKernelPrecision(o.precision));
   TPUMESH_ASSIGN_OR_RETURN(kernels::Provider provider, ParseProvider(o.provider));
   if (o.dtype != "bf16" && o.dtype != "f32") return InvalidArgumentError("--dtype must be bf16 or f32");
@@ -359,9 +366,9 @@ void RegisterBench(CLI::App& app, RunFn* run) {
     });
   };
   CLI::App* mm = cmd->add_subcommand("matmul", "C[M,N] = A[M,K] x B[K,N] with B packed once");
-  CLI::Option* m_opt = mm->add_option("--m", opt->m, "Rows of A and C")->capture_default_str();
-  CLI::Option* n_opt = mm->add_option("--n", opt->n, "Columns of B and C")->capture_default_str();
-  CLI::Option* k_opt = mm->add_option("--k", opt->k, "Columns of A, rows of B")->capture_default_str();
+  CLI::Option* m_opt = mm->add_option("--m", opt->m, "Rows of A and C, 1 to 1048576")->capture_default_str();
+  CLI::Option* n_opt = mm->add_option("--n", opt->n, "Columns of B and C, 1 to 1048576")->capture_default_str();
+  CLI::Option* k_opt = mm->add_option("--k", opt->k, "Columns of A, rows of B, 1 to 1048576")->capture_default_str();
   mm->add_option("--shape", opt->shape, "M,N,K (instead of --m --n --k)")->excludes(m_opt, n_opt, k_opt);
   mm->add_option("--dtype", opt->dtype, "Operand storage: bf16 or f32")->capture_default_str();
   mm->add_option("--provider", opt->provider, "auto, highway, bf16 (AVX512-BF16) or blis")->capture_default_str();

@@ -336,7 +336,9 @@ TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
   ASSERT_EQ(att.code, 0) << att.err;
   EXPECT_THAT(att.out, HasSubstr("attention B=1 Lq=16 Lk=16 heads=2 head_dim=8"));
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
-           {"bench matmul --m 0", "--m, --n and --k must be >= 1"},
+           {"bench matmul --m 0", "--m, --n and --k must be >= 1 and at most 1048576, got 0,2048,2048"},
+           {"bench matmul --n 1048577", "--m, --n and --k must be >= 1 and at most 1048576, got 2048,1048577,2048"},
+           {"bench matmul --shape 1,1,-1", "--shape '1,1,-1'"},
            {"bench matmul --provider mkl", "--provider must be auto, highway, bf16 or blis"},
            {"bench matmul --precision fast", "--precision must be default, high or highest"},
            {"bench conv --shape 1,2,3", "--shape '1,2,3': expected N,C_in,H,W,C_out,kernel"},
