@@ -389,8 +389,15 @@ void RegisterBench(CLI::App& app, RunFn* run) {
   peak->add_option("--threads", opt->threads, "Host threads, 0 to 1024 (0: every core)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
-  peak->add_option("--seconds", opt->probe_seconds, "Seconds of probing per path (best of three runs)")
-      ->check(CLI::Range(0.001, 60.0))
+  peak->add_option("--seconds", opt->probe_seconds, "Seconds of probing per path (best of three runs), 0.001 to 60")
+      ->check(CLI::Validator(
+          [](const std::string& text) -> std::string {
+            double value = 0;  // CLI::Range lets NaN through: it compares false both ways
+            if (!CLI::detail::lexical_cast(text, value) || !(value >= 0.001 && value <= 60))
+              return "Value " + text + " not in range 0.001 to 60";
+            return "";
+          },
+          "FLOAT in [0.001 - 60]"))
       ->capture_default_str();
   peak->callback([opt, run] {
     opt->op = "peak";

@@ -216,6 +216,8 @@ TEST(FlagsCliTest, NumericFlagsOutsideTheirRangeAreRefused) {
     flags.push_back({std::string("bench ") + sub, "--threads", zero_ok});
     if (std::string(sub) != "peak") flags.push_back({std::string("bench ") + sub, "--repeats", all});
   }
+  for (const char* f : {"--m", "--n", "--k"}) flags.push_back({"bench matmul", f, all});
+  flags.push_back({"bench peak", "--seconds", all});
   for (const Flag& f : flags) {
     for (const std::string& v : f.bad) {
       const auto r = RunTpumesh(f.command + " " + f.flag + " " + v);
