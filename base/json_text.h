@@ -12,6 +12,13 @@
 // (a discarded value or a parse_error on a syntax error), and sets *duplicate to the first key an object
 // holds twice (JSON allows it and nlohmann keeps the last silently, so a
 // file saying "name" twice would mean whichever came second).
+//
+// ParseJsonFile: ParseJsonOnce as a file's reader wants it: the value, or
+// one message naming `origin` and the place and saying what was wrong
+// ("w.json:2:16: not valid JSON (unexpected '}'; expected string literal)",
+// "... (invalid string: ill-formed UTF-8 byte; last read: ...)", "w.json:
+// not valid JSON (number overflow parsing '1e999')", "w.json: an object
+// holds the key 'm' twice (which one would be meant?)").
 #ifndef TPUMESH_BASE_JSON_TEXT_H_
 #define TPUMESH_BASE_JSON_TEXT_H_
 
@@ -21,6 +28,7 @@
 #include <vector>
 
 #include "base/printable.h"
+#include "base/status.h"
 
 namespace tpumesh {
 
@@ -51,6 +59,45 @@ Json ParseJsonOnce(std::string_view text, std::string* duplicate, bool allow_exc
     return true;
   };
   return Json::parse(text, seen, allow_exceptions);
+}
+
+// "LINE:COLUMN" (from 1) of byte `offset` of text.
+inline std::string JsonLineColumn(std::string_view text, size_t offset) {
+  int line = 1, col = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(col);
+}
+
+template <typename Json>
+StatusOr<Json> ParseJsonFile(std::string_view text, const std::string& origin) {
+  Json j;
+  std::string duplicate;
+  try {
+    j = ParseJsonOnce<Json>(text, &duplicate, /*allow_exceptions=*/true);
+  } catch (const typename Json::exception& e) {
+    // A syntax error is a parse_error with its byte ("[json.exception.parse_error.101] parse error at line 2,
+    // column 15: syntax error while parsing object key - unexpected '}'; expected string literal": the part
+    // after " - " is kept); a number past a double's range is out_of_range with no place
+    // ("[json.exception.out_of_range.406] number overflow parsing '1e999'").
+    const auto* syntax = dynamic_cast<const typename Json::parse_error*>(&e);
+    std::string why = e.what();
+    const size_t at = why.find(syntax != nullptr ? " - " : "] ");
+    if (at != std::string::npos) why = why.substr(at + (syntax != nullptr ? 3 : 2));
+    const std::string place =
+        syntax != nullptr ? ":" + JsonLineColumn(text, syntax->byte > 0 ? syntax->byte - 1 : 0) : std::string();
+    return InvalidArgumentError(origin + place + ": not valid JSON (" + why + ")");
+  }
+  if (!duplicate.empty())
+    return InvalidArgumentError(origin + ": an object holds the key " + Quoted(duplicate) +
+                                " twice (which one would be meant?)");
+  return j;
 }
 
 }  // namespace tpumesh

@@ -217,20 +217,6 @@ StatusOr<std::vector<WorkloadLayer>> ParseCsv(std::string_view text, const std::
 
 // ---------------------------------------------------------------- JSON
 
-// Line and column of byte `offset` of `text` (1-based).
-std::string LineColumn(std::string_view text, size_t offset) {
-  int line = 1, col = 1;
-  for (size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return std::to_string(line) + ":" + std::to_string(col);
-}
-
 std::optional<mesh::CollectiveKind> CollectiveOf(const std::string& op) {
   for (mesh::CollectiveKind k : {mesh::CollectiveKind::kPsum, mesh::CollectiveKind::kPmean,
                                  mesh::CollectiveKind::kAllGather, mesh::CollectiveKind::kPsumScatter,
@@ -344,27 +330,7 @@ StatusOr<WorkloadLayer> JsonLayer(const json& j, const std::string& where, kerne
 
 StatusOr<std::vector<WorkloadLayer>> ParseJson(std::string_view text, const std::string& origin,
                                                kernels::Precision p, int64_t max_layers) {
-  json j;
-  std::string duplicate;
-  try {
-    j = ParseJsonOnce<json>(text, &duplicate, /*allow_exceptions=*/true);
-  } catch (const json::exception& e) {
-    // A syntax error is a parse_error with its byte ("[json.exception.parse_error.101] parse error at line 2,
-    // column 15: syntax error while parsing object key - unexpected '}'; expected string literal": the part
-    // after " - " is kept, so "invalid string: ill-formed UTF-8 byte; last read: ..." says what was wrong);
-    // a number past a double's range is out_of_range with no place
-    // ("[json.exception.out_of_range.406] number overflow parsing '1e999'").
-    const auto* syntax = dynamic_cast<const json::parse_error*>(&e);
-    std::string why = e.what();
-    const size_t at = why.find(syntax != nullptr ? " - " : "] ");
-    if (at != std::string::npos) why = why.substr(at + (syntax != nullptr ? 3 : 2));
-    const std::string place =
-        syntax != nullptr ? ":" + LineColumn(text, syntax->byte > 0 ? syntax->byte - 1 : 0) : std::string();
-    return InvalidArgumentError(origin + place + ": not valid JSON (" + why + ")");
-  }
-  if (!duplicate.empty())
-    return InvalidArgumentError(origin + ": an object holds the key " + Quoted(duplicate) +
-                                " twice (which one would be meant?)");
+  TPUMESH_ASSIGN_OR_RETURN(const json j, ParseJsonFile<json>(text, origin));
   if (!j.is_object() || !j.contains("layers") || !j["layers"].is_array())
     return InvalidArgumentError(origin + ": a JSON workload is an object with a \"layers\" array");
   for (const auto& [key, value] : j.items())

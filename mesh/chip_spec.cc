@@ -184,13 +184,7 @@ std::string ChipSpec::ToJson() const {
 StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
                                     std::string_view origin) {
   const std::string where(origin);
-  std::string duplicate;
-  nlohmann::json j = ParseJsonOnce<nlohmann::json>(json_text, &duplicate);
-  if (j.is_discarded())
-    return InvalidArgumentError(where + ": not valid JSON");
-  if (!duplicate.empty())
-    return InvalidArgumentError(where + ": an object holds the key " + Quoted(duplicate) +
-                                " twice (which one would be meant?)");
+  TPUMESH_ASSIGN_OR_RETURN(const nlohmann::json j, ParseJsonFile<nlohmann::json>(json_text, where));
   if (!j.is_object())
     return InvalidArgumentError(where + ": a chip file must hold a JSON object");
 
