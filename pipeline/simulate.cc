@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include "base/printable.h"
 #include "io/model_file.h"
@@ -171,25 +172,33 @@ StatusOr<RunReport> SimulateWorkload(const WorkloadOptions& o) {
                                 " rows of --report, --report-csv or --trace, more than " +
                                 std::to_string(o.max_layers) + " (simulate --max-layers N raises it, up to " +
                                 std::to_string(kMaxWorkloadLayers) + ")");
-  // A collective's cost depends only on its group (every member sends and
-  // waits alike): each axis's groups are found once, and each (layer, group)
-  // priced once, so the work grows with layers x groups, not with layers x
-  // devices^2. A device's figures are the collectives' costs of its groups;
+  // A collective's cost depends only on its group's layout (mesh/interconnect.h:
+  // chips, cores per chip, ring or line, hops per step; every member sends and
+  // waits alike): each axis's groups are found and laid out once, and each
+  // (layer, distinct layout) priced once, so the work grows with layers x
+  // layouts (one or two), not with layers x devices^2 or layers x groups. A
+  // device's figures are the collectives' costs of its groups' layouts;
   // devices with the same figures share one priced log.
-  std::map<std::string, std::vector<int>> group_of;  // axis -> device -> group index
-  std::map<std::string, std::vector<std::vector<int>>> groups;
+  struct AxisGroups {
+    std::vector<int> layout_of;                   // device -> index in `layouts`
+    std::vector<std::vector<int>> representative;  // layout -> a group with it
+  };
+  std::map<std::string, AxisGroups> axes;
   for (const WorkloadLayer& l : layers) {
-    if (!l.collective || group_of.count(l.axis)) continue;
-    std::vector<int>& of = group_of[l.axis];
-    std::vector<std::vector<int>>& list = groups[l.axis];
-    of.assign(r.devices, -1);
+    if (!l.collective || axes.count(l.axis)) continue;
+    AxisGroups& a = axes[l.axis];
+    a.layout_of.assign(r.devices, -1);
+    std::map<std::tuple<int, int, int, bool, int, std::string>, int> index;
     const std::string axis[] = {l.axis};
     for (int d = 0; d < r.devices; ++d) {
-      if (of[d] >= 0) continue;
+      if (a.layout_of[d] >= 0) continue;
       auto group = mesh->Group(d, axis);
       if (!group.ok()) return group.status().WithContext(Printable(o.path) + ": layer " + Quoted(l.record.module));
-      for (const int member : *group) of[member] = static_cast<int>(list.size());
-      list.push_back(std::move(group).value());
+      const mesh::GroupLayout g = mesh::AnalyzeGroup(mesh->topology(), *group);
+      auto [it, fresh] = index.emplace(std::tuple(g.devices, g.chips, g.cores_per_chip, g.ring, g.hops_per_step, g.algorithm),
+                                       static_cast<int>(a.representative.size()));
+      if (fresh) a.representative.push_back(*group);
+      for (const int member : *group) a.layout_of[member] = it->second;
     }
   }
   // Per device, the index of its priced figures in `costs` for each
@@ -198,11 +207,11 @@ StatusOr<RunReport> SimulateWorkload(const WorkloadOptions& o) {
   std::vector<std::vector<int>> row(r.devices);
   for (const WorkloadLayer& l : layers) {
     if (!l.collective) continue;
-    const std::vector<std::vector<int>>& list = groups[l.axis];
+    const AxisGroups& a = axes[l.axis];
     const size_t first = costs.size();
-    for (const std::vector<int>& g : list)
+    for (const std::vector<int>& g : a.representative)
       costs.push_back(mesh::ModelCollective(r.chip, mesh->topology(), *l.collective, g, l.bytes));
-    for (int d = 0; d < r.devices; ++d) row[d].push_back(static_cast<int>(first) + group_of[l.axis][d]);
+    for (int d = 0; d < r.devices; ++d) row[d].push_back(static_cast<int>(first) + a.layout_of[d]);
   }
   // Equal costs in different groups (a torus's identical rings) are one class.
   std::map<std::vector<std::pair<double, double>>, int> class_of_figures;
