@@ -21,6 +21,7 @@ constexpr int kMaxConfigValue = 1 << 24;
 constexpr int kMaxLayers = 1024;
 constexpr int kMaxBlocks = 16;
 constexpr int kMaxKernel = 31;
+constexpr int kMaxLatentSide = 16384;
 
 // Typed access to one config object; errors name the file and the key.
 class Reader {
@@ -266,7 +267,9 @@ StatusOr<UNetConfig> ParseUNetConfig(std::string_view json, std::string_view ori
                      "projection_class_embeddings_input_dim");
   }
   // Every number that sizes a layer, in the order of diffusers' signature.
-  TPUMESH_RETURN_IF_ERROR(r.Within("sample_size", c.sample_size, 1, kMaxConfigValue));
+  // The latent side: at most 16384, the largest image side, so that the
+  // default image size (this times the VAE's factor, up to 2^15) stays an int.
+  TPUMESH_RETURN_IF_ERROR(r.Within("sample_size", c.sample_size, 1, kMaxLatentSide));
   TPUMESH_RETURN_IF_ERROR(r.Within("in_channels", c.in_channels, 1, kMaxConfigValue));
   TPUMESH_RETURN_IF_ERROR(r.Within("out_channels", c.out_channels, 1, kMaxConfigValue));
   TPUMESH_RETURN_IF_ERROR(r.Blocks(n));

@@ -134,7 +134,8 @@ TEST(ConfigTest, EveryShapingFieldHasARange) {
   };
   const std::string n24 = "16777216";
   for (const Case& c : std::vector<Case>{
-           {"unet", {{"sample_size", -8}}, "unet/config.json: 'sample_size' is -8, must be from 1 to " + n24},
+           {"unet", {{"sample_size", -8}}, "unet/config.json: 'sample_size' is -8, must be from 1 to 16384"},
+           {"unet", {{"sample_size", 1 << 24}}, "'sample_size' is 16777216, must be from 1 to 16384"},
            {"unet", {{"in_channels", 0}}, "'in_channels' is 0, must be from 1 to " + n24},
            {"unet", {{"out_channels", 1 << 25}}, "'out_channels' is 33554432, must be from 1 to " + n24},
            {"unet", {{"layers_per_block", 1 << 24}}, "'layers_per_block' is 16777216, must be from 1 to 1024"},
