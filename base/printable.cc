@@ -34,13 +34,15 @@ size_t Utf8Length(std::string_view s, size_t i) {
 
 }  // namespace
 
-std::string Printable(std::string_view s) {
+namespace {
+
+std::string Escaped(std::string_view s, bool escape_backslash) {
   static const char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
     const uint8_t b = static_cast<uint8_t>(s[i]);
-    if (b >= 0x20 && b < 0x7F && b != '\\') {
+    if (b >= 0x20 && b < 0x7F && (b != '\\' || !escape_backslash)) {
       out += static_cast<char>(b);
       ++i;
       continue;
@@ -66,6 +68,12 @@ std::string Printable(std::string_view s) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string Printable(std::string_view s) { return Escaped(s, /*escape_backslash=*/true); }
+
+std::string OneLine(std::string_view s) { return Escaped(s, /*escape_backslash=*/false); }
 
 std::string ValidUtf8(std::string_view s) {
   std::string out;

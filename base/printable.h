@@ -20,6 +20,11 @@ namespace tpumesh {
 std::string Printable(std::string_view s);
 std::string Quoted(std::string_view s);
 
+// A whole message made one line: as Printable but a backslash is kept, so
+// the escapes Printable and Quoted already wrote into it are not escaped a
+// second time (the CLI's last step before stderr).
+std::string OneLine(std::string_view s);
+
 // s with every byte that is not part of a well-formed UTF-8 sequence
 // replaced by U+FFFD, as nlohmann's dump does with error_handler_t::replace:
 // for text written into a file that must be UTF-8 (a report's CSV).

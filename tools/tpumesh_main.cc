@@ -62,13 +62,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "tpumesh: " << tpumesh::Printable(e.what()) << " (see tpumesh --help)\n";
+    std::cerr << "tpumesh: " << tpumesh::OneLine(e.what()) << " (see tpumesh --help)\n";
     return 2;
   }
   if (!run) return 2;
   // A bad TPUMESH_SIMD would leave the kernels on the host's path unasked.
   if (tpumesh::Status simd = tpumesh::kernels::CpuPathStatus(); !simd.ok()) {
-    std::cerr << "tpumesh: error: " << tpumesh::Printable(simd.message()) << "\n";
+    std::cerr << "tpumesh: error: " << tpumesh::OneLine(simd.message()) << "\n";
     return 1;
   }
   // Every failure is a Status; an exception that still escapes (memory the
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   // One line of valid UTF-8 whatever a name in the message holds (a
   // newline, bytes that are not UTF-8): base/printable.h.
   if (!status.ok()) {
-    std::cerr << "tpumesh: error: " << tpumesh::Printable(status.message()) << "\n";
+    std::cerr << "tpumesh: error: " << tpumesh::OneLine(status.message()) << "\n";
     return 1;
   }
   return 0;

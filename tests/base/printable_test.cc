@@ -49,5 +49,12 @@ TEST(PrintableTest, ValidUtf8ReplacesWhatIsNotUtf8) {
   EXPECT_EQ(ValidUtf8(""), "");
 }
 
+// The CLI's last pass over a whole message: control characters and bytes
+// that are not UTF-8 escaped, the escapes already in it left as they are.
+TEST(PrintableTest, OneLineKeepsTheEscapesAMessageHolds) {
+  EXPECT_EQ(OneLine("layer " + Quoted("fc\n1") + " at\nline 2"), "layer 'fc\\n1' at\\nline 2");
+  EXPECT_EQ(OneLine("C:\\models \xff"), "C:\\models \\xff");
+}
+
 }  // namespace
 }  // namespace tpumesh
