@@ -148,7 +148,7 @@ struct MeshSpec {
   std::string chip = "v5e";  // a preset (v5e, v4, v2) or a chip JSON file
   std::string dataflow;      // "ws", "os" or "is"; empty: the chip's
   double vmem_mib = -1;      // VMEM per TensorCore in MiB, 0 to 1048576 (0: none modelled); -1: the chip's
-  int devices = 0;           // 0: the product of `axes`, else 8
+  int devices = 0;           // 1 to 1024; 0 (not given): the topology's count, else the product of `axes`, else 8
   std::string axes;          // "data=4,model=2"; empty: data=devices
   std::string topology;      // "2x4"; empty: the chip's slice for the device count
   std::string model_axis_along = "x";  // the chip axis the last mesh axis runs along first
@@ -157,8 +157,9 @@ struct MeshSpec {
 // The devices, topology and axes of `spec`; errors name the flag.
 StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec);
 // A mesh whose axes are exactly data=D, model=M (model=1 when `spec.axes`
-// names no model axis; other axis names are refused): what generate,
-// simulate and eval run on.
+// names no model axis; other axis names are refused; model=M alone leaves
+// data the rest of the device count): what generate, simulate and eval run
+// on. Errors name the flags as given.
 StatusOr<std::unique_ptr<Mesh>> CreateDataModelMesh(const MeshSpec& spec);
 
 }  // namespace tpumesh::mesh
