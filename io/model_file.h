@@ -39,6 +39,10 @@ void DisableHdf5ExitHandler();
 
 inline constexpr char kModelFormat[] = "tpumesh-model";
 inline constexpr int kModelFormatVersion = 1;
+// How many times smaller than its shape a compressed dataset may be stored
+// (tpumesh writes none; h5py's gzip may): a bound no real weights come near,
+// so a small file cannot declare a huge model.
+inline constexpr int kMaxCompression = 64;
 // An optional text dataset: a model's training record (`tpumesh convert`
 // copies a diffusers folder's file of that name): JSON with the data, the
 // settings and the "vocabulary" the model was trained on.
@@ -92,8 +96,8 @@ class ModelFile {
   // Parameter names of a component ("unet"), sorted; text datasets excluded.
   StatusOr<std::vector<std::string>> TensorNames(const std::string& component) const;
   // InvalidArgument when the dataset declares more bytes than it stores or
-  // than the whole file holds (a forged shape): checked before any read
-  // allocates for it.
+  // than the whole file holds (a forged shape; kMaxCompression times more
+  // for a compressed dataset): checked before any read allocates for it.
   StatusOr<TensorInfo> Info(const std::string& component, const std::string& name) const;
   // The file's size in bytes (the image's, for OpenImage): no parameters a
   // file declares can take more than this as stored.

@@ -29,17 +29,19 @@ int64_t FirstNonFinite(const T* v, int64_t n, Bad bad) {
 StatusOr<models::ParamMap> ReadParams(const ModelFile& file, const std::string& component,
                                       const std::vector<models::ParamSpec>& manifest) {
   // What the config declares, against what the file can hold (2 bytes a
-  // parameter at the least, bf16), before any tensor is read: a config of a
-  // huge model in a small file is refused here, not after gigabytes.
-  // Summed as doubles: at the configs' bounds the count passes 2^63.
+  // parameter at the least, bf16, compressed at most kMaxCompression times),
+  // before any tensor is read: a config of a huge model in a small file is
+  // refused here, not after gigabytes. Summed as doubles: at the configs'
+  // bounds the count passes 2^63.
   double declared = 0;
   for (const models::ParamSpec& p : manifest) declared += static_cast<double>(mesh::NumElements(p.shape));
-  if (declared > static_cast<double>(file.size_bytes() / 2)) {
+  if (2 * declared > static_cast<double>(kMaxCompression) * static_cast<double>(file.size_bytes())) {
     char count[32];
     std::snprintf(count, sizeof count, "%.0f", declared);
     return InvalidArgumentError(file.path() + ": " + component + "/config.json declares " + count +
                                 " parameters, more than the file's " + std::to_string(file.size_bytes()) +
-                                " bytes can hold (at 2 bytes each)");
+                                " bytes can hold (2 bytes each, compressed " + std::to_string(kMaxCompression) +
+                                " times at most)");
   }
   std::map<std::string, mesh::Array> params;
   for (const models::ParamSpec& p : manifest) {

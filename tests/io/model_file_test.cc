@@ -120,5 +120,52 @@ TEST(ModelFileTest, UnknownFormatVersionIsRefused) {
   }
 }
 
+// A dataset compressed by another writer (h5py's gzip) reads; one that
+// declares more than kMaxCompression times what it stores (a forged or
+// all-zero shape) is refused before anything is allocated for it.
+TEST(ModelFileTest, CompressedDatasetsAreBoundedByWhatTheyStore) {
+  if (H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0) GTEST_SKIP() << "this HDF5 has no deflate filter";
+  const std::string path = Dir() + "/gzip.h5";
+  {
+    auto w = ModelFileWriter::Create(path);
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->WriteText("model_index.json", "{}").ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  const mesh::Array ramp = Ramp({64, 64});
+  {
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t g = H5Gcreate2(f, "unet", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    const hsize_t chunk[2] = {64, 64};
+    H5Pset_chunk(dcpl, 2, chunk);
+    H5Pset_deflate(dcpl, 9);
+    const hsize_t small[2] = {64, 64}, huge[2] = {1 << 14, 1 << 14};
+    const hid_t s1 = H5Screate_simple(2, small, nullptr), s2 = H5Screate_simple(2, huge, nullptr);
+    const hid_t d1 = H5Dcreate2(g, "ramp", H5T_IEEE_F32LE, s1, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    ASSERT_GE(H5Dwrite(d1, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, ramp.raw()), 0);
+    // 1 GiB of zeros in one written chunk: a few KB stored.
+    const hid_t d2 = H5Dcreate2(g, "zeros", H5T_IEEE_F32LE, s2, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    std::vector<float> zeros(64 * 64, 0.0f);
+    const hid_t mem = H5Screate_simple(2, chunk, nullptr);
+    const hsize_t start[2] = {0, 0};
+    H5Sselect_hyperslab(s2, H5S_SELECT_SET, start, nullptr, chunk, nullptr);
+    ASSERT_GE(H5Dwrite(d2, H5T_NATIVE_FLOAT, mem, s2, H5P_DEFAULT, zeros.data()), 0);
+    for (const hid_t h : {d1, d2}) H5Dclose(h);
+    for (const hid_t h : {s1, s2, mem}) H5Sclose(h);
+    H5Pclose(dcpl);
+    H5Gclose(g);
+    H5Fclose(f);
+  }
+  auto m = ModelFile::Open(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  auto a = (*m)->ReadTensor("unet", "ramp", mesh::DType::kF32);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->ToVector<float>(), ramp.ToVector<float>());
+  auto z = (*m)->ReadTensor("unet", "zeros", mesh::DType::kF32);
+  EXPECT_EQ(z.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(z.status().message(), HasSubstr("unet/zeros declares shape [16384,16384] (1073741824 bytes) but stores"));
+}
+
 }  // namespace
 }  // namespace tpumesh::pipeline
