@@ -24,6 +24,7 @@
 #include "kernels/peak.h"
 #include "mesh/chip_spec.h"
 #include "mesh/cost_model.h"
+#include "pipeline/loader.h"
 #include "tools/commands.h"
 
 namespace tpumesh::tools {
@@ -75,6 +76,21 @@ StatusOr<std::vector<int64_t>> ParseShape(const std::string& text, size_t min, s
   if (v.size() < min || v.size() > max)
     return InvalidArgumentError(std::string("--shape '") + text + "': expected " + what);
   return v;
+}
+
+// Refuses a bench whose buffers would not fit this host's available memory,
+// before allocating them: `bytes` is reckoned in doubles from the shape, so
+// no product of its dimensions can wrap.
+Status CheckBenchMemory(double bytes, const std::string& shape) {
+  const int64_t have = pipeline::HostMemoryAvailable();
+  if (have > 0 && bytes > static_cast<double>(have))
+  {
+    char text[160];
+    std::snprintf(text, sizeof text, ": its buffers take about %.3g GiB, more than the %.1f GiB this host has available",
+                  bytes / (1 << 30), static_cast<double>(have) / (1 << 30));
+    return ResourceExhaustedError(shape + text);
+  }
+  return OkStatus();
 }
 
 struct HostTime {
@@ -175,6 +191,13 @@ Status BenchMatmul(BenchOptions o, const mesh::ChipSpec& chip) {
     return InvalidArgumentError("--m, --n and --k must be >= 1 and at most " + std::to_string(kMaxBenchDim) +
                                 ", got " + std::to_string(o.m) + "," + std::to_string(o.n) + "," +
                                 std::to_string(o.k));
+  {
+    const double m = static_cast<double>(o.m), n = static_cast<double>(o.n), k = static_cast<double>(o.k);
+    // A and B in f32 and bf16, B packed, C in f32.
+    TPUMESH_RETURN_IF_ERROR(CheckBenchMemory(6 * (m * k + k * n) + 4 * k * n + 4 * m * n,
+                                             "matmul " + std::to_string(o.m) + "x" + std::to_string(o.n) + "x" +
+                                                 std::to_string(o.k)));
+  }
   TPUMESH_ASSIGN_OR_RETURN(kernels::Precision precision, ParseKernelPrecision(o.precision));
   TPUMESH_ASSIGN_OR_RETURN(kernels::Provider provider, ParseProvider(o.provider));
   if (o.dtype != "bf16" && o.dtype != "f32") return InvalidArgumentError("--dtype must be bf16 or f32");
@@ -211,6 +234,13 @@ Status BenchConv(const BenchOptions& o, const mesh::ChipSpec& chip) {
   TPUMESH_ASSIGN_OR_RETURN(std::vector<int64_t> v,
                            ParseShape(o.shape.empty() ? "1,320,64,64,320,3,1,1" : o.shape, 6, 8,
                                       "N,C_in,H,W,C_out,kernel[,stride[,pad]]"));
+  {
+    // x, the weight and y in f32 (y at most the input's size per output
+    // channel), each twice for packed copies and the im2col tiles.
+    const double n = static_cast<double>(v[0]), hw = static_cast<double>(v[2]) * static_cast<double>(v[3]);
+    const double cin = static_cast<double>(v[1]), cout = static_cast<double>(v[4]), kk = static_cast<double>(v[5]) * v[5];
+    TPUMESH_RETURN_IF_ERROR(CheckBenchMemory(8 * (n * cin * hw + cout * cin * kk + n * cout * hw), "conv --shape " + o.shape));
+  }
   TPUMESH_ASSIGN_OR_RETURN(kernels::Precision precision, ParseKernelPrecision(o.precision));
   const kernels::Conv2dShape s = kernels::MakeConv2dShape(v[0], v[1], v[2], v[3], v[4], v[5], v.size() > 6 ? v[6] : 1,
                                                           v.size() > 7 ? v[7] : v[5] / 2);
@@ -253,6 +283,12 @@ Status BenchConv(const BenchOptions& o, const mesh::ChipSpec& chip) {
 Status BenchAttention(const BenchOptions& o, const mesh::ChipSpec& chip) {
   TPUMESH_ASSIGN_OR_RETURN(std::vector<int64_t> v, ParseShape(o.shape.empty() ? "2,4096,4096,8,40" : o.shape, 5, 5,
                                                               "B,Lq,Lk,heads,head_dim"));
+  {
+    // Q, K, V and the output in f32, twice for their bf16 and packed copies.
+    const double rows = static_cast<double>(v[0]) * (2.0 * v[1] + 2.0 * v[2]);
+    TPUMESH_RETURN_IF_ERROR(
+        CheckBenchMemory(8 * rows * static_cast<double>(v[3]) * static_cast<double>(v[4]), "attention --shape " + o.shape));
+  }
   kernels::AttentionShape s{v[0], v[1], v[2], v[3], v[4]};
   TPUMESH_RETURN_IF_ERROR(kernels::CheckAttention(s));
   const std::vector<float> q = Random(static_cast<size_t>(s.batch * s.q_len * s.hidden()), 1);

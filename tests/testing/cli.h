@@ -15,6 +15,28 @@
 
 namespace tpumesh::testing {
 
+// Whether this test (and so the tpumesh it runs, built alike) is under
+// AddressSanitizer: its shadow memory needs terabytes of address space, so
+// `ulimit -v` cannot bound such a run, and its allocator aborts on a request
+// past its maximum where malloc returns null.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kUnderAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kUnderAddressSanitizer = true;
+#else
+inline constexpr bool kUnderAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kUnderAddressSanitizer = false;
+#endif
+
+// `ulimit -v KIB; ` for a shell command line, or nothing under
+// AddressSanitizer (above).
+inline std::string AddressSpaceLimit(int64_t kib) {
+  return kUnderAddressSanitizer ? std::string() : "ulimit -v " + std::to_string(kib) + "; ";
+}
+
 struct CliResult {
   int code;
   std::string out;  // stdout

@@ -45,17 +45,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr int kSlowdown = 4;  // the ASan build's binary: time and shadow memory
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr int kSlowdown = 4;
-#else
-constexpr int kSlowdown = 1;
-#endif
-#else
-constexpr int kSlowdown = 1;
-#endif
+// The ASan build's binary: more time, and shadow memory in its RSS.
+constexpr int kSlowdown = tpumesh::testing::kUnderAddressSanitizer ? 4 : 1;
 
 struct Case {
   std::string name;

@@ -86,10 +86,12 @@ std::string EditedModel(const std::string& name, const std::map<std::string, nlo
   return path;
 }
 
-// Runs with an address-space limit of 1 GiB: a run that would allocate
-// more fails (and the test with it) instead of swapping the host.
+// Runs with an address-space limit of 1 GiB (none under AddressSanitizer):
+// a run that would allocate more fails (and the test with it) instead of
+// swapping the host.
 tpumesh::testing::CliResult RunBounded(const std::string& args) {
-  return RunTpumesh("--version >/dev/null; ulimit -v 1048576; exec " + std::string(TPUMESH_BIN) + " " + args);
+  return RunTpumesh("--version >/dev/null; " + tpumesh::testing::AddressSpaceLimit(1048576) + "exec " +
+                    std::string(TPUMESH_BIN) + " " + args);
 }
 
 // A config declaring 2^40 text-encoder parameters in a file of 36 KB (and

@@ -45,12 +45,13 @@ void ExpectOneLineError(const CliResult& r, const std::string& what, int code = 
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
-// A run bounded to 1 GiB of address space and 60 s of CPU: a run that
+// A run bounded to 1 GiB of address space (not under AddressSanitizer) and
+// 60 s of CPU: a run that
 // would take more fails (exit code -1 or 1) instead of swapping or hanging
 // the host. The work these tests give takes well under a second.
 CliResult RunBounded(const std::string& args) {
-  return RunTpumesh("--version >/dev/null; ulimit -v 1048576; ulimit -t 60; exec " + std::string(TPUMESH_BIN) + " " +
-                    args);
+  return RunTpumesh("--version >/dev/null; " + tpumesh::testing::AddressSpaceLimit(1048576) + "ulimit -t 60; exec " +
+                    std::string(TPUMESH_BIN) + " " + args);
 }
 
 // Every "N%" the run printed is at most 100 and no figure is inf or nan.
