@@ -12,6 +12,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace tpumesh::testing {
 
@@ -72,6 +73,17 @@ inline CliResult RunTpumesh(const std::string& args, int64_t file_size_limit = 0
   }
   std::remove(err_file.c_str());
   return r;
+}
+
+// `tpumesh init`'s tiny model (seed 0, f32), written once per test process
+// into its shared folder, for the CLI tests that need a model file.
+inline std::string TinyModelFile() {
+  static const std::string path = [] {
+    const std::string p = ProcessTempDir() + "/tiny.h5";
+    EXPECT_EQ(RunTpumesh("init -q -o " + p).code, 0);
+    return p;
+  }();
+  return path;
 }
 
 }  // namespace tpumesh::testing

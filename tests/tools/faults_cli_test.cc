@@ -43,15 +43,8 @@ using tpumesh::testing::ListDir;
 using tpumesh::testing::RunTpumesh;
 
 
-// A tiny model file, made once (init without a limit).
-std::string TinyModel() {
-  static const std::string path = [] {
-    const std::string p = tpumesh::testing::ProcessTempDir() + "/tiny.h5";
-    EXPECT_EQ(RunTpumesh("init -q -o " + p).code, 0);
-    return p;
-  }();
-  return path;
-}
+// The tiny model file, made once (tests/testing/cli.h).
+std::string TinyModel() { return tpumesh::testing::TinyModelFile(); }
 
 // generate with images, latents and a report under limits that stop it at
 // the first image, at the latents and at the report: never a crash, one

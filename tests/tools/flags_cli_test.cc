@@ -28,15 +28,8 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using tpumesh::testing::RunTpumesh;
 
-// A tiny model file, made once.
-std::string TinyModel() {
-  static const std::string path = [] {
-    const std::string p = tpumesh::testing::ProcessTempDir() + "/tiny.h5";
-    EXPECT_EQ(RunTpumesh("init -q -o " + p).code, 0);
-    return p;
-  }();
-  return path;
-}
+// The tiny model file, made once (tests/testing/cli.h).
+std::string TinyModel() { return tpumesh::testing::TinyModelFile(); }
 
 // One "tpumesh: error: ..." line and exit 1.
 void ExpectOneLineError(const tpumesh::testing::CliResult& r, const std::string& what) {
