@@ -205,9 +205,14 @@ Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& 
   for (size_t i = 0; i < files.size(); ++i) {
     if (std::rename(temps[i].c_str(), files[i].first.c_str()) == 0) continue;
     const int e = errno;
+    std::string kept;  // old files whose restore failed: their backup stays, named in the error
     for (size_t j = 0; j < i; ++j) {
       if (!backups[j].empty() && std::rename(backups[j].c_str(), files[j].first.c_str()) == 0) {
         UnregisterTempFile(backups[j]);
+        backups[j].clear();
+      } else if (!backups[j].empty()) {
+        UnregisterTempFile(backups[j]);
+        kept += "; the old " + files[j].first + " is kept as " + backups[j];
         backups[j].clear();
       } else if (!existed[j]) {
         ::unlink(files[j].first.c_str());
@@ -219,7 +224,8 @@ Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& 
     std::vector<std::string> paths;
     for (const auto& f : files) paths.push_back(f.first);
     SyncDirectories(paths);
-    return ErrnoStatus("cannot write " + files[i].first, e);
+    const Status failed = ErrnoStatus("cannot write " + files[i].first, e);
+    return kept.empty() ? failed : Status(failed.code(), failed.message() + kept);
   }
   for (const std::string& t : temps) UnregisterTempFile(t);
   drop_backups();

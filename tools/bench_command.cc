@@ -312,7 +312,7 @@ Status BenchAttention(const BenchOptions& o, const mesh::ChipSpec& chip) {
   for (auto* p : {&qk, &pv}) {
     p->seconds *= bh;
     p->useful_macs *= bh;
-    p->cycles = static_cast<int64_t>(p->cycles * bh);
+    p->cycles *= bh;
   }
   const kernels::OpCost c = kernels::AttentionCost(s);
   char what[256];
