@@ -185,6 +185,125 @@ Status H5Writer::Write(const std::string& name, const mesh::Array& a) {
   return OkStatus();
 }
 
+StatusOr<H5Raw> H5ReadRaw(const std::string& file, const std::string& name) {
+  File f;
+  TPUMESH_ASSIGN_OR_RETURN(hid_t ds, OpenDataset(file, name, f));
+  hid_t space = H5Dget_space(ds), type = H5Dget_type(ds);
+  auto close = [&] {
+    H5Tclose(type);
+    H5Sclose(space);
+    H5Dclose(ds);
+  };
+  H5Raw r;
+  const int rank = H5Sget_simple_extent_ndims(space);
+  if (rank < 0 || rank > 16) {
+    close();
+    return InvalidArgumentError(file + ": dataset '" + name + "' has an unsupported rank");
+  }
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  r.dims.assign(dims.begin(), dims.end());
+  const H5T_class_t cls = H5Tget_class(type);
+  const size_t width = H5Tget_size(type);
+  if (Status st = CheckDeclaredSize(file, name, ds, space, type); !st.ok()) {
+    close();
+    return st;
+  }
+  hid_t mem = -1;
+  if (cls == H5T_FLOAT && (width == 4 || width == 8)) {
+    r.cls = 'f';
+    mem = width == 4 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE;
+  } else if (cls == H5T_FLOAT && width == 2) {
+    r.cls = 'f';
+    mem = H5T_STD_U16LE;  // IEEE half: read its bits
+  } else if (cls == H5T_INTEGER && (width == 1 || width == 2 || width == 4 || width == 8)) {
+    const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
+    r.cls = is_signed ? 'i' : 'u';
+    static const hid_t* kS[] = {&H5T_NATIVE_INT8_g, &H5T_NATIVE_INT16_g, nullptr, &H5T_NATIVE_INT32_g, nullptr, nullptr, nullptr, &H5T_NATIVE_INT64_g};
+    static const hid_t* kU[] = {&H5T_NATIVE_UINT8_g, &H5T_NATIVE_UINT16_g, nullptr, &H5T_NATIVE_UINT32_g, nullptr, nullptr, nullptr, &H5T_NATIVE_UINT64_g};
+    H5open();
+    mem = *(is_signed ? kS : kU)[width - 1];
+  } else if (cls == H5T_ENUM && width == 1) {  // h5py's bool
+    r.cls = 'u';
+    r.dtype = "bool";
+    H5open();
+    mem = H5T_NATIVE_UINT8_g;
+  } else {
+    close();
+    return InvalidArgumentError(file + ": dataset '" + name + "' is not a numeric array of 1, 2, 4 or 8-byte elements");
+  }
+  r.width = static_cast<int>(width);
+  int64_t n = 1;
+  for (int64_t d : r.dims) n *= d;
+  r.data.resize(static_cast<size_t>(n) * width);
+  if (n > 0 && H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.data.data()) < 0) {
+    close();
+    return DataLossError(file + ": cannot read '" + name + "'");
+  }
+  if (H5Aexists(ds, "dtype") > 0) {
+    hid_t a = H5Aopen(ds, "dtype", H5P_DEFAULT);
+    hid_t at = H5Aget_type(a);
+    if (H5Tget_class(at) == H5T_STRING) {
+      if (H5Tis_variable_str(at) > 0) {
+        char* v = nullptr;
+        hid_t st = H5Tget_native_type(at, H5T_DIR_ASCEND);
+        if (H5Aread(a, st, &v) >= 0 && v) {
+          r.dtype = std::string(v).substr(0, 64);
+          H5free_memory(v);
+        }
+        H5Tclose(st);
+      } else {
+        const size_t len = std::min<size_t>(H5Tget_size(at), 64);
+        std::string v(len, '\0');
+        if (H5Aread(a, at, v.data()) >= 0) r.dtype = v.substr(0, v.find('\0'));
+      }
+    }
+    H5Tclose(at);
+    H5Aclose(a);
+  }
+  close();
+  return r;
+}
+
+Status H5Writer::WriteRaw(const std::string& name, const H5Raw& raw) {
+  H5open();
+  hid_t type = -1;
+  if (raw.cls == 'f' && raw.width == 4) type = H5T_IEEE_F32LE_g;
+  else if (raw.cls == 'f' && raw.width == 8) type = H5T_IEEE_F64LE_g;
+  else if (raw.cls == 'i' && raw.width == 1) type = H5T_STD_I8LE_g;
+  else if (raw.cls == 'i' && raw.width == 2) type = H5T_STD_I16LE_g;
+  else if (raw.cls == 'i' && raw.width == 4) type = H5T_STD_I32LE_g;
+  else if (raw.cls == 'i' && raw.width == 8) type = H5T_STD_I64LE_g;
+  else if (raw.cls == 'u' && raw.width == 1) type = H5T_STD_U8LE_g;
+  else if (raw.cls == 'u' && raw.width == 2) type = H5T_STD_U16LE_g;
+  else if (raw.cls == 'u' && raw.width == 4) type = H5T_STD_U32LE_g;
+  else if (raw.cls == 'u' && raw.width == 8) type = H5T_STD_U64LE_g;
+  else return InvalidArgumentError(name + ": unsupported element type");
+  std::vector<hsize_t> dims(raw.dims.begin(), raw.dims.end());
+  hid_t space = dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(lcpl, 1);
+  hid_t ds = H5Dcreate2(file_, name.c_str(), type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+  H5Pclose(lcpl);
+  H5Sclose(space);
+  if (ds < 0) return InternalError(path_ + ": cannot create dataset '" + name + "'");
+  Status st;
+  if (!raw.data.empty() && H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data.data()) < 0)
+    st = InternalError(path_ + ": cannot write dataset '" + name + "'");
+  if (st.ok() && !raw.dtype.empty()) {
+    hid_t str = H5Tcopy(H5T_C_S1);
+    H5Tset_size(str, raw.dtype.size());
+    hid_t as = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(ds, "dtype", str, as, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0 || H5Awrite(a, str, raw.dtype.data()) < 0) st = InternalError(path_ + ": cannot write the dtype of '" + name + "'");
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(as);
+    H5Tclose(str);
+  }
+  H5Dclose(ds);
+  return st;
+}
+
 StatusOr<std::string> H5Writer::Finish() {
   if (file_ < 0) return FailedPreconditionError(path_ + ": the HDF5 image is already finished");
   if (H5Fflush(file_, H5F_SCOPE_GLOBAL) < 0) return InternalError(path_ + ": cannot finish the HDF5 image");

@@ -27,11 +27,27 @@ StatusOr<mesh::Array> H5ReadArray(const std::string& file, const std::string& na
 // its shape.
 StatusOr<std::vector<std::string>> H5ReadStrings(const std::string& file, const std::string& name);
 
+// A numeric dataset as stored: its class ('f' float, 'i' signed, 'u'
+// unsigned integer), element width in bytes, shape, its string attribute
+// "dtype" when it has one ("bfloat16", "bool"), and its elements,
+// little-endian. Sizes checked as H5ReadArray's.
+struct H5Raw {
+  char cls = 'f';
+  int width = 4;
+  std::vector<int64_t> dims;
+  std::string dtype;
+  std::vector<uint8_t> data;
+};
+StatusOr<H5Raw> H5ReadRaw(const std::string& file, const std::string& name);
+
 class H5Writer {
  public:
   static StatusOr<std::unique_ptr<H5Writer>> Create(const std::string& path);
   ~H5Writer();
   Status Write(const std::string& name, const mesh::Array& a);  // f32 or s32
+  // A dataset of the class and width of `raw` (its data and dims), with the
+  // attribute dtype = raw.dtype when that is not empty.
+  Status WriteRaw(const std::string& name, const H5Raw& raw);
   // The finished file's bytes (the writer is closed), for a caller that
   // writes several outputs together (io/atomic_file.h WriteFilesAtomic).
   StatusOr<std::string> Finish();

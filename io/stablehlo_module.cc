@@ -158,7 +158,17 @@ StatusOr<std::vector<int64_t>> Attr::Ints() const {
   if (kind != Kind::kList) return InvalidArgumentError("expected a list of integers");
   std::vector<int64_t> out;
   out.reserve(list.size());
-  for (const Attr& a : list) {
+  for (const Attr& a : list) {  // nested lists ([[1, 1], [0, 0]]) flatten row-major
+    if (a.kind == Kind::kBool) {
+      out.push_back(a.i);
+      continue;
+    }
+    if (a.kind == Kind::kList) {
+      auto inner = a.Ints();
+      if (!inner.ok()) return inner.status();
+      out.insert(out.end(), inner->begin(), inner->end());
+      continue;
+    }
     if (a.kind != Kind::kInt) return InvalidArgumentError("expected a list of integers");
     out.push_back(a.i);
   }

@@ -20,6 +20,7 @@ std::string_view DTypeName(DType t) {
     case DType::kBF16: return "bf16";
     case DType::kI32: return "s32";
     case DType::kU32: return "u32";
+    case DType::kU8: return "u8";
   }
   return "?";
 }
@@ -30,6 +31,7 @@ size_t DTypeSize(DType t) {
     case DType::kBF16: return 2;
     case DType::kI32: return 4;
     case DType::kU32: return 4;
+    case DType::kU8: return 1;
   }
   return 0;
 }
@@ -268,6 +270,18 @@ StatusOr<Array> Array::ShareTo(Device& device, std::string_view what) const {
   a.device_ = &device;
   a.hbm_ = std::make_shared<HbmReservation>(std::move(r));
   a.read_only_ = true;
+  return a;
+}
+
+StatusOr<Array> Array::View(DType dtype, Shape shape) const {
+  TPUMESH_RETURN_IF_ERROR(CheckShape(shape));
+  if (NumElements(shape) * static_cast<int64_t>(DTypeSize(dtype)) != size_bytes()) {
+    return InvalidArgumentError("cannot view " + ToString() + " as " + std::string(DTypeName(dtype)) +
+                                ShapeToString(shape) + ": byte sizes differ");
+  }
+  Array a = *this;
+  a.dtype_ = dtype;
+  a.shape_ = std::move(shape);
   return a;
 }
 

@@ -25,9 +25,11 @@
 
 namespace tpumesh::mesh {
 
-enum class DType { kF32, kBF16, kI32, kU32 };
+// kU8: raw bytes (a StableHLO value of any element type, hlo/), moved by
+// the data collectives but never summed.
+enum class DType { kF32, kBF16, kI32, kU32, kU8 };
 
-std::string_view DTypeName(DType t);  // "f32", "bf16", "s32", "u32" as XLA
+std::string_view DTypeName(DType t);  // "f32", "bf16", "s32", "u32", "u8" as XLA
 size_t DTypeSize(DType t);
 StatusOr<DType> ParseDType(std::string_view name);  // also accepts "float32"...
 
@@ -50,6 +52,7 @@ template <> constexpr DType DTypeOf<float>() { return DType::kF32; }
 template <> constexpr DType DTypeOf<kernels::bf16>() { return DType::kBF16; }
 template <> constexpr DType DTypeOf<int32_t>() { return DType::kI32; }
 template <> constexpr DType DTypeOf<uint32_t>() { return DType::kU32; }
+template <> constexpr DType DTypeOf<uint8_t>() { return DType::kU8; }
 
 class Array {
  public:
@@ -93,6 +96,9 @@ class Array {
   StatusOr<Array> ShareTo(Device& device, std::string_view what = "replica") const;
   // Same storage, new shape with the same element count.
   StatusOr<Array> Reshape(Shape shape) const;
+  // Same storage and device accounting seen as another dtype and shape of
+  // the same byte size (a bitcast).
+  StatusOr<Array> View(DType dtype, Shape shape) const;
   // Rows [begin, end) of the leading dimension, copied onto `device`.
   StatusOr<Array> SliceLeading(int64_t begin, int64_t end, Device* device,
                                std::string_view what = "shard") const;

@@ -99,6 +99,8 @@ void ReduceRun(DType t, const std::vector<const std::byte*>& in, int64_t base, i
         kernels::F32ToBf16(acc, reinterpret_cast<kernels::bf16*>(out), static_cast<size_t>(len));
       break;
     }
+    case DType::kU8:  // refused in Run: never summed
+      break;
     case DType::kI32:
     case DType::kU32: {
       uint32_t* o = reinterpret_cast<uint32_t*>(out);
@@ -473,6 +475,10 @@ StatusOr<Array> DeviceContext::Run(CollectiveCall call) {
   }
   call.dtype = call.input->dtype();
   call.shape = call.input->shape();
+  if (call.dtype == DType::kU8 && (call.kind == CollectiveKind::kPsum || call.kind == CollectiveKind::kPmean ||
+                                   call.kind == CollectiveKind::kPsumScatter)) {
+    return InvalidArgumentError(std::string(CollectiveName(call.kind)) + " of raw bytes (u8): only data moves");
+  }
   TPUMESH_ASSIGN_OR_RETURN(std::vector<int> group, mesh_.Group(device_, call.axes));
   const int n = static_cast<int>(group.size());
   const int me = static_cast<int>(std::find(group.begin(), group.end(), device_) - group.begin());

@@ -21,6 +21,7 @@ void RegisterEval(CLI::App& app, RunFn* run);
 void RegisterGenerate(CLI::App& app, RunFn* run);
 void RegisterBench(CLI::App& app, RunFn* run);
 void RegisterSimulate(CLI::App& app, RunFn* run);
+void RegisterRun(CLI::App& app, RunFn* run);
 
 }  // namespace tpumesh::tools
 

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   tpumesh::tools::RegisterEval(app, &run);
   tpumesh::tools::RegisterBench(app, &run);
   tpumesh::tools::RegisterSimulate(app, &run);
+  tpumesh::tools::RegisterRun(app, &run);
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;

@@ -1,0 +1,471 @@
+#include "hlo/elementwise.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <type_traits>
+
+#include "kernels/bf16.h"
+
+namespace tpumesh::hlo {
+namespace {
+
+struct Half {
+  uint16_t bits;
+};
+
+// Storage type -> compute type.
+template <typename T> struct ComputeOf { using type = T; };
+template <> struct ComputeOf<Half> { using type = float; };
+template <> struct ComputeOf<kernels::bf16> { using type = float; };
+
+template <typename T>
+inline typename ComputeOf<T>::type Load(const void* p, int64_t i) {
+  const T* q = static_cast<const T*>(p) + i;
+  if constexpr (std::is_same_v<T, Half>) return HalfToFloat(q->bits);
+  else if constexpr (std::is_same_v<T, kernels::bf16>) return kernels::Bf16ToF32(*q);
+  else return *q;
+}
+template <typename T>
+inline void Store(void* p, int64_t i, typename ComputeOf<T>::type v) {
+  T* q = static_cast<T*>(p) + i;
+  if constexpr (std::is_same_v<T, Half>) q->bits = FloatToHalf(v);
+  else if constexpr (std::is_same_v<T, kernels::bf16>) *q = kernels::F32ToBf16(v);
+  else *q = v;
+}
+
+// Calls f(T{}) with T the storage type of `t` (pred: bool).
+template <typename F>
+Status Visit(ElementType t, F&& f) {
+  switch (t) {
+    case ElementType::kPred: return f(bool{});
+    case ElementType::kI8: return f(int8_t{});
+    case ElementType::kI16: return f(int16_t{});
+    case ElementType::kI32: return f(int32_t{});
+    case ElementType::kI64: return f(int64_t{});
+    case ElementType::kU8: return f(uint8_t{});
+    case ElementType::kU16: return f(uint16_t{});
+    case ElementType::kU32: return f(uint32_t{});
+    case ElementType::kU64: return f(uint64_t{});
+    case ElementType::kF16: return f(Half{});
+    case ElementType::kBF16: return f(kernels::bf16{});
+    case ElementType::kF32: return f(float{});
+    case ElementType::kF64: return f(double{});
+  }
+  return InvalidArgumentError("bad element type");
+}
+
+template <typename C> constexpr bool kFloat = std::is_floating_point_v<C>;
+template <typename C> constexpr bool kInt = std::is_integral_v<C> && !std::is_same_v<C, bool>;
+
+enum class Bin {
+  kAdd, kSub, kMul, kDiv, kRem, kMax, kMin, kPow, kAtan2, kAnd, kOr, kXor, kShl, kShrA, kShrL
+};
+enum class Un {
+  kNeg, kAbs, kExp, kExpm1, kLog, kLog1p, kLogistic, kTanh, kSqrt, kRsqrt, kCbrt, kSin, kCos, kTan,
+  kFloor, kCeil, kRoundAfz, kRoundEven, kSign, kNot, kIsFinite, kPopcnt, kClz, kErfInv, kErf, kSquare
+};
+
+const std::map<std::string_view, Bin>& Binaries() {
+  static const auto* m = new std::map<std::string_view, Bin>{
+      {"stablehlo.add", Bin::kAdd}, {"stablehlo.subtract", Bin::kSub},
+      {"stablehlo.multiply", Bin::kMul}, {"stablehlo.divide", Bin::kDiv},
+      {"stablehlo.remainder", Bin::kRem}, {"stablehlo.maximum", Bin::kMax},
+      {"stablehlo.minimum", Bin::kMin}, {"stablehlo.power", Bin::kPow},
+      {"stablehlo.atan2", Bin::kAtan2}, {"stablehlo.and", Bin::kAnd}, {"stablehlo.or", Bin::kOr},
+      {"stablehlo.xor", Bin::kXor}, {"stablehlo.shift_left", Bin::kShl},
+      {"stablehlo.shift_right_arithmetic", Bin::kShrA},
+      {"stablehlo.shift_right_logical", Bin::kShrL}};
+  return *m;
+}
+const std::map<std::string_view, Un>& Unaries() {
+  static const auto* m = new std::map<std::string_view, Un>{
+      {"stablehlo.negate", Un::kNeg}, {"stablehlo.abs", Un::kAbs},
+      {"stablehlo.exponential", Un::kExp}, {"stablehlo.exponential_minus_one", Un::kExpm1},
+      {"stablehlo.log", Un::kLog}, {"stablehlo.log_plus_one", Un::kLog1p},
+      {"stablehlo.logistic", Un::kLogistic}, {"stablehlo.tanh", Un::kTanh},
+      {"stablehlo.sqrt", Un::kSqrt}, {"stablehlo.rsqrt", Un::kRsqrt}, {"stablehlo.cbrt", Un::kCbrt},
+      {"stablehlo.sine", Un::kSin}, {"stablehlo.cosine", Un::kCos}, {"stablehlo.tan", Un::kTan},
+      {"stablehlo.floor", Un::kFloor}, {"stablehlo.ceil", Un::kCeil},
+      {"stablehlo.round_nearest_afz", Un::kRoundAfz},
+      {"stablehlo.round_nearest_even", Un::kRoundEven}, {"stablehlo.sign", Un::kSign},
+      {"stablehlo.not", Un::kNot}, {"stablehlo.is_finite", Un::kIsFinite},
+      {"stablehlo.popcnt", Un::kPopcnt}, {"stablehlo.count_leading_zeros", Un::kClz},
+      {"chlo.erf_inv", Un::kErfInv}, {"chlo.erf", Un::kErf}, {"chlo.square", Un::kSquare}};
+  return *m;
+}
+const std::set<std::string_view>& Others() {
+  static const auto* s = new std::set<std::string_view>{
+      "stablehlo.compare", "stablehlo.select", "stablehlo.clamp", "stablehlo.convert",
+      "stablehlo.bitcast_convert", "stablehlo.reduce_precision"};
+  return *s;
+}
+
+// XLA's f32 erf_inv (chlo legalization): Giles' single-precision
+// approximation, w = -log((1 - x)(1 + x)), two polynomials split at w = 5.
+template <typename C>
+C ErfInv(C x) {
+  if constexpr (std::is_same_v<C, double>) {
+    return static_cast<double>(ErfInv<float>(static_cast<float>(x)));
+  } else {
+    static constexpr float kLt5[] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
+                                     -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
+                                     -0.00417768164f,  0.246640727f,    1.50140941f};
+    static constexpr float kGe5[] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
+                                     -0.00367342844f,  0.00573950773f,  -0.0076224613f,
+                                     0.00943887047f,   1.00167406f,     2.83297682f};
+    const float w0 = -std::log((1.0f - x) * (1.0f + x));
+    const bool lt = w0 < 5.0f;
+    const float w = lt ? w0 - 2.5f : std::sqrt(w0) - 3.0f;
+    const float* c = lt ? kLt5 : kGe5;
+    float p = c[0];
+    for (int i = 1; i < 9; ++i) p = c[i] + p * w;
+    const float r = p * x;
+    return std::fabs(x) == 1.0f ? x * std::numeric_limits<float>::infinity() : r;
+  }
+}
+
+template <typename C>
+C BinOp(Bin k, C x, C y) {
+  if constexpr (std::is_same_v<C, bool>) {
+    switch (k) {
+      case Bin::kAnd: case Bin::kMul: case Bin::kMin: return x && y;
+      case Bin::kOr: case Bin::kAdd: case Bin::kMax: return x || y;
+      case Bin::kXor: return x != y;
+      default: return false;
+    }
+  } else if constexpr (kFloat<C>) {
+    switch (k) {
+      case Bin::kAdd: return x + y;
+      case Bin::kSub: return x - y;
+      case Bin::kMul: return x * y;
+      case Bin::kDiv: return x / y;
+      case Bin::kRem: return std::fmod(x, y);
+      case Bin::kMax: return (std::isnan(x) || std::isnan(y)) ? std::numeric_limits<C>::quiet_NaN() : (x > y ? x : y);
+      case Bin::kMin: return (std::isnan(x) || std::isnan(y)) ? std::numeric_limits<C>::quiet_NaN() : (x < y ? x : y);
+      case Bin::kPow: return std::pow(x, y);
+      case Bin::kAtan2: return std::atan2(x, y);
+      default: return 0;
+    }
+  } else {
+    using U = std::make_unsigned_t<C>;
+    constexpr int kBits = 8 * sizeof(C);
+    switch (k) {
+      case Bin::kAdd: return static_cast<C>(static_cast<U>(x) + static_cast<U>(y));
+      case Bin::kSub: return static_cast<C>(static_cast<U>(x) - static_cast<U>(y));
+      case Bin::kMul: return static_cast<C>(static_cast<U>(x) * static_cast<U>(y));
+      case Bin::kDiv:
+        if (y == 0) return static_cast<C>(-1);
+        if constexpr (std::is_signed_v<C>) {
+          if (x == std::numeric_limits<C>::min() && y == -1) return x;
+        }
+        return x / y;
+      case Bin::kRem:
+        if (y == 0) return x;
+        if constexpr (std::is_signed_v<C>) {
+          if (x == std::numeric_limits<C>::min() && y == -1) return 0;
+        }
+        return x % y;
+      case Bin::kMax: return x > y ? x : y;
+      case Bin::kMin: return x < y ? x : y;
+      case Bin::kPow: {
+        if constexpr (std::is_signed_v<C>) {
+          if (y < 0) return x == 1 ? 1 : (x == -1 ? ((y & 1) ? -1 : 1) : 0);
+        }
+        U r = 1, b = static_cast<U>(x);
+        U e = static_cast<U>(y);
+        while (e) {
+          if (e & 1) r *= b;
+          b *= b;
+          e >>= 1;
+        }
+        return static_cast<C>(r);
+      }
+      case Bin::kAnd: return x & y;
+      case Bin::kOr: return x | y;
+      case Bin::kXor: return x ^ y;
+      case Bin::kShl: {
+        const U s = static_cast<U>(y);
+        return s >= kBits ? 0 : static_cast<C>(static_cast<U>(x) << s);
+      }
+      case Bin::kShrL: {
+        const U s = static_cast<U>(y);
+        return s >= kBits ? 0 : static_cast<C>(static_cast<U>(x) >> s);
+      }
+      case Bin::kShrA: {
+        using S = std::make_signed_t<C>;
+        const U s = static_cast<U>(y);
+        const S v = static_cast<S>(x);
+        return static_cast<C>(s >= kBits ? (v < 0 ? -1 : 0) : (v >> s));
+      }
+      default: return 0;
+    }
+  }
+}
+
+template <typename C>
+C UnOp(Un k, C x) {
+  if constexpr (std::is_same_v<C, bool>) {
+    switch (k) {
+      case Un::kNot: return !x;
+      case Un::kAbs: case Un::kNeg: case Un::kSign: return x;
+      default: return false;
+    }
+  } else if constexpr (kFloat<C>) {
+    switch (k) {
+      case Un::kNeg: return -x;
+      case Un::kAbs: return std::fabs(x);
+      case Un::kExp: return std::exp(x);
+      case Un::kExpm1: return std::expm1(x);
+      case Un::kLog: return std::log(x);
+      case Un::kLog1p: return std::log1p(x);
+      case Un::kLogistic: return C(1) / (C(1) + std::exp(-x));
+      case Un::kTanh: return std::tanh(x);
+      case Un::kSqrt: return std::sqrt(x);
+      case Un::kRsqrt: return C(1) / std::sqrt(x);
+      case Un::kCbrt: return std::cbrt(x);
+      case Un::kSin: return std::sin(x);
+      case Un::kCos: return std::cos(x);
+      case Un::kTan: return std::tan(x);
+      case Un::kFloor: return std::floor(x);
+      case Un::kCeil: return std::ceil(x);
+      case Un::kRoundAfz: return std::round(x);
+      case Un::kRoundEven: return std::nearbyint(x);
+      case Un::kSign: return std::isnan(x) ? x : (x > 0 ? C(1) : (x < 0 ? C(-1) : x));
+      case Un::kErfInv: return ErfInv(x);
+      case Un::kErf: return std::erf(x);
+      case Un::kSquare: return x * x;
+      default: return 0;
+    }
+  } else {
+    using U = std::make_unsigned_t<C>;
+    switch (k) {
+      case Un::kNeg: return static_cast<C>(U(0) - static_cast<U>(x));
+      case Un::kAbs:
+        if constexpr (std::is_signed_v<C>) return x < 0 ? static_cast<C>(U(0) - static_cast<U>(x)) : x;
+        else return x;
+      case Un::kSign:
+        if constexpr (std::is_signed_v<C>) return x > 0 ? 1 : (x < 0 ? -1 : 0);
+        else return x > 0 ? 1 : 0;
+      case Un::kNot: return static_cast<C>(~static_cast<U>(x));
+      case Un::kSquare: return static_cast<C>(static_cast<U>(x) * static_cast<U>(x));
+      case Un::kPopcnt: return static_cast<C>(std::popcount(static_cast<U>(x)));
+      case Un::kClz: return static_cast<C>(std::countl_zero(static_cast<U>(x)));
+      default: return 0;
+    }
+  }
+}
+
+bool BinAccepts(Bin k, ElementType t) {
+  const bool f = IsFloat(t), b = t == ElementType::kPred;
+  switch (k) {
+    case Bin::kAnd: case Bin::kOr: case Bin::kXor: return !f;
+    case Bin::kShl: case Bin::kShrA: case Bin::kShrL: return !f && !b;
+    case Bin::kAtan2: return f;
+    case Bin::kDiv: case Bin::kRem: case Bin::kPow: case Bin::kSub: return !b;
+    default: return true;
+  }
+}
+bool UnAccepts(Un k, ElementType t) {
+  const bool f = IsFloat(t), b = t == ElementType::kPred;
+  switch (k) {
+    case Un::kNot: return !f;
+    case Un::kPopcnt: case Un::kClz: return !f && !b;
+    case Un::kNeg: case Un::kAbs: case Un::kSign: case Un::kSquare: return !b;
+    default: return f;
+  }
+}
+
+template <typename T>
+Status RunBinary(Bin k, const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  using C = typename ComputeOf<T>::type;
+  const int64_t s0 = c.stride[0], s1 = c.stride[1];
+  for (int64_t i = b; i < e; ++i) Store<T>(out, i, BinOp<C>(k, Load<T>(c.in[0], i * s0), Load<T>(c.in[1], i * s1)));
+  return OkStatus();
+}
+template <typename T>
+Status RunUnary(Un k, const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  using C = typename ComputeOf<T>::type;
+  const int64_t s0 = c.stride[0];
+  for (int64_t i = b; i < e; ++i) Store<T>(out, i, UnOp<C>(k, Load<T>(c.in[0], i * s0)));
+  return OkStatus();
+}
+
+template <typename C>
+bool Compare(std::string_view dir, bool total, C x, C y) {
+  if constexpr (kFloat<C>) {
+    if (total) {  // IEEE totalOrder on the bits
+      using I = std::conditional_t<sizeof(C) == 8, int64_t, int32_t>;
+      auto key = [](C v) {
+        I i;
+        std::memcpy(&i, &v, sizeof(C));
+        return i < 0 ? static_cast<I>(~i) ^ std::numeric_limits<I>::min() : i;
+      };
+      const I a = key(x), b = key(y);
+      if (dir == "EQ") return a == b;
+      if (dir == "NE") return a != b;
+      if (dir == "LT") return a < b;
+      if (dir == "LE") return a <= b;
+      if (dir == "GT") return a > b;
+      return a >= b;
+    }
+  }
+  if (dir == "EQ") return x == y;
+  if (dir == "NE") return x != y;
+  if (dir == "LT") return x < y;
+  if (dir == "LE") return x <= y;
+  if (dir == "GT") return x > y;
+  return x >= y;
+}
+
+// value of an attribute word, or ""
+std::string_view Word(const Op& op, std::string_view key) {
+  const Attr* a = op.Find(key);
+  return a && a->kind == Attr::Kind::kWord ? std::string_view(a->s) : std::string_view();
+}
+
+// Converts one value of compute type From to storage type To.
+template <typename To, typename From>
+typename ComputeOf<To>::type ConvertValue(From v) {
+  using C = typename ComputeOf<To>::type;
+  if constexpr (std::is_same_v<C, bool>) {
+    return v != From(0);
+  } else if constexpr (kInt<C> && kFloat<From>) {
+    if (std::isnan(v)) return 0;
+    if (v <= static_cast<From>(std::numeric_limits<C>::min())) return std::numeric_limits<C>::min();
+    if (v >= static_cast<From>(std::numeric_limits<C>::max())) return std::numeric_limits<C>::max();
+    return static_cast<C>(v);
+  } else {
+    return static_cast<C>(v);
+  }
+}
+
+}  // namespace
+
+bool IsElementwise(std::string_view name) {
+  return Binaries().count(name) || Unaries().count(name) || Others().count(name);
+}
+
+bool IsTranscendental(std::string_view name) {
+  static const std::set<std::string_view> kT = {
+      "stablehlo.exponential", "stablehlo.exponential_minus_one", "stablehlo.log",
+      "stablehlo.log_plus_one", "stablehlo.logistic", "stablehlo.tanh", "stablehlo.sqrt",
+      "stablehlo.rsqrt", "stablehlo.cbrt", "stablehlo.sine", "stablehlo.cosine", "stablehlo.tan",
+      "stablehlo.power", "stablehlo.atan2", "chlo.erf_inv", "chlo.erf"};
+  return kT.count(name) > 0;
+}
+
+Status EvalElementwise(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  const std::string& name = c.op->name;
+  if (const auto it = Binaries().find(name); it != Binaries().end()) {
+    if (!BinAccepts(it->second, c.in_type))
+      return InvalidArgumentError(name + " does not take " + std::string(ElementTypeName(c.in_type)));
+    return Visit(c.in_type, [&](auto t) { return RunBinary<decltype(t)>(it->second, c, b, e, out); });
+  }
+  if (const auto it = Unaries().find(name); it != Unaries().end()) {
+    if (!UnAccepts(it->second, c.in_type))
+      return InvalidArgumentError(name + " does not take " + std::string(ElementTypeName(c.in_type)));
+    if (name == "stablehlo.is_finite") {
+      return Visit(c.in_type, [&](auto t) -> Status {
+        using T = decltype(t);
+        bool* o = static_cast<bool*>(out);
+        for (int64_t i = b; i < e; ++i) {
+          if constexpr (kFloat<typename ComputeOf<T>::type>) o[i] = std::isfinite(Load<T>(c.in[0], i * c.stride[0]));
+          else o[i] = true;
+        }
+        return OkStatus();
+      });
+    }
+    return Visit(c.in_type, [&](auto t) { return RunUnary<decltype(t)>(it->second, c, b, e, out); });
+  }
+  if (name == "stablehlo.compare") {
+    const std::string_view dir = Word(*c.op, "comparison_direction");
+    if (dir != "EQ" && dir != "NE" && dir != "LT" && dir != "LE" && dir != "GT" && dir != "GE")
+      return InvalidArgumentError("stablehlo.compare: bad comparison_direction");
+    const bool total = Word(*c.op, "compare_type") == "TOTALORDER";
+    bool* o = static_cast<bool*>(out);
+    return Visit(c.in_type, [&](auto t) -> Status {
+      using T = decltype(t);
+      using C = typename ComputeOf<T>::type;
+      for (int64_t i = b; i < e; ++i)
+        o[i] = Compare<C>(dir, total, Load<T>(c.in[0], i * c.stride[0]), Load<T>(c.in[1], i * c.stride[1]));
+      return OkStatus();
+    });
+  }
+  if (name == "stablehlo.select") {
+    const bool* p = static_cast<const bool*>(c.in[0]);
+    const int w = ElementTypeBytes(c.in_type);
+    auto* o = static_cast<uint8_t*>(out);
+    for (int64_t i = b; i < e; ++i) {
+      const void* src = p[i * c.stride[0]] ? c.in[1] : c.in[2];
+      const int64_t s = p[i * c.stride[0]] ? c.stride[1] : c.stride[2];
+      std::memcpy(o + i * w, static_cast<const uint8_t*>(src) + i * s * w, static_cast<size_t>(w));
+    }
+    return OkStatus();
+  }
+  if (name == "stablehlo.clamp") {  // clamp(min, x, max)
+    return Visit(c.in_type, [&](auto t) -> Status {
+      using T = decltype(t);
+      using C = typename ComputeOf<T>::type;
+      for (int64_t i = b; i < e; ++i) {
+        const C lo = Load<T>(c.in[0], i * c.stride[0]), x = Load<T>(c.in[1], i * c.stride[1]),
+                hi = Load<T>(c.in[2], i * c.stride[2]);
+        Store<T>(out, i, BinOp<C>(Bin::kMin, BinOp<C>(Bin::kMax, x, lo), hi));
+      }
+      return OkStatus();
+    });
+  }
+  if (name == "stablehlo.convert") {
+    return Visit(c.in_type, [&](auto from) -> Status {
+      using F = decltype(from);
+      return Visit(c.out_type, [&](auto to) -> Status {
+        using T = decltype(to);
+        for (int64_t i = b; i < e; ++i)
+          Store<T>(out, i, ConvertValue<T>(Load<F>(c.in[0], i * c.stride[0])));
+        return OkStatus();
+      });
+    });
+  }
+  if (name == "stablehlo.bitcast_convert") {  // same total bytes; element widths may differ
+    return InvalidArgumentError("internal: bitcast_convert is a copy");
+  }
+  if (name == "stablehlo.reduce_precision") {
+    const Attr* eb = c.op->Find("exponent_bits");
+    const Attr* mb = c.op->Find("mantissa_bits");
+    if (!eb || !mb || eb->kind != Attr::Kind::kInt || mb->kind != Attr::Kind::kInt)
+      return InvalidArgumentError("stablehlo.reduce_precision needs exponent_bits and mantissa_bits");
+    if (c.in_type != ElementType::kF32) return InvalidArgumentError("stablehlo.reduce_precision: f32 only");
+    const int m = static_cast<int>(mb->i), x = static_cast<int>(eb->i);
+    if (m < 0 || m > 23 || x < 1 || x > 8) return InvalidArgumentError("stablehlo.reduce_precision: bad bit counts");
+    const float* in = static_cast<const float*>(c.in[0]);
+    float* o = static_cast<float*>(out);
+    for (int64_t i = b; i < e; ++i) {
+      uint32_t u = std::bit_cast<uint32_t>(in[i * c.stride[0]]);
+      if ((u & 0x7fffffffu) > 0x7f800000u) {
+        o[i] = in[i * c.stride[0]];
+        continue;
+      }
+      if (m < 23) {  // round the mantissa to m bits, nearest even
+        const uint32_t drop = 23 - m;
+        const uint32_t lsb = (u >> drop) & 1u;
+        u += ((1u << (drop - 1)) - 1) + lsb;
+        u &= ~((1u << drop) - 1);
+      }
+      if (x < 8) {  // clamp the exponent's range
+        const int32_t bias = (1 << (x - 1)) - 1;
+        const int32_t exp = static_cast<int32_t>((u >> 23) & 0xff) - 127;
+        if (exp > bias) u = (u & 0x80000000u) | 0x7f800000u;
+        else if (exp < 1 - bias) u &= 0x80000000u;
+      }
+      o[i] = std::bit_cast<float>(u);
+    }
+    return OkStatus();
+  }
+  return UnimplementedError(name + " is not an elementwise op");
+}
+
+}  // namespace tpumesh::hlo

@@ -1,0 +1,40 @@
+// The elementwise ops of StableHLO (and chlo.erf_inv) over raw element
+// buffers, one function for vectors and for the scalars of a reduce body:
+// hlo/'s internal header.
+//
+// Contract: EvalElementwise computes out[i] = op(in_0[i * stride_0], ...)
+// for i in [0, n) (a stride of 0 broadcasts a scalar operand), in the
+// compute type of the element type (f32 for f16/bf16, rounded once on
+// store). It returns InvalidArgument for an element type the op does not
+// take. Pure; no allocation.
+#ifndef TPUMESH_HLO_ELEMENTWISE_H_
+#define TPUMESH_HLO_ELEMENTWISE_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "base/status.h"
+#include "io/stablehlo_module.h"
+
+namespace tpumesh::hlo {
+
+// Whether `name` is an elementwise op this file computes.
+bool IsElementwise(std::string_view name);
+// Transcendental (priced on the vector unit's transcendental rate) or not.
+bool IsTranscendental(std::string_view name);
+
+struct ElementwiseCall {
+  const Op* op = nullptr;  // attributes (compare's direction, reduce_precision's bits)
+  ElementType in_type = ElementType::kF32;   // of operand 0 (select: operand 1)
+  ElementType out_type = ElementType::kF32;
+  int num_inputs = 0;
+  const void* in[3] = {nullptr, nullptr, nullptr};
+  int64_t stride[3] = {1, 1, 1};  // in elements; 0 broadcasts
+};
+
+// Elements [begin, end) of the call's output.
+Status EvalElementwise(const ElementwiseCall& call, int64_t begin, int64_t end, void* out);
+
+}  // namespace tpumesh::hlo
+
+#endif  // TPUMESH_HLO_ELEMENTWISE_H_

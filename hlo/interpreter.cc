@@ -1,0 +1,1878 @@
+// The StableHLO interpreter (hlo/interpreter.h): a walk over a function's
+// ops with an environment of values, each op dispatched by its class in the
+// op table (hlo/ops.h), priced as it runs.
+#include "hlo/interpreter.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <unordered_map>
+
+#include "base/printable.h"
+#include "hlo/elementwise.h"
+#include "hlo/ops.h"
+#include "hlo/sharding.h"
+#include "kernels/matmul.h"
+#include "kernels/ops_parallel.h"
+
+namespace tpumesh::hlo {
+
+StatusOr<Tensor> NewTensor(const Type& type, mesh::Device* device, bool lazy, std::string_view what) {
+  if (type.kind != Type::Kind::kTensor)
+    return UnimplementedError("values of type " + type.ToString() + " (tuples, tokens) are not supported");
+  Tensor t;
+  t.type = type;
+  const int64_t bytes = type.size_bytes();
+  if (device) {
+    TPUMESH_ASSIGN_OR_RETURN(t.data, mesh::Array::Allocate(*device, mesh::DType::kU8, {bytes}, what, lazy));
+  } else {
+    t.data = lazy ? mesh::Array::LazyZeros(mesh::DType::kU8, {bytes}) : mesh::Array::Host(mesh::DType::kU8, {bytes});
+  }
+  return t;
+}
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+std::string TypesToString(const std::vector<Type>& ts) {
+  std::string s;
+  for (size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + ts[i].ToString();
+  return s;
+}
+
+Dims Strides(const Dims& d) {
+  Dims s(d.size(), 1);
+  for (int i = static_cast<int>(d.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * d[i + 1];
+  return s;
+}
+
+// Integer list attribute, or `fallback` when absent.
+StatusOr<Dims> IntsAttr(const Op& op, std::string_view key, std::optional<Dims> fallback = std::nullopt) {
+  const Attr* a = op.Find(key);
+  if (!a) {
+    if (fallback) return *fallback;
+    return InvalidArgumentError("needs attribute " + std::string(key));
+  }
+  auto v = a->Ints();
+  if (!v.ok()) return InvalidArgumentError("attribute " + std::string(key) + " is not a list of integers");
+  return *v;
+}
+StatusOr<int64_t> IntAttr(const Op& op, std::string_view key, std::optional<int64_t> fallback = std::nullopt) {
+  const Attr* a = op.Find(key);
+  if (!a) {
+    if (fallback) return *fallback;
+    return InvalidArgumentError("needs attribute " + std::string(key));
+  }
+  if (a->kind == Attr::Kind::kInt) return a->i;
+  auto v = a->Ints();
+  if (v.ok() && v->size() == 1) return (*v)[0];
+  return InvalidArgumentError("attribute " + std::string(key) + " is not an integer");
+}
+Dims DictInts(const Attr* d, std::string_view key) {
+  if (!d) return {};
+  const Attr* a = d->Find(key);
+  if (!a) return {};
+  auto v = a->Ints();
+  return v.ok() ? *v : Dims{};
+}
+int64_t DictInt(const Attr* d, std::string_view key, int64_t fallback = 0) {
+  if (!d) return fallback;
+  const Attr* a = d->Find(key);
+  return a && a->kind == Attr::Kind::kInt ? a->i : fallback;
+}
+
+// The body of a region when it is one binary elementwise op applied to the
+// block's two arguments (a plain sum, max, ...): its name, else "".
+std::string SimpleBody(const Region& r) {
+  if (r.blocks.size() != 1) return "";
+  const Block& b = r.blocks[0];
+  if (b.args.size() != 2 || b.ops.size() != 2) return "";
+  const Op& op = b.ops[0];
+  const Op& ret = b.ops[1];
+  if (op.operands.size() != 2 || op.results.size() != 1 || ret.operands.size() != 1 || ret.operands[0] != op.results[0])
+    return "";
+  const bool args = (op.operands[0] == b.args[0] && op.operands[1] == b.args[1]) ||
+                    (op.operands[0] == b.args[1] && op.operands[1] == b.args[0]);
+  if (!args) return "";
+  static const char* kOk[] = {"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum", "stablehlo.minimum",
+                              "stablehlo.and", "stablehlo.or", "stablehlo.xor"};
+  for (const char* k : kOk)
+    if (op.name == k) return op.name;
+  return "";
+}
+
+// ---------------------------------------------------------------- verify
+
+class Verifier {
+ public:
+  explicit Verifier(const Module& m) : m_(m) {}
+  Status Run() {
+    const Func* main = m_.FindFunc("main");
+    if (!main) return InvalidArgumentError(m_.file + ": no @main function");
+    for (const Func& f : m_.funcs) TPUMESH_RETURN_IF_ERROR(Region(f.body, &f));
+    return OkStatus();
+  }
+
+ private:
+  Status Fail(const Op& op, const std::string& what) const {
+    return InvalidArgumentError(m_.Where(op.loc) + ": " + op.name + ": " + what);
+  }
+  Status Region(const hlo::Region& r, const Func* f) {
+    for (const Block& b : r.blocks)
+      for (const Op& op : b.ops) {
+        TPUMESH_RETURN_IF_ERROR(OneOp(op, f));
+        for (const hlo::Region& inner : op.regions) TPUMESH_RETURN_IF_ERROR(Region(inner, nullptr));
+      }
+    return OkStatus();
+  }
+  Status OneOp(const Op& op, const Func* f) {
+    const OpEntry* e = FindOp(op.name);
+    if (!e)
+      return UnimplementedError(m_.Where(op.loc) + ": unsupported op " + Quoted(op.name) +
+                                " (docs/stablehlo.md lists the supported ops)");
+    for (const Type& t : op.result_types)
+      if (t.kind != Type::Kind::kTensor) return Fail(op, "results of type " + t.ToString() + " are not supported");
+    for (const Type& t : op.operand_types)
+      if (t.kind != Type::Kind::kTensor) return Fail(op, "operands of type " + t.ToString() + " are not supported");
+    const auto& in = op.operand_types;
+    const auto& out = op.result_types;
+    if (e->op_class == OpClass::kElementwise) {
+      if (out.size() != 1) return Fail(op, "needs one result");
+      const Type& r = out[0];
+      for (size_t i = 0; i < in.size(); ++i) {
+        const bool may_be_scalar = (op.name == "stablehlo.select" && i == 0) ||
+                                   (op.name == "stablehlo.clamp" && i != 1);
+        if (in[i].dims != r.dims && !(may_be_scalar && in[i].dims.empty()))
+          return Fail(op, "operand " + std::to_string(i) + " is " + in[i].ToString() + " but the result is " +
+                              r.ToString());
+      }
+      const size_t arity = op.name == "stablehlo.select" || op.name == "stablehlo.clamp" ? 3
+                           : (IsElementwise(op.name) && (op.name == "stablehlo.compare")) ? 2 : 0;
+      if (arity && in.size() != arity) return Fail(op, "needs " + std::to_string(arity) + " operands");
+      if (op.name == "stablehlo.compare" && r.element != ElementType::kPred) return Fail(op, "result must be i1");
+      if (op.name == "stablehlo.select" && in[0].element != ElementType::kPred) return Fail(op, "predicate must be i1");
+      if (op.name != "stablehlo.convert" && op.name != "stablehlo.compare" && op.name != "stablehlo.is_finite") {
+        const size_t first = op.name == "stablehlo.select" ? 1 : 0;
+        for (size_t i = first; i < in.size(); ++i) {
+          const bool shift_amount = false;
+          if (!shift_amount && in[i].element != r.element)
+            return Fail(op, "operand " + std::to_string(i) + " is " + in[i].ToString() + ", result " + r.ToString());
+        }
+      }
+      return OkStatus();
+    }
+    if (op.name == "stablehlo.reshape" || op.name == "stablehlo.bitcast_convert") {
+      if (in.size() != 1 || out.size() != 1) return Fail(op, "needs one operand and one result");
+      if (in[0].size_bytes() != out[0].size_bytes() ||
+          (op.name == "stablehlo.reshape" && (in[0].num_elements() != out[0].num_elements() || in[0].element != out[0].element)))
+        return Fail(op, "cannot turn " + in[0].ToString() + " into " + out[0].ToString());
+      return OkStatus();
+    }
+    if (op.name == "stablehlo.broadcast_in_dim") {
+      if (in.size() != 1 || out.size() != 1) return Fail(op, "needs one operand and one result");
+      TPUMESH_ASSIGN_OR_RETURN(Dims dims, Wrap(op, IntsAttr(op, "broadcast_dimensions")));
+      if (dims.size() != in[0].dims.size()) return Fail(op, "broadcast_dimensions has the wrong length");
+      for (size_t i = 0; i < dims.size(); ++i) {
+        if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(out[0].dims.size()))
+          return Fail(op, "broadcast_dimensions out of range");
+        if (in[0].dims[i] != 1 && in[0].dims[i] != out[0].dims[static_cast<size_t>(dims[i])])
+          return Fail(op, "cannot broadcast " + in[0].ToString() + " to " + out[0].ToString());
+      }
+      if (in[0].element != out[0].element) return Fail(op, "element types differ");
+      return OkStatus();
+    }
+    if (op.name == "stablehlo.transpose") {
+      TPUMESH_ASSIGN_OR_RETURN(Dims perm, Wrap(op, IntsAttr(op, "permutation")));
+      if (in.size() != 1 || perm.size() != in[0].dims.size()) return Fail(op, "permutation has the wrong length");
+      Dims expect;
+      std::vector<bool> seen(perm.size(), false);
+      for (int64_t p : perm) {
+        if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[static_cast<size_t>(p)]) return Fail(op, "bad permutation");
+        seen[static_cast<size_t>(p)] = true;
+        expect.push_back(in[0].dims[static_cast<size_t>(p)]);
+      }
+      if (out.size() != 1 || out[0].dims != expect) return Fail(op, "result shape does not match the permutation");
+      return OkStatus();
+    }
+    if (op.name == "stablehlo.dot_general" || op.name == "stablehlo.dot") {
+      if (in.size() != 2 || out.size() != 1) return Fail(op, "needs two operands and one result");
+      return OkStatus();  // checked fully where it runs (the shapes are the op's own)
+    }
+    if (op.name == "func.call") {
+      const Func* callee = m_.FindFunc(op.callee);
+      if (!callee) return Fail(op, "calls unknown function @" + op.callee);
+      if (callee->arg_types != in || callee->result_types != out)
+        return Fail(op, "types do not match @" + op.callee + "'s");
+      return OkStatus();
+    }
+    if (op.name == "func.return" && f) {
+      if (in != f->result_types)
+        return Fail(op, "returns " + TypesToString(in) + " but @" + f->name + " declares " +
+                            TypesToString(f->result_types));
+      return OkStatus();
+    }
+    if (op.name == "stablehlo.custom_call") {
+      static const char* kTargets[] = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"};
+      for (const char* t : kTargets)
+        if (op.callee == t) return OkStatus();
+      return UnimplementedError(m_.Where(op.loc) + ": unsupported op " + Quoted("stablehlo.custom_call @" + op.callee) +
+                                " (supported custom calls: Sharding, SPMDFullToShardShape, SPMDShardToFullShape)");
+    }
+    if (op.name == "stablehlo.concatenate") {
+      TPUMESH_ASSIGN_OR_RETURN(int64_t d, Wrap(op, IntAttr(op, "dimension")));
+      if (out.size() != 1 || in.empty() || d < 0 || d >= static_cast<int64_t>(out[0].dims.size()))
+        return Fail(op, "bad dimension");
+      int64_t total = 0;
+      for (const Type& t : in) {
+        if (t.dims.size() != out[0].dims.size()) return Fail(op, "operand ranks differ");
+        for (size_t k = 0; k < t.dims.size(); ++k)
+          if (static_cast<int64_t>(k) != d && t.dims[k] != out[0].dims[k]) return Fail(op, "operand shapes differ");
+        total += t.dims[static_cast<size_t>(d)];
+      }
+      if (total != out[0].dims[static_cast<size_t>(d)]) return Fail(op, "result size along the dimension is wrong");
+      return OkStatus();
+    }
+    return OkStatus();
+  }
+  template <typename T>
+  StatusOr<T> Wrap(const Op& op, StatusOr<T> v) const {
+    if (v.ok()) return v;
+    return InvalidArgumentError(m_.Where(op.loc) + ": " + v.status().message());
+  }
+
+  const Module& m_;
+};
+
+// ---------------------------------------------------------------- interpreter
+
+class Interpreter {
+ public:
+  Interpreter(const Module& m, const DeviceSite& site, const Options& o) : m_(m), site_(site), o_(o) {}
+
+  StatusOr<std::vector<Tensor>> Call(const Func& f, std::vector<Tensor> args) {
+    if (++call_depth_ > 256) return InvalidArgumentError(m_.Where(f.loc) + ": calls nested deeper than 256");
+    Env env;
+    auto r = RunRegion(f.body, std::move(args), env);
+    --call_depth_;
+    return r;
+  }
+
+ private:
+  using Env = std::unordered_map<int, Tensor>;
+
+  Status Fail(const Op& op, const std::string& what) const {
+    return InvalidArgumentError(m_.Where(op.loc) + ": " + op.name + ": " + what);
+  }
+  Status At(const Op& op, const Status& s) const {
+    if (s.ok()) return s;
+    return Status(s.code(), m_.Where(op.loc) + ": " + op.name + ": " + s.message());
+  }
+  template <typename T>
+  StatusOr<T> At(const Op& op, StatusOr<T> v) const {
+    if (v.ok()) return v;
+    return At(op, v.status());
+  }
+
+  // Values whose last use in a block is op i (uses in nested regions count
+  // for the op that holds them), defined in that block: freed after op i.
+  const std::vector<std::vector<int>>& FreeLists(const Block& b) {
+    auto it = free_lists_.find(&b);
+    if (it != free_lists_.end()) return it->second;
+    std::unordered_map<int, size_t> defined_here;
+    for (int a : b.args) defined_here[a] = 0;
+    for (size_t i = 0; i < b.ops.size(); ++i)
+      for (int r : b.ops[i].results) defined_here[r] = i;
+    std::unordered_map<int, size_t> last;
+    std::function<void(const Op&, size_t)> uses = [&](const Op& op, size_t i) {
+      for (int v : op.operands) last[v] = i;
+      for (const Region& r : op.regions)
+        for (const Block& bb : r.blocks)
+          for (const Op& inner : bb.ops) uses(inner, i);
+    };
+    for (size_t i = 0; i < b.ops.size(); ++i) uses(b.ops[i], i);
+    std::vector<std::vector<int>> lists(b.ops.size());
+    for (const auto& [v, i] : last)
+      if (defined_here.count(v)) lists[i].push_back(v);
+    return free_lists_.emplace(&b, std::move(lists)).first->second;
+  }
+
+  // Runs a one-block region with `args` bound to its arguments; returns what
+  // its terminator returns.
+  StatusOr<std::vector<Tensor>> RunRegion(const Region& r, std::vector<Tensor> args, Env& env) {
+    if (r.blocks.size() != 1) return InvalidArgumentError("regions must have one block");
+    const Block& b = r.blocks[0];
+    if (args.size() != b.args.size())
+      return InvalidArgumentError("a region of " + std::to_string(b.args.size()) + " arguments got " +
+                                  std::to_string(args.size()));
+    for (size_t i = 0; i < args.size(); ++i) env[b.args[i]] = std::move(args[i]);
+    const auto& frees = FreeLists(b);
+    for (size_t i = 0; i < b.ops.size(); ++i) {
+      const Op& op = b.ops[i];
+      if (op.name == "func.return" || op.name == "stablehlo.return" || op.name == "sdy.return") {
+        std::vector<Tensor> out;
+        for (int v : op.operands) {
+          auto it = env.find(v);
+          if (it == env.end()) return Fail(op, "operand not available");
+          out.push_back(it->second);
+        }
+        for (int a : b.args) env.erase(a);
+        for (size_t k = 0; k <= i; ++k)
+          for (int res : b.ops[k].results) env.erase(res);
+        return out;
+      }
+      if (++executed_ > o_.max_executed_ops)
+        return Fail(op, "more than " + std::to_string(o_.max_executed_ops) +
+                            " ops executed (a loop whose trip count depends on data cannot be priced without computing it: use `tpumesh run`)");
+      TPUMESH_RETURN_IF_ERROR(RunOp(op, env));
+      for (int v : frees[i]) env.erase(v);
+    }
+    return InvalidArgumentError("a region without a terminator");
+  }
+
+  StatusOr<std::vector<const Tensor*>> Operands(const Op& op, Env& env) {
+    std::vector<const Tensor*> in;
+    for (int v : op.operands) {
+      auto it = env.find(v);
+      if (it == env.end()) return Fail(op, "operand " + m_.value_names[static_cast<size_t>(v)] + " is not available");
+      in.push_back(&it->second);
+    }
+    return in;
+  }
+
+  bool Small(const Op& op) const {
+    for (const Type& t : op.result_types)
+      if (t.num_elements() > kDryRunComputeElements) return false;
+    for (const Type& t : op.operand_types)
+      if (t.num_elements() > kDryRunComputeElements) return false;
+    return true;
+  }
+
+  Status RunOp(const Op& op, Env& env) {
+    const OpEntry* e = FindOp(op.name);
+    if (!e) return UnimplementedError(m_.Where(op.loc) + ": unsupported op " + Quoted(op.name));
+    TPUMESH_ASSIGN_OR_RETURN(std::vector<const Tensor*> in, Operands(op, env));
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<Tensor> out;
+    const size_t records_before = o_.ops ? o_.ops->size() : 0;
+    if (e->op_class == OpClass::kControl || e->op_class == OpClass::kSharding) {
+      TPUMESH_ASSIGN_OR_RETURN(out, Control(op, in, env));
+    } else {
+      const bool compute = !o_.dry_run || (Small(op) && e->op_class != OpClass::kCollective);
+      for (const Type& t : op.result_types) {
+        TPUMESH_ASSIGN_OR_RETURN(Tensor x, At(op, NewTensor(t, site_.device, !compute, op.name)));
+        out.push_back(std::move(x));
+      }
+      if (compute) TPUMESH_RETURN_IF_ERROR(At(op, Compute(*e, op, in, out)));
+      else if (e->op_class == OpClass::kCollective && site_.collectives == nullptr && !o_.dry_run)
+        return Fail(op, "a collective outside a mesh");
+      if (o_.ops && e->op_class != OpClass::kControl) {
+        Price(*e, op, in, out);
+        if (!o_.dry_run && o_.ops->size() > records_before)
+          o_.ops->back().host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+    }
+    if (out.size() != op.results.size()) return Fail(op, "internal: result count");
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!(out[i].type == op.result_types[i]))
+        return Fail(op, "result " + std::to_string(i) + " is " + out[i].type.ToString() + ", declared " +
+                            op.result_types[i].ToString());
+      env[op.results[i]] = std::move(out[i]);
+    }
+    return OkStatus();
+  }
+
+  // ---------------------------------------------------------------- compute
+
+  Status Compute(const OpEntry& e, const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+    switch (e.op_class) {
+      case OpClass::kElementwise: return Elementwise(op, in, out[0]);
+      case OpClass::kData: return Data(op, in, out[0]);
+      case OpClass::kMatmul: return DotGeneral(op, *in[0], *in[1], out[0]);
+      case OpClass::kConv: return Convolution(op, *in[0], *in[1], out[0]);
+      case OpClass::kReduce:
+        return op.name == "stablehlo.reduce" ? Reduce(op, in, out) : ReduceWindow(op, in, out);
+      case OpClass::kGatherScatter:
+        return op.name == "stablehlo.gather" ? Gather(op, *in[0], *in[1], out[0]) : Scatter(op, in, out);
+      case OpClass::kCollective: return Collective(op, in, out);
+      default: return UnimplementedError("not computed here");
+    }
+  }
+
+  void ParallelElements(int64_t n, const std::function<void(int64_t, int64_t)>& body) {
+    constexpr int64_t kChunk = 1 << 15;
+    const int64_t tasks = (n + kChunk - 1) / kChunk;
+    if (tasks <= 1) {
+      if (n > 0) body(0, n);
+      return;
+    }
+    kernels::ParallelForTasks(tasks, o_.threads, [&](int64_t tb, int64_t te) {
+      body(tb * kChunk, std::min(n, te * kChunk));
+    });
+  }
+
+  Status Elementwise(const Op& op, const std::vector<const Tensor*>& in, Tensor& out) {
+    ElementwiseCall c;
+    c.op = &op;
+    c.in_type = op.name == "stablehlo.select" ? in[1]->type.element : in[0]->type.element;
+    c.out_type = out.type.element;
+    c.num_inputs = static_cast<int>(in.size());
+    if (in.size() > 3) return InvalidArgumentError("too many operands");
+    for (size_t i = 0; i < in.size(); ++i) {
+      c.in[i] = in[i]->data.raw();
+      c.stride[i] = in[i]->num_elements() == 1 && out.num_elements() != 1 ? 0 : 1;
+    }
+    Status st;
+    std::mutex mu;
+    void* o = out.data.mutable_raw();
+    ParallelElements(out.num_elements(), [&](int64_t b, int64_t e) {
+      Status s = EvalElementwise(c, b, e, o);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> l(mu);
+        st = s;
+      }
+    });
+    return st;
+  }
+
+  // Copies with an index map: out[idx] = in[map(idx)] for every output index.
+  // `src_of` gets the output's multi-index and returns the input's linear
+  // element index or -1 (a zero / padding value written by the caller).
+  template <typename F>
+  void IndexCopy(const Tensor& in, Tensor& out, F&& src_of, const uint8_t* fill = nullptr) {
+    const int w = ElementTypeBytes(out.type.element);
+    const Dims& od = out.type.dims;
+    const int64_t n = out.num_elements();
+    const uint8_t* src = static_cast<const uint8_t*>(in.data.raw());
+    uint8_t* dst = static_cast<uint8_t*>(out.data.mutable_raw());
+    ParallelElements(n, [&](int64_t b, int64_t e) {
+      Dims idx(od.size(), 0);
+      int64_t rem = b;
+      for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
+        idx[k] = rem % od[k];
+        rem /= od[k];
+      }
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t s = src_of(idx);
+        if (s >= 0) std::memcpy(dst + i * w, src + s * w, static_cast<size_t>(w));
+        else if (fill) std::memcpy(dst + i * w, fill, static_cast<size_t>(w));
+        for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
+          if (++idx[k] < od[k]) break;
+          idx[k] = 0;
+        }
+      }
+    });
+  }
+
+  // Reads a scalar integer tensor (dynamic_slice's starts, case's index).
+  static int64_t ScalarInt(const Tensor& t) {
+    const void* p = t.data.raw();
+    switch (t.type.element) {
+      case ElementType::kI8: return *static_cast<const int8_t*>(p);
+      case ElementType::kI16: return *static_cast<const int16_t*>(p);
+      case ElementType::kI32: return *static_cast<const int32_t*>(p);
+      case ElementType::kI64: return *static_cast<const int64_t*>(p);
+      case ElementType::kU8: case ElementType::kPred: return *static_cast<const uint8_t*>(p);
+      case ElementType::kU16: return *static_cast<const uint16_t*>(p);
+      case ElementType::kU32: return *static_cast<const uint32_t*>(p);
+      case ElementType::kU64: return static_cast<int64_t>(std::min<uint64_t>(*static_cast<const uint64_t*>(p), INT64_MAX));
+      default: return 0;
+    }
+  }
+  static int64_t IntAt(const Tensor& t, int64_t i) {
+    const void* p = t.data.raw();
+    switch (t.type.element) {
+      case ElementType::kI8: return static_cast<const int8_t*>(p)[i];
+      case ElementType::kI16: return static_cast<const int16_t*>(p)[i];
+      case ElementType::kI32: return static_cast<const int32_t*>(p)[i];
+      case ElementType::kI64: return static_cast<const int64_t*>(p)[i];
+      case ElementType::kU8: case ElementType::kPred: return static_cast<const uint8_t*>(p)[i];
+      case ElementType::kU16: return static_cast<const uint16_t*>(p)[i];
+      case ElementType::kU32: return static_cast<const uint32_t*>(p)[i];
+      case ElementType::kU64: return static_cast<int64_t>(std::min<uint64_t>(static_cast<const uint64_t*>(p)[i], INT64_MAX));
+      default: return 0;
+    }
+  }
+
+  Status Data(const Op& op, const std::vector<const Tensor*>& in, Tensor& out) {
+    const int w = ElementTypeBytes(out.type.element);
+    uint8_t* dst = static_cast<uint8_t*>(out.data.mutable_raw());
+    const std::string& n = op.name;
+    if (n == "stablehlo.constant") {
+      const Attr* v = op.Find("value");
+      if (!v || v->kind != Attr::Kind::kDense || !(v->type == out.type))
+        return InvalidArgumentError("value does not match the result type");
+      const int64_t count = out.num_elements();
+      if (v->splat || (count > 1 && static_cast<int64_t>(v->bytes.size()) == w)) {
+        for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * w, v->bytes.data(), static_cast<size_t>(w));
+      } else if (!v->bytes.empty()) {
+        std::memcpy(dst, v->bytes.data(), std::min<size_t>(v->bytes.size(), static_cast<size_t>(count * w)));
+      }
+      return OkStatus();
+    }
+    if (n == "stablehlo.replica_id" || n == "stablehlo.partition_id") {
+      const uint32_t id = static_cast<uint32_t>(site_.device_id);
+      std::memcpy(dst, &id, 4);
+      return OkStatus();
+    }
+    if (n == "stablehlo.reshape" || n == "stablehlo.bitcast_convert") {
+      std::memcpy(dst, in[0]->data.raw(), static_cast<size_t>(out.type.size_bytes()));
+      return OkStatus();
+    }
+    if (n == "stablehlo.iota") {
+      TPUMESH_ASSIGN_OR_RETURN(int64_t d, IntAttr(op, "iota_dimension"));
+      if (d < 0 || d >= static_cast<int64_t>(out.type.dims.size())) return InvalidArgumentError("bad iota_dimension");
+      const Dims st = Strides(out.type.dims);
+      const int64_t count = out.num_elements();
+      const int64_t dim = out.type.dims[static_cast<size_t>(d)], stride = st[static_cast<size_t>(d)];
+      ElementwiseCall c;  // write each index through convert from i64
+      Op conv;
+      conv.name = "stablehlo.convert";
+      c.op = &conv;
+      c.in_type = ElementType::kI64;
+      c.out_type = out.type.element;
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t v = (i / stride) % dim;
+        c.in[0] = &v;
+        c.stride[0] = 0;
+        TPUMESH_RETURN_IF_ERROR(EvalElementwise(c, 0, 1, dst + i * w));
+      }
+      return OkStatus();
+    }
+    if (n == "stablehlo.broadcast_in_dim") {
+      TPUMESH_ASSIGN_OR_RETURN(Dims bd, IntsAttr(op, "broadcast_dimensions"));
+      const Dims& id = in[0]->type.dims;
+      const Dims is = Strides(id);
+      IndexCopy(*in[0], out, [&](const Dims& o) {
+        int64_t s = 0;
+        for (size_t k = 0; k < bd.size(); ++k) s += (id[k] == 1 ? 0 : o[static_cast<size_t>(bd[k])]) * is[k];
+        return s;
+      });
+      return OkStatus();
+    }
+    if (n == "stablehlo.transpose") {
+      TPUMESH_ASSIGN_OR_RETURN(Dims perm, IntsAttr(op, "permutation"));
+      const Dims is = Strides(in[0]->type.dims);
+      IndexCopy(*in[0], out, [&](const Dims& o) {
+        int64_t s = 0;
+        for (size_t k = 0; k < perm.size(); ++k) s += o[k] * is[static_cast<size_t>(perm[k])];
+        return s;
+      });
+      return OkStatus();
+    }
+    if (n == "stablehlo.reverse") {
+      TPUMESH_ASSIGN_OR_RETURN(Dims dims, IntsAttr(op, "dimensions"));
+      const Dims& d = in[0]->type.dims;
+      const Dims is = Strides(d);
+      std::vector<bool> rev(d.size(), false);
+      for (int64_t k : dims) {
+        if (k < 0 || k >= static_cast<int64_t>(d.size())) return InvalidArgumentError("bad dimensions");
+        rev[static_cast<size_t>(k)] = true;
+      }
+      IndexCopy(*in[0], out, [&](const Dims& o) {
+        int64_t s = 0;
+        for (size_t k = 0; k < d.size(); ++k) s += (rev[k] ? d[k] - 1 - o[k] : o[k]) * is[k];
+        return s;
+      });
+      return OkStatus();
+    }
+    if (n == "stablehlo.slice") {
+      TPUMESH_ASSIGN_OR_RETURN(Dims start, IntsAttr(op, "start_indices"));
+      TPUMESH_ASSIGN_OR_RETURN(Dims limit, IntsAttr(op, "limit_indices"));
+      TPUMESH_ASSIGN_OR_RETURN(Dims stride, IntsAttr(op, "strides", Dims(start.size(), 1)));
+      const Dims& d = in[0]->type.dims;
+      if (start.size() != d.size() || limit.size() != d.size() || stride.size() != d.size())
+        return InvalidArgumentError("slice indices have the wrong length");
+      for (size_t k = 0; k < d.size(); ++k) {
+        if (start[k] < 0 || limit[k] > d[k] || start[k] > limit[k] || stride[k] < 1)
+          return InvalidArgumentError("slice out of range");
+        if ((limit[k] - start[k] + stride[k] - 1) / stride[k] != out.type.dims[k])
+          return InvalidArgumentError("result shape does not match the slice");
+      }
+      const Dims is = Strides(d);
+      IndexCopy(*in[0], out, [&](const Dims& o) {
+        int64_t s = 0;
+        for (size_t k = 0; k < d.size(); ++k) s += (start[k] + o[k] * stride[k]) * is[k];
+        return s;
+      });
+      return OkStatus();
+    }
+    if (n == "stablehlo.dynamic_slice") {
+      const Dims& d = in[0]->type.dims;
+      if (in.size() != d.size() + 1) return InvalidArgumentError("needs one start index per dimension");
+      Dims start(d.size());
+      for (size_t k = 0; k < d.size(); ++k)
+        start[k] = std::clamp<int64_t>(ScalarInt(*in[k + 1]), 0, d[k] - out.type.dims[k]);
+      const Dims is = Strides(d);
+      IndexCopy(*in[0], out, [&](const Dims& o) {
+        int64_t s = 0;
+        for (size_t k = 0; k < d.size(); ++k) s += (start[k] + o[k]) * is[k];
+        return s;
+      });
+      return OkStatus();
+    }
+    if (n == "stablehlo.dynamic_update_slice") {
+      const Dims& d = in[0]->type.dims;
+      const Dims& ud = in[1]->type.dims;
+      if (in.size() != d.size() + 2 || ud.size() != d.size()) return InvalidArgumentError("bad operands");
+      std::memcpy(dst, in[0]->data.raw(), static_cast<size_t>(out.type.size_bytes()));
+      Dims start(d.size());
+      for (size_t k = 0; k < d.size(); ++k) {
+        if (ud[k] > d[k]) return InvalidArgumentError("update larger than the operand");
+        start[k] = std::clamp<int64_t>(ScalarInt(*in[k + 2]), 0, d[k] - ud[k]);
+      }
+      const Dims os = Strides(d);
+      const uint8_t* src = static_cast<const uint8_t*>(in[1]->data.raw());
+      const int64_t cnt = in[1]->num_elements();
+      Dims idx(ud.size(), 0);
+      for (int64_t i = 0; i < cnt; ++i) {
+        int64_t o = 0;
+        for (size_t k = 0; k < d.size(); ++k) o += (start[k] + idx[k]) * os[k];
+        std::memcpy(dst + o * w, src + i * w, static_cast<size_t>(w));
+        for (int k = static_cast<int>(ud.size()) - 1; k >= 0; --k) {
+          if (++idx[k] < ud[k]) break;
+          idx[k] = 0;
+        }
+      }
+      return OkStatus();
+    }
+    if (n == "stablehlo.concatenate") {
+      TPUMESH_ASSIGN_OR_RETURN(int64_t dim, IntAttr(op, "dimension"));
+      const Dims& od = out.type.dims;
+      int64_t outer = 1, inner = 1;
+      for (int64_t k = 0; k < dim; ++k) outer *= od[static_cast<size_t>(k)];
+      for (size_t k = static_cast<size_t>(dim) + 1; k < od.size(); ++k) inner *= od[k];
+      int64_t offset = 0;
+      const int64_t row = od[static_cast<size_t>(dim)] * inner * w;
+      for (const Tensor* t : in) {
+        const int64_t part = t->type.dims[static_cast<size_t>(dim)] * inner * w;
+        const uint8_t* src = static_cast<const uint8_t*>(t->data.raw());
+        for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * row + offset, src + o * part, static_cast<size_t>(part));
+        offset += part;
+      }
+      return OkStatus();
+    }
+    if (n == "stablehlo.pad") {
+      const Dims& d = in[0]->type.dims;
+      TPUMESH_ASSIGN_OR_RETURN(Dims lo, IntsAttr(op, "edge_padding_low"));
+      TPUMESH_ASSIGN_OR_RETURN(Dims hi, IntsAttr(op, "edge_padding_high"));
+      TPUMESH_ASSIGN_OR_RETURN(Dims interior, IntsAttr(op, "interior_padding", Dims(d.size(), 0)));
+      if (lo.size() != d.size() || hi.size() != d.size() || interior.size() != d.size())
+        return InvalidArgumentError("padding has the wrong length");
+      for (size_t k = 0; k < d.size(); ++k) {
+        if (interior[k] < 0) return InvalidArgumentError("negative interior padding");
+        const int64_t size = lo[k] + hi[k] + d[k] + std::max<int64_t>(d[k] - 1, 0) * interior[k];
+        if (size != out.type.dims[k]) return InvalidArgumentError("result shape does not match the padding");
+      }
+      const Dims is = Strides(d);
+      const uint8_t* fill = static_cast<const uint8_t*>(in[1]->data.raw());
+      IndexCopy(*in[0], out, [&](const Dims& o) -> int64_t {
+        int64_t s = 0;
+        for (size_t k = 0; k < d.size(); ++k) {
+          const int64_t p = o[k] - lo[k];
+          if (p < 0 || p % (interior[k] + 1)) return -1;
+          const int64_t q = p / (interior[k] + 1);
+          if (q >= d[k]) return -1;
+          s += q * is[k];
+        }
+        return s;
+      }, fill);
+      return OkStatus();
+    }
+    return UnimplementedError("not a data op");
+  }
+
+  // ---- dot_general: lhs -> [B, M, K], rhs -> [B, K, N] (copies only when
+  // the dims are not already in that order), one packed matmul per batch.
+  kernels::Precision MatmulPrecision(const Op& op) const {
+    if (!o_.mxu_precision) return kernels::Precision::kHighest;
+    const Attr* p = op.Find("precision_config");
+    std::string w = "DEFAULT";
+    if (p && p->kind == Attr::Kind::kList && !p->list.empty()) {
+      for (const Attr& a : p->list)
+        if (a.kind == Attr::Kind::kWord && a.s > w) w = a.s;  // HIGHEST > HIGH > DEFAULT (lexically)
+    }
+    if (w == "HIGHEST") return kernels::Precision::kHighest;
+    if (w == "HIGH") return kernels::Precision::kHigh;
+    return kernels::Precision::kDefault;
+  }
+
+  struct DotDims {
+    Dims lb, rb, lc, rc, lf, rf;  // batch, contracting, free (in order)
+  };
+  StatusOr<DotDims> GetDotDims(const Op& op, const Type& l, const Type& r) {
+    DotDims d;
+    if (op.name == "stablehlo.dot") {
+      if (l.dims.size() > 2 || r.dims.size() > 2 || l.dims.empty() || r.dims.empty())
+        return InvalidArgumentError("stablehlo.dot takes vectors and matrices");
+      d.lc = {static_cast<int64_t>(l.dims.size()) - 1};
+      d.rc = {0};
+    } else {
+      const Attr* dn = op.Find("dot_dimension_numbers");
+      d.lb = DictInts(dn, "lhs_batching_dimensions");
+      d.rb = DictInts(dn, "rhs_batching_dimensions");
+      d.lc = DictInts(dn, "lhs_contracting_dimensions");
+      d.rc = DictInts(dn, "rhs_contracting_dimensions");
+    }
+    if (d.lb.size() != d.rb.size() || d.lc.size() != d.rc.size())
+      return InvalidArgumentError("batching or contracting dimension lists differ in length");
+    auto check = [](const Dims& list, size_t rank) {
+      std::vector<bool> seen(rank, false);
+      for (int64_t k : list) {
+        if (k < 0 || k >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(k)]) return false;
+        seen[static_cast<size_t>(k)] = true;
+      }
+      return true;
+    };
+    Dims la = d.lb, ra = d.rb;
+    la.insert(la.end(), d.lc.begin(), d.lc.end());
+    ra.insert(ra.end(), d.rc.begin(), d.rc.end());
+    if (!check(la, l.dims.size()) || !check(ra, r.dims.size())) return InvalidArgumentError("bad dimension numbers");
+    for (size_t k = 0; k < d.lb.size(); ++k)
+      if (l.dims[static_cast<size_t>(d.lb[k])] != r.dims[static_cast<size_t>(d.rb[k])])
+        return InvalidArgumentError("batch dimensions differ: " + l.ToString() + " x " + r.ToString());
+    for (size_t k = 0; k < d.lc.size(); ++k)
+      if (l.dims[static_cast<size_t>(d.lc[k])] != r.dims[static_cast<size_t>(d.rc[k])])
+        return InvalidArgumentError("contracting dimensions differ: " + l.ToString() + " x " + r.ToString());
+    for (int64_t k = 0; k < static_cast<int64_t>(l.dims.size()); ++k)
+      if (std::find(la.begin(), la.end(), k) == la.end()) d.lf.push_back(k);
+    for (int64_t k = 0; k < static_cast<int64_t>(r.dims.size()); ++k)
+      if (std::find(ra.begin(), ra.end(), k) == ra.end()) d.rf.push_back(k);
+    return d;
+  }
+  static int64_t Prod(const Type& t, const Dims& ds) {
+    int64_t p = 1;
+    for (int64_t k : ds) p *= t.dims[static_cast<size_t>(k)];
+    return p;
+  }
+  // Copies t into f32 with its dims reordered to `order` (t's dims).
+  std::vector<float> AsF32Ordered(const Tensor& t, const Dims& order) {
+    std::vector<float> out(static_cast<size_t>(t.num_elements()));
+    Tensor tmp;
+    tmp.type = t.type;
+    tmp.type.element = ElementType::kF32;
+    Dims od;
+    for (int64_t k : order) od.push_back(t.type.dims[static_cast<size_t>(k)]);
+    const Dims is = Strides(t.type.dims);
+    // to f32 first (a convert), then permute
+    std::vector<float> flat(out.size());
+    Op conv;
+    conv.name = "stablehlo.convert";
+    ElementwiseCall c;
+    c.op = &conv;
+    c.in_type = t.type.element;
+    c.out_type = ElementType::kF32;
+    c.in[0] = t.data.raw();
+    ParallelElements(static_cast<int64_t>(flat.size()), [&](int64_t b, int64_t e) {
+      EvalElementwise(c, b, e, flat.data()).IgnoreError();
+    });
+    bool identity = true;
+    for (size_t k = 0; k < order.size(); ++k) identity &= order[k] == static_cast<int64_t>(k);
+    if (identity) return flat;
+    const int64_t n = static_cast<int64_t>(out.size());
+    ParallelElements(n, [&](int64_t b, int64_t e) {
+      Dims idx(od.size(), 0);
+      int64_t rem = b;
+      for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
+        idx[k] = rem % od[k];
+        rem /= od[k];
+      }
+      for (int64_t i = b; i < e; ++i) {
+        int64_t s = 0;
+        for (size_t k = 0; k < od.size(); ++k) s += idx[k] * is[static_cast<size_t>(order[k])];
+        out[static_cast<size_t>(i)] = flat[static_cast<size_t>(s)];
+        for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
+          if (++idx[k] < od[k]) break;
+          idx[k] = 0;
+        }
+      }
+    });
+    return out;
+  }
+  // Writes f32 values into `out` (converting to its element type).
+  void StoreF32(const float* v, Tensor& out) {
+    Op conv;
+    conv.name = "stablehlo.convert";
+    ElementwiseCall c;
+    c.op = &conv;
+    c.in_type = ElementType::kF32;
+    c.out_type = out.type.element;
+    c.in[0] = v;
+    void* o = out.data.mutable_raw();
+    ParallelElements(out.num_elements(), [&](int64_t b, int64_t e) { EvalElementwise(c, b, e, o).IgnoreError(); });
+  }
+
+  Status DotGeneral(const Op& op, const Tensor& l, const Tensor& r, Tensor& out) {
+    TPUMESH_ASSIGN_OR_RETURN(DotDims d, GetDotDims(op, l.type, r.type));
+    Dims expect;
+    for (int64_t k : d.lb) expect.push_back(l.type.dims[static_cast<size_t>(k)]);
+    for (int64_t k : d.lf) expect.push_back(l.type.dims[static_cast<size_t>(k)]);
+    for (int64_t k : d.rf) expect.push_back(r.type.dims[static_cast<size_t>(k)]);
+    if (expect != out.type.dims)
+      return InvalidArgumentError("result " + out.type.ToString() + " does not match the operands " + l.type.ToString() +
+                                  " x " + r.type.ToString());
+    const int64_t B = Prod(l.type, d.lb), M = Prod(l.type, d.lf), K = Prod(l.type, d.lc), N = Prod(r.type, d.rf);
+    if (!IsFloat(l.type.element) || !IsFloat(r.type.element) || !IsFloat(out.type.element)) {
+      return IntegerDot(l, r, out, d, B, M, K, N);
+    }
+    Dims lo = d.lb, ro = d.rb;
+    lo.insert(lo.end(), d.lf.begin(), d.lf.end());
+    lo.insert(lo.end(), d.lc.begin(), d.lc.end());
+    ro.insert(ro.end(), d.rc.begin(), d.rc.end());
+    ro.insert(ro.end(), d.rf.begin(), d.rf.end());
+    std::vector<float> a = AsF32Ordered(l, lo), b = AsF32Ordered(r, ro);
+    std::vector<float> c(static_cast<size_t>(B * M * N));
+    kernels::MatmulOptions mo;
+    mo.precision = MatmulPrecision(op);
+    for (int64_t bi = 0; bi < B; ++bi) {
+      if (K == 0 || M == 0 || N == 0) continue;
+      TPUMESH_ASSIGN_OR_RETURN(kernels::PackedMatrix p, kernels::PackedMatrix::Pack(K, N, b.data() + bi * K * N, N, mo));
+      TPUMESH_RETURN_IF_ERROR(kernels::Matmul(M, a.data() + bi * M * K, K, p, c.data() + bi * M * N, N, o_.threads));
+    }
+    StoreF32(c.data(), out);
+    return OkStatus();
+  }
+
+  Status IntegerDot(const Tensor& l, const Tensor& r, Tensor& out, const DotDims& d, int64_t B, int64_t M, int64_t K,
+                    int64_t N) {
+    if (IsFloat(l.type.element) || IsFloat(r.type.element) || IsFloat(out.type.element))
+      return UnimplementedError("mixed float and integer dot_general");
+    Dims lo = d.lb, ro = d.rb;
+    lo.insert(lo.end(), d.lf.begin(), d.lf.end());
+    lo.insert(lo.end(), d.lc.begin(), d.lc.end());
+    ro.insert(ro.end(), d.rc.begin(), d.rc.end());
+    ro.insert(ro.end(), d.rf.begin(), d.rf.end());
+    auto ordered = [&](const Tensor& t, const Dims& order) {
+      std::vector<int64_t> v(static_cast<size_t>(t.num_elements()));
+      Dims od;
+      for (int64_t k : order) od.push_back(t.type.dims[static_cast<size_t>(k)]);
+      const Dims is = Strides(t.type.dims);
+      Dims idx(od.size(), 0);
+      for (size_t i = 0; i < v.size(); ++i) {
+        int64_t s = 0;
+        for (size_t k = 0; k < od.size(); ++k) s += idx[k] * is[static_cast<size_t>(order[k])];
+        v[i] = IntAt(t, s);
+        for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
+          if (++idx[k] < od[k]) break;
+          idx[k] = 0;
+        }
+      }
+      return v;
+    };
+    const auto a = ordered(l, lo), b = ordered(r, ro);
+    std::vector<int64_t> c(static_cast<size_t>(B * M * N), 0);
+    for (int64_t bi = 0; bi < B; ++bi)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t k = 0; k < K; ++k) {
+          const int64_t x = a[static_cast<size_t>((bi * M + i) * K + k)];
+          for (int64_t j = 0; j < N; ++j)
+            c[static_cast<size_t>((bi * M + i) * N + j)] += x * b[static_cast<size_t>((bi * K + k) * N + j)];
+        }
+    Op conv;
+    conv.name = "stablehlo.convert";
+    ElementwiseCall cc;
+    cc.op = &conv;
+    cc.in_type = ElementType::kI64;
+    cc.out_type = out.type.element;
+    cc.in[0] = c.data();
+    return EvalElementwise(cc, 0, out.num_elements(), out.data.mutable_raw());
+  }
+
+  // ---- convolution: the input as [N, spatial..., C], the kernel as
+  // [spatial..., I, O]; per group an im2col of output pixels x (taps, I/g)
+  // times the kernel's [(taps, I/g), O/g] on the matmul kernel.
+  struct ConvShape {
+    Dims in_order, k_order, out_order;  // permutations into N,S..,C / S..,I,O / N,S..,O
+    int64_t batch = 0, cin = 0, cout = 0, groups = 1;
+    Dims in_sp, k_sp, out_sp, stride, pad_lo, pad_hi, lhs_dil, rhs_dil;
+    std::vector<bool> reverse;
+  };
+  StatusOr<ConvShape> GetConvShape(const Op& op, const Type& l, const Type& r, const Type& o) {
+    const Attr* dn = op.Find("dimension_numbers");
+    if (!dn || dn->kind != Attr::Kind::kDict) return InvalidArgumentError("needs dimension_numbers");
+    ConvShape s;
+    const Dims isp = DictInts(dn, "input_spatial_dimensions"), ksp = DictInts(dn, "kernel_spatial_dimensions"),
+               osp = DictInts(dn, "output_spatial_dimensions");
+    const size_t ns = isp.size();
+    if (ksp.size() != ns || osp.size() != ns || l.dims.size() != ns + 2 || r.dims.size() != ns + 2 ||
+        o.dims.size() != ns + 2)
+      return InvalidArgumentError("ranks do not match the dimension numbers");
+    s.in_order = {DictInt(dn, "input_batch_dimension")};
+    s.in_order.insert(s.in_order.end(), isp.begin(), isp.end());
+    s.in_order.push_back(DictInt(dn, "input_feature_dimension"));
+    s.k_order = ksp;
+    s.k_order.push_back(DictInt(dn, "kernel_input_feature_dimension"));
+    s.k_order.push_back(DictInt(dn, "kernel_output_feature_dimension"));
+    s.out_order = {DictInt(dn, "output_batch_dimension")};
+    s.out_order.insert(s.out_order.end(), osp.begin(), osp.end());
+    s.out_order.push_back(DictInt(dn, "output_feature_dimension"));
+    for (const Dims* ord : {&s.in_order, &s.k_order, &s.out_order})
+      for (int64_t k : *ord)
+        if (k < 0 || k >= static_cast<int64_t>(ns + 2)) return InvalidArgumentError("bad dimension numbers");
+    s.batch = l.dims[static_cast<size_t>(s.in_order[0])];
+    s.cin = l.dims[static_cast<size_t>(s.in_order.back())];
+    s.cout = r.dims[static_cast<size_t>(s.k_order.back())];
+    TPUMESH_ASSIGN_OR_RETURN(s.groups, IntAttr(op, "feature_group_count", 1));
+    TPUMESH_ASSIGN_OR_RETURN(int64_t bg, IntAttr(op, "batch_group_count", 1));
+    if (bg != 1) return UnimplementedError("batch_group_count != 1 is not supported");
+    if (s.groups < 1 || s.cin % s.groups || s.cout % s.groups ||
+        r.dims[static_cast<size_t>(s.k_order[ns])] != s.cin / s.groups)
+      return InvalidArgumentError("feature groups do not divide the features");
+    for (size_t k = 0; k < ns; ++k) {
+      s.in_sp.push_back(l.dims[static_cast<size_t>(isp[k])]);
+      s.k_sp.push_back(r.dims[static_cast<size_t>(ksp[k])]);
+      s.out_sp.push_back(o.dims[static_cast<size_t>(osp[k])]);
+    }
+    TPUMESH_ASSIGN_OR_RETURN(s.stride, IntsAttr(op, "window_strides", Dims(ns, 1)));
+    TPUMESH_ASSIGN_OR_RETURN(s.lhs_dil, IntsAttr(op, "lhs_dilation", Dims(ns, 1)));
+    TPUMESH_ASSIGN_OR_RETURN(s.rhs_dil, IntsAttr(op, "rhs_dilation", Dims(ns, 1)));
+    TPUMESH_ASSIGN_OR_RETURN(Dims pad, IntsAttr(op, "padding", Dims(2 * ns, 0)));
+    if (s.stride.size() != ns || s.lhs_dil.size() != ns || s.rhs_dil.size() != ns || pad.size() != 2 * ns)
+      return InvalidArgumentError("window attributes have the wrong length");
+    s.reverse.assign(ns, false);
+    if (const Attr* rv = op.Find("window_reversal"); rv && rv->kind == Attr::Kind::kList)
+      for (size_t k = 0; k < ns && k < rv->list.size(); ++k) s.reverse[k] = rv->list[k].i != 0;
+    for (size_t k = 0; k < ns; ++k) {
+      s.pad_lo.push_back(pad[2 * k]);
+      s.pad_hi.push_back(pad[2 * k + 1]);
+      if (s.stride[k] < 1 || s.lhs_dil[k] < 1 || s.rhs_dil[k] < 1) return InvalidArgumentError("bad window");
+      const int64_t in_ext = (s.in_sp[k] - 1) * s.lhs_dil[k] + 1 + s.pad_lo[k] + s.pad_hi[k];
+      const int64_t k_ext = (s.k_sp[k] - 1) * s.rhs_dil[k] + 1;
+      const int64_t expect = in_ext < k_ext ? 0 : (in_ext - k_ext) / s.stride[k] + 1;
+      if (expect != s.out_sp[k])
+        return InvalidArgumentError("result " + o.ToString() + " does not match the window (spatial dimension " +
+                                    std::to_string(k) + " should be " + std::to_string(expect) + ")");
+    }
+    if (o.dims[static_cast<size_t>(s.out_order[0])] != s.batch || o.dims[static_cast<size_t>(s.out_order.back())] != s.cout)
+      return InvalidArgumentError("result batch or features do not match");
+    return s;
+  }
+
+  Status Convolution(const Op& op, const Tensor& l, const Tensor& r, Tensor& out) {
+    TPUMESH_ASSIGN_OR_RETURN(ConvShape s, GetConvShape(op, l.type, r.type, out.type));
+    if (!IsFloat(l.type.element) || !IsFloat(r.type.element)) return UnimplementedError("integer convolution");
+    const size_t ns = s.in_sp.size();
+    const std::vector<float> x = AsF32Ordered(l, s.in_order), w = AsF32Ordered(r, s.k_order);
+    int64_t taps = 1, pixels = 1, in_pixels = 1;
+    for (size_t k = 0; k < ns; ++k) {
+      taps *= s.k_sp[k];
+      pixels *= s.out_sp[k];
+      in_pixels *= s.in_sp[k];
+    }
+    const int64_t G = s.groups, ig = s.cin / G, og = s.cout / G, K = taps * ig;
+    std::vector<float> y(static_cast<size_t>(s.batch * pixels * s.cout));
+    kernels::MatmulOptions mo;
+    mo.precision = MatmulPrecision(op);
+    // Each output pixel's input position per tap, or -1 (padding / a hole).
+    const Dims osd = Strides(s.out_sp), ksd = Strides(s.k_sp), isd = Strides(s.in_sp);
+    auto source = [&](int64_t p, int64_t t) -> int64_t {
+      int64_t off = 0;
+      for (size_t k = 0; k < ns; ++k) {
+        const int64_t o = (p / osd[k]) % s.out_sp[k];
+        int64_t kk = (t / ksd[k]) % s.k_sp[k];
+        if (s.reverse[k]) kk = s.k_sp[k] - 1 - kk;
+        const int64_t pos = o * s.stride[k] + kk * s.rhs_dil[k] - s.pad_lo[k];  // in the dilated input
+        if (pos < 0 || pos % s.lhs_dil[k]) return -1;
+        const int64_t q = pos / s.lhs_dil[k];
+        if (q >= s.in_sp[k]) return -1;
+        off += q * isd[k];
+      }
+      return off;
+    };
+    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(pixels, (int64_t{1} << 21) / std::max<int64_t>(1, K)));
+    for (int64_t g = 0; g < G; ++g) {
+      std::vector<float> wg(static_cast<size_t>(K * og));  // [(taps, ig), og]
+      for (int64_t t = 0; t < taps; ++t)
+        for (int64_t i = 0; i < ig; ++i)
+          std::memcpy(wg.data() + (t * ig + i) * og, w.data() + (t * s.cin / G * G + 0) * 0 + ((t * ig + i) * s.cout) + g * og,
+                      static_cast<size_t>(og) * sizeof(float));
+      TPUMESH_ASSIGN_OR_RETURN(kernels::PackedMatrix p, kernels::PackedMatrix::Pack(K, og, wg.data(), og, mo));
+      const int64_t chunks = (pixels + chunk - 1) / chunk;
+      Status st;
+      std::mutex mu;
+      kernels::ParallelForTasks(s.batch * chunks, o_.threads, [&](int64_t tb, int64_t te) {
+        std::vector<float> col(static_cast<size_t>(chunk * K)), res(static_cast<size_t>(chunk * og));
+        for (int64_t task = tb; task < te; ++task) {
+          const int64_t n = task / chunks, p0 = (task % chunks) * chunk, p1 = std::min(pixels, p0 + chunk);
+          const float* xn = x.data() + n * in_pixels * s.cin;
+          for (int64_t p = p0; p < p1; ++p) {
+            float* row = col.data() + (p - p0) * K;
+            for (int64_t t = 0; t < taps; ++t) {
+              const int64_t src = source(p, t);
+              if (src < 0) std::memset(row + t * ig, 0, static_cast<size_t>(ig) * sizeof(float));
+              else std::memcpy(row + t * ig, xn + src * s.cin + g * ig, static_cast<size_t>(ig) * sizeof(float));
+            }
+          }
+          Status ms = kernels::Matmul(p1 - p0, col.data(), K, p, res.data(), og, 1);
+          if (!ms.ok()) {
+            std::lock_guard<std::mutex> l(mu);
+            st = ms;
+            return;
+          }
+          for (int64_t p = p0; p < p1; ++p)
+            std::memcpy(y.data() + (n * pixels + p) * s.cout + g * og, res.data() + (p - p0) * og,
+                        static_cast<size_t>(og) * sizeof(float));
+        }
+      });
+      TPUMESH_RETURN_IF_ERROR(st);
+    }
+    // y is [N, spatial..., O]: write it in the output's layout.
+    Dims y_dims = {s.batch};
+    y_dims.insert(y_dims.end(), s.out_sp.begin(), s.out_sp.end());
+    y_dims.push_back(s.cout);
+    bool identity = true;
+    for (size_t k = 0; k < s.out_order.size(); ++k) identity &= s.out_order[k] == static_cast<int64_t>(k);
+    if (identity) {
+      StoreF32(y.data(), out);
+      return OkStatus();
+    }
+    // out dim out_order[j] holds y's dim j
+    std::vector<float> t(y.size());
+    const Dims ys = Strides(y_dims);
+    const Dims& od = out.type.dims;
+    Dims where(od.size());  // out dim -> y dim
+    for (size_t j = 0; j < s.out_order.size(); ++j) where[static_cast<size_t>(s.out_order[j])] = static_cast<int64_t>(j);
+    Dims idx(od.size(), 0);
+    for (size_t i = 0; i < t.size(); ++i) {
+      int64_t src = 0;
+      for (size_t k = 0; k < od.size(); ++k) src += idx[k] * ys[static_cast<size_t>(where[k])];
+      t[i] = y[static_cast<size_t>(src)];
+      for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
+        if (++idx[k] < od[k]) break;
+        idx[k] = 0;
+      }
+    }
+    StoreF32(t.data(), out);
+    return OkStatus();
+  }
+
+  // ---- reductions. A body that is one binary op runs as EvalElementwise on
+  // runs of elements; any other body runs through the interpreter per
+  // element (argmax's variadic reduce).
+  Status ApplyBody(const Region& body, const std::string& simple, const std::vector<const uint8_t*>& acc_in,
+                   const std::vector<const uint8_t*>& x, const std::vector<uint8_t*>& acc_out,
+                   const std::vector<Type>& scalar_types) {
+    if (!simple.empty()) {
+      Op op;
+      op.name = simple;
+      ElementwiseCall c;
+      c.op = &op;
+      c.in_type = c.out_type = scalar_types[0].element;
+      c.in[0] = acc_in[0];
+      c.in[1] = x[0];
+      return EvalElementwise(c, 0, 1, acc_out[0]);
+    }
+    const size_t k = acc_in.size();
+    std::vector<Tensor> args;
+    for (size_t i = 0; i < 2 * k; ++i) {
+      TPUMESH_ASSIGN_OR_RETURN(Tensor t, NewTensor(scalar_types[i % k], nullptr));
+      std::memcpy(t.data.mutable_raw(), i < k ? acc_in[i] : x[i - k], static_cast<size_t>(ElementTypeBytes(scalar_types[i % k].element)));
+      args.push_back(std::move(t));
+    }
+    Env env;
+    TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> r, RunRegion(body, std::move(args), env));
+    if (r.size() != k) return InvalidArgumentError("the body returns the wrong number of values");
+    for (size_t i = 0; i < k; ++i)
+      std::memcpy(acc_out[i], r[i].data.raw(), static_cast<size_t>(ElementTypeBytes(scalar_types[i].element)));
+    return OkStatus();
+  }
+
+  Status Reduce(const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+    const size_t k = in.size() / 2;
+    if (k == 0 || in.size() != 2 * k || out.size() != k || op.regions.size() != 1)
+      return InvalidArgumentError("needs inputs, as many inits and a body");
+    TPUMESH_ASSIGN_OR_RETURN(Dims dims, IntsAttr(op, "dimensions"));
+    const Dims& d = in[0]->type.dims;
+    std::vector<bool> reduced(d.size(), false);
+    for (int64_t x : dims) {
+      if (x < 0 || x >= static_cast<int64_t>(d.size()) || reduced[static_cast<size_t>(x)])
+        return InvalidArgumentError("bad dimensions");
+      reduced[static_cast<size_t>(x)] = true;
+    }
+    Dims kept, red;
+    for (size_t i = 0; i < d.size(); ++i) (reduced[i] ? red : kept).push_back(static_cast<int64_t>(i));
+    Dims od;
+    for (int64_t i : kept) od.push_back(d[static_cast<size_t>(i)]);
+    std::vector<Type> st;
+    for (size_t i = 0; i < k; ++i) {
+      if (in[i]->type.dims != d) return InvalidArgumentError("inputs differ in shape");
+      if (out[i].type.dims != od) return InvalidArgumentError("result " + out[i].type.ToString() + " does not match the reduction");
+      st.push_back(in[k + i]->type);
+    }
+    const std::string simple = k == 1 ? SimpleBody(op.regions[0]) : "";
+    const Dims is = Strides(d);
+    int64_t rcount = 1;
+    for (int64_t i : red) rcount *= d[static_cast<size_t>(i)];
+    const int64_t n_out = out[0].num_elements();
+    Status status;
+    std::mutex mu;
+    auto body = [&](int64_t b, int64_t e) {
+      Dims oi(kept.size(), 0), ri(red.size(), 0);
+      std::vector<std::vector<uint8_t>> acc(k), nxt(k);
+      for (size_t i = 0; i < k; ++i) {
+        acc[i].resize(8);
+        nxt[i].resize(8);
+      }
+      for (int64_t o = b; o < e; ++o) {
+        int64_t rem = o, base = 0;
+        for (int j = static_cast<int>(kept.size()) - 1; j >= 0; --j) {
+          const int64_t v = rem % od[static_cast<size_t>(j)];
+          rem /= od[static_cast<size_t>(j)];
+          base += v * is[static_cast<size_t>(kept[static_cast<size_t>(j)])];
+        }
+        for (size_t i = 0; i < k; ++i)
+          std::memcpy(acc[i].data(), in[k + i]->data.raw(), static_cast<size_t>(ElementTypeBytes(st[i].element)));
+        std::fill(ri.begin(), ri.end(), 0);
+        for (int64_t r = 0; r < rcount; ++r) {
+          int64_t off = base;
+          for (size_t j = 0; j < red.size(); ++j) off += ri[j] * is[static_cast<size_t>(red[j])];
+          std::vector<const uint8_t*> ai, xi;
+          std::vector<uint8_t*> ao;
+          for (size_t i = 0; i < k; ++i) {
+            const int w = ElementTypeBytes(st[i].element);
+            ai.push_back(acc[i].data());
+            xi.push_back(static_cast<const uint8_t*>(in[i]->data.raw()) + off * w);
+            ao.push_back(nxt[i].data());
+          }
+          Status s = ApplyBody(op.regions[0], simple, ai, xi, ao, st);
+          if (!s.ok()) {
+            std::lock_guard<std::mutex> l(mu);
+            status = s;
+            return;
+          }
+          std::swap(acc, nxt);
+          for (int j = static_cast<int>(red.size()) - 1; j >= 0; --j) {
+            if (++ri[static_cast<size_t>(j)] < d[static_cast<size_t>(red[static_cast<size_t>(j)])]) break;
+            ri[static_cast<size_t>(j)] = 0;
+          }
+        }
+        for (size_t i = 0; i < k; ++i) {
+          const int w = ElementTypeBytes(st[i].element);
+          std::memcpy(static_cast<uint8_t*>(out[i].data.mutable_raw()) + o * w, acc[i].data(), static_cast<size_t>(w));
+        }
+      }
+    };
+    if (simple.empty()) body(0, n_out);  // the interpreter is not re-entrant across threads
+    else ParallelElements(n_out, body);
+    return status;
+  }
+
+  Status ReduceWindow(const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+    const size_t k = in.size() / 2;
+    if (k == 0 || in.size() != 2 * k || out.size() != k || op.regions.size() != 1)
+      return InvalidArgumentError("needs inputs, as many inits and a body");
+    const Dims& d = in[0]->type.dims;
+    const size_t rank = d.size();
+    TPUMESH_ASSIGN_OR_RETURN(Dims win, IntsAttr(op, "window_dimensions"));
+    TPUMESH_ASSIGN_OR_RETURN(Dims stride, IntsAttr(op, "window_strides", Dims(rank, 1)));
+    TPUMESH_ASSIGN_OR_RETURN(Dims bdil, IntsAttr(op, "base_dilations", Dims(rank, 1)));
+    TPUMESH_ASSIGN_OR_RETURN(Dims wdil, IntsAttr(op, "window_dilations", Dims(rank, 1)));
+    TPUMESH_ASSIGN_OR_RETURN(Dims pad, IntsAttr(op, "padding", Dims(2 * rank, 0)));
+    if (win.size() != rank || stride.size() != rank || bdil.size() != rank || wdil.size() != rank || pad.size() != 2 * rank)
+      return InvalidArgumentError("window attributes have the wrong length");
+    const Dims& od = out[0].type.dims;
+    for (size_t j = 0; j < rank; ++j) {
+      if (win[j] < 1 || stride[j] < 1 || bdil[j] < 1 || wdil[j] < 1) return InvalidArgumentError("bad window");
+      const int64_t ext = (d[j] - 1) * bdil[j] + 1 + pad[2 * j] + pad[2 * j + 1];
+      const int64_t wext = (win[j] - 1) * wdil[j] + 1;
+      const int64_t expect = ext < wext ? 0 : (ext - wext) / stride[j] + 1;
+      if (od.size() != rank || od[j] != expect) return InvalidArgumentError("result shape does not match the window");
+    }
+    std::vector<Type> st;
+    for (size_t i = 0; i < k; ++i) st.push_back(in[k + i]->type);
+    const std::string simple = k == 1 ? SimpleBody(op.regions[0]) : "";
+    const Dims is = Strides(d), ws = Strides(win);
+    int64_t wcount = 1;
+    for (int64_t x : win) wcount *= x;
+    Status status;
+    std::mutex mu;
+    auto body = [&](int64_t b, int64_t e) {
+      std::vector<std::vector<uint8_t>> acc(k, std::vector<uint8_t>(8)), nxt(k, std::vector<uint8_t>(8));
+      Dims oi(rank);
+      for (int64_t o = b; o < e; ++o) {
+        int64_t rem = o;
+        for (int j = static_cast<int>(rank) - 1; j >= 0; --j) {
+          oi[static_cast<size_t>(j)] = rem % od[static_cast<size_t>(j)];
+          rem /= od[static_cast<size_t>(j)];
+        }
+        for (size_t i = 0; i < k; ++i)
+          std::memcpy(acc[i].data(), in[k + i]->data.raw(), static_cast<size_t>(ElementTypeBytes(st[i].element)));
+        for (int64_t t = 0; t < wcount; ++t) {
+          int64_t off = 0;
+          bool inside = true;
+          for (size_t j = 0; j < rank && inside; ++j) {
+            const int64_t wj = (t / ws[j]) % win[j];
+            const int64_t pos = oi[j] * stride[j] + wj * wdil[j] - pad[2 * j];
+            if (pos < 0 || pos % bdil[j]) inside = false;
+            else if (pos / bdil[j] >= d[j]) inside = false;
+            else off += (pos / bdil[j]) * is[j];
+          }
+          if (!inside) continue;  // padding holds the init value: folding it changes nothing
+          std::vector<const uint8_t*> ai, xi;
+          std::vector<uint8_t*> ao;
+          for (size_t i = 0; i < k; ++i) {
+            ai.push_back(acc[i].data());
+            xi.push_back(static_cast<const uint8_t*>(in[i]->data.raw()) + off * ElementTypeBytes(st[i].element));
+            ao.push_back(nxt[i].data());
+          }
+          Status s = ApplyBody(op.regions[0], simple, ai, xi, ao, st);
+          if (!s.ok()) {
+            std::lock_guard<std::mutex> l(mu);
+            status = s;
+            return;
+          }
+          std::swap(acc, nxt);
+        }
+        for (size_t i = 0; i < k; ++i) {
+          const int w = ElementTypeBytes(st[i].element);
+          std::memcpy(static_cast<uint8_t*>(out[i].data.mutable_raw()) + o * w, acc[i].data(), static_cast<size_t>(w));
+        }
+      }
+    };
+    if (simple.empty()) body(0, out[0].num_elements());
+    else ParallelElements(out[0].num_elements(), body);
+    return status;
+  }
+
+  // ---- gather and scatter, by the StableHLO spec's index arithmetic.
+  Status Gather(const Op& op, const Tensor& operand, const Tensor& indices, Tensor& out) {
+    const Attr* dn = op.Find("dimension_numbers");
+    const Dims offset_dims = DictInts(dn, "offset_dims"), collapsed = DictInts(dn, "collapsed_slice_dims"),
+               obatch = DictInts(dn, "operand_batching_dims"), ibatch = DictInts(dn, "start_indices_batching_dims"),
+               start_map = DictInts(dn, "start_index_map");
+    const int64_t ivd = DictInt(dn, "index_vector_dim", static_cast<int64_t>(indices.type.dims.size()));
+    TPUMESH_ASSIGN_OR_RETURN(Dims sizes, IntsAttr(op, "slice_sizes"));
+    const Dims& od = operand.type.dims;
+    const Dims& id = indices.type.dims;
+    const Dims& rd = out.type.dims;
+    if (sizes.size() != od.size()) return InvalidArgumentError("slice_sizes has the wrong length");
+    Dims batch_dims;  // result dims not in offset_dims
+    for (int64_t k = 0; k < static_cast<int64_t>(rd.size()); ++k)
+      if (std::find(offset_dims.begin(), offset_dims.end(), k) == offset_dims.end()) batch_dims.push_back(k);
+    Dims offset_operand;  // operand dims that the offset dims walk
+    for (int64_t k = 0; k < static_cast<int64_t>(od.size()); ++k)
+      if (std::find(collapsed.begin(), collapsed.end(), k) == collapsed.end() &&
+          std::find(obatch.begin(), obatch.end(), k) == obatch.end())
+        offset_operand.push_back(k);
+    if (offset_operand.size() != offset_dims.size()) return InvalidArgumentError("offset_dims do not match slice_sizes");
+    const int64_t idx_vec = ivd < static_cast<int64_t>(id.size()) ? id[static_cast<size_t>(ivd)] : 1;
+    if (static_cast<int64_t>(start_map.size()) != idx_vec) return InvalidArgumentError("start_index_map has the wrong length");
+    const Dims is = Strides(id), os = Strides(od);
+    // indices' batch dims: all but index_vector_dim, in order
+    Dims ibd;
+    for (int64_t k = 0; k < static_cast<int64_t>(id.size()); ++k)
+      if (k != ivd) ibd.push_back(k);
+    if (ibd.size() != batch_dims.size()) return InvalidArgumentError("result rank does not match the indices");
+    IndexCopy(operand, out, [&](const Dims& r) -> int64_t {
+      Dims full(od.size(), 0);
+      int64_t ibase = 0;
+      for (size_t j = 0; j < batch_dims.size(); ++j) ibase += r[static_cast<size_t>(batch_dims[j])] * is[static_cast<size_t>(ibd[j])];
+      for (int64_t v = 0; v < idx_vec; ++v) {
+        const int64_t at = ibase + (ivd < static_cast<int64_t>(id.size()) ? v * is[static_cast<size_t>(ivd)] : 0);
+        const size_t dim = static_cast<size_t>(start_map[static_cast<size_t>(v)]);
+        full[dim] = std::clamp<int64_t>(IntAt(indices, at), 0, od[dim] - sizes[dim]);
+      }
+      for (size_t j = 0; j < obatch.size(); ++j) {  // batching dims take the batch index
+        const size_t ib = static_cast<size_t>(ibatch[j]);
+        const auto pos = std::find(ibd.begin(), ibd.end(), static_cast<int64_t>(ib)) - ibd.begin();
+        full[static_cast<size_t>(obatch[j])] = r[static_cast<size_t>(batch_dims[static_cast<size_t>(pos)])];
+      }
+      int64_t s = 0;
+      for (size_t j = 0; j < offset_operand.size(); ++j)
+        full[static_cast<size_t>(offset_operand[j])] += r[static_cast<size_t>(offset_dims[j])];
+      for (size_t j = 0; j < od.size(); ++j) s += full[j] * os[j];
+      return s;
+    });
+    return OkStatus();
+  }
+
+  Status Scatter(const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+    const size_t k = (in.size() - 1) / 2;
+    if (in.size() != 2 * k + 1 || k == 0 || out.size() != k || op.regions.size() != 1)
+      return InvalidArgumentError("needs inputs, indices, as many updates and a body");
+    const Tensor& indices = *in[k];
+    const Attr* dn = op.Find("scatter_dimension_numbers");
+    const Dims uwd = DictInts(dn, "update_window_dims"), inserted = DictInts(dn, "inserted_window_dims"),
+               ibatch = DictInts(dn, "input_batching_dims"), sibatch = DictInts(dn, "scatter_indices_batching_dims"),
+               to_operand = DictInts(dn, "scatter_dims_to_operand_dims");
+    const Dims& id = indices.type.dims;
+    const int64_t ivd = DictInt(dn, "index_vector_dim", static_cast<int64_t>(id.size()));
+    const Dims& od = in[0]->type.dims;
+    const Dims& ud = in[k + 1]->type.dims;
+    for (size_t i = 0; i < k; ++i)
+      std::memcpy(out[i].data.mutable_raw(), in[i]->data.raw(), static_cast<size_t>(out[i].type.size_bytes()));
+    Dims update_scatter_dims;
+    for (int64_t j = 0; j < static_cast<int64_t>(ud.size()); ++j)
+      if (std::find(uwd.begin(), uwd.end(), j) == uwd.end()) update_scatter_dims.push_back(j);
+    Dims window_operand;
+    for (int64_t j = 0; j < static_cast<int64_t>(od.size()); ++j)
+      if (std::find(inserted.begin(), inserted.end(), j) == inserted.end() &&
+          std::find(ibatch.begin(), ibatch.end(), j) == ibatch.end())
+        window_operand.push_back(j);
+    if (window_operand.size() != uwd.size()) return InvalidArgumentError("update_window_dims do not match the operand");
+    Dims ibd;
+    for (int64_t j = 0; j < static_cast<int64_t>(id.size()); ++j)
+      if (j != ivd) ibd.push_back(j);
+    if (ibd.size() != update_scatter_dims.size()) return InvalidArgumentError("updates do not match the indices");
+    const int64_t idx_vec = ivd < static_cast<int64_t>(id.size()) ? id[static_cast<size_t>(ivd)] : 1;
+    if (static_cast<int64_t>(to_operand.size()) != idx_vec) return InvalidArgumentError("scatter_dims_to_operand_dims has the wrong length");
+    const Dims is = Strides(id), os = Strides(od);
+    std::vector<Type> st;
+    for (size_t i = 0; i < k; ++i) {
+      Type t = in[i]->type;
+      t.dims.clear();
+      st.push_back(t);
+    }
+    const std::string simple = k == 1 ? SimpleBody(op.regions[0]) : "";
+    const int64_t n = in[k + 1]->num_elements();
+    Dims u(ud.size(), 0);
+    std::vector<std::vector<uint8_t>> tmp(k, std::vector<uint8_t>(8));
+    for (int64_t e = 0; e < n; ++e) {
+      Dims full(od.size(), 0);
+      int64_t ibase = 0;
+      for (size_t j = 0; j < update_scatter_dims.size(); ++j)
+        ibase += u[static_cast<size_t>(update_scatter_dims[j])] * is[static_cast<size_t>(ibd[j])];
+      for (int64_t v = 0; v < idx_vec; ++v) {
+        const int64_t at = ibase + (ivd < static_cast<int64_t>(id.size()) ? v * is[static_cast<size_t>(ivd)] : 0);
+        full[static_cast<size_t>(to_operand[static_cast<size_t>(v)])] = IntAt(indices, at);
+      }
+      for (size_t j = 0; j < ibatch.size(); ++j) {
+        const auto pos = std::find(ibd.begin(), ibd.end(), sibatch[j]) - ibd.begin();
+        full[static_cast<size_t>(ibatch[j])] = u[static_cast<size_t>(update_scatter_dims[static_cast<size_t>(pos)])];
+      }
+      bool inside = true;
+      for (size_t j = 0; j < window_operand.size(); ++j)
+        full[static_cast<size_t>(window_operand[j])] += u[static_cast<size_t>(uwd[j])];
+      for (size_t j = 0; j < od.size(); ++j) inside &= full[j] >= 0 && full[j] < od[j];
+      if (inside) {
+        int64_t off = 0;
+        for (size_t j = 0; j < od.size(); ++j) off += full[j] * os[j];
+        std::vector<const uint8_t*> ai, xi;
+        std::vector<uint8_t*> ao;
+        for (size_t i = 0; i < k; ++i) {
+          const int w = ElementTypeBytes(st[i].element);
+          ai.push_back(static_cast<const uint8_t*>(out[i].data.raw()) + off * w);
+          xi.push_back(static_cast<const uint8_t*>(in[k + 1 + i]->data.raw()) + e * w);
+          ao.push_back(tmp[i].data());
+        }
+        TPUMESH_RETURN_IF_ERROR(ApplyBody(op.regions[0], simple, ai, xi, ao, st));
+        for (size_t i = 0; i < k; ++i) {
+          const int w = ElementTypeBytes(st[i].element);
+          std::memcpy(static_cast<uint8_t*>(out[i].data.mutable_raw()) + off * w, tmp[i].data(), static_cast<size_t>(w));
+        }
+      }
+      for (int j = static_cast<int>(ud.size()) - 1; j >= 0; --j) {
+        if (++u[static_cast<size_t>(j)] < ud[static_cast<size_t>(j)]) break;
+        u[static_cast<size_t>(j)] = 0;
+      }
+    }
+    return OkStatus();
+  }
+
+  // ---- collectives: every device's operand is gathered to every device
+  // (mesh AllGather over all axes, as raw bytes), and each device assembles
+  // its result from its replica group's values, in group order: the same
+  // bits on every member, for any grouping. Priced on the ICI by the group.
+  StatusOr<std::vector<std::vector<int64_t>>> Groups(const Op& op) const {
+    std::vector<std::vector<int64_t>> groups;
+    const Attr* rg = op.Find("replica_groups");
+    if (rg && rg->kind == Attr::Kind::kDense && rg->type.dims.size() == 2 && rg->type.num_elements() > 0) {
+      TPUMESH_ASSIGN_OR_RETURN(Dims flat, rg->Ints());
+      const int64_t per = rg->type.dims[1];
+      for (int64_t g = 0; g < rg->type.dims[0]; ++g) {
+        std::vector<int64_t> grp;
+        for (int64_t j = 0; j < per; ++j) {
+          const int64_t d = flat[static_cast<size_t>(g * per + j)];
+          if (d < 0) continue;  // padding of ragged groups
+          if (d >= site_.num_devices)
+            return InvalidArgumentError("replica group names device " + std::to_string(d) + " of a mesh of " +
+                                        std::to_string(site_.num_devices));
+          grp.push_back(d);
+        }
+        groups.push_back(std::move(grp));
+      }
+    } else if (rg && rg->kind == Attr::Kind::kList && !rg->list.empty()) {
+      for (const Attr& g : rg->list) {
+        TPUMESH_ASSIGN_OR_RETURN(Dims grp, g.Ints());
+        groups.push_back(grp);
+      }
+    } else {
+      std::vector<int64_t> all(static_cast<size_t>(site_.num_devices));
+      std::iota(all.begin(), all.end(), 0);
+      groups.push_back(all);
+    }
+    return groups;
+  }
+
+  StatusOr<std::vector<int64_t>> MyGroup(const Op& op) const {
+    TPUMESH_ASSIGN_OR_RETURN(auto groups, Groups(op));
+    for (auto& g : groups)
+      if (std::find(g.begin(), g.end(), site_.device_id) != g.end()) return g;
+    return InvalidArgumentError("device " + std::to_string(site_.device_id) + " is in no replica group");
+  }
+
+  // Every device's copy of x, indexed by device id.
+  StatusOr<std::vector<const uint8_t*>> GatherAll(const Tensor& x, mesh::Array* keep) {
+    if (!site_.collectives) return FailedPreconditionError("collectives need a mesh (run the module with tpumesh run)");
+    std::vector<std::string> axes;
+    for (const auto& a : site_.axes) axes.push_back(a.name);
+    const int64_t bytes = x.type.size_bytes();
+    TPUMESH_ASSIGN_OR_RETURN(mesh::Array view, x.data.View(mesh::DType::kU8, {std::max<int64_t>(bytes, 0)}));
+    TPUMESH_ASSIGN_OR_RETURN(*keep, site_.collectives->AllGather(view, axes, 0, false));
+    std::vector<const uint8_t*> out;
+    for (int d = 0; d < site_.num_devices; ++d) out.push_back(static_cast<const uint8_t*>(keep->raw()) + d * bytes);
+    return out;
+  }
+
+  Status Collective(const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+    if (in.size() != 1 || out.size() != 1) return UnimplementedError("variadic collectives are not supported");
+    const Tensor& x = *in[0];
+    Tensor& y = out[0];
+    const int w = ElementTypeBytes(x.type.element);
+    mesh::Array keep;
+    TPUMESH_ASSIGN_OR_RETURN(auto all, GatherAll(x, &keep));
+    uint8_t* dst = static_cast<uint8_t*>(y.data.mutable_raw());
+    const int me = site_.device_id;
+    if (op.name == "stablehlo.collective_permute") {
+      const Attr* p = op.Find("source_target_pairs");
+      if (!p) return InvalidArgumentError("needs source_target_pairs");
+      TPUMESH_ASSIGN_OR_RETURN(Dims flat, p->Ints());
+      if (flat.size() % 2) return InvalidArgumentError("source_target_pairs must be pairs");
+      if (!(x.type == y.type)) return InvalidArgumentError("result type differs from the operand's");
+      for (size_t i = 0; i < flat.size(); i += 2) {
+        if (flat[i] < 0 || flat[i] >= site_.num_devices || flat[i + 1] < 0 || flat[i + 1] >= site_.num_devices)
+          return InvalidArgumentError("source_target_pairs names a device outside the mesh");
+        if (flat[i + 1] == me)
+          std::memcpy(dst, all[static_cast<size_t>(flat[i])], static_cast<size_t>(x.type.size_bytes()));
+      }
+      return OkStatus();
+    }
+    TPUMESH_ASSIGN_OR_RETURN(std::vector<int64_t> group, MyGroup(op));
+    const int64_t n = static_cast<int64_t>(group.size());
+    const int64_t pos = std::find(group.begin(), group.end(), me) - group.begin();
+    const Dims& d = x.type.dims;
+    if (op.name == "stablehlo.all_reduce" || op.name == "stablehlo.reduce_scatter") {
+      if (op.regions.size() != 1) return InvalidArgumentError("needs a body");
+      // the reduction of the group's values, in group order
+      const int64_t cnt = x.num_elements();
+      std::vector<uint8_t> acc(static_cast<size_t>(cnt * w)), nxt(acc.size());
+      std::memcpy(acc.data(), all[static_cast<size_t>(group[0])], acc.size());
+      const std::string simple = SimpleBody(op.regions[0]);
+      Type scalar = x.type;
+      scalar.dims.clear();
+      for (int64_t j = 1; j < n; ++j) {
+        const uint8_t* v = all[static_cast<size_t>(group[static_cast<size_t>(j)])];
+        if (!simple.empty()) {
+          Op bop;
+          bop.name = simple;
+          ElementwiseCall c;
+          c.op = &bop;
+          c.in_type = c.out_type = x.type.element;
+          c.in[0] = acc.data();
+          c.in[1] = v;
+          TPUMESH_RETURN_IF_ERROR(EvalElementwise(c, 0, cnt, nxt.data()));
+        } else {
+          for (int64_t e = 0; e < cnt; ++e)
+            TPUMESH_RETURN_IF_ERROR(ApplyBody(op.regions[0], "", {acc.data() + e * w}, {v + e * w}, {nxt.data() + e * w}, {scalar}));
+        }
+        std::swap(acc, nxt);
+      }
+      if (op.name == "stablehlo.all_reduce") {
+        if (!(x.type == y.type)) return InvalidArgumentError("result type differs from the operand's");
+        std::memcpy(dst, acc.data(), acc.size());
+        return OkStatus();
+      }
+      TPUMESH_ASSIGN_OR_RETURN(int64_t sd, IntAttr(op, "scatter_dimension"));
+      if (sd < 0 || sd >= static_cast<int64_t>(d.size()) || d[static_cast<size_t>(sd)] % n ||
+          y.type.dims[static_cast<size_t>(sd)] * n != d[static_cast<size_t>(sd)])
+        return InvalidArgumentError("scatter_dimension does not split evenly over the group");
+      return CopyBlock(acc.data(), x.type, y, sd, pos, n);
+    }
+    if (op.name == "stablehlo.all_gather") {
+      TPUMESH_ASSIGN_OR_RETURN(int64_t ad, IntAttr(op, "all_gather_dim"));
+      if (ad < 0 || ad >= static_cast<int64_t>(d.size()) || y.type.dims[static_cast<size_t>(ad)] != d[static_cast<size_t>(ad)] * n)
+        return InvalidArgumentError("result does not match all_gather_dim over the group");
+      int64_t outer = 1, inner = w;
+      for (int64_t k = 0; k < ad; ++k) outer *= d[static_cast<size_t>(k)];
+      for (size_t k = static_cast<size_t>(ad); k < d.size(); ++k) inner *= d[k];
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < n; ++j)
+          std::memcpy(dst + (o * n + j) * inner, all[static_cast<size_t>(group[static_cast<size_t>(j)])] + o * inner,
+                      static_cast<size_t>(inner));
+      return OkStatus();
+    }
+    if (op.name == "stablehlo.all_to_all") {
+      TPUMESH_ASSIGN_OR_RETURN(int64_t sd, IntAttr(op, "split_dimension"));
+      TPUMESH_ASSIGN_OR_RETURN(int64_t cd, IntAttr(op, "concat_dimension"));
+      TPUMESH_ASSIGN_OR_RETURN(int64_t sc, IntAttr(op, "split_count"));
+      if (sc != n || sd < 0 || cd < 0 || sd >= static_cast<int64_t>(d.size()) || cd >= static_cast<int64_t>(d.size()) ||
+          d[static_cast<size_t>(sd)] % n)
+        return InvalidArgumentError("split_count, split_dimension or concat_dimension does not fit the group");
+      // member j's block `pos` along sd, concatenated over j along cd
+      Type block = x.type;
+      block.dims[static_cast<size_t>(sd)] /= n;
+      const int64_t bbytes = block.size_bytes();
+      std::vector<uint8_t> blocks(static_cast<size_t>(bbytes * n));
+      for (int64_t j = 0; j < n; ++j) {
+        TPUMESH_ASSIGN_OR_RETURN(Tensor b, NewTensor(block, nullptr));
+        TPUMESH_RETURN_IF_ERROR(CopyBlock(all[static_cast<size_t>(group[static_cast<size_t>(j)])], x.type, b, sd, pos, n));
+        std::memcpy(blocks.data() + j * bbytes, b.data.raw(), static_cast<size_t>(bbytes));
+      }
+      int64_t outer = 1, inner = w;
+      for (int64_t k = 0; k < cd; ++k) outer *= block.dims[static_cast<size_t>(k)];
+      for (size_t k = static_cast<size_t>(cd); k < block.dims.size(); ++k) inner *= block.dims[k];
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < n; ++j)
+          std::memcpy(dst + (o * n + j) * inner, blocks.data() + j * bbytes + o * inner, static_cast<size_t>(inner));
+      return OkStatus();
+    }
+    return UnimplementedError("collective not supported");
+  }
+
+  // y = block `index` of `n` along `dim` of the array at src (of type t).
+  static Status CopyBlock(const uint8_t* src, const Type& t, Tensor& y, int64_t dim, int64_t index, int64_t n) {
+    const int w = ElementTypeBytes(t.element);
+    int64_t outer = 1, inner = w;
+    for (int64_t k = 0; k < dim; ++k) outer *= t.dims[static_cast<size_t>(k)];
+    for (size_t k = static_cast<size_t>(dim) + 1; k < t.dims.size(); ++k) inner *= t.dims[k];
+    const int64_t full = t.dims[static_cast<size_t>(dim)], part = full / n;
+    uint8_t* dst = static_cast<uint8_t*>(y.data.mutable_raw());
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(dst + o * part * inner, src + (o * full + index * part) * inner, static_cast<size_t>(part * inner));
+    return OkStatus();
+  }
+
+  // ---------------------------------------------------------------- control
+
+  StatusOr<std::vector<Tensor>> Control(const Op& op, const std::vector<const Tensor*>& in, Env& env) {
+    std::vector<Tensor> args;
+    for (const Tensor* t : in) args.push_back(*t);
+    const std::string& n = op.name;
+    if (n == "func.call") {
+      const Func* f = m_.FindFunc(op.callee);
+      if (!f) return Fail(op, "unknown function @" + op.callee);
+      return Call(*f, std::move(args));
+    }
+    if (n == "stablehlo.optimization_barrier" || n == "sdy.sharding_constraint") return args;
+    if (n == "stablehlo.custom_call") return CustomCall(op, std::move(args));
+    if (n == "stablehlo.while") {
+      if (op.regions.size() != 2) return Fail(op, "needs cond and body regions");
+      while (true) {
+        TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> c, RunRegion(op.regions[0], args, env));
+        if (c.size() != 1 || c[0].type.element != ElementType::kPred || c[0].num_elements() != 1)
+          return Fail(op, "the condition must return one i1");
+        if (!*c[0].as<bool>()) break;
+        TPUMESH_ASSIGN_OR_RETURN(args, RunRegion(op.regions[1], std::move(args), env));
+        if (args.size() != op.results.size()) return Fail(op, "the body returns the wrong number of values");
+      }
+      return args;
+    }
+    if (n == "stablehlo.case" || n == "stablehlo.if") {
+      if (in.size() != 1 || in[0]->num_elements() != 1) return Fail(op, "needs one scalar index");
+      int64_t i = 0;
+      if (n == "stablehlo.if") {
+        i = *in[0]->as<bool>() ? 0 : 1;
+      } else {
+        i = ScalarInt(*in[0]);
+        if (i < 0 || i >= static_cast<int64_t>(op.regions.size())) i = static_cast<int64_t>(op.regions.size()) - 1;
+      }
+      if (op.regions.empty()) return Fail(op, "has no branches");
+      return RunRegion(op.regions[static_cast<size_t>(i)], {}, env);
+    }
+    if (n == "sdy.manual_computation") return Manual(op, std::move(args), env);
+    return Fail(op, "internal: not a control op");
+  }
+
+  // A device's shard of a global value and back, for a sharding.
+  StatusOr<Tensor> Slice(const Tensor& global, const Sharding& s, const Type& local, const Op& op) {
+    TPUMESH_ASSIGN_OR_RETURN(auto shard, s.ShardOf(site_.device_id, global.type.dims));
+    TPUMESH_ASSIGN_OR_RETURN(Tensor t, At(op, NewTensor(local, site_.device, o_.dry_run, "shard")));
+    for (size_t k = 0; k < shard.size(); ++k)
+      if (global.type.dims[k] / shard[k].count != local.dims[k])
+        return Fail(op, "the shard of " + global.type.ToString() + " is not " + local.ToString());
+    if (o_.dry_run) return t;
+    const Dims gs = Strides(global.type.dims);
+    IndexCopy(global, t, [&](const Dims& o) {
+      int64_t s2 = 0;
+      for (size_t k = 0; k < o.size(); ++k) s2 += (shard[k].index * local.dims[k] + o[k]) * gs[k];
+      return s2;
+    });
+    return t;
+  }
+  StatusOr<Tensor> Assemble(const Tensor& local, const Sharding& s, const Type& global, const Op& op) {
+    TPUMESH_ASSIGN_OR_RETURN(Tensor g, At(op, NewTensor(global, site_.device, o_.dry_run, "global")));
+    if (o_.dry_run) return g;
+    mesh::Array keep;
+    TPUMESH_ASSIGN_OR_RETURN(auto all, GatherAll(local, &keep));
+    const int w = ElementTypeBytes(global.element);
+    const Dims gs = Strides(global.dims);
+    uint8_t* dst = static_cast<uint8_t*>(g.data.mutable_raw());
+    for (int d = 0; d < site_.num_devices; ++d) {
+      TPUMESH_ASSIGN_OR_RETURN(auto shard, s.ShardOf(d, global.dims));
+      for (size_t k = 0; k < shard.size(); ++k)
+        if (global.dims[k] / shard[k].count != local.type.dims[k])
+          return Fail(op, "the shard of " + global.ToString() + " is not " + local.type.ToString());
+      const int64_t cnt = local.num_elements();
+      Dims idx(local.type.dims.size(), 0);
+      for (int64_t i = 0; i < cnt; ++i) {
+        int64_t o = 0;
+        for (size_t k = 0; k < idx.size(); ++k) o += (shard[k].index * local.type.dims[k] + idx[k]) * gs[k];
+        std::memcpy(dst + o * w, all[static_cast<size_t>(d)] + i * w, static_cast<size_t>(w));
+        for (int k = static_cast<int>(idx.size()) - 1; k >= 0; --k) {
+          if (++idx[static_cast<size_t>(k)] < local.type.dims[static_cast<size_t>(k)]) break;
+          idx[static_cast<size_t>(k)] = 0;
+        }
+      }
+    }
+    return g;
+  }
+
+  StatusOr<std::vector<Tensor>> Manual(const Op& op, std::vector<Tensor> args, Env& env) {
+    if (op.regions.size() != 1 || op.regions[0].blocks.size() != 1) return Fail(op, "needs a body");
+    auto list = [&](std::string_view key) -> std::vector<const Attr*> {
+      std::vector<const Attr*> out;
+      const Attr* a = op.Find(key);
+      if (!a) return out;
+      const Attr* l = a;
+      if (a->kind == Attr::Kind::kDict && a->Find("list")) l = a->Find("list");
+      for (const Attr& x : l->list) out.push_back(&x);
+      return out;
+    };
+    const auto ins = list("in_shardings"), outs = list("out_shardings");
+    const Block& body = op.regions[0].blocks[0];
+    if (ins.size() != args.size() || outs.size() != op.results.size())
+      return Fail(op, "in_shardings/out_shardings do not match the operands/results");
+    std::vector<Tensor> local;
+    for (size_t i = 0; i < args.size(); ++i) {
+      TPUMESH_ASSIGN_OR_RETURN(Sharding s, At(op, SdySharding(*ins[i], m_, site_.axes)));
+      TPUMESH_ASSIGN_OR_RETURN(Tensor t, Slice(args[i], s, body.arg_types[i], op));
+      local.push_back(std::move(t));
+    }
+    TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> res, RunRegion(op.regions[0], std::move(local), env));
+    std::vector<Tensor> out;
+    for (size_t i = 0; i < res.size(); ++i) {
+      TPUMESH_ASSIGN_OR_RETURN(Sharding s, At(op, SdySharding(*outs[i], m_, site_.axes)));
+      TPUMESH_ASSIGN_OR_RETURN(Tensor g, Assemble(res[i], s, op.result_types[i], op));
+      out.push_back(std::move(g));
+    }
+    return out;
+  }
+
+  StatusOr<std::vector<Tensor>> CustomCall(const Op& op, std::vector<Tensor> args) {
+    if (args.size() != 1 || op.result_types.size() != 1) return Fail(op, "@" + op.callee + " takes one operand");
+    const Attr* sh = op.Find("mhlo.sharding");
+    if (op.callee == "Sharding") {
+      if (sh && sh->kind == Attr::Kind::kString) last_sharding_ = sh->s;
+      return args;
+    }
+    if (op.callee == "SPMDFullToShardShape") {
+      TPUMESH_ASSIGN_OR_RETURN(Sharding s, At(op, MhloSharding(last_sharding_, site_.num_devices)));
+      TPUMESH_ASSIGN_OR_RETURN(Tensor t, Slice(args[0], s, op.result_types[0], op));
+      return std::vector<Tensor>{std::move(t)};
+    }
+    if (op.callee == "SPMDShardToFullShape") {
+      if (!sh || sh->kind != Attr::Kind::kString) return Fail(op, "needs mhlo.sharding");
+      TPUMESH_ASSIGN_OR_RETURN(Sharding s, At(op, MhloSharding(sh->s, site_.num_devices)));
+      TPUMESH_ASSIGN_OR_RETURN(Tensor g, Assemble(args[0], s, op.result_types[0], op));
+      return std::vector<Tensor>{std::move(g)};
+    }
+    return Fail(op, "unsupported custom call @" + op.callee);
+  }
+
+  // ---------------------------------------------------------------- pricing
+
+  void Price(const OpEntry& e, const Op& op, const std::vector<const Tensor*>& in, const std::vector<Tensor>& out) {
+    mesh::OpRecord r;
+    const std::string& loc = op.loc.name;
+    const size_t slash = loc.rfind('/');
+    r.name = loc.empty() ? op.name.substr(op.name.find('.') + 1) : (slash == std::string::npos ? loc : loc.substr(slash + 1));
+    r.module = slash == std::string::npos ? "" : loc.substr(0, slash);
+    r.type = std::string(e.category);
+    std::string shape;
+    for (const Tensor* t : in) shape += (shape.empty() ? "" : " ") + t->type.ToString();
+    r.shape = shape + " -> " + (out.empty() ? std::string() : out[0].type.ToString());
+    double in_bytes = 0, out_bytes = 0;
+    for (const Tensor* t : in) in_bytes += static_cast<double>(t->type.size_bytes());
+    for (const Tensor& t : out) out_bytes += static_cast<double>(t.type.size_bytes());
+    const double n_out = out.empty() ? 0 : static_cast<double>(out[0].num_elements());
+    r.precision = kernels::Precision::kDefault;
+    switch (e.op_class) {
+      case OpClass::kElementwise:
+        if (IsTranscendental(op.name)) r.cost.transcendentals = n_out;
+        else r.cost.flops = n_out;
+        r.cost.bytes_read = in_bytes;
+        r.cost.bytes_written = out_bytes;
+        break;
+      case OpClass::kData:
+        if (op.name == "stablehlo.constant" || op.name == "stablehlo.reshape" || op.name == "stablehlo.bitcast_convert") {
+          return;  // free: not an op on the chip
+        }
+        r.cost.bytes_read = op.name == "stablehlo.iota" ? 0 : in_bytes;
+        r.cost.bytes_written = out_bytes;
+        if (op.name == "stablehlo.dynamic_update_slice") {
+          r.cost.bytes_read = static_cast<double>(in[1]->type.size_bytes());
+          r.cost.bytes_written = r.cost.bytes_read;
+        }
+        break;
+      case OpClass::kMatmul: {
+        auto dd = GetDotDims(op, in[0]->type, in[1]->type);
+        if (!dd.ok()) return;
+        const double B = static_cast<double>(Prod(in[0]->type, dd->lb)), M = static_cast<double>(Prod(in[0]->type, dd->lf)),
+                     K = static_cast<double>(Prod(in[0]->type, dd->lc)), N = static_cast<double>(Prod(in[1]->type, dd->rf));
+        r.cost.flops = 2 * B * M * N * K;
+        r.cost.bytes_read = in_bytes;
+        r.cost.bytes_written = out_bytes;
+        mesh::MxuMatmul mm;
+        mm.m = static_cast<int64_t>(M);
+        mm.n = static_cast<int64_t>(N);
+        mm.k = static_cast<int64_t>(K);
+        mm.count = B;
+        mm.a_bytes = static_cast<double>(in[0]->type.size_bytes()) / B;
+        mm.b_bytes = static_cast<double>(in[1]->type.size_bytes()) / B;
+        mm.c_bytes = out_bytes / B;
+        r.mxu.push_back(mm);
+        r.precision = PricePrecision(op);
+        break;
+      }
+      case OpClass::kConv: {
+        auto cs = GetConvShape(op, in[0]->type, in[1]->type, out[0].type);
+        if (!cs.ok()) return;
+        // XLA's count: 2 x output features x input features per group x the
+        // taps that land inside the (dilated) input, summed over pixels.
+        double valid = 1;
+        for (size_t k = 0; k < cs->in_sp.size(); ++k) {
+          double v = 0;
+          for (int64_t o = 0; o < cs->out_sp[k]; ++o)
+            for (int64_t t = 0; t < cs->k_sp[k]; ++t) {
+              const int64_t pos = o * cs->stride[k] + t * cs->rhs_dil[k] - cs->pad_lo[k];
+              if (pos >= 0 && pos % cs->lhs_dil[k] == 0 && pos / cs->lhs_dil[k] < cs->in_sp[k]) v += 1;
+            }
+          valid *= v;
+        }
+        const double G = static_cast<double>(cs->groups);
+        const double ig = static_cast<double>(cs->cin) / G, og = static_cast<double>(cs->cout) / G;
+        r.cost.flops = 2 * static_cast<double>(cs->batch) * valid * ig * og * G;
+        r.cost.bytes_read = in_bytes;
+        r.cost.bytes_written = out_bytes;
+        double taps = 1, pixels = 1;
+        for (size_t k = 0; k < cs->in_sp.size(); ++k) {
+          taps *= static_cast<double>(cs->k_sp[k]);
+          pixels *= static_cast<double>(cs->out_sp[k]);
+        }
+        mesh::MxuMatmul mm;
+        mm.m = static_cast<int64_t>(static_cast<double>(cs->batch) * pixels);
+        mm.n = static_cast<int64_t>(og);
+        mm.k = static_cast<int64_t>(taps * ig);
+        mm.count = G;
+        mm.a_bytes = static_cast<double>(in[0]->type.size_bytes()) / G;
+        mm.b_bytes = static_cast<double>(in[1]->type.size_bytes()) / G;
+        mm.c_bytes = out_bytes / G;
+        r.mxu.push_back(mm);
+        r.precision = PricePrecision(op);
+        break;
+      }
+      case OpClass::kReduce: {
+        const size_t k = in.size() / 2;
+        double elems = 0;
+        if (op.name == "stablehlo.reduce") {
+          elems = static_cast<double>(in[0]->num_elements()) - n_out;
+        } else {
+          auto win = IntsAttr(op, "window_dimensions");
+          double wc = 1;
+          if (win.ok())
+            for (int64_t x : *win) wc *= static_cast<double>(x);
+          elems = n_out * wc;
+        }
+        r.cost.flops = std::max(0.0, elems) * static_cast<double>(k);
+        r.cost.bytes_read = in_bytes;
+        r.cost.bytes_written = out_bytes;
+        break;
+      }
+      case OpClass::kGatherScatter:
+        r.cost.bytes_read = op.name == "stablehlo.gather" ? static_cast<double>(in[1]->type.size_bytes()) + out_bytes
+                                                          : in_bytes;
+        r.cost.bytes_written = out_bytes;
+        if (op.name == "stablehlo.scatter") r.cost.flops = static_cast<double>(in.back()->num_elements());
+        break;
+      case OpClass::kCollective: {
+        auto group = op.name == "stablehlo.collective_permute" ? StatusOr<std::vector<int64_t>>(std::vector<int64_t>{})
+                                                                 : MyGroup(op);
+        if (!group.ok()) return;
+        PriceCollective(op, *in[0], *group, r);
+        break;
+      }
+      default:
+        return;
+    }
+    o_.ops->push_back(std::move(r));
+  }
+
+  kernels::Precision PricePrecision(const Op& op) const {
+    const Attr* p = op.Find("precision_config");
+    std::string w = "DEFAULT";
+    if (p && p->kind == Attr::Kind::kList)
+      for (const Attr& a : p->list)
+        if (a.kind == Attr::Kind::kWord && a.s > w) w = a.s;
+    return w == "HIGHEST" ? kernels::Precision::kHighest
+                          : (w == "HIGH" ? kernels::Precision::kHigh : kernels::Precision::kDefault);
+  }
+
+  void PriceCollective(const Op& op, const Tensor& x, const std::vector<int64_t>& group, mesh::OpRecord& r) {
+    r.type = "collective";
+    mesh::CollectiveKind kind = mesh::CollectiveKind::kPsum;
+    std::vector<int> members;
+    std::vector<std::pair<int, int>> pairs;
+    if (op.name == "stablehlo.all_gather") kind = mesh::CollectiveKind::kAllGather;
+    else if (op.name == "stablehlo.reduce_scatter") kind = mesh::CollectiveKind::kPsumScatter;
+    else if (op.name == "stablehlo.all_to_all") kind = mesh::CollectiveKind::kAllToAll;
+    if (op.name == "stablehlo.collective_permute") {
+      kind = mesh::CollectiveKind::kPpermute;
+      const Attr* p = op.Find("source_target_pairs");
+      auto flat = p ? p->Ints() : StatusOr<std::vector<int64_t>>(InvalidArgumentError(""));
+      if (flat.ok())
+        for (size_t i = 0; i + 1 < flat->size(); i += 2)
+          pairs.emplace_back(static_cast<int>((*flat)[i]), static_cast<int>((*flat)[i + 1]));
+      for (int d = 0; d < site_.num_devices; ++d) members.push_back(d);
+    } else {
+      for (int64_t d : group) members.push_back(static_cast<int>(d));
+    }
+    r.name = std::string(mesh::CollectiveName(kind));
+    if (site_.device == nullptr || site_.topology == nullptr) return;
+    const auto cost = mesh::ModelCollective(site_.device->chip(), *site_.topology, kind, members, x.type.size_bytes(), pairs);
+    r.ici_seconds = cost.seconds;
+    r.ici_bytes = cost.bytes_sent_per_device;
+  }
+
+  const Module& m_;
+  DeviceSite site_;
+  Options o_;
+  int call_depth_ = 0;
+  int64_t executed_ = 0;
+  std::string last_sharding_;
+  std::unordered_map<const Block*, std::vector<std::vector<int>>> free_lists_;
+};
+
+}  // namespace
+
+Status Verify(const Module& m) { return Verifier(m).Run(); }
+
+StatusOr<std::vector<Tensor>> RunFunction(const Module& m, std::string_view name, std::vector<Tensor> args,
+                                          const DeviceSite& site, const Options& options) {
+  const Func* f = m.FindFunc(name);
+  if (!f) return InvalidArgumentError(m.file + ": no function @" + std::string(name));
+  if (args.size() != f->arg_types.size())
+    return InvalidArgumentError(m.file + ": @" + f->name + " takes " + std::to_string(f->arg_types.size()) +
+                                " arguments, got " + std::to_string(args.size()));
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!(args[i].type == f->arg_types[i]))
+      return InvalidArgumentError(m.file + ": argument " + std::to_string(i) + " of @" + f->name + " is " +
+                                  f->arg_types[i].ToString() + ", got " + args[i].type.ToString());
+  Interpreter interp(m, site, options);
+  return interp.Call(*f, std::move(args));
+}
+
+}  // namespace tpumesh::hlo

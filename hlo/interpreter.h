@@ -1,0 +1,100 @@
+// Running a StableHLO module (io/stablehlo_module.h) on one emulated device:
+// an interpreter over the module's ops, each computed for real on the host
+// (dot_general and convolution on kernels/'s MXU matmul) and priced as the
+// chip would run it (mesh/cost_model.h). hlo/program.h runs a module over a
+// whole mesh.
+//
+// The ops are one table (hlo/ops.h: name -> category, how it is priced, how
+// it runs); Verify checks a module against it before anything runs.
+//
+// Contract:
+// - Values are Tensors: a StableHLO type and its bytes, little-endian, row
+//   major, on the device (counted against its HBM: a device out of room
+//   fails with RESOURCE_EXHAUSTED naming it) or on the host. A value is
+//   freed after its last use.
+// - Arithmetic follows XLA on a CPU: f16 and bf16 elementwise math in f32,
+//   rounded once per op; f32 dot_general and convolution in f32 (every
+//   product and sum in f32) unless Options::mxu_precision, where each reads
+//   its precision_config as a TPU's MXU would (DEFAULT: operands rounded to
+//   bf16, one pass; HIGH: bf16x3; HIGHEST: f32). Integer arithmetic wraps;
+//   shifts past the width give 0 (or the sign for arithmetic right shifts);
+//   integer division by zero gives -1 (remainder: the dividend), as XLA.
+// - Same bits for any thread count: work is cut by output element only.
+// - Options::dry_run: shapes, HBM and prices only; values with more than
+//   kDryRunComputeElements elements are not computed (their bytes are
+//   unspecified, mapped lazily), smaller ones are (loop counters and
+//   indices, so a fori_loop's trip count is still right). Collectives are
+//   priced, not run.
+// - Errors name the op and its place in the MLIR text: "f.mlir:12:5:
+//   stablehlo.dot_general: ...".
+#ifndef TPUMESH_HLO_INTERPRETER_H_
+#define TPUMESH_HLO_INTERPRETER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "io/stablehlo_module.h"
+#include "mesh/array.h"
+#include "mesh/collectives.h"
+#include "mesh/cost_model.h"
+
+namespace tpumesh::hlo {
+
+inline constexpr int64_t kDryRunComputeElements = 4096;
+
+struct Tensor {
+  Type type;
+  mesh::Array data;  // u8 [size_bytes]
+
+  int64_t num_elements() const { return type.num_elements(); }
+  template <typename T> const T* as() const { return static_cast<const T*>(data.raw()); }
+  template <typename T> T* mutable_as() { return static_cast<T*>(data.mutable_raw()); }
+};
+
+// A tensor of `type` on `device` (the host when null), zero-filled; lazy:
+// pages mapped only when touched (a dry run's large values).
+StatusOr<Tensor> NewTensor(const Type& type, mesh::Device* device, bool lazy = false,
+                           std::string_view what = "value");
+
+struct Options {
+  bool dry_run = false;
+  bool mxu_precision = false;  // see the contract above
+  int threads = 0;             // 0: the caller's TBB arena (the device's inside a pmap)
+  // When set, every op executed appends its priced record (OpRecord::module
+  // is JAX's name scope from the op's location, name the op).
+  std::vector<mesh::OpRecord>* ops = nullptr;
+  // Ops executed at most (loops included) before the run stops with an
+  // error: a dry run of a data-dependent loop never ends otherwise.
+  int64_t max_executed_ops = int64_t{1} << 32;
+};
+
+// Every op of `m` is in the table (hlo/ops.h), its operand and result types
+// are as the op requires, every func.call names a function of the module
+// with matching types, @main exists. The first problem, as one
+// "FILE:LINE:COL: op: what" error (Unimplemented for an op not supported).
+Status Verify(const Module& m);
+
+// Where a run is: the device it computes on, and the collectives of its
+// pmap (null when the module has none or in a dry run).
+struct DeviceSite {
+  mesh::Device* device = nullptr;
+  mesh::DeviceContext* collectives = nullptr;
+  int device_id = 0;
+  int num_devices = 1;
+  // The mesh's axes (names and sizes, row-major: device id = position), for
+  // sdy.manual_computation's shardings.
+  std::vector<mesh::MeshAxis> axes;
+  // Where the devices sit, for pricing collectives (null: not priced on the ICI).
+  const mesh::Topology* topology = nullptr;
+};
+
+// Runs func @name of a verified module with `args` (one per argument, of
+// its types) and returns its results.
+StatusOr<std::vector<Tensor>> RunFunction(const Module& m, std::string_view name, std::vector<Tensor> args,
+                                          const DeviceSite& site, const Options& options);
+
+}  // namespace tpumesh::hlo
+
+#endif  // TPUMESH_HLO_INTERPRETER_H_

@@ -1,0 +1,124 @@
+#include "hlo/ops.h"
+
+#include <algorithm>
+
+namespace tpumesh::hlo {
+namespace {
+
+constexpr std::string_view kEw = "1 flop per element on the vector unit; operands and result through HBM";
+constexpr std::string_view kTr = "1 transcendental per element (the vector unit's transcendental rate)";
+constexpr std::string_view kMove = "no flops; operands and result through HBM";
+
+std::vector<OpEntry> Build() {
+  std::vector<OpEntry> t = {
+      // elementwise
+      {"stablehlo.add", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.subtract", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.multiply", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.divide", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.remainder", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.maximum", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.minimum", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.power", OpClass::kElementwise, "elementwise", kTr},
+      {"stablehlo.atan2", OpClass::kElementwise, "elementwise", kTr},
+      {"stablehlo.and", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.or", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.xor", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.not", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.shift_left", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.shift_right_arithmetic", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.shift_right_logical", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.popcnt", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.count_leading_zeros", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.negate", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.abs", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.sign", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.floor", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.ceil", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.round_nearest_afz", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.round_nearest_even", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.is_finite", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.exponential", OpClass::kElementwise, "elementwise", kTr},
+      {"stablehlo.exponential_minus_one", OpClass::kElementwise, "elementwise", kTr},
+      {"stablehlo.log", OpClass::kElementwise, "elementwise", kTr},
+      {"stablehlo.log_plus_one", OpClass::kElementwise, "elementwise", kTr},
+      {"stablehlo.logistic", OpClass::kElementwise, "elementwise", kTr},
+      {"stablehlo.tanh", OpClass::kElementwise, "elementwise", kTr},
+      {"stablehlo.sqrt", OpClass::kElementwise, "elementwise", kTr},
+      {"stablehlo.rsqrt", OpClass::kElementwise, "elementwise", kTr},
+      {"stablehlo.cbrt", OpClass::kElementwise, "elementwise", kTr},
+      {"stablehlo.sine", OpClass::kElementwise, "elementwise", kTr},
+      {"stablehlo.cosine", OpClass::kElementwise, "elementwise", kTr},
+      {"stablehlo.tan", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.erf_inv", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.erf", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.square", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.compare", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.select", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.clamp", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.convert", OpClass::kElementwise, "elementwise", kEw},
+      {"stablehlo.bitcast_convert", OpClass::kData, "data", kMove},
+      {"stablehlo.reduce_precision", OpClass::kElementwise, "elementwise", kEw},
+      // data
+      {"stablehlo.constant", OpClass::kData, "data", "free: part of the program"},
+      {"stablehlo.iota", OpClass::kData, "data", "the result written to HBM"},
+      {"stablehlo.replica_id", OpClass::kData, "data", "free"},
+      {"stablehlo.partition_id", OpClass::kData, "data", "free"},
+      {"stablehlo.broadcast_in_dim", OpClass::kData, "data", kMove},
+      {"stablehlo.reshape", OpClass::kData, "data", "free: a new shape of the same bytes"},
+      {"stablehlo.transpose", OpClass::kData, "data", kMove},
+      {"stablehlo.slice", OpClass::kData, "data", kMove},
+      {"stablehlo.dynamic_slice", OpClass::kData, "data", kMove},
+      {"stablehlo.dynamic_update_slice", OpClass::kData, "data", "the update read and written in place"},
+      {"stablehlo.concatenate", OpClass::kData, "data", kMove},
+      {"stablehlo.pad", OpClass::kData, "data", kMove},
+      {"stablehlo.reverse", OpClass::kData, "data", kMove},
+      // compute
+      {"stablehlo.dot_general", OpClass::kMatmul, "matmul",
+       "2 m n k flops on the MXU (systolic cycles in the chip's dataflow), passes by precision_config; operands and result through HBM"},
+      {"stablehlo.dot", OpClass::kMatmul, "matmul", "as dot_general"},
+      {"stablehlo.convolution", OpClass::kConv, "conv",
+       "an im2col matmul on the MXU: m = output pixels, n = output features per group, k = taps x input features per group; flops count only taps inside the input (as XLA)"},
+      {"stablehlo.reduce", OpClass::kReduce, "reduce", "1 flop per input element reduced; inputs and result through HBM"},
+      {"stablehlo.reduce_window", OpClass::kReduce, "reduce", "1 flop per window element; inputs and result through HBM"},
+      {"stablehlo.gather", OpClass::kGatherScatter, "data", "no flops; indices, the gathered elements and the result through HBM"},
+      {"stablehlo.scatter", OpClass::kGatherScatter, "data", "1 flop per update; operand, indices, updates and result through HBM"},
+      // control
+      {"func.call", OpClass::kControl, "control", "the callee's ops"},
+      {"func.return", OpClass::kControl, "control", "free"},
+      {"stablehlo.return", OpClass::kControl, "control", "free"},
+      {"stablehlo.while", OpClass::kControl, "control", "the body and condition's ops, every iteration"},
+      {"stablehlo.case", OpClass::kControl, "control", "the taken branch's ops"},
+      {"stablehlo.if", OpClass::kControl, "control", "the taken branch's ops"},
+      {"stablehlo.optimization_barrier", OpClass::kControl, "control", "free"},
+      // collectives
+      {"stablehlo.all_reduce", OpClass::kCollective, "collective", "psum on the ICI over each replica group (mesh/interconnect.h)"},
+      {"stablehlo.all_gather", OpClass::kCollective, "collective", "all_gather on the ICI"},
+      {"stablehlo.reduce_scatter", OpClass::kCollective, "collective", "psum_scatter on the ICI"},
+      {"stablehlo.collective_permute", OpClass::kCollective, "collective", "ppermute on the ICI"},
+      {"stablehlo.all_to_all", OpClass::kCollective, "collective", "all_to_all on the ICI"},
+      // sharding
+      {"sdy.manual_computation", OpClass::kSharding, "control", "its body per device; entering and leaving are free (the shards stay in place)"},
+      {"sdy.return", OpClass::kControl, "control", "free"},
+      {"sdy.sharding_constraint", OpClass::kSharding, "data", "free"},
+      {"stablehlo.custom_call", OpClass::kSharding, "data", "@Sharding, @SPMDFullToShardShape, @SPMDShardToFullShape: free"},
+  };
+  std::sort(t.begin(), t.end(), [](const OpEntry& a, const OpEntry& b) { return a.name < b.name; });
+  return t;
+}
+
+}  // namespace
+
+const std::vector<OpEntry>& OpTable() {
+  static const auto* t = new std::vector<OpEntry>(Build());
+  return *t;
+}
+
+const OpEntry* FindOp(std::string_view name) {
+  const auto& t = OpTable();
+  const auto it = std::lower_bound(t.begin(), t.end(), name,
+                                   [](const OpEntry& e, std::string_view n) { return e.name < n; });
+  return it != t.end() && it->name == name ? &*it : nullptr;
+}
+
+}  // namespace tpumesh::hlo

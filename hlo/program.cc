@@ -1,0 +1,266 @@
+#include "hlo/program.h"
+
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <random>
+
+#include "base/printable.h"
+#include "hlo/sharding.h"
+#include "hlo/elementwise.h"
+#include "mesh/collectives.h"
+
+namespace tpumesh::hlo {
+namespace {
+
+int64_t IntModuleAttr(const Module& m, std::string_view key, int64_t fallback) {
+  const Attr* a = m.FindAttr(key);
+  return a && a->kind == Attr::Kind::kInt ? a->i : fallback;
+}
+
+// The local type a device sees of a kReplicas global type and back.
+Status ConvertInto(const Tensor& from, Tensor& to) {
+  Op conv;
+  conv.name = "stablehlo.convert";
+  ElementwiseCall c;
+  c.op = &conv;
+  c.in_type = from.type.element;
+  c.out_type = to.type.element;
+  c.in[0] = from.data.raw();
+  return EvalElementwise(c, 0, to.num_elements(), to.data.mutable_raw());
+}
+
+Type WithDevices(Type t, int n) {
+  if (t.dims.empty()) t.dims.push_back(n);
+  else t.dims[0] *= n;
+  return t;
+}
+
+}  // namespace
+
+std::string Layout::Describe() const {
+  const std::string mesh = axes.empty() ? "data=" + std::to_string(devices) : mesh::MeshAxesToString(axes);
+  if (kind == Kind::kReplicas) return "pmap over " + std::to_string(devices) + " replicas (mesh " + mesh + ")";
+  return "global arrays on " + std::to_string(devices) + " device(s) (mesh " + mesh + ")";
+}
+
+StatusOr<Layout> LayoutOf(const Module& m) {
+  const Func* main = m.FindFunc("main");
+  if (!main) return InvalidArgumentError(m.file + ": no @main function");
+  Layout l;
+  const int64_t replicas = IntModuleAttr(m, "mhlo.num_replicas", 1);
+  const int64_t partitions = IntModuleAttr(m, "mhlo.num_partitions", 1);
+  if (replicas < 1 || partitions < 1 || replicas > mesh::kMaxDevices || partitions > mesh::kMaxDevices ||
+      (replicas > 1 && partitions > 1))
+    return InvalidArgumentError(m.file + ": mhlo.num_replicas " + std::to_string(replicas) + " x mhlo.num_partitions " +
+                                std::to_string(partitions) + " is not supported (one of them 1, at most " +
+                                std::to_string(mesh::kMaxDevices) + ")");
+  l.axes = SdyMeshAxes(m);
+  if (replicas > 1) {
+    l.kind = Layout::Kind::kReplicas;
+    l.devices = static_cast<int>(replicas);
+    for (const Type& t : main->arg_types) l.inputs.push_back(WithDevices(t, l.devices));
+    for (const Type& t : main->result_types) l.outputs.push_back(WithDevices(t, l.devices));
+  } else {
+    l.devices = static_cast<int>(partitions);
+    l.inputs = main->arg_types;
+    l.outputs = main->result_types;
+  }
+  if (!l.axes.empty()) {
+    int64_t n = 1;
+    for (const auto& a : l.axes) n *= a.size;
+    if (n != l.devices)
+      return InvalidArgumentError(m.file + ": sdy.mesh " + mesh::MeshAxesToString(l.axes) + " has " + std::to_string(n) +
+                                  " devices but the module runs on " + std::to_string(l.devices));
+  }
+  return l;
+}
+
+mesh::MeshSpec DefaultMeshSpec(const Layout& layout, mesh::MeshSpec user) {
+  if (user.axes.empty() && !layout.axes.empty()) user.axes = mesh::MeshAxesToString(layout.axes);
+  if (user.devices == 0 && user.axes.empty() && user.topology.empty()) user.devices = layout.devices;
+  return user;
+}
+
+StatusOr<std::vector<Tensor>> ReadInputs(const std::string& file, const Layout& layout) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < layout.inputs.size(); ++i) {
+    const std::string name = "input_" + std::to_string(i);
+    const Type& want = layout.inputs[i];
+    TPUMESH_ASSIGN_OR_RETURN(pipeline::H5Raw raw, pipeline::H5ReadRaw(file, name));
+    const std::string where = Printable(file) + ": dataset '" + name + "'";
+    if (raw.dims != want.dims) {
+      Type got = want;
+      got.dims = raw.dims;
+      return InvalidArgumentError(where + " has shape " + got.ToString().substr(6) + " but @main's argument " +
+                                  std::to_string(i) + " is " + want.ToString());
+    }
+    // The dataset's element type as StableHLO's.
+    ElementType el;
+    const std::string& dt = raw.dtype;
+    if (dt == "bfloat16" && raw.width == 2) el = ElementType::kBF16;
+    else if (dt == "float16" && raw.width == 2) el = ElementType::kF16;
+    else if (dt == "bool" && raw.width == 1) el = ElementType::kPred;
+    else if (raw.cls == 'f') el = raw.width == 8 ? ElementType::kF64 : (raw.width == 2 ? ElementType::kF16 : ElementType::kF32);
+    else if (raw.cls == 'i') el = raw.width == 1 ? ElementType::kI8 : raw.width == 2 ? ElementType::kI16 : raw.width == 4 ? ElementType::kI32 : ElementType::kI64;
+    else el = raw.width == 1 ? ElementType::kU8 : raw.width == 2 ? ElementType::kU16 : raw.width == 4 ? ElementType::kU32 : ElementType::kU64;
+    const bool ok = el == want.element || (IsFloat(el) && IsFloat(want.element)) ||
+                    (!IsFloat(el) && !IsFloat(want.element) && el != ElementType::kPred && want.element != ElementType::kPred);
+    if (!ok)
+      return InvalidArgumentError(where + " holds " + std::string(ElementTypeName(el)) + " but @main's argument " +
+                                  std::to_string(i) + " is " + want.ToString() +
+                                  " (bf16 is stored as uint16 with dtype=\"bfloat16\", i1 as uint8 with dtype=\"bool\")");
+    Type have = want;
+    have.element = el;
+    TPUMESH_ASSIGN_OR_RETURN(Tensor src, NewTensor(have, nullptr));
+    std::memcpy(src.data.mutable_raw(), raw.data.data(), std::min<size_t>(raw.data.size(), static_cast<size_t>(have.size_bytes())));
+    if (el == want.element) {
+      out.push_back(std::move(src));
+      continue;
+    }
+    // convert (floats rounded to the argument's type; integers wrap as XLA's convert)
+    TPUMESH_ASSIGN_OR_RETURN(Tensor dst, NewTensor(want, nullptr));
+    TPUMESH_RETURN_IF_ERROR(ConvertInto(src, dst));
+    out.push_back(std::move(dst));
+  }
+  return out;
+}
+
+std::vector<Tensor> RandomInputs(const Layout& layout, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::vector<Tensor> out;
+  for (const Type& t : layout.inputs) {
+    Tensor x = NewTensor(t, nullptr).value();
+    const int64_t n = t.num_elements();
+    uint8_t* p = static_cast<uint8_t*>(x.data.mutable_raw());
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t r = gen();
+      const float u = static_cast<float>(static_cast<double>(r >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+      switch (t.element) {
+        case ElementType::kF32: std::memcpy(p + i * 4, &u, 4); break;
+        case ElementType::kF64: { const double d = u; std::memcpy(p + i * 8, &d, 8); break; }
+        case ElementType::kBF16: { const kernels::bf16 h = kernels::F32ToBf16(u); std::memcpy(p + i * 2, &h, 2); break; }
+        case ElementType::kF16: { const uint16_t h = FloatToHalf(u); std::memcpy(p + i * 2, &h, 2); break; }
+        case ElementType::kPred: p[i] = r & 1; break;
+        case ElementType::kU32: { const uint32_t v = static_cast<uint32_t>(r); std::memcpy(p + i * 4, &v, 4); break; }
+        case ElementType::kU64: std::memcpy(p + i * 8, &r, 8); break;
+        default: {  // small non-negative integers
+          const int64_t v = static_cast<int64_t>(r % 4);
+          std::memcpy(p + i * ElementTypeBytes(t.element), &v, static_cast<size_t>(ElementTypeBytes(t.element)));
+        }
+      }
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, pipeline::H5Raw>> OutputDatasets(const std::vector<Tensor>& outputs) {
+  std::vector<std::pair<std::string, pipeline::H5Raw>> out;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& t = outputs[i];
+    pipeline::H5Raw r;
+    r.dims = t.type.dims;
+    const ElementType e = t.type.element;
+    r.width = ElementTypeBytes(e);
+    if (e == ElementType::kF32 || e == ElementType::kF64) r.cls = 'f';
+    else if (e == ElementType::kBF16) { r.cls = 'u'; r.dtype = "bfloat16"; }
+    else if (e == ElementType::kF16) { r.cls = 'u'; r.dtype = "float16"; }
+    else if (e == ElementType::kPred) { r.cls = 'u'; r.dtype = "bool"; }
+    else r.cls = IsUnsigned(e) ? 'u' : 'i';
+    const uint8_t* p = static_cast<const uint8_t*>(t.data.raw());
+    r.data.assign(p, p + t.type.size_bytes());
+    out.emplace_back("output_" + std::to_string(i), std::move(r));
+  }
+  return out;
+}
+
+StatusOr<ProgramRun> RunProgram(const Module& m, const Layout& layout, mesh::Mesh& mesh, std::vector<Tensor> inputs,
+                                const Options& options) {
+  if (mesh.num_devices() != layout.devices)
+    return InvalidArgumentError(m.file + ": the module runs on " + std::to_string(layout.devices) +
+                                " device(s) (" + layout.Describe() + ") but the mesh has " +
+                                std::to_string(mesh.num_devices()));
+  if (inputs.size() != layout.inputs.size())
+    return InvalidArgumentError(m.file + ": @main takes " + std::to_string(layout.inputs.size()) + " arguments, got " +
+                                std::to_string(inputs.size()));
+  const Func* main = m.FindFunc("main");
+  ProgramRun run;
+  const int n = mesh.num_devices();
+  run.records.assign(options.dry_run ? 1 : static_cast<size_t>(n), {});
+  run.record_of_device.assign(static_cast<size_t>(n), 0);
+  for (int d = 0; d < n; ++d) run.record_of_device[static_cast<size_t>(d)] = options.dry_run ? 0 : d;
+  for (int d = 0; d < n; ++d) mesh.device(d).ResetHbmPeak();
+  const auto t0 = std::chrono::steady_clock::now();
+  if (options.dry_run) {
+    // Device 0 stands for all: the program is the same on every device.
+    DeviceSite site;
+    site.device = &mesh.device(0);
+    site.num_devices = n;
+    site.axes = mesh.axes();
+    site.topology = &mesh.topology();
+    std::vector<Tensor> args;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      TPUMESH_ASSIGN_OR_RETURN(Tensor t, NewTensor(main->arg_types[i], site.device, true, "argument"));
+      args.push_back(std::move(t));
+    }
+    Options o = options;
+    o.ops = &run.records[0];
+    TPUMESH_RETURN_IF_ERROR(RunFunction(m, "main", std::move(args), site, o).status());
+  } else {
+    // Every argument as device arrays: kReplicas slices the leading axis,
+    // kGlobal replicates.
+    std::vector<mesh::DistributedArray> dist;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i];
+      if (layout.kind == Layout::Kind::kReplicas) {
+        TPUMESH_ASSIGN_OR_RETURN(mesh::Array v, t.data.View(mesh::DType::kU8, {n, t.type.size_bytes() / n}));
+        TPUMESH_ASSIGN_OR_RETURN(mesh::DistributedArray a, mesh.Shard(v));
+        dist.push_back(std::move(a));
+      } else {
+        TPUMESH_ASSIGN_OR_RETURN(mesh::DistributedArray a, mesh.Replicate(t.data));
+        dist.push_back(std::move(a));
+      }
+    }
+    std::vector<std::vector<mesh::OpRecord>>* records = &run.records;
+    auto body = [&](mesh::DeviceContext& ctx, std::span<const mesh::Array> args) -> StatusOr<std::vector<mesh::Array>> {
+      DeviceSite site;
+      site.device = &ctx.device();
+      site.collectives = &ctx;
+      site.device_id = ctx.device_id();
+      site.num_devices = n;
+      site.axes = mesh.axes();
+      site.topology = &mesh.topology();
+      std::vector<Tensor> targs;
+      for (size_t i = 0; i < args.size(); ++i) {
+        Tensor t;
+        t.type = main->arg_types[i];
+        TPUMESH_ASSIGN_OR_RETURN(t.data, args[i].View(mesh::DType::kU8, {t.type.size_bytes()}));
+        targs.push_back(std::move(t));
+      }
+      Options o = options;
+      o.ops = &(*records)[static_cast<size_t>(ctx.device_id())];
+      TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> res, RunFunction(m, "main", std::move(targs), site, o));
+      std::vector<mesh::Array> arrays;
+      for (Tensor& r : res) arrays.push_back(std::move(r.data));
+      return arrays;
+    };
+    TPUMESH_ASSIGN_OR_RETURN(std::vector<mesh::DistributedArray> outs, mesh.Pmap(body, dist));
+    for (size_t i = 0; i < outs.size(); ++i) {
+      TPUMESH_ASSIGN_OR_RETURN(Tensor t, NewTensor(layout.outputs[i], nullptr));
+      const int64_t per = main->result_types[i].size_bytes();
+      uint8_t* dst = static_cast<uint8_t*>(t.data.mutable_raw());
+      if (layout.kind == Layout::Kind::kReplicas) {
+        for (int d = 0; d < n; ++d) std::memcpy(dst + d * per, outs[i].shards[static_cast<size_t>(d)].raw(), static_cast<size_t>(per));
+      } else {
+        std::memcpy(dst, outs[i].shards[0].raw(), static_cast<size_t>(per));
+      }
+      run.outputs.push_back(std::move(t));
+    }
+  }
+  run.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (int d = 0; d < n; ++d) run.hbm_peak_bytes.push_back(mesh.device(d).hbm_peak());
+  return run;
+}
+
+}  // namespace tpumesh::hlo

@@ -1,0 +1,171 @@
+#include "hlo/sharding.h"
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+
+#include "base/printable.h"
+
+namespace tpumesh::hlo {
+
+StatusOr<std::vector<Piece>> Sharding::ShardOf(int device, const std::vector<int64_t>& dims) const {
+  std::vector<Piece> out(dims.size());
+  if (tiles.empty()) return out;  // replicated
+  if (device < 0 || device >= static_cast<int>(device_tiles.size()))
+    return InvalidArgumentError("device " + std::to_string(device) + " is not in the sharding");
+  if (tiles.size() < dims.size()) return InvalidArgumentError("the sharding has fewer dimensions than the array");
+  for (size_t k = 0; k < dims.size(); ++k) {
+    out[k].count = tiles[k];
+    out[k].index = device_tiles[static_cast<size_t>(device)][k];
+    if (tiles[k] > 0 && dims[k] % tiles[k])
+      return InvalidArgumentError("dimension " + std::to_string(k) + " of size " + std::to_string(dims[k]) +
+                                  " does not split evenly into " + std::to_string(tiles[k]));
+  }
+  return out;
+}
+
+std::vector<mesh::MeshAxis> SdyMeshAxes(const Module& m, const std::string& name) {
+  std::vector<mesh::MeshAxis> axes;
+  for (const Op& op : m.ops) {
+    if (op.name != "sdy.mesh" || (!name.empty() && op.callee != name)) continue;
+    const Attr* mesh = op.Find("mesh");
+    const Attr* list = mesh ? mesh->Find("list") : nullptr;
+    if (!list) continue;
+    for (const Attr& a : list->list)
+      for (const auto& [n, size] : a.dict) axes.push_back({n, static_cast<int>(size.i)});
+    break;
+  }
+  return axes;
+}
+
+StatusOr<Sharding> SdySharding(const Attr& s, const Module& m, const std::vector<mesh::MeshAxis>& axes) {
+  const Attr* mesh = s.Find("mesh");
+  const Attr* dims = s.Find("dims");
+  if (!mesh || !dims) return InvalidArgumentError("a sharding without a mesh and dimensions");
+  const auto mesh_axes = SdyMeshAxes(m, mesh->s);
+  if (mesh_axes.size() != axes.size() ||
+      !std::equal(mesh_axes.begin(), mesh_axes.end(), axes.begin(),
+                  [](const mesh::MeshAxis& a, const mesh::MeshAxis& b) { return a.name == b.name && a.size == b.size; }))
+    return InvalidArgumentError("sdy mesh @" + mesh->s + " is " + mesh::MeshAxesToString(mesh_axes) +
+                                " but the run's mesh is " + mesh::MeshAxesToString(axes) + " (give --mesh " +
+                                mesh::MeshAxesToString(mesh_axes) + ")");
+  int64_t n = 1;
+  for (const auto& a : axes) n *= a.size;
+  Sharding out;
+  out.tiles.assign(dims->list.size(), 1);
+  out.device_tiles.assign(static_cast<size_t>(n), std::vector<int64_t>(dims->list.size(), 0));
+  std::vector<int64_t> strides(axes.size(), 1);
+  for (int k = static_cast<int>(axes.size()) - 2; k >= 0; --k) strides[k] = strides[k + 1] * axes[k + 1].size;
+  for (size_t d = 0; d < dims->list.size(); ++d) {
+    for (const Attr& axis : dims->list[d].list) {
+      if (axis.kind != Attr::Kind::kString) continue;  // "?" (open): not split
+      const auto it = std::find_if(axes.begin(), axes.end(), [&](const mesh::MeshAxis& a) { return a.name == axis.s; });
+      if (it == axes.end()) return InvalidArgumentError("sharding names unknown axis " + Quoted(axis.s));
+      const size_t ai = static_cast<size_t>(it - axes.begin());
+      for (int64_t dev = 0; dev < n; ++dev) {
+        const int64_t idx = (dev / strides[ai]) % it->size;
+        auto& t = out.device_tiles[static_cast<size_t>(dev)][d];
+        t = t * it->size + idx;  // major to minor in the order listed
+      }
+      out.tiles[d] *= it->size;
+    }
+  }
+  return out;
+}
+
+StatusOr<Sharding> MhloSharding(const std::string& text, int num_devices) {
+  Sharding out;
+  std::string t = text;
+  t.erase(std::remove_if(t.begin(), t.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }), t.end());
+  if (t == "{replicated}" || t == "{manual}" || t.empty()) return out;
+  if (t.rfind("{devices=[", 0) != 0)
+    return InvalidArgumentError("unsupported sharding " + Quoted(text) + " (supported: {replicated}, {devices=[...]...})");
+  size_t p = std::string("{devices=[").size();
+  auto read_int = [&](int64_t* v) {
+    size_t q = p;
+    while (q < t.size() && std::isdigit(static_cast<unsigned char>(t[q]))) ++q;
+    if (q == p || q - p > 9) return false;
+    *v = std::stoll(t.substr(p, q - p));
+    p = q;
+    return true;
+  };
+  std::vector<int64_t> tile;
+  while (true) {
+    int64_t v;
+    if (!read_int(&v) || v < 1) return InvalidArgumentError("bad sharding " + Quoted(text));
+    tile.push_back(v);
+    if (p < t.size() && t[p] == ',') { ++p; continue; }
+    if (p < t.size() && t[p] == ']') { ++p; break; }
+    return InvalidArgumentError("bad sharding " + Quoted(text));
+  }
+  int64_t total = 1;
+  for (int64_t v : tile) total *= v;
+  if (total != num_devices)
+    return InvalidArgumentError("sharding " + Quoted(text) + " covers " + std::to_string(total) + " devices, the mesh has " +
+                                std::to_string(num_devices));
+  std::vector<int64_t> devices;
+  if (t.compare(p, 2, "<=") == 0) {  // iota: <=[dims] optionally T(perm)
+    p += 2;
+    if (p >= t.size() || t[p] != '[') return InvalidArgumentError("bad sharding " + Quoted(text));
+    ++p;
+    std::vector<int64_t> rd;
+    while (true) {
+      int64_t v;
+      if (!read_int(&v) || v < 1) return InvalidArgumentError("bad sharding " + Quoted(text));
+      rd.push_back(v);
+      if (p < t.size() && t[p] == ',') { ++p; continue; }
+      if (p < t.size() && t[p] == ']') { ++p; break; }
+      return InvalidArgumentError("bad sharding " + Quoted(text));
+    }
+    std::vector<int64_t> perm(rd.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    if (t.compare(p, 2, "T(") == 0) {
+      p += 2;
+      for (size_t k = 0; k < perm.size(); ++k) {
+        if (!read_int(&perm[k]) || perm[k] >= static_cast<int64_t>(rd.size()))
+          return InvalidArgumentError("bad sharding " + Quoted(text));
+        if (p < t.size() && (t[p] == ',' || t[p] == ')')) ++p;
+      }
+    }
+    int64_t rtotal = 1;
+    for (int64_t v : rd) rtotal *= v;
+    if (rtotal != total) return InvalidArgumentError("bad sharding " + Quoted(text));
+    // devices = iota(rd).transpose(perm).flatten()
+    std::vector<int64_t> td(rd.size()), rs(rd.size(), 1);
+    for (int k = static_cast<int>(rd.size()) - 2; k >= 0; --k) rs[k] = rs[k + 1] * rd[k + 1];
+    for (size_t k = 0; k < rd.size(); ++k) td[k] = rd[static_cast<size_t>(perm[k])];
+    std::vector<int64_t> idx(td.size(), 0);
+    for (int64_t i = 0; i < total; ++i) {
+      int64_t v = 0;
+      for (size_t k = 0; k < td.size(); ++k) v += idx[k] * rs[static_cast<size_t>(perm[k])];
+      devices.push_back(v);
+      for (int k = static_cast<int>(td.size()) - 1; k >= 0; --k) {
+        if (++idx[k] < td[k]) break;
+        idx[k] = 0;
+      }
+    }
+  } else {
+    for (int64_t i = 0; i < total; ++i) {
+      int64_t v;
+      if (!read_int(&v)) return InvalidArgumentError("bad sharding " + Quoted(text));
+      devices.push_back(v);
+      if (p < t.size() && t[p] == ',') ++p;
+    }
+  }
+  const bool replicate_last = t.find("last_tile_dim_replicate") != std::string::npos ||
+                              t.find("last_tile_dims=") != std::string::npos;
+  std::vector<int64_t> data_tiles = tile;
+  if (replicate_last) data_tiles.pop_back();
+  out.tiles = data_tiles;
+  out.device_tiles.assign(static_cast<size_t>(num_devices), std::vector<int64_t>(data_tiles.size(), 0));
+  std::vector<int64_t> ts(tile.size(), 1);
+  for (int k = static_cast<int>(tile.size()) - 2; k >= 0; --k) ts[k] = ts[k + 1] * tile[k + 1];
+  for (int64_t pos = 0; pos < total; ++pos) {
+    const int64_t dev = devices[static_cast<size_t>(pos)];
+    if (dev < 0 || dev >= num_devices) return InvalidArgumentError("sharding names a device outside the mesh");
+    for (size_t k = 0; k < data_tiles.size(); ++k) out.device_tiles[static_cast<size_t>(dev)][k] = (pos / ts[k]) % tile[k];
+  }
+  return out;
+}
+
+}  // namespace tpumesh::hlo

@@ -1,0 +1,50 @@
+// How a global array is split over a mesh's devices, read from the two
+// spellings JAX writes: Shardy's (#sdy.sharding<@mesh, [{"x"}, {}]>, with
+// the module's sdy.mesh) and GSPMD's mhlo.sharding strings
+// ("{devices=[2,4]<=[8]}", "{devices=[1,4,2]<=[2,4]T(1,0)
+// last_tile_dim_replicate}", "{replicated}"). hlo/'s internal header.
+//
+// Contract: ShardOf gives, per array dimension, which of how many equal
+// pieces device d holds; a dimension a sharding does not split is piece 0 of
+// 1. Errors (InvalidArgument) name the construct that is not supported: sub
+// axes, uneven splits, maximal shardings.
+#ifndef TPUMESH_HLO_SHARDING_H_
+#define TPUMESH_HLO_SHARDING_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "io/stablehlo_module.h"
+#include "mesh/mesh.h"
+
+namespace tpumesh::hlo {
+
+struct Piece {
+  int64_t index = 0, count = 1;
+};
+
+class Sharding {
+ public:
+  // Per dimension: the tile count; `device_tiles` maps device id -> its tile
+  // coordinates (one per dimension).
+  std::vector<int64_t> tiles;
+  std::vector<std::vector<int64_t>> device_tiles;
+
+  StatusOr<std::vector<Piece>> ShardOf(int device, const std::vector<int64_t>& dims) const;
+};
+
+// A Shardy sharding (the parsed <@mesh, [{"x"}, {}]> dict) over `axes`, the
+// run's mesh: device id = row-major position over the axes. The sharding's
+// mesh must have the same axes.
+StatusOr<Sharding> SdySharding(const Attr& sharding, const Module& m, const std::vector<mesh::MeshAxis>& axes);
+// A GSPMD sharding string over `num_devices` devices.
+StatusOr<Sharding> MhloSharding(const std::string& text, int num_devices);
+
+// The mesh axes of the module's sdy.mesh @name (empty when there is none).
+std::vector<mesh::MeshAxis> SdyMeshAxes(const Module& m, const std::string& name = "");
+
+}  // namespace tpumesh::hlo
+
+#endif  // TPUMESH_HLO_SHARDING_H_

@@ -1,0 +1,106 @@
+// `tpumesh run PROGRAM.mlir --outputs OUT.h5 [--inputs IN.h5] [--seed N]
+//  [--mxu-precision] [device flags]`, and simulate --stablehlo's flow.
+#include "tools/run_command.h"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "base/printable.h"
+#include "hlo/ops.h"
+#include "hlo/program.h"
+#include "io/atomic_file.h"
+#include "io/h5io.h"
+#include "pipeline/report.h"
+#include "tools/commands.h"
+#include "tools/report_output.h"
+
+namespace tpumesh::tools {
+
+Status RunStableHlo(const StableHloRun& o) {
+  RunFiles files;
+  files.outputs = o.dev.out.flags();
+  if (!o.dry_run) files.outputs.insert(files.outputs.begin(), {"--outputs", o.outputs});
+  files.inputs = {{"PROGRAM", o.program}, {"--inputs", o.inputs}, ChipInput(o.dev.mesh.chip)};
+  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(files));
+  TPUMESH_ASSIGN_OR_RETURN(hlo::Module m, hlo::ReadModuleFile(o.program));
+  TPUMESH_RETURN_IF_ERROR(hlo::Verify(m));
+  TPUMESH_ASSIGN_OR_RETURN(hlo::Layout layout, hlo::LayoutOf(m));
+  TPUMESH_ASSIGN_OR_RETURN(auto mesh, mesh::CreateMesh(hlo::DefaultMeshSpec(layout, o.dev.mesh)));
+  if (mesh->num_devices() != layout.devices)
+    return InvalidArgumentError(Printable(o.program) + " runs on " + std::to_string(layout.devices) + " device(s) (" +
+                                layout.Describe() + "); the device flags give " + std::to_string(mesh->num_devices()));
+  std::vector<hlo::Tensor> inputs;
+  if (!o.dry_run) {
+    if (o.inputs.empty()) {
+      inputs = hlo::RandomInputs(layout, o.seed);
+    } else {
+      TPUMESH_ASSIGN_OR_RETURN(inputs, hlo::ReadInputs(o.inputs, layout));
+    }
+  } else {
+    inputs.resize(layout.inputs.size());
+  }
+  hlo::Options opt;
+  opt.dry_run = o.dry_run;
+  opt.mxu_precision = o.mxu_precision;
+  std::vector<mesh::OpRecord> unused;
+  opt.ops = &unused;  // set per device by RunProgram
+  TPUMESH_ASSIGN_OR_RETURN(hlo::ProgramRun run, hlo::RunProgram(m, layout, *mesh, std::move(inputs), opt));
+  pipeline::RunReport r;
+  r.mode = o.dry_run ? "simulate" : "run";
+  r.chip = mesh->chip();
+  r.devices = mesh->num_devices();
+  r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
+  r.host_seconds = run.host_seconds;
+  if (!o.dry_run) r.hbm_peak_bytes = run.hbm_peak_bytes;
+  r.Finish(run.records, run.record_of_device, !o.dev.out.trace.empty());
+  r.info = {{"program", o.program}, {"layout", layout.Describe()},
+            {"matmul_arithmetic", o.mxu_precision ? "the MXU's (precision_config)" : "f32 (as XLA on a CPU)"}};
+  std::vector<std::pair<std::string, std::string>> out_files;
+  if (!o.dry_run) {
+    TPUMESH_ASSIGN_OR_RETURN(auto writer, pipeline::H5Writer::Create(o.outputs));
+    for (const auto& [name, raw] : hlo::OutputDatasets(run.outputs)) TPUMESH_RETURN_IF_ERROR(writer->WriteRaw(name, raw));
+    TPUMESH_ASSIGN_OR_RETURN(std::string bytes, writer->Finish());
+    out_files.emplace_back(o.outputs, std::move(bytes));
+  }
+  AddReportFiles(r, o.dev.out, &out_files);
+  TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(out_files));
+  const mesh::OpTypeTotals all = pipeline::AllDevicesTotals(r);
+  char buf[400];
+  std::snprintf(buf, sizeof buf, "%s %s: %s, %zu ops priced on device 0, %.4g FLOPs per device; modelled on %s: %.6f s%s\n",
+                o.dry_run ? "priced" : "ran", Printable(o.program).c_str(), layout.Describe().c_str(),
+                run.records.empty() ? size_t{0} : run.records[0].size(), r.logs.empty() ? 0.0 : r.logs[0].total().flops,
+                r.chip.name.c_str(), r.modelled_seconds(), o.dry_run ? "" : "");
+  std::cout << buf;
+  (void)all;
+  if (!o.dry_run) {
+    std::snprintf(buf, sizeof buf, "wrote %s: %zu output(s); host %.3f s\n", Printable(o.outputs).c_str(),
+                  run.outputs.size(), run.host_seconds);
+    std::cout << buf;
+  }
+  std::cout << pipeline::ReportTable(r);
+  std::cout.flush();
+  PrintReportFiles(o.dev.out);
+  return OkStatus();
+}
+
+void RegisterRun(CLI::App& app, RunFn* run) {
+  auto opt = std::make_shared<StableHloRun>();
+  CLI::App* cmd = app.add_subcommand(
+      "run",
+      "Run a StableHLO module (the MLIR text JAX prints: jax.jit(f).lower(...).as_text()) on the emulated mesh: "
+      "every op computed on the host, priced as the chip would run it (docs/stablehlo.md).");
+  cmd->add_option("PROGRAM", opt->program, "The module's .mlir text (pretty or generic form)")->required();
+  cmd->add_option("--inputs", opt->inputs,
+                  "HDF5 file with datasets input_0 ... in @main's argument order (bf16: uint16 + dtype=\"bfloat16\"); "
+                  "a pmap module's arrays carry the leading device axis. Absent: random inputs from --seed");
+  cmd->add_option("--outputs", opt->outputs, "HDF5 file to write output_0 ... to (atomically)")->required();
+  cmd->add_option("--seed", opt->seed, "Seed of the random inputs when --inputs is absent")->capture_default_str();
+  cmd->add_flag("--mxu-precision", opt->mxu_precision,
+                "Compute f32 dot_general and convolution as a TPU's MXU does for their precision_config (DEFAULT: "
+                "bf16 operands, one pass) instead of in f32 as XLA on a CPU");
+  AddDeviceFlags(cmd, &opt->dev);
+  cmd->callback([opt, run] { *run = [opt] { return RunStableHlo(*opt); }; });
+}
+
+}  // namespace tpumesh::tools

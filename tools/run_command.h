@@ -1,0 +1,28 @@
+// `tpumesh run` and `simulate --stablehlo`: a StableHLO module (hlo/) on the
+// emulated mesh, computed or only priced, with the reports every command
+// writes. One flow for both (RunStableHlo), told apart by dry_run.
+#ifndef TPUMESH_TOOLS_RUN_COMMAND_H_
+#define TPUMESH_TOOLS_RUN_COMMAND_H_
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "tools/device_flags.h"
+
+namespace tpumesh::tools {
+
+struct StableHloRun {
+  std::string program;  // the .mlir file
+  std::string inputs;   // HDF5 input_0 ...; empty: random inputs from `seed`
+  std::string outputs;  // HDF5 output_0 ... (run only)
+  uint64_t seed = 0;
+  bool mxu_precision = false;
+  bool dry_run = false;  // simulate --stablehlo
+  DeviceFlags dev;
+};
+Status RunStableHlo(const StableHloRun& o);
+
+}  // namespace tpumesh::tools
+
+#endif  // TPUMESH_TOOLS_RUN_COMMAND_H_
