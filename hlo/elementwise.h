@@ -23,7 +23,13 @@ bool IsElementwise(std::string_view name);
 // Transcendental (priced on the vector unit's transcendental rate) or not.
 bool IsTranscendental(std::string_view name);
 
+// Which XLA's math to reproduce bit for bit where the generations differ
+// (chlo.erf_inv's expansion, the CPU's log): the XLA of jax 0.4.x, or of
+// the current jax (a module that writes sdy ops is from it).
+enum class XlaGeneration { kJax04, kCurrent };
+
 struct ElementwiseCall {
+  XlaGeneration generation = XlaGeneration::kJax04;
   const Op* op = nullptr;  // attributes (compare's direction, reduce_precision's bits)
   ElementType in_type = ElementType::kF32;   // of operand 0 (select: operand 1)
   ElementType out_type = ElementType::kF32;

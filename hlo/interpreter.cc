@@ -252,7 +252,9 @@ class Verifier {
 
 class Interpreter {
  public:
-  Interpreter(const Module& m, const DeviceSite& site, const Options& o) : m_(m), site_(site), o_(o) {}
+  Interpreter(const Module& m, const DeviceSite& site, const Options& o) : m_(m), site_(site), o_(o) {
+    if (o_.ops) MarkMaterialized();
+  }
 
   StatusOr<std::vector<Tensor>> Call(const Func& f, std::vector<Tensor> args) {
     if (++call_depth_ > 256) return InvalidArgumentError(m_.Where(f.loc) + ": calls nested deeper than 256");
@@ -1685,6 +1687,51 @@ class Interpreter {
 
   // ---------------------------------------------------------------- pricing
 
+  // Fusion, as XLA does it on a TPU: elementwise and layout ops feed their
+  // consumers without a trip through HBM (loop fusion, input fusion into a
+  // reduce, output fusion after a matmul or conv). A value is written to
+  // HBM, and read back by each consumer, only when some consumer cannot
+  // take it fused (a matmul, conv, gather, collective, call, loop or the
+  // return); arguments live in HBM.
+  static bool Fusible(const std::string& name) {
+    const OpEntry* e = FindOp(name);
+    if (!e) return false;
+    if (e->op_class == OpClass::kElementwise) return true;
+    static const char* kData[] = {"stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.transpose",
+                                  "stablehlo.slice", "stablehlo.concatenate", "stablehlo.pad", "stablehlo.iota",
+                                  "stablehlo.reverse", "stablehlo.bitcast_convert", "stablehlo.constant",
+                                  "stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.dynamic_slice"};
+    for (const char* k : kData)
+      if (name == k) return true;
+    return false;
+  }
+  void MarkMaterialized() {
+    materialized_.assign(static_cast<size_t>(m_.num_values), false);
+    std::function<void(const Region&)> walk = [&](const Region& r) {
+      for (const Block& b : r.blocks) {
+        for (int a : b.args) materialized_[static_cast<size_t>(a)] = true;
+        for (const Op& op : b.ops) {
+          if (!Fusible(op.name))
+            for (int v : op.operands) materialized_[static_cast<size_t>(v)] = true;
+          for (const Region& inner : op.regions) walk(inner);
+        }
+      }
+    };
+    for (const Func& f : m_.funcs) walk(f.body);
+  }
+  double HbmBytesRead(const Op& op, const std::vector<const Tensor*>& in) const {
+    double b = 0;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (materialized_[static_cast<size_t>(op.operands[i])]) b += static_cast<double>(in[i]->type.size_bytes());
+    return b;
+  }
+  double HbmBytesWritten(const Op& op, const std::vector<Tensor>& out) const {
+    double b = 0;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (materialized_[static_cast<size_t>(op.results[i])]) b += static_cast<double>(out[i].type.size_bytes());
+    return b;
+  }
+
   void Price(const OpEntry& e, const Op& op, const std::vector<const Tensor*>& in, const std::vector<Tensor>& out) {
     mesh::OpRecord r;
     const std::string& loc = op.loc.name;
@@ -1695,9 +1742,7 @@ class Interpreter {
     std::string shape;
     for (const Tensor* t : in) shape += (shape.empty() ? "" : " ") + t->type.ToString();
     r.shape = shape + " -> " + (out.empty() ? std::string() : out[0].type.ToString());
-    double in_bytes = 0, out_bytes = 0;
-    for (const Tensor* t : in) in_bytes += static_cast<double>(t->type.size_bytes());
-    for (const Tensor& t : out) out_bytes += static_cast<double>(t.type.size_bytes());
+    const double in_bytes = HbmBytesRead(op, in), out_bytes = HbmBytesWritten(op, out);
     const double n_out = out.empty() ? 0 : static_cast<double>(out[0].num_elements());
     r.precision = kernels::Precision::kDefault;
     switch (e.op_class) {
@@ -1853,6 +1898,7 @@ class Interpreter {
   int call_depth_ = 0;
   int64_t executed_ = 0;
   std::string last_sharding_;
+  std::vector<bool> materialized_;  // value id -> written to HBM (pricing)
   std::unordered_map<const Block*, std::vector<std::vector<int>>> free_lists_;
 };
 

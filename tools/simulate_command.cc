@@ -15,6 +15,7 @@
 #include "tools/device_flags.h"
 #include "tools/report_output.h"
 #include "tools/request_flags.h"
+#include "tools/run_command.h"
 #include "tools/sweep_chart.h"
 
 namespace tpumesh::tools {
@@ -23,6 +24,7 @@ namespace {
 struct SimulateCmdOptions {
   pipeline::SimulateOptions sim;
   std::string workload;
+  std::string stablehlo;
   DeviceFlags dev;
   RequestFlags req;
   bool sweep_mesh = false;
@@ -163,6 +165,15 @@ Status RunSimulate(SimulateCmdOptions o) {
     return InvalidArgumentError("--json and --svg go with --sweep-mesh or --sweep-dataflow (use --report FILE for one run)");
   if (o.sweep_dataflow && (!o.dev.mesh.dataflow.empty() || o.dev.mesh.vmem_mib != -1))
     return InvalidArgumentError("--sweep-dataflow tries every dataflow and VMEM size: give neither --dataflow nor --vmem-mib");
+  if (!o.stablehlo.empty()) {
+    if (!o.workload.empty() || !o.sim.arch.empty() || !o.sim.model.empty() || sweep)
+      return InvalidArgumentError("--stablehlo prices its own module: give it without --arch, --model, --workload or a sweep");
+    StableHloRun run;
+    run.program = o.stablehlo;
+    run.dry_run = true;
+    run.dev = o.dev;
+    return RunStableHlo(run);
+  }
   if (!o.workload.empty()) return RunWorkload(o);
   TPUMESH_ASSIGN_OR_RETURN(o.sim.request, ParseRequestFlags(o.req));
   o.sim.mesh = o.dev.mesh;
@@ -206,6 +217,9 @@ void RegisterSimulate(CLI::App& app, RunFn* run) {
                   "Price your own layers instead of a model: a SCALE-Sim topology CSV (conv or GEMM form) or a "
                   "JSON list of ops (matmul, conv, attention, elementwise, collectives over a mesh axis); "
                   "docs/formats.md");
+  cmd->add_option("--stablehlo", opt->stablehlo,
+                  "Price a StableHLO module (the MLIR text JAX prints) without computing it: every op on the chip, "
+                  "per op, layer and device (docs/stablehlo.md); `tpumesh run` computes it");
   cmd->add_option("--max-layers", opt->max_layers,
                   "With --workload: the most layers the file may expand to (a depthwise row counts its channels), "
                   "and with --report, --report-csv or --trace the most rows they list (layers x devices); a "
