@@ -419,6 +419,7 @@ class Interpreter {
 
   Status Elementwise(const Op& op, const std::vector<const Tensor*>& in, Tensor& out) {
     ElementwiseCall c;
+    c.generation = o_.generation;
     c.op = &op;
     c.in_type = op.name == "stablehlo.select" ? in[1]->type.element : in[0]->type.element;
     c.out_type = out.type.element;
@@ -1062,6 +1063,7 @@ class Interpreter {
       Op op;
       op.name = simple;
       ElementwiseCall c;
+      c.generation = o_.generation;
       c.op = &op;
       c.in_type = c.out_type = scalar_types[0].element;
       c.in[0] = acc_in[0];
@@ -1905,6 +1907,26 @@ class Interpreter {
 }  // namespace
 
 Status Verify(const Module& m) { return Verifier(m).Run(); }
+
+XlaGeneration DetectGeneration(const Module& m) {
+  if (!m.ops.empty()) return XlaGeneration::kCurrent;  // sdy.mesh
+  for (const Func& f : m.funcs) {
+    for (const Attr& a : f.result_attrs)
+      if (const Attr* r = a.Find("jax.result_info"); r && r->kind == Attr::Kind::kString && r->s.rfind("result", 0) == 0)
+        return XlaGeneration::kCurrent;
+    std::function<bool(const Region&)> has_sdy = [&](const Region& r) {
+      for (const Block& b : r.blocks)
+        for (const Op& op : b.ops) {
+          if (op.name.rfind("sdy.", 0) == 0) return true;
+          for (const Region& inner : op.regions)
+            if (has_sdy(inner)) return true;
+        }
+      return false;
+    };
+    if (has_sdy(f.body)) return XlaGeneration::kCurrent;
+  }
+  return XlaGeneration::kJax04;
+}
 
 StatusOr<std::vector<Tensor>> RunFunction(const Module& m, std::string_view name, std::vector<Tensor> args,
                                           const DeviceSite& site, const Options& options) {

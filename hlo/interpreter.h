@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "hlo/elementwise.h"
 #include "io/stablehlo_module.h"
 #include "mesh/array.h"
 #include "mesh/collectives.h"
@@ -65,10 +66,18 @@ struct Options {
   // When set, every op executed appends its priced record (OpRecord::module
   // is JAX's name scope from the op's location, name the op).
   std::vector<mesh::OpRecord>* ops = nullptr;
+  // Whose math to reproduce bit for bit where XLA generations differ
+  // (chlo.erf_inv, log): DetectGeneration's answer unless the user said.
+  XlaGeneration generation = XlaGeneration::kJax04;
   // Ops executed at most (loops included) before the run stops with an
   // error: a dry run of a data-dependent loop never ends otherwise.
   int64_t max_executed_ops = int64_t{1} << 32;
 };
+
+// The XLA generation that wrote `m`: the current jax's when the module has
+// sdy ops or names its results "result[...]" (jax.result_info), jax 0.4's
+// otherwise ("[0]").
+XlaGeneration DetectGeneration(const Module& m);
 
 // Every op of `m` is in the table (hlo/ops.h), its operand and result types
 // are as the op requires, every func.call names a function of the module

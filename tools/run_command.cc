@@ -41,6 +41,9 @@ Status RunStableHlo(const StableHloRun& o) {
     inputs.resize(layout.inputs.size());
   }
   hlo::Options opt;
+  opt.generation = hlo::DetectGeneration(m);
+  if (o.xla_generation == "0.4") opt.generation = hlo::XlaGeneration::kJax04;
+  else if (o.xla_generation == "current") opt.generation = hlo::XlaGeneration::kCurrent;
   opt.dry_run = o.dry_run;
   opt.mxu_precision = o.mxu_precision;
   std::vector<mesh::OpRecord> unused;
@@ -55,7 +58,8 @@ Status RunStableHlo(const StableHloRun& o) {
   if (!o.dry_run) r.hbm_peak_bytes = run.hbm_peak_bytes;
   r.Finish(run.records, run.record_of_device, !o.dev.out.trace.empty());
   r.info = {{"program", o.program}, {"layout", layout.Describe()},
-            {"matmul_arithmetic", o.mxu_precision ? "the MXU's (precision_config)" : "f32 (as XLA on a CPU)"}};
+            {"matmul_arithmetic", o.mxu_precision ? "the MXU's (precision_config)" : "f32 (as XLA on a CPU)"},
+            {"xla_math", opt.generation == hlo::XlaGeneration::kCurrent ? "current jax" : "jax 0.4"}};
   std::vector<std::pair<std::string, std::string>> out_files;
   if (!o.dry_run) {
     TPUMESH_ASSIGN_OR_RETURN(auto writer, pipeline::H5Writer::Create(o.outputs));
@@ -99,6 +103,11 @@ void RegisterRun(CLI::App& app, RunFn* run) {
   cmd->add_flag("--mxu-precision", opt->mxu_precision,
                 "Compute f32 dot_general and convolution as a TPU's MXU does for their precision_config (DEFAULT: "
                 "bf16 operands, one pass) instead of in f32 as XLA on a CPU");
+  cmd->add_option("--xla-generation", opt->xla_generation,
+                  "Whose XLA to reproduce bit for bit where generations differ (chlo.erf_inv, log): 0.4 (jax 0.4.x), "
+                  "current, or auto (current when the module has sdy ops or names results \"result[...]\")")
+      ->check(CLI::IsMember({"auto", "0.4", "current"}))
+      ->capture_default_str();
   AddDeviceFlags(cmd, &opt->dev);
   cmd->callback([opt, run] { *run = [opt] { return RunStableHlo(*opt); }; });
 }

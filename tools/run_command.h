@@ -19,6 +19,7 @@ struct StableHloRun {
   uint64_t seed = 0;
   bool mxu_precision = false;
   bool dry_run = false;  // simulate --stablehlo
+  std::string xla_generation = "auto";  // auto | 0.4 | current
   DeviceFlags dev;
 };
 Status RunStableHlo(const StableHloRun& o);
