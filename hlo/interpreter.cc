@@ -471,6 +471,66 @@ class Interpreter {
     });
   }
 
+  // out[o] = in[base + sum_k o[k] * stride[k]] (strides in elements, 0 for
+  // a broadcast dimension, negative for a reversed one): the copy of
+  // broadcast_in_dim, transpose, reverse, slice and dynamic_slice, one run
+  // along the last dimension at a time.
+  void AffineCopy(const Tensor& in, Tensor& out, int64_t base, const Dims& stride) {
+    const int w = ElementTypeBytes(out.type.element);
+    const Dims& od = out.type.dims;
+    const int64_t n = out.num_elements();
+    if (n == 0) return;
+    const uint8_t* src = static_cast<const uint8_t*>(in.data.raw());
+    uint8_t* dst = static_cast<uint8_t*>(out.data.mutable_raw());
+    if (od.empty()) {
+      std::memcpy(dst, src + base * w, static_cast<size_t>(w));
+      return;
+    }
+    const size_t r = od.size();
+    const int64_t len = od[r - 1], step = stride[r - 1];
+    const int64_t rows = n / len;
+    auto run = [&](int64_t row_begin, int64_t row_end) {
+      Dims idx(r, 0);
+      int64_t rem = row_begin;
+      for (int k = static_cast<int>(r) - 2; k >= 0; --k) {
+        idx[static_cast<size_t>(k)] = rem % od[static_cast<size_t>(k)];
+        rem /= od[static_cast<size_t>(k)];
+      }
+      for (int64_t row = row_begin; row < row_end; ++row) {
+        int64_t off = base;
+        for (size_t k = 0; k + 1 < r; ++k) off += idx[k] * stride[k];
+        uint8_t* d = dst + row * len * w;
+        const uint8_t* sp = src + off * w;
+        if (step == 1) {
+          std::memcpy(d, sp, static_cast<size_t>(len * w));
+        } else if (w == 4) {
+          const uint32_t* s4 = reinterpret_cast<const uint32_t*>(sp);
+          uint32_t* d4 = reinterpret_cast<uint32_t*>(d);
+          for (int64_t i = 0; i < len; ++i) d4[i] = s4[i * step];
+        } else if (w == 2) {
+          const uint16_t* s2 = reinterpret_cast<const uint16_t*>(sp);
+          uint16_t* d2 = reinterpret_cast<uint16_t*>(d);
+          for (int64_t i = 0; i < len; ++i) d2[i] = s2[i * step];
+        } else {
+          for (int64_t i = 0; i < len; ++i) std::memcpy(d + i * w, sp + i * step * w, static_cast<size_t>(w));
+        }
+        for (int k = static_cast<int>(r) - 2; k >= 0; --k) {
+          if (++idx[static_cast<size_t>(k)] < od[static_cast<size_t>(k)]) break;
+          idx[static_cast<size_t>(k)] = 0;
+        }
+      }
+    };
+    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(len, 1));
+    const int64_t tasks = (rows + grain - 1) / grain;
+    if (tasks <= 1) {
+      run(0, rows);
+      return;
+    }
+    kernels::ParallelForTasks(tasks, o_.threads, [&](int64_t tb, int64_t te) {
+      run(tb * grain, std::min(rows, te * grain));
+    });
+  }
+
   // Reads a scalar integer tensor (dynamic_slice's starts, case's index).
   static int64_t ScalarInt(const Tensor& t) {
     const void* p = t.data.raw();
@@ -550,21 +610,18 @@ class Interpreter {
       TPUMESH_ASSIGN_OR_RETURN(Dims bd, IntsAttr(op, "broadcast_dimensions"));
       const Dims& id = in[0]->type.dims;
       const Dims is = Strides(id);
-      IndexCopy(*in[0], out, [&](const Dims& o) {
-        int64_t s = 0;
-        for (size_t k = 0; k < bd.size(); ++k) s += (id[k] == 1 ? 0 : o[static_cast<size_t>(bd[k])]) * is[k];
-        return s;
-      });
+      Dims st(out.type.dims.size(), 0);
+      for (size_t k = 0; k < bd.size(); ++k)
+        if (id[k] != 1) st[static_cast<size_t>(bd[k])] += is[k];
+      AffineCopy(*in[0], out, 0, st);
       return OkStatus();
     }
     if (n == "stablehlo.transpose") {
       TPUMESH_ASSIGN_OR_RETURN(Dims perm, IntsAttr(op, "permutation"));
       const Dims is = Strides(in[0]->type.dims);
-      IndexCopy(*in[0], out, [&](const Dims& o) {
-        int64_t s = 0;
-        for (size_t k = 0; k < perm.size(); ++k) s += o[k] * is[static_cast<size_t>(perm[k])];
-        return s;
-      });
+      Dims st(perm.size());
+      for (size_t k = 0; k < perm.size(); ++k) st[k] = is[static_cast<size_t>(perm[k])];
+      AffineCopy(*in[0], out, 0, st);
       return OkStatus();
     }
     if (n == "stablehlo.reverse") {
@@ -576,11 +633,13 @@ class Interpreter {
         if (k < 0 || k >= static_cast<int64_t>(d.size())) return InvalidArgumentError("bad dimensions");
         rev[static_cast<size_t>(k)] = true;
       }
-      IndexCopy(*in[0], out, [&](const Dims& o) {
-        int64_t s = 0;
-        for (size_t k = 0; k < d.size(); ++k) s += (rev[k] ? d[k] - 1 - o[k] : o[k]) * is[k];
-        return s;
-      });
+      int64_t b0 = 0;
+      Dims st(d.size());
+      for (size_t k = 0; k < d.size(); ++k) {
+        st[k] = rev[k] ? -is[k] : is[k];
+        if (rev[k]) b0 += (d[k] - 1) * is[k];
+      }
+      AffineCopy(*in[0], out, b0, st);
       return OkStatus();
     }
     if (n == "stablehlo.slice") {
@@ -597,11 +656,13 @@ class Interpreter {
           return InvalidArgumentError("result shape does not match the slice");
       }
       const Dims is = Strides(d);
-      IndexCopy(*in[0], out, [&](const Dims& o) {
-        int64_t s = 0;
-        for (size_t k = 0; k < d.size(); ++k) s += (start[k] + o[k] * stride[k]) * is[k];
-        return s;
-      });
+      int64_t b0 = 0;
+      Dims st(d.size());
+      for (size_t k = 0; k < d.size(); ++k) {
+        b0 += start[k] * is[k];
+        st[k] = stride[k] * is[k];
+      }
+      AffineCopy(*in[0], out, b0, st);
       return OkStatus();
     }
     if (n == "stablehlo.dynamic_slice") {
@@ -611,11 +672,9 @@ class Interpreter {
       for (size_t k = 0; k < d.size(); ++k)
         start[k] = std::clamp<int64_t>(ScalarInt(*in[k + 1]), 0, d[k] - out.type.dims[k]);
       const Dims is = Strides(d);
-      IndexCopy(*in[0], out, [&](const Dims& o) {
-        int64_t s = 0;
-        for (size_t k = 0; k < d.size(); ++k) s += (start[k] + o[k]) * is[k];
-        return s;
-      });
+      int64_t b0 = 0;
+      for (size_t k = 0; k < d.size(); ++k) b0 += start[k] * is[k];
+      AffineCopy(*in[0], out, b0, is);
       return OkStatus();
     }
     if (n == "stablehlo.dynamic_update_slice") {
@@ -1108,6 +1167,7 @@ class Interpreter {
       st.push_back(in[k + i]->type);
     }
     const std::string simple = k == 1 ? SimpleBody(op.regions[0]) : "";
+    if (!simple.empty()) return ReduceSimple(op, simple, *in[0], *in[1], kept, red, out[0]);
     const Dims is = Strides(d);
     int64_t rcount = 1;
     for (int64_t i : red) rcount *= d[static_cast<size_t>(i)];
@@ -1162,6 +1222,87 @@ class Interpreter {
     };
     if (simple.empty()) body(0, n_out);  // the interpreter is not re-entrant across threads
     else ParallelElements(n_out, body);
+    return status;
+  }
+
+  // A reduce whose body is one binary op: the input seen as [O, R, I] (the
+  // reduced dims R between kept dims O and I; transposed to [O, R, 1] first
+  // when the reduced dims are not adjacent), each output folded over r = 0,
+  // 1, ... in order (the generic path's order, so the same bits), as vector
+  // ops over the outputs.
+  Status ReduceSimple(const Op& op, const std::string& body, const Tensor& x, const Tensor& init, const Dims& kept,
+                      const Dims& red, Tensor& out) {
+    const Dims& d = x.type.dims;
+    const int w = ElementTypeBytes(x.type.element);
+    bool adjacent = true;
+    for (size_t j = 1; j < red.size(); ++j) adjacent &= red[j] == red[j - 1] + 1;
+    const Tensor* src = &x;
+    Tensor moved;
+    int64_t O = 1, R = 1, I = 1;
+    if (red.empty()) {
+      std::memcpy(out.data.mutable_raw(), x.data.raw(), static_cast<size_t>(x.type.size_bytes()));
+      return OkStatus();
+    }
+    if (adjacent) {
+      for (int64_t j = 0; j < red.front(); ++j) O *= d[static_cast<size_t>(j)];
+      for (int64_t j : red) R *= d[static_cast<size_t>(j)];
+      for (size_t j = static_cast<size_t>(red.back()) + 1; j < d.size(); ++j) I *= d[j];
+    } else {
+      Type t = x.type;
+      t.dims.clear();
+      Dims perm = kept;
+      perm.insert(perm.end(), red.begin(), red.end());
+      for (int64_t j : perm) t.dims.push_back(d[static_cast<size_t>(j)]);
+      TPUMESH_ASSIGN_OR_RETURN(moved, NewTensor(t, nullptr));
+      const Dims is = Strides(d);
+      Dims st;
+      for (int64_t j : perm) st.push_back(is[static_cast<size_t>(j)]);
+      AffineCopy(x, moved, 0, st);
+      src = &moved;
+      for (int64_t j : kept) O *= d[static_cast<size_t>(j)];
+      for (int64_t j : red) R *= d[static_cast<size_t>(j)];
+    }
+    uint8_t* acc = static_cast<uint8_t*>(out.data.mutable_raw());
+    for (int64_t i = 0; i < O * I; ++i) std::memcpy(acc + i * w, init.data.raw(), static_cast<size_t>(w));
+    Op bop;
+    bop.name = body;
+    ElementwiseCall c;
+    c.generation = o_.generation;
+    c.op = &bop;
+    c.in_type = c.out_type = x.type.element;
+    const uint8_t* xs = static_cast<const uint8_t*>(src->data.raw());
+    Status status;
+    std::mutex mu;
+    auto fail = [&](const Status& st) {
+      std::lock_guard<std::mutex> l(mu);
+      status = st;
+    };
+    if (I == 1) {
+      ParallelElements(O, [&](int64_t b, int64_t e) {
+        ElementwiseCall cc = c;
+        cc.in[0] = acc;
+        cc.stride[1] = R;
+        for (int64_t r = 0; r < R; ++r) {
+          cc.in[1] = xs + r * w;
+          Status st = EvalElementwise(cc, b, e, acc);
+          if (!st.ok()) return fail(st);
+        }
+      });
+    } else {
+      kernels::ParallelForTasks(O, o_.threads, [&](int64_t ob, int64_t oe) {
+        for (int64_t o = ob; o < oe; ++o) {
+          ElementwiseCall cc = c;
+          uint8_t* a = acc + o * I * w;
+          cc.in[0] = a;
+          for (int64_t r = 0; r < R; ++r) {
+            cc.in[1] = xs + (o * R + r) * I * w;
+            Status st = EvalElementwise(cc, 0, I, a);
+            if (!st.ok()) return fail(st);
+          }
+        }
+      });
+    }
+    (void)op;
     return status;
   }
 
