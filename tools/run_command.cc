@@ -17,7 +17,20 @@
 
 namespace tpumesh::tools {
 
+// The op table (hlo/ops.h) as docs/stablehlo.md shows it.
+void PrintOpTable() {
+  std::cout << "| op | report type | how it is priced |\n|---|---|---|\n";
+  for (const hlo::OpEntry& e : hlo::OpTable())
+    std::cout << "| `" << e.name << "` | " << e.category << " | " << e.priced << " |\n";
+}
+
 Status RunStableHlo(const StableHloRun& o) {
+  if (o.list_ops) {
+    PrintOpTable();
+    return OkStatus();
+  }
+  if (o.program.empty()) return InvalidArgumentError("run: give the PROGRAM.mlir to run (or --list-ops)");
+  if (!o.dry_run && o.outputs.empty()) return InvalidArgumentError("run: --outputs FILE.h5 is required");
   RunFiles files;
   files.outputs = o.dev.out.flags();
   if (!o.dry_run) files.outputs.insert(files.outputs.begin(), {"--outputs", o.outputs});
@@ -94,11 +107,12 @@ void RegisterRun(CLI::App& app, RunFn* run) {
       "run",
       "Run a StableHLO module (the MLIR text JAX prints: jax.jit(f).lower(...).as_text()) on the emulated mesh: "
       "every op computed on the host, priced as the chip would run it (docs/stablehlo.md).");
-  cmd->add_option("PROGRAM", opt->program, "The module's .mlir text (pretty or generic form)")->required();
+  cmd->add_option("PROGRAM", opt->program, "The module's .mlir text (pretty or generic form)");
   cmd->add_option("--inputs", opt->inputs,
                   "HDF5 file with datasets input_0 ... in @main's argument order (bf16: uint16 + dtype=\"bfloat16\"); "
                   "a pmap module's arrays carry the leading device axis. Absent: random inputs from --seed");
-  cmd->add_option("--outputs", opt->outputs, "HDF5 file to write output_0 ... to (atomically)")->required();
+  cmd->add_option("--outputs", opt->outputs, "HDF5 file to write output_0 ... to (atomically); required");
+  cmd->add_flag("--list-ops", opt->list_ops, "Print the supported ops and how each is priced, and stop");
   cmd->add_option("--seed", opt->seed, "Seed of the random inputs when --inputs is absent")->capture_default_str();
   cmd->add_flag("--mxu-precision", opt->mxu_precision,
                 "Compute f32 dot_general and convolution as a TPU's MXU does for their precision_config (DEFAULT: "

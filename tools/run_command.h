@@ -20,6 +20,7 @@ struct StableHloRun {
   bool mxu_precision = false;
   bool dry_run = false;  // simulate --stablehlo
   std::string xla_generation = "auto";  // auto | 0.4 | current
+  bool list_ops = false;                 // print the op table and stop
   DeviceFlags dev;
 };
 Status RunStableHlo(const StableHloRun& o);
