@@ -105,28 +105,127 @@ const std::set<std::string_view>& Others() {
   return *s;
 }
 
-// XLA's f32 erf_inv (chlo legalization): Giles' single-precision
-// approximation, w = -log((1 - x)(1 + x)), two polynomials split at w = 5.
-template <typename C>
-C ErfInv(C x) {
-  if constexpr (std::is_same_v<C, double>) {
-    return static_cast<double>(ErfInv<float>(static_cast<float>(x)));
-  } else {
-    static constexpr float kLt5[] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
-                                     -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
-                                     -0.00417768164f,  0.246640727f,    1.50140941f};
-    static constexpr float kGe5[] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
-                                     -0.00367342844f,  0.00573950773f,  -0.0076224613f,
-                                     0.00943887047f,   1.00167406f,     2.83297682f};
-    const float w0 = -std::log((1.0f - x) * (1.0f + x));
-    const bool lt = w0 < 5.0f;
-    const float w = lt ? w0 - 2.5f : std::sqrt(w0) - 3.0f;
-    const float* c = lt ? kLt5 : kGe5;
-    float p = c[0];
-    for (int i = 1; i < 9; ++i) p = c[i] + p * w;
-    const float r = p * x;
-    return std::fabs(x) == 1.0f ? x * std::numeric_limits<float>::infinity() : r;
+// XLA:CPU's f32 transcendentals, bit for bit. Read off the optimized LLVM IR
+// and the machine code that jaxlib 0.4.38 and jax 0.10.2 emit on an x86-64
+// host with FMA: XLA:CPU builds its target with AllowFPOpFusion::Fast, so the
+// backend contracts an fmul feeding one fadd into a fused multiply-add (and
+// std::fma stands exactly where it did), while a product with two users, or
+// one the DAG combiner pairs the other way, stays a rounded multiply. XLA
+// runs with FTZ/DAZ, so denormal operands read as (signed) zero and denormal
+// results flush; subnormals never arise in between for normal operands.
+// Plain `a * b + c` below must not be contracted by our own compiler: the
+// build has no -march (no FMA to contract to) and each product that XLA
+// rounds is a separate statement or an std::fma operand.
+
+inline float Bits(uint32_t b) { return std::bit_cast<float>(b); }
+inline float FlushDenormal(float x) {
+  return std::fabs(x) < std::numeric_limits<float>::min() ? std::copysign(0.0f, x) : x;
+}
+
+// logf: the polynomial that XLA:CPU substitutes for llvm.log.f32
+// (xla/service/cpu/polynomial_approximations.cc; the Cephes/Eigen plog:
+// x = m * 2^e with m in [sqrt(1/2), sqrt(2)), log(m) by a degree-9
+// polynomial in three groups of three). The same in both generations.
+float XlaCpuLogF32(float x) {
+  x = FlushDenormal(x);
+  const float clamped = x > std::numeric_limits<float>::min() ? x : std::numeric_limits<float>::min();
+  const uint32_t b = std::bit_cast<uint32_t>(clamped);
+  const float half_m = Bits((b & 0x807fffffu) | 0x3f000000u);  // in [0.5, 1)
+  float e = static_cast<float>(static_cast<int32_t>(b >> 23) - 127) + 1.0f;
+  const bool below = half_m < Bits(0x3f3504f3);  // sqrt(1/2)
+  const float m = (half_m - 1.0f) + (below ? half_m : 0.0f);
+  if (below) e = e - 1.0f;
+  const float m2 = m * m;
+  const float m3 = m2 * m;
+  float p0 = std::fma(m, Bits(0x3d9021bb), Bits(0xbdebd1b8));  // 7.0376836e-2, -1.1514610e-1
+  p0 = std::fma(m, p0, Bits(0x3def251a));                      // 1.1676999e-1
+  float p1 = std::fma(m, Bits(0xbdfe5d4f), Bits(0x3e11e9bf));  // -1.2420141e-1, 1.4249323e-1
+  p1 = std::fma(m, p1, Bits(0xbe2aae50));                      // -1.6668057e-1
+  float p2 = std::fma(m, Bits(0x3e4cceac), Bits(0xbe7ffffc));  // 2.0000714e-1, -2.4999994e-1
+  p2 = std::fma(m, p2, Bits(0x3eaaaaaa));                      // 3.3333331e-1
+  float p = std::fma(p0, m3, p1);
+  p = std::fma(p, m3, p2);
+  const float low = e * Bits(0xb95e8083);  // -2.12194440e-4: log(2) - 0.693359375
+  const float tail = std::fma(p, m3, low);
+  const float r = std::fma(-0.5f, m2, m) + tail;
+  const float y = std::fma(e, 0.693359375f, r);
+  if (x == 0.0f) return -std::numeric_limits<float>::infinity();
+  if (x == std::numeric_limits<float>::infinity()) return x;
+  if (!(x > 0.0f)) return Bits(0xffffffffu);  // x < 0 or NaN: XLA ors in an all-ones mask
+  return y;
+}
+
+// log1pf: xla/service/elemental_ir_emitter.cc EmitLog1p, the same source in
+// both generations: log(1 + x) for |x| >= sqrt(2) - 1, else
+// x - x^2/2 + x^3 * P(x)/Q(x) (Cephes' log1p, both Horner chains fused). Only
+// the last step's contraction differs: jaxlib 0.4.38 fuses x^3 * P/Q with
+// the subtraction of the rounded x^2/2, jax 0.10.2 rounds x^3 * P/Q and
+// fuses -x^2/2 into the addition.
+float XlaCpuLog1pF32(float x, XlaGeneration generation) {
+  x = FlushDenormal(x);
+  static constexpr uint32_t kNumerator[] = {0x383de04b, 0x3eff40c5, 0x40d284fa, 0x41ef4b9c,
+                                            0x4273cc76, 0x426473ad, 0x41a05101};
+  static constexpr uint32_t kDenominator[] = {0x3f800000, 0x417101ad, 0x42a6185b, 0x435dc32d,
+                                              0x439a8ca3, 0x43586d8a, 0x42707982};
+  const float large = XlaCpuLogF32(x + 1.0f);
+  const float zero = x * 0.0f;  // shared by both chains, so not fused
+  float num = zero + Bits(kNumerator[0]);
+  float den = zero + Bits(kDenominator[0]);
+  for (int i = 1; i < 7; ++i) {
+    num = std::fma(x, num, Bits(kNumerator[i]));
+    den = std::fma(x, den, Bits(kDenominator[i]));
   }
+  const float ratio = num / den;
+  const float x2 = x * x;
+  const float x3 = x * x2;
+  const float correction = generation == XlaGeneration::kJax04
+                               ? std::fma(x3, ratio, -(0.5f * x2))
+                               : std::fma(-0.5f, x2, x3 * ratio);
+  const float small = x + correction;
+  return FlushDenormal(std::fabs(x) < Bits(0x3ed413cd) ? small : large);  // sqrt(2) - 1
+}
+
+// chlo.erf_inv on f32: Giles' single-precision approximation, as the chlo
+// legalization of both generations expands it (materializeErfInvF32; the
+// HLO XLA compiles is the same op for op): w = -log1p(x * -x), a degree-8
+// polynomial in t = w - 2.5 (w < 5) or sqrt(w) - 3, times x; +-inf at
+// |x| == 1. XLA:CPU fuses the Horner chain into fmas and computes w - 2.5 as
+// -2.5 - log1p (the same value). The generations differ only in log1p.
+float XlaErfInvF32(float x, XlaGeneration generation) {
+  static constexpr float kLt5[] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
+                                   -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
+                                   -0.00417768164f,  0.246640727f,    1.50140941f};
+  static constexpr float kGe5[] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
+                                   -0.00367342844f,  0.00573950773f,  -0.0076224613f,
+                                   0.00943887047f,   1.00167406f,     2.83297682f};
+  x = FlushDenormal(x);
+  const float log1p = XlaCpuLog1pF32(x * -x, generation);
+  const bool lt5 = log1p > -5.0f;  // w < 5 (NaN takes the sqrt branch)
+  const float t = lt5 ? -2.5f - log1p : std::sqrt(-log1p) + -3.0f;
+  const float* c = lt5 ? kLt5 : kGe5;
+  float p = std::fma(c[0], t, c[1]);
+  for (int i = 2; i < 9; ++i) p = std::fma(p, t, c[i]);
+  if (std::fabs(x) == 1.0f) p = std::numeric_limits<float>::infinity();
+  const float y = x * p;
+  // |x| > 1 or NaN: log1p's all-ones NaN, negated by sqrt(-w), propagates.
+  return std::isnan(y) ? Bits(0x7fffffffu) : FlushDenormal(y);
+}
+
+// f32 (and f16/bf16, computed in f32) use XLA:CPU's expansions; f64 keeps
+// libm's log and log1p, and erf_inv's f32 approximation.
+template <typename C>
+C Log(C x) {
+  if constexpr (std::is_same_v<C, float>) return XlaCpuLogF32(x);
+  else return std::log(x);
+}
+template <typename C>
+C Log1p(C x, XlaGeneration generation) {
+  if constexpr (std::is_same_v<C, float>) return XlaCpuLog1pF32(x, generation);
+  else return std::log1p(x);
+}
+template <typename C>
+C ErfInv(C x, XlaGeneration generation) {
+  return static_cast<C>(XlaErfInvF32(static_cast<float>(x), generation));
 }
 
 template <typename C>
@@ -208,7 +307,7 @@ C BinOp(Bin k, C x, C y) {
 }
 
 template <typename C>
-C UnOp(Un k, C x) {
+C UnOp(Un k, C x, XlaGeneration generation) {
   if constexpr (std::is_same_v<C, bool>) {
     switch (k) {
       case Un::kNot: return !x;
@@ -221,8 +320,8 @@ C UnOp(Un k, C x) {
       case Un::kAbs: return std::fabs(x);
       case Un::kExp: return std::exp(x);
       case Un::kExpm1: return std::expm1(x);
-      case Un::kLog: return std::log(x);
-      case Un::kLog1p: return std::log1p(x);
+      case Un::kLog: return Log(x);
+      case Un::kLog1p: return Log1p(x, generation);
       case Un::kLogistic: return C(1) / (C(1) + std::exp(-x));
       case Un::kTanh: return std::tanh(x);
       case Un::kSqrt: return std::sqrt(x);
@@ -236,7 +335,7 @@ C UnOp(Un k, C x) {
       case Un::kRoundAfz: return std::round(x);
       case Un::kRoundEven: return std::nearbyint(x);
       case Un::kSign: return std::isnan(x) ? x : (x > 0 ? C(1) : (x < 0 ? C(-1) : x));
-      case Un::kErfInv: return ErfInv(x);
+      case Un::kErfInv: return ErfInv(x, generation);
       case Un::kErf: return std::erf(x);
       case Un::kSquare: return x * x;
       default: return 0;
@@ -291,7 +390,7 @@ template <typename T>
 Status RunUnary(Un k, const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
   using C = typename ComputeOf<T>::type;
   const int64_t s0 = c.stride[0];
-  for (int64_t i = b; i < e; ++i) Store<T>(out, i, UnOp<C>(k, Load<T>(c.in[0], i * s0)));
+  for (int64_t i = b; i < e; ++i) Store<T>(out, i, UnOp<C>(k, Load<T>(c.in[0], i * s0), c.generation));
   return OkStatus();
 }
 

@@ -24,7 +24,7 @@ bool IsElementwise(std::string_view name);
 bool IsTranscendental(std::string_view name);
 
 // Which XLA's math to reproduce bit for bit where the generations differ
-// (chlo.erf_inv's expansion, the CPU's log): the XLA of jax 0.4.x, or of
+// (XLA:CPU's f32 log1p, hence chlo.erf_inv): the XLA of jax 0.4.x, or of
 // the current jax (a module that writes sdy ops is from it).
 enum class XlaGeneration { kJax04, kCurrent };
 
