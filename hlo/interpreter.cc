@@ -330,7 +330,7 @@ class Interpreter {
       if (++executed_ > o_.max_executed_ops)
         return Fail(op, "more than " + std::to_string(o_.max_executed_ops) +
                             " ops executed (a loop whose trip count depends on data cannot be priced without computing it: use `tpumesh run`)");
-      TPUMESH_RETURN_IF_ERROR(RunOp(op, env));
+      TPUMESH_RETURN_IF_ERROR(RunOp(op, env, frees[i]));
       for (int v : frees[i]) env.erase(v);
     }
     return InvalidArgumentError("a region without a terminator");
@@ -354,7 +354,24 @@ class Interpreter {
     return true;
   }
 
-  Status RunOp(const Op& op, Env& env) {
+  // An operand this elementwise op may write its result into: its last use
+  // is here, nothing else holds its bytes, and it has the result's size and
+  // element width (out[i] depends on in[i] alone, so in place is safe).
+  int Donor(const Op& op, const OpEntry& e, const std::vector<const Tensor*>& in, const std::vector<int>& dying) const {
+    if (o_.dry_run || e.op_class != OpClass::kElementwise || op.result_types.size() != 1) return -1;
+    const Type& r = op.result_types[0];
+    for (size_t k = 0; k < in.size(); ++k) {
+      if (std::find(dying.begin(), dying.end(), op.operands[k]) == dying.end()) continue;
+      if (std::count(op.operands.begin(), op.operands.end(), op.operands[k]) != 1) continue;
+      if (in[k]->type.size_bytes() != r.size_bytes() || in[k]->num_elements() != r.num_elements()) continue;
+      if (ElementTypeBytes(in[k]->type.element) != ElementTypeBytes(r.element)) continue;
+      if (in[k]->data.storage_users() != 1 || in[k]->data.device() != site_.device) continue;
+      return static_cast<int>(k);
+    }
+    return -1;
+  }
+
+  Status RunOp(const Op& op, Env& env, const std::vector<int>& dying = {}) {
     const OpEntry* e = FindOp(op.name);
     if (!e) return UnimplementedError(m_.Where(op.loc) + ": unsupported op " + Quoted(op.name));
     TPUMESH_ASSIGN_OR_RETURN(std::vector<const Tensor*> in, Operands(op, env));
@@ -365,9 +382,16 @@ class Interpreter {
       TPUMESH_ASSIGN_OR_RETURN(out, Control(op, in, env));
     } else {
       const bool compute = !o_.dry_run || (Small(op) && e->op_class != OpClass::kCollective);
-      for (const Type& t : op.result_types) {
-        TPUMESH_ASSIGN_OR_RETURN(Tensor x, At(op, NewTensor(t, site_.device, !compute, op.name)));
+      if (const int k = Donor(op, *e, in, dying); k >= 0) {
+        Tensor x;
+        x.type = op.result_types[0];
+        x.data = in[static_cast<size_t>(k)]->data;
         out.push_back(std::move(x));
+      } else {
+        for (const Type& t : op.result_types) {
+          TPUMESH_ASSIGN_OR_RETURN(Tensor x, At(op, NewTensor(t, site_.device, !compute, op.name)));
+          out.push_back(std::move(x));
+        }
       }
       if (compute) TPUMESH_RETURN_IF_ERROR(At(op, Compute(*e, op, in, out)));
       else if (e->op_class == OpClass::kCollective && site_.collectives == nullptr && !o_.dry_run)

@@ -147,8 +147,18 @@ StatusOr<std::vector<int64_t>> Attr::Ints() const {
       switch (b) {
         case 1: v = IsUnsigned(type.element) || type.element == ElementType::kPred
                         ? static_cast<int64_t>(*p) : static_cast<int8_t>(*p); break;
-        case 2: { int16_t x; std::memcpy(&x, p, 2); v = IsUnsigned(type.element) ? static_cast<uint16_t>(x) : x; break; }
-        case 4: { int32_t x; std::memcpy(&x, p, 4); v = IsUnsigned(type.element) ? static_cast<uint32_t>(x) : x; break; }
+        case 2: {
+          int16_t x;
+          std::memcpy(&x, p, 2);
+          v = IsUnsigned(type.element) ? static_cast<int64_t>(static_cast<uint16_t>(x)) : static_cast<int64_t>(x);
+          break;
+        }
+        case 4: {
+          int32_t x;
+          std::memcpy(&x, p, 4);
+          v = IsUnsigned(type.element) ? static_cast<int64_t>(static_cast<uint32_t>(x)) : static_cast<int64_t>(x);
+          break;
+        }
         default: std::memcpy(&v, p, 8);
       }
       out[static_cast<size_t>(e)] = v;
@@ -1113,15 +1123,30 @@ class Parser {
     Leave();
     return OkStatus();
   }
+  // An alias's name and source, each alias resolved once (memoised; a cycle
+  // resolves to what was found before it), so fan-out is linear.
+  const std::pair<std::string, std::string>& ResolveAlias(const std::string& alias, int depth) {
+    if (const auto it = resolved_.find(alias); it != resolved_.end()) return it->second;
+    auto& slot = resolved_[alias];  // empty while in progress: a cycle stops here
+    const auto it = loc_aliases_.find(alias);
+    if (it == loc_aliases_.end() || depth > 64) return slot;
+    Location l;
+    ResolveLoc(it->second, &l, depth + 1);
+    auto& done = resolved_[alias];
+    done = {l.name, l.source};
+    return done;
+  }
   void ResolveLoc(const LocInfo& info, Location* loc, int depth = 0) {
     if (loc->name.empty()) loc->name = info.name;
     if (loc->source.empty()) loc->source = info.source;
-    if (depth > 64) return;
     for (const std::string& r : info.refs) {
-      const auto it = loc_aliases_.find(r);
-      if (it != loc_aliases_.end()) ResolveLoc(it->second, loc, depth + 1);
+      if (!loc->name.empty() && !loc->source.empty()) return;
+      const auto ns = ResolveAlias(r, depth);
+      if (loc->name.empty()) loc->name = ns.first;
+      if (loc->source.empty()) loc->source = ns.second;
     }
   }
+
 
   // ---- values ----
   struct Scope {
@@ -1195,6 +1220,7 @@ class Parser {
   std::vector<Scope> scopes_;
   std::map<std::string, LocInfo> loc_aliases_;
   std::map<std::string, Attr> attr_aliases_;
+  std::map<std::string, std::pair<std::string, std::string>> resolved_;
 };
 
 StatusOr<Module> Parser::Run() {
@@ -1204,7 +1230,7 @@ StatusOr<Module> Parser::Run() {
   scopes_.emplace_back();
   TPUMESH_RETURN_IF_ERROR(PrescanLocAliases());
   TPUMESH_RETURN_IF_ERROR(ParseTopLevel());
-  if (module_.funcs.empty()) return InvalidArgumentError(std::string(file_) + ": no func.func in the module");
+  if (module_.funcs.empty()) return InvalidArgumentError(std::string(file_) + ":1:1: no func.func in the module");
   return std::move(module_);
 }
 

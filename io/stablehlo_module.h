@@ -83,10 +83,26 @@ struct Attr {
   std::vector<uint8_t> bytes;  // dense's elements
   bool splat = false;
 
+  // Declared here and defaulted below, where Attr is complete (libstdc++'s
+  // pair<string, Attr> needs that under clang).
+  Attr();
+  Attr(const Attr&);
+  Attr(Attr&&) noexcept;
+  Attr& operator=(const Attr&);
+  Attr& operator=(Attr&&) noexcept;
+  ~Attr();
+
   const Attr* Find(std::string_view key) const;  // dict member, or null
   // A list of integers (or an int, as a one-element list) -> its values.
   StatusOr<std::vector<int64_t>> Ints() const;
 };
+
+inline Attr::Attr() = default;
+inline Attr::Attr(const Attr&) = default;
+inline Attr::Attr(Attr&&) noexcept = default;
+inline Attr& Attr::operator=(const Attr&) = default;
+inline Attr& Attr::operator=(Attr&&) noexcept = default;
+inline Attr::~Attr() = default;
 
 // Where something is: its line and column in the MLIR text, and the name
 // JAX gave the op in its debug location (loc("jit(f)/dot_general"(...)),

@@ -104,6 +104,9 @@ class Array {
                                std::string_view what = "shard") const;
 
   bool SharesStorageWith(const Array& o) const { return storage_ && storage_ == o.storage_; }
+  // Handles sharing this array's storage (this one included); 0 for none.
+  // 1: nothing else reads it, so an op may write its result into it.
+  long storage_users() const { return storage_ ? storage_.use_count() : 0; }
   // Gives the host pages of this array's storage back to the OS for good,
   // for every view sharing them, and makes them unreadable (a later read
   // faults instead of seeing zeros); the address stays reserved, so raw()

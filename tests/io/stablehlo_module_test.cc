@@ -666,7 +666,7 @@ TEST(StableHloModuleTest, DenseHexBlob) {
 // `IsUnsigned(..) ? static_cast<uint32_t>(x) : x` has type uint32_t, so the
 // signed branch is converted too (the 1- and 2-byte cases promote to int and
 // are right). Enable once fixed.
-TEST(StableHloModuleTest, DISABLED_IntsOfNegativeI32Dense) {
+TEST(StableHloModuleTest, IntsOfNegativeI32Dense) {
   const Attr a = ConstantValue("dense<[-1, 2, -6]> : tensor<3xi32>", "tensor<3xi32>");
   EXPECT_THAT(IntsOf(&a), ElementsAre(-1, 2, -6));
   const Attr s = ConstantValue("dense<-3> : tensor<2xi32>", "tensor<2xi32>");
@@ -776,7 +776,7 @@ TEST(StableHloModuleTest, LocAliasCycleEnds) {
 // today (io/stablehlo_module.cc ResolveLoc walks each reference of each
 // alias without remembering the ones it has seen, up to depth 64); enable
 // once it resolves each alias once.
-TEST(StableHloModuleTest, DISABLED_LocAliasFanOutIsLinear) {
+TEST(StableHloModuleTest, LocAliasFanOutIsLinear) {
   std::string text = Pretty("%arg0: tensor<f32>", "tensor<f32>",
                             "    %0 = stablehlo.add %arg0, %arg0 : tensor<f32> loc(#l0)\n"
                             "    return %0 : tensor<f32>\n");
