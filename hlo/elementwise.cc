@@ -1,5 +1,6 @@
 #include "hlo/elementwise.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -10,6 +11,10 @@
 #include <type_traits>
 
 #include "kernels/bf16.h"
+
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 namespace tpumesh::hlo {
 namespace {
@@ -211,8 +216,149 @@ float XlaErfInvF32(float x, XlaGeneration generation) {
   return std::isnan(y) ? Bits(0x7fffffffu) : FlushDenormal(y);
 }
 
+// A NaN operand comes back quieted, its payload and sign kept.
+inline float QuietNan(float x) { return Bits(std::bit_cast<uint32_t>(x) | 0x00400000u); }
+
+// expf: the polynomial that XLA:CPU substitutes for llvm.exp.f32
+// (polynomial_approximations.cc; the Cephes/Eigen pexp): x clamped to
+// [-87.8, 88.8], n = floor(x * log2(e) + 1/2) clamped to [-127, 127],
+// r = x - n * log(2) in two fused steps, exp(r) = 1 + r + r^2 * P(r).
+// Returns exp(r) and 2^n unmultiplied: logistic fuses the product into its
+// "+ 1". The same in both generations.
+struct ExpParts {
+  float mantissa;  // exp(r)
+  float scale;     // 2^n
+};
+ExpParts XlaCpuExpPartsF32(float x) {
+  x = FlushDenormal(x);
+  x = std::min(std::max(x, -87.8f), 88.8f);
+  const float n = std::min(std::max(std::floor(std::fma(x, Bits(0x3fb8aa3b), 0.5f)), -127.0f), 127.0f);
+  float r = std::fma(-n, 0.693359375f, x);
+  r = std::fma(-n, Bits(0xb95e8083), r);  // -2.12194440e-4
+  float p = std::fma(r, Bits(0x39506967), Bits(0x3ab743ce));  // 1.9875691e-4, 1.3981999e-3
+  p = std::fma(p, r, Bits(0x3c088908));                       // 8.3334519e-3
+  p = std::fma(p, r, Bits(0x3d2aa9c1));                       // 4.1665796e-2
+  p = std::fma(p, r, Bits(0x3e2aaaaa));                       // 1.6666665e-1
+  p = std::fma(p, r, 0.5f);
+  const float mantissa = std::fma(p, r * r, r) + 1.0f;
+  return {mantissa, Bits(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23)};
+}
+float XlaCpuExpF32(float x) {
+  if (std::isnan(x)) return QuietNan(x);
+  const ExpParts e = XlaCpuExpPartsF32(x);
+  return FlushDenormal(e.mantissa * e.scale);
+}
+
+// stablehlo.logistic: XLA expands it to 1 / (exp(-x) + 1), and XLA:CPU
+// fuses exp's final scaling into the "+ 1".
+float XlaCpuLogisticF32(float x) {
+  if (std::isnan(x)) return QuietNan(-x);
+  const ExpParts e = XlaCpuExpPartsF32(-x);
+  return FlushDenormal(1.0f / std::fma(e.mantissa, e.scale, 1.0f));
+}
+
+// tanhf: EmitFastTanh(with_fma = true) of xla/service/llvm_ir/math_ops.cc,
+// Eigen's rational ptanh: x for |x| < 4e-4 (the operand's bits, denormal or
+// not), else x * P(x^2) / Q(x^2) with x clamped to +-7.99881172 (FMA hosts'
+// clamp) and both Horner chains fused. jax 0.10.2's XLA adds sign(x) for
+// |x| >= 20, which the clamped rational already gives: the same bits.
+float XlaCpuTanhF32(float x) {
+  static constexpr uint32_t kNumerator[] = {0xa59f25c0, 0x2a61337e, 0xaebd37ff, 0x335c0041,
+                                            0x3779434a, 0x3a270ded, 0x3ba059dc};
+  static constexpr uint32_t kDenominator[] = {0x35a0d3d8, 0x38f895d6, 0x3b14aa05, 0x3ba059dd};
+  if (std::isnan(x)) return QuietNan(x);
+  if (std::fabs(x) < 4e-4f) return x;
+  const float clamp = Bits(0x40fff644);
+  const float xc = std::min(std::max(x, -clamp), clamp);
+  const float x2 = xc * xc;
+  float num = Bits(kNumerator[0]);
+  for (int i = 1; i < 7; ++i) num = std::fma(x2, num, Bits(kNumerator[i]));
+  float den = Bits(kDenominator[0]);
+  for (int i = 1; i < 4; ++i) den = std::fma(x2, den, Bits(kDenominator[i]));
+  return FlushDenormal((xc * num) / den);
+}
+
+// expm1f: xla/service/elemental_ir_emitter.cc EmitExpm1, the same in both
+// generations: x where x / 2 rounds (flushes) to zero, exp(x) - 1 for
+// |x| > 1/2, else tanh(x / 2) * (exp(x) + 1).
+float XlaCpuExpm1F32(float x) {
+  if (std::isnan(x)) return QuietNan(x);
+  const float half = FlushDenormal(FlushDenormal(x) * 0.5f);
+  if (half == 0.0f) return x;
+  const float e = XlaCpuExpF32(x);
+  return FlushDenormal(std::fabs(x) > 0.5f ? e - 1.0f : XlaCpuTanhF32(half) * (e + 1.0f));
+}
+
+// erff: EmitErfF32 of xla/service/llvm_ir/math_ops.cc (Eigen's rational
+// perf), the same in both generations: x * P(x^2) / Q(x^2), both chains
+// explicit fmas, sign(x) for |x| >= 3.8323.
+float XlaCpuErfF32(float x) {
+  static constexpr uint32_t kNumerator[] = {0x39702d51, 0x3b5f5da2, 0x3d50b6eb, 0x3e3da740,
+                                            0x3f906eba};
+  static constexpr uint32_t kDenominator[] = {0xb3fd3906, 0x37c588df, 0x3a856d28, 0x3c6687d4,
+                                              0x3de34c21, 0x3efeb44a, 0x3f800000};
+  if (std::isnan(x)) return QuietNan(x);
+  x = FlushDenormal(x);
+  if (std::fabs(x) >= Bits(0x407547cb)) return std::copysign(1.0f, x);
+  const float x2 = FlushDenormal(x * x);
+  float num = std::fma(x2, Bits(kNumerator[0]), Bits(kNumerator[1]));
+  for (int i = 2; i < 5; ++i) num = std::fma(x2, num, Bits(kNumerator[i]));
+  float den = std::fma(x2, Bits(kDenominator[0]), Bits(kDenominator[1]));
+  for (int i = 2; i < 7; ++i) den = std::fma(x2, den, Bits(kDenominator[i]));
+  return FlushDenormal(FlushDenormal(x * num) / den);
+}
+
+// rsqrtf. jaxlib 0.4.38: 1 / sqrt(x), both correctly rounded. jax 0.10.2's
+// XLA:CPU: the x86 rsqrtss estimate y, refined by one Newton step
+// y + (-y / 2) * (x * y * y - 1) (two fmas) for positive normal x; the
+// estimate itself elsewhere (0, inf, negative). The estimate is the
+// hardware's table, so the bits match JAX's on the same CPU family (and off
+// x86 we fall back to the exact quotient).
+float XlaCpuRsqrtF32(float x, [[maybe_unused]] XlaGeneration generation) {
+  x = FlushDenormal(x);
+#if defined(__SSE__) || defined(__x86_64__)
+  if (generation == XlaGeneration::kCurrent) {
+    const float y = _mm_cvtss_f32(_mm_rsqrt_ss(_mm_set_ss(x)));
+    if (!(x > 0.0f) || x == std::numeric_limits<float>::infinity()) return y;
+    const float step = std::fma(x * y, y, -1.0f);
+    return FlushDenormal(std::fma(y * -0.5f, step, y));
+  }
+#endif
+  return FlushDenormal(1.0f / std::sqrt(x));
+}
+
 // f32 (and f16/bf16, computed in f32) use XLA:CPU's expansions; f64 keeps
-// libm's log and log1p, and erf_inv's f32 approximation.
+// libm, and erf_inv's f32 approximation.
+template <typename C>
+C Exp(C x) {
+  if constexpr (std::is_same_v<C, float>) return XlaCpuExpF32(x);
+  else return std::exp(x);
+}
+template <typename C>
+C Expm1(C x) {
+  if constexpr (std::is_same_v<C, float>) return XlaCpuExpm1F32(x);
+  else return std::expm1(x);
+}
+template <typename C>
+C Logistic(C x) {
+  if constexpr (std::is_same_v<C, float>) return XlaCpuLogisticF32(x);
+  else return C(1) / (C(1) + std::exp(-x));
+}
+template <typename C>
+C Tanh(C x) {
+  if constexpr (std::is_same_v<C, float>) return XlaCpuTanhF32(x);
+  else return std::tanh(x);
+}
+template <typename C>
+C Erf(C x) {
+  if constexpr (std::is_same_v<C, float>) return XlaCpuErfF32(x);
+  else return std::erf(x);
+}
+template <typename C>
+C Rsqrt(C x, XlaGeneration generation) {
+  if constexpr (std::is_same_v<C, float>) return XlaCpuRsqrtF32(x, generation);
+  else return C(1) / std::sqrt(x);
+}
 template <typename C>
 C Log(C x) {
   if constexpr (std::is_same_v<C, float>) return XlaCpuLogF32(x);
@@ -318,14 +464,14 @@ C UnOp(Un k, C x, XlaGeneration generation) {
     switch (k) {
       case Un::kNeg: return -x;
       case Un::kAbs: return std::fabs(x);
-      case Un::kExp: return std::exp(x);
-      case Un::kExpm1: return std::expm1(x);
+      case Un::kExp: return Exp(x);
+      case Un::kExpm1: return Expm1(x);
       case Un::kLog: return Log(x);
       case Un::kLog1p: return Log1p(x, generation);
-      case Un::kLogistic: return C(1) / (C(1) + std::exp(-x));
-      case Un::kTanh: return std::tanh(x);
+      case Un::kLogistic: return Logistic(x);
+      case Un::kTanh: return Tanh(x);
       case Un::kSqrt: return std::sqrt(x);
-      case Un::kRsqrt: return C(1) / std::sqrt(x);
+      case Un::kRsqrt: return Rsqrt(x, generation);
       case Un::kCbrt: return std::cbrt(x);
       case Un::kSin: return std::sin(x);
       case Un::kCos: return std::cos(x);
@@ -336,7 +482,7 @@ C UnOp(Un k, C x, XlaGeneration generation) {
       case Un::kRoundEven: return std::nearbyint(x);
       case Un::kSign: return std::isnan(x) ? x : (x > 0 ? C(1) : (x < 0 ? C(-1) : x));
       case Un::kErfInv: return ErfInv(x, generation);
-      case Un::kErf: return std::erf(x);
+      case Un::kErf: return Erf(x);
       case Un::kSquare: return x * x;
       default: return 0;
     }
