@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/input_file.h"
 #include "base/printable.h"
 #include "kernels/bf16.h"
 
@@ -2099,6 +2100,8 @@ StatusOr<Module> ParseModule(std::string_view text, std::string_view file) {
 }
 
 StatusOr<Module> ReadModuleFile(const std::string& path) {
+  // A regular file only: a FIFO or device would block or never end.
+  TPUMESH_RETURN_IF_ERROR(CheckInputFile(path).status());
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError(Quoted(path) + ": cannot open: " + std::strerror(errno));
   in.seekg(0, std::ios::end);
