@@ -24,8 +24,8 @@ bool IsElementwise(std::string_view name);
 bool IsTranscendental(std::string_view name);
 
 // Which XLA's math to reproduce bit for bit where the generations differ
-// (XLA:CPU's f32 log1p, hence chlo.erf_inv): the XLA of jax 0.4.x, or of
-// the current jax (a module that writes sdy ops is from it).
+// (XLA:CPU's f32 log1p, hence chlo.erf_inv, and rsqrt): the XLA of jax 0.4.x, or
+// of the current jax (a module that writes sdy ops is from it).
 enum class XlaGeneration { kJax04, kCurrent };
 
 struct ElementwiseCall {
