@@ -835,49 +835,51 @@ class Interpreter {
     for (int64_t k : ds) p *= t.dims[static_cast<size_t>(k)];
     return p;
   }
-  // Copies t into f32 with its dims reordered to `order` (t's dims).
-  std::vector<float> AsF32Ordered(const Tensor& t, const Dims& order) {
-    std::vector<float> out(static_cast<size_t>(t.num_elements()));
-    Tensor tmp;
-    tmp.type = t.type;
-    tmp.type.element = ElementType::kF32;
-    Dims od;
-    for (int64_t k : order) od.push_back(t.type.dims[static_cast<size_t>(k)]);
-    const Dims is = Strides(t.type.dims);
-    // to f32 first (a convert), then permute
-    std::vector<float> flat(out.size());
-    Op conv;
-    conv.name = "stablehlo.convert";
-    ElementwiseCall c;
-    c.op = &conv;
-    c.in_type = t.type.element;
-    c.out_type = ElementType::kF32;
-    c.in[0] = t.data.raw();
-    ParallelElements(static_cast<int64_t>(flat.size()), [&](int64_t b, int64_t e) {
-      EvalElementwise(c, b, e, flat.data()).IgnoreError();
-    });
+  // t as f32 with its dims reordered to `order`: t's own bytes when it is
+  // f32 in that order already, else a converted and permuted copy (kept in
+  // `storage`).
+  struct F32Operand {
+    const float* data = nullptr;
+    Tensor storage;
+  };
+  StatusOr<F32Operand> AsF32Ordered(const Tensor& t, const Dims& order) {
+    F32Operand r;
     bool identity = true;
     for (size_t k = 0; k < order.size(); ++k) identity &= order[k] == static_cast<int64_t>(k);
-    if (identity) return flat;
-    const int64_t n = static_cast<int64_t>(out.size());
-    ParallelElements(n, [&](int64_t b, int64_t e) {
-      Dims idx(od.size(), 0);
-      int64_t rem = b;
-      for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
-        idx[k] = rem % od[k];
-        rem /= od[k];
-      }
-      for (int64_t i = b; i < e; ++i) {
-        int64_t s = 0;
-        for (size_t k = 0; k < od.size(); ++k) s += idx[k] * is[static_cast<size_t>(order[k])];
-        out[static_cast<size_t>(i)] = flat[static_cast<size_t>(s)];
-        for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
-          if (++idx[k] < od[k]) break;
-          idx[k] = 0;
-        }
-      }
-    });
-    return out;
+    const Tensor* src = &t;
+    Tensor converted;
+    if (t.type.element != ElementType::kF32) {
+      Type ft = t.type;
+      ft.element = ElementType::kF32;
+      TPUMESH_ASSIGN_OR_RETURN(converted, NewTensor(ft, nullptr));
+      Op conv;
+      conv.name = "stablehlo.convert";
+      ElementwiseCall c;
+      c.op = &conv;
+      c.in_type = t.type.element;
+      c.out_type = ElementType::kF32;
+      c.in[0] = t.data.raw();
+      void* o = converted.data.mutable_raw();
+      ParallelElements(t.num_elements(), [&](int64_t b, int64_t e) { EvalElementwise(c, b, e, o).IgnoreError(); });
+      src = &converted;
+    }
+    if (identity) {
+      r.storage = src == &t ? Tensor() : std::move(converted);
+      r.data = src == &t ? t.as<float>() : r.storage.as<float>();
+      return r;
+    }
+    Type pt = src->type;
+    pt.dims.clear();
+    const Dims is = Strides(src->type.dims);
+    Dims st;
+    for (int64_t k : order) {
+      pt.dims.push_back(src->type.dims[static_cast<size_t>(k)]);
+      st.push_back(is[static_cast<size_t>(k)]);
+    }
+    TPUMESH_ASSIGN_OR_RETURN(r.storage, NewTensor(pt, nullptr));
+    AffineCopy(*src, r.storage, 0, st);
+    r.data = r.storage.as<float>();
+    return r;
   }
   // Writes f32 values into `out` (converting to its element type).
   void StoreF32(const float* v, Tensor& out) {
@@ -910,16 +912,21 @@ class Interpreter {
     lo.insert(lo.end(), d.lc.begin(), d.lc.end());
     ro.insert(ro.end(), d.rc.begin(), d.rc.end());
     ro.insert(ro.end(), d.rf.begin(), d.rf.end());
-    std::vector<float> a = AsF32Ordered(l, lo), b = AsF32Ordered(r, ro);
-    std::vector<float> c(static_cast<size_t>(B * M * N));
+    TPUMESH_ASSIGN_OR_RETURN(F32Operand a, AsF32Ordered(l, lo));
+    TPUMESH_ASSIGN_OR_RETURN(F32Operand b, AsF32Ordered(r, ro));
+    // The product straight into the result when it is f32.
+    const bool direct = out.type.element == ElementType::kF32;
+    std::vector<float> tmp(direct ? 0 : static_cast<size_t>(B * M * N));
+    float* c = direct ? out.mutable_as<float>() : tmp.data();
     kernels::MatmulOptions mo;
     mo.precision = MatmulPrecision(op);
     for (int64_t bi = 0; bi < B; ++bi) {
       if (K == 0 || M == 0 || N == 0) continue;
-      TPUMESH_ASSIGN_OR_RETURN(kernels::PackedMatrix p, kernels::PackedMatrix::Pack(K, N, b.data() + bi * K * N, N, mo));
-      TPUMESH_RETURN_IF_ERROR(kernels::Matmul(M, a.data() + bi * M * K, K, p, c.data() + bi * M * N, N, o_.threads));
+      TPUMESH_ASSIGN_OR_RETURN(kernels::PackedMatrix p, kernels::PackedMatrix::Pack(K, N, b.data + bi * K * N, N, mo));
+      TPUMESH_RETURN_IF_ERROR(kernels::Matmul(M, a.data + bi * M * K, K, p, c + bi * M * N, N, o_.threads));
     }
-    StoreF32(c.data(), out);
+    if (K == 0) std::fill(c, c + B * M * N, 0.0f);
+    if (!direct) StoreF32(c, out);
     return OkStatus();
   }
 
@@ -1042,7 +1049,10 @@ class Interpreter {
     TPUMESH_ASSIGN_OR_RETURN(ConvShape s, GetConvShape(op, l.type, r.type, out.type));
     if (!IsFloat(l.type.element) || !IsFloat(r.type.element)) return UnimplementedError("integer convolution");
     const size_t ns = s.in_sp.size();
-    const std::vector<float> x = AsF32Ordered(l, s.in_order), w = AsF32Ordered(r, s.k_order);
+    TPUMESH_ASSIGN_OR_RETURN(F32Operand xo, AsF32Ordered(l, s.in_order));
+    TPUMESH_ASSIGN_OR_RETURN(F32Operand wo, AsF32Ordered(r, s.k_order));
+    const float* x = xo.data;
+    const float* w = wo.data;
     int64_t taps = 1, pixels = 1, in_pixels = 1;
     for (size_t k = 0; k < ns; ++k) {
       taps *= s.k_sp[k];
@@ -1050,7 +1060,12 @@ class Interpreter {
       in_pixels *= s.in_sp[k];
     }
     const int64_t G = s.groups, ig = s.cin / G, og = s.cout / G, K = taps * ig;
-    std::vector<float> y(static_cast<size_t>(s.batch * pixels * s.cout));
+    bool out_identity = true;
+    for (size_t k = 0; k < s.out_order.size(); ++k) out_identity &= s.out_order[k] == static_cast<int64_t>(k);
+    // [N, spatial..., O]: the result itself when it is f32 in that layout.
+    const bool direct = out_identity && out.type.element == ElementType::kF32;
+    std::vector<float> y_storage(direct ? 0 : static_cast<size_t>(s.batch * pixels * s.cout));
+    float* y = direct ? out.mutable_as<float>() : y_storage.data();
     kernels::MatmulOptions mo;
     mo.precision = MatmulPrecision(op);
     // Each output pixel's input position per tap, or -1 (padding / a hole).
@@ -1074,7 +1089,7 @@ class Interpreter {
       std::vector<float> wg(static_cast<size_t>(K * og));  // [(taps, ig), og]
       for (int64_t t = 0; t < taps; ++t)
         for (int64_t i = 0; i < ig; ++i)
-          std::memcpy(wg.data() + (t * ig + i) * og, w.data() + (t * s.cin / G * G + 0) * 0 + ((t * ig + i) * s.cout) + g * og,
+          std::memcpy(wg.data() + (t * ig + i) * og, w + (t * ig + i) * s.cout + g * og,
                       static_cast<size_t>(og) * sizeof(float));
       TPUMESH_ASSIGN_OR_RETURN(kernels::PackedMatrix p, kernels::PackedMatrix::Pack(K, og, wg.data(), og, mo));
       const int64_t chunks = (pixels + chunk - 1) / chunk;
@@ -1084,7 +1099,7 @@ class Interpreter {
         std::vector<float> col(static_cast<size_t>(chunk * K)), res(static_cast<size_t>(chunk * og));
         for (int64_t task = tb; task < te; ++task) {
           const int64_t n = task / chunks, p0 = (task % chunks) * chunk, p1 = std::min(pixels, p0 + chunk);
-          const float* xn = x.data() + n * in_pixels * s.cin;
+          const float* xn = x + n * in_pixels * s.cin;
           for (int64_t p = p0; p < p1; ++p) {
             float* row = col.data() + (p - p0) * K;
             for (int64_t t = 0; t < taps; ++t) {
@@ -1100,39 +1115,37 @@ class Interpreter {
             return;
           }
           for (int64_t p = p0; p < p1; ++p)
-            std::memcpy(y.data() + (n * pixels + p) * s.cout + g * og, res.data() + (p - p0) * og,
+            std::memcpy(y + (n * pixels + p) * s.cout + g * og, res.data() + (p - p0) * og,
                         static_cast<size_t>(og) * sizeof(float));
         }
       });
       TPUMESH_RETURN_IF_ERROR(st);
     }
     // y is [N, spatial..., O]: write it in the output's layout.
+    if (direct) return OkStatus();
     Dims y_dims = {s.batch};
     y_dims.insert(y_dims.end(), s.out_sp.begin(), s.out_sp.end());
     y_dims.push_back(s.cout);
-    bool identity = true;
-    for (size_t k = 0; k < s.out_order.size(); ++k) identity &= s.out_order[k] == static_cast<int64_t>(k);
-    if (identity) {
-      StoreF32(y.data(), out);
+    Tensor yt;
+    yt.type = out.type;
+    yt.type.element = ElementType::kF32;
+    yt.type.dims = y_dims;
+    TPUMESH_ASSIGN_OR_RETURN(yt.data, mesh::Array::Host(mesh::DType::kF32, {static_cast<int64_t>(y_storage.size())})
+                                          .View(mesh::DType::kU8, {yt.type.size_bytes()}));
+    std::memcpy(yt.data.mutable_raw(), y, y_storage.size() * sizeof(float));
+    if (out_identity) {
+      StoreF32(yt.as<float>(), out);
       return OkStatus();
     }
     // out dim out_order[j] holds y's dim j
-    std::vector<float> t(y.size());
+    Type pt = yt.type;
+    pt.dims = out.type.dims;
+    TPUMESH_ASSIGN_OR_RETURN(Tensor permuted, NewTensor(pt, nullptr));
     const Dims ys = Strides(y_dims);
-    const Dims& od = out.type.dims;
-    Dims where(od.size());  // out dim -> y dim
-    for (size_t j = 0; j < s.out_order.size(); ++j) where[static_cast<size_t>(s.out_order[j])] = static_cast<int64_t>(j);
-    Dims idx(od.size(), 0);
-    for (size_t i = 0; i < t.size(); ++i) {
-      int64_t src = 0;
-      for (size_t k = 0; k < od.size(); ++k) src += idx[k] * ys[static_cast<size_t>(where[k])];
-      t[i] = y[static_cast<size_t>(src)];
-      for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
-        if (++idx[k] < od[k]) break;
-        idx[k] = 0;
-      }
-    }
-    StoreF32(t.data(), out);
+    Dims st(out.type.dims.size());
+    for (size_t j = 0; j < s.out_order.size(); ++j) st[static_cast<size_t>(s.out_order[j])] = ys[j];
+    AffineCopy(yt, permuted, 0, st);
+    StoreF32(permuted.as<float>(), out);
     return OkStatus();
   }
 
