@@ -1898,6 +1898,22 @@ class Interpreter {
       }
     };
     for (const Func& f : m_.funcs) walk(f.body);
+    // Constant folding, as XLA's compiler does it: an op whose operands are
+    // all constants (stablehlo.constant, iota, or ops of those) is computed
+    // at compile time and costs the chip nothing (a causal mask built from
+    // iota and compare).
+    folded_.assign(static_cast<size_t>(m_.num_values), false);
+    std::function<void(const Region&)> fold = [&](const Region& r) {
+      for (const Block& b : r.blocks)
+        for (const Op& op : b.ops) {
+          bool all = op.regions.empty() && Fusible(op.name);
+          for (int v : op.operands) all = all && folded_[static_cast<size_t>(v)];
+          if (all)
+            for (int v : op.results) folded_[static_cast<size_t>(v)] = true;
+          for (const Region& inner : op.regions) fold(inner);
+        }
+    };
+    for (const Func& f : m_.funcs) fold(f.body);
   }
   double HbmBytesRead(const Op& op, const std::vector<const Tensor*>& in) const {
     double b = 0;
@@ -1927,8 +1943,14 @@ class Interpreter {
     r.precision = kernels::Precision::kDefault;
     switch (e.op_class) {
       case OpClass::kElementwise:
-        if (IsTranscendental(op.name)) r.cost.transcendentals = n_out;
-        else r.cost.flops = n_out;
+        if (op.name == "chlo.erf_inv") {  // XLA expands it: log1p and sqrt, and 37 flops of polynomial and selects
+          r.cost.flops = 37 * n_out;
+          r.cost.transcendentals = 2 * n_out;
+        } else if (IsTranscendental(op.name)) {
+          r.cost.transcendentals = n_out;
+        } else {
+          r.cost.flops = n_out;
+        }
         r.cost.bytes_read = in_bytes;
         r.cost.bytes_written = out_bytes;
         break;
@@ -2012,7 +2034,16 @@ class Interpreter {
             for (int64_t x : *win) wc *= static_cast<double>(x);
           elems = n_out * wc;
         }
-        r.cost.flops = std::max(0.0, elems) * static_cast<double>(k);
+        // XLA's count: each element folded costs the body's ops (one for a
+        // sum or max; argmax's compare-and-select body several).
+        double body_flops = 0, body_tr = 0;
+        for (const Block& b : op.regions[0].blocks)
+          for (const Op& bo : b.ops) {
+            if (!IsElementwise(bo.name)) continue;
+            (IsTranscendental(bo.name) ? body_tr : body_flops) += 1;
+          }
+        r.cost.flops = std::max(0.0, elems) * body_flops;
+        r.cost.transcendentals = std::max(0.0, elems) * body_tr;
         r.cost.bytes_read = in_bytes;
         r.cost.bytes_written = out_bytes;
         break;
@@ -2079,6 +2110,7 @@ class Interpreter {
   int64_t executed_ = 0;
   std::string last_sharding_;
   std::vector<bool> materialized_;  // value id -> written to HBM (pricing)
+  std::vector<bool> folded_;        // value id -> a compile-time constant (pricing)
   std::unordered_map<const Block*, std::vector<std::vector<int>>> free_lists_;
 };
 
