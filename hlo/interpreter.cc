@@ -2023,7 +2023,6 @@ class Interpreter {
         break;
       }
       case OpClass::kReduce: {
-        const size_t k = in.size() / 2;
         double elems = 0;
         if (op.name == "stablehlo.reduce") {
           elems = static_cast<double>(in[0]->num_elements()) - n_out;
