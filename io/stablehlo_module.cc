@@ -1211,6 +1211,34 @@ class Parser {
     return OkStatus();
   }
   Status PrescanLocAliases();
+  // `%name: T [{attrs}] [loc(...)]`: a block, function or region argument.
+  struct TypedArg {
+    std::string name;
+    Type type;
+    Attr attrs;
+  };
+  StatusOr<TypedArg> ParseTypedArg() {
+    TypedArg a;
+    a.attrs.kind = Attr::Kind::kDict;
+    TPUMESH_ASSIGN_OR_RETURN(a.name, Suffix('%'));
+    TPUMESH_RETURN_IF_ERROR(Expect(":"));
+    TPUMESH_ASSIGN_OR_RETURN(a.type, ParseType());
+    if (Lookahead("{")) TPUMESH_RETURN_IF_ERROR(AttrDict(&a.attrs));
+    if (LookaheadWord("loc")) {
+      LocInfo ignored;
+      TPUMESH_RETURN_IF_ERROR(ParseLoc(&ignored));
+    }
+    return a;
+  }
+  // `(arg, arg, ...)` of ParseTypedArg; the '(' already consumed.
+  Status ParseTypedArgs(std::vector<TypedArg>* out) {
+    if (Consume(")")) return OkStatus();
+    do {
+      TPUMESH_ASSIGN_OR_RETURN(TypedArg a, ParseTypedArg());
+      out->push_back(std::move(a));
+    } while (Consume(","));
+    return Expect(")");
+  }
 
   std::string_view s_;
   std::string_view file_;
@@ -1427,25 +1455,14 @@ Status Parser::ParseFunc() {
   scopes_.emplace_back();
   TPUMESH_RETURN_IF_ERROR(Expect("("));
   Block& entry = f.body.blocks.emplace_back();
-  if (!Consume(")")) {
-    do {
-      TPUMESH_ASSIGN_OR_RETURN(std::string name, Suffix('%'));
-      TPUMESH_RETURN_IF_ERROR(Expect(":"));
-      TPUMESH_ASSIGN_OR_RETURN(Type t, ParseType());
-      Attr attrs;
-      attrs.kind = Attr::Kind::kDict;
-      if (Lookahead("{")) TPUMESH_RETURN_IF_ERROR(AttrDict(&attrs));
-      if (LookaheadWord("loc")) {
-        LocInfo ignored;
-        TPUMESH_RETURN_IF_ERROR(ParseLoc(&ignored));
-      }
-      TPUMESH_ASSIGN_OR_RETURN(int id, Define(name));
-      entry.args.push_back(id);
-      entry.arg_types.push_back(t);
-      f.arg_types.push_back(std::move(t));
-      f.arg_attrs.push_back(std::move(attrs));
-    } while (Consume(","));
-    TPUMESH_RETURN_IF_ERROR(Expect(")"));
+  std::vector<TypedArg> args;
+  TPUMESH_RETURN_IF_ERROR(ParseTypedArgs(&args));
+  for (TypedArg& a : args) {
+    TPUMESH_ASSIGN_OR_RETURN(int id, Define(a.name));
+    entry.args.push_back(id);
+    entry.arg_types.push_back(a.type);
+    f.arg_types.push_back(std::move(a.type));
+    f.arg_attrs.push_back(std::move(a.attrs));
   }
   if (Consume("->")) {
     if (Consume("(")) {
@@ -1507,20 +1524,12 @@ Status Parser::ParseRegion(Region* r, const std::vector<std::pair<std::string, T
   if (Peek() == '^') {
     TPUMESH_RETURN_IF_ERROR(Suffix('^').status());
     if (Consume("(")) {
-      if (!Consume(")")) {
-        do {
-          TPUMESH_ASSIGN_OR_RETURN(std::string name, Suffix('%'));
-          TPUMESH_RETURN_IF_ERROR(Expect(":"));
-          TPUMESH_ASSIGN_OR_RETURN(Type t, ParseType());
-          if (LookaheadWord("loc")) {
-            LocInfo ignored;
-            TPUMESH_RETURN_IF_ERROR(ParseLoc(&ignored));
-          }
-          TPUMESH_ASSIGN_OR_RETURN(int id, Define(name));
-          b.args.push_back(id);
-          b.arg_types.push_back(std::move(t));
-        } while (Consume(","));
-        TPUMESH_RETURN_IF_ERROR(Expect(")"));
+      std::vector<TypedArg> args;
+      TPUMESH_RETURN_IF_ERROR(ParseTypedArgs(&args));
+      for (TypedArg& a : args) {
+        TPUMESH_ASSIGN_OR_RETURN(int id, Define(a.name));
+        b.args.push_back(id);
+        b.arg_types.push_back(std::move(a.type));
       }
     }
     TPUMESH_RETURN_IF_ERROR(Expect(":"));
@@ -1852,14 +1861,8 @@ Status Parser::ParsePretty(Op* op, size_t result_count) {
       TPUMESH_RETURN_IF_ERROR(Expect("("));
       for (int side = 0; side < 2; ++side) {
         if (side) TPUMESH_RETURN_IF_ERROR(Expect(","));
-        TPUMESH_ASSIGN_OR_RETURN(std::string name, Suffix('%'));
-        TPUMESH_RETURN_IF_ERROR(Expect(":"));
-        TPUMESH_ASSIGN_OR_RETURN(Type t, ParseType());
-        if (LookaheadWord("loc")) {
-          LocInfo ignored;
-          TPUMESH_RETURN_IF_ERROR(ParseLoc(&ignored));
-        }
-        (side ? rhs : lhs).emplace_back(name, std::move(t));
+        TPUMESH_ASSIGN_OR_RETURN(TypedArg a, ParseTypedArg());
+        (side ? rhs : lhs).emplace_back(std::move(a.name), std::move(a.type));
       }
       TPUMESH_RETURN_IF_ERROR(Expect(")"));
     }
@@ -1905,19 +1908,9 @@ Status Parser::ParsePretty(Op* op, size_t result_count) {
     }
     std::vector<std::pair<std::string, Type>> args;
     TPUMESH_RETURN_IF_ERROR(Expect("("));
-    if (!Consume(")")) {
-      do {
-        TPUMESH_ASSIGN_OR_RETURN(std::string name, Suffix('%'));
-        TPUMESH_RETURN_IF_ERROR(Expect(":"));
-        TPUMESH_ASSIGN_OR_RETURN(Type t, ParseType());
-        if (LookaheadWord("loc")) {
-          LocInfo ignored;
-          TPUMESH_RETURN_IF_ERROR(ParseLoc(&ignored));
-        }
-        args.emplace_back(name, std::move(t));
-      } while (Consume(","));
-      TPUMESH_RETURN_IF_ERROR(Expect(")"));
-    }
+    std::vector<TypedArg> typed;
+    TPUMESH_RETURN_IF_ERROR(ParseTypedArgs(&typed));
+    for (TypedArg& a : typed) args.emplace_back(std::move(a.name), std::move(a.type));
     TPUMESH_RETURN_IF_ERROR(ParseRegion(&op->regions.emplace_back(), &args));
     TPUMESH_RETURN_IF_ERROR(ParseSignature(op, result_count, true));
     return ParseOpLoc(op);
