@@ -1181,6 +1181,24 @@ class Interpreter {
     return OkStatus();
   }
 
+  // acc = body(acc, x) for the k values of one reduction step, where x_i is
+  // element `off` of in[first + i]; the result goes to nxt and is swapped in.
+  Status Fold(const Region& body, const std::string& simple, const std::vector<const Tensor*>& in, size_t first,
+              int64_t off, const std::vector<Type>& st, std::vector<std::vector<uint8_t>>& acc,
+              std::vector<std::vector<uint8_t>>& nxt) {
+    const size_t k = acc.size();
+    std::vector<const uint8_t*> ai(k), xi(k);
+    std::vector<uint8_t*> ao(k);
+    for (size_t i = 0; i < k; ++i) {
+      ai[i] = acc[i].data();
+      xi[i] = static_cast<const uint8_t*>(in[first + i]->data.raw()) + off * ElementTypeBytes(st[i].element);
+      ao[i] = nxt[i].data();
+    }
+    TPUMESH_RETURN_IF_ERROR(ApplyBody(body, simple, ai, xi, ao, st));
+    std::swap(acc, nxt);
+    return OkStatus();
+  }
+
   Status Reduce(const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
     const size_t k = in.size() / 2;
     if (k == 0 || in.size() != 2 * k || out.size() != k || op.regions.size() != 1)
@@ -1231,21 +1249,12 @@ class Interpreter {
         for (int64_t r = 0; r < rcount; ++r) {
           int64_t off = base;
           for (size_t j = 0; j < red.size(); ++j) off += ri[j] * is[static_cast<size_t>(red[j])];
-          std::vector<const uint8_t*> ai, xi;
-          std::vector<uint8_t*> ao;
-          for (size_t i = 0; i < k; ++i) {
-            const int w = ElementTypeBytes(st[i].element);
-            ai.push_back(acc[i].data());
-            xi.push_back(static_cast<const uint8_t*>(in[i]->data.raw()) + off * w);
-            ao.push_back(nxt[i].data());
-          }
-          Status s = ApplyBody(op.regions[0], simple, ai, xi, ao, st);
+          Status s = Fold(op.regions[0], simple, in, 0, off, st, acc, nxt);
           if (!s.ok()) {
             std::lock_guard<std::mutex> l(mu);
             status = s;
             return;
           }
-          std::swap(acc, nxt);
           for (int j = static_cast<int>(red.size()) - 1; j >= 0; --j) {
             if (++ri[static_cast<size_t>(j)] < d[static_cast<size_t>(red[static_cast<size_t>(j)])]) break;
             ri[static_cast<size_t>(j)] = 0;
@@ -1393,21 +1402,13 @@ class Interpreter {
             else if (pos / bdil[j] >= d[j]) inside = false;
             else off += (pos / bdil[j]) * is[j];
           }
-          if (!inside) continue;  // padding holds the init value: folding it changes nothing
-          std::vector<const uint8_t*> ai, xi;
-          std::vector<uint8_t*> ao;
-          for (size_t i = 0; i < k; ++i) {
-            ai.push_back(acc[i].data());
-            xi.push_back(static_cast<const uint8_t*>(in[i]->data.raw()) + off * ElementTypeBytes(st[i].element));
-            ao.push_back(nxt[i].data());
-          }
-          Status s = ApplyBody(op.regions[0], simple, ai, xi, ao, st);
+          // A position in the padding holds the init value (the inputs k..2k-1).
+          Status s = Fold(op.regions[0], simple, in, inside ? 0 : k, inside ? off : 0, st, acc, nxt);
           if (!s.ok()) {
             std::lock_guard<std::mutex> l(mu);
             status = s;
             return;
           }
-          std::swap(acc, nxt);
         }
         for (size_t i = 0; i < k; ++i) {
           const int w = ElementTypeBytes(st[i].element);
