@@ -157,6 +157,29 @@ TEST(ProgramsTest, GenerationChoosesTheExpansion) {
   }
 }
 
+// Same bits for any thread count: the tiny Flax UNet on 1 and 2 threads.
+TEST(ProgramsTest, SameBitsForAnyThreadCount) {
+  const std::string base = Dir("jax-0.4.38") + "/tiny_unet";
+  auto m = ReadModuleFile(base + ".mlir");
+  ASSERT_TRUE(m.ok());
+  auto layout = LayoutOf(*m);
+  ASSERT_TRUE(layout.ok());
+  std::vector<std::string> bytes;
+  for (int threads : {1, 2}) {
+    mesh::MeshSpec spec;
+    spec.threads_per_device = threads;
+    auto mesh = mesh::CreateMesh(DefaultMeshSpec(*layout, spec));
+    ASSERT_TRUE(mesh.ok());
+    auto inputs = ReadInputs(base + ".h5", *layout);
+    ASSERT_TRUE(inputs.ok());
+    auto run = RunProgram(*m, *layout, **mesh, std::move(*inputs), Options{});
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    const auto& t = run->outputs[0];
+    bytes.emplace_back(static_cast<const char*>(t.data.raw()), static_cast<size_t>(t.type.size_bytes()));
+  }
+  EXPECT_EQ(bytes[0], bytes[1]);
+}
+
 TEST(ProgramsData, Present) {
   // Under CI the exported data must be there (it is in the repository).
   EXPECT_GE(Cases().size(), 40u);
