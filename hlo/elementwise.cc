@@ -692,7 +692,54 @@ typename ComputeOf<To>::type ConvertValue(From v) {
   }
 }
 
+// FoldRows' loop for storage types whose compute type is themselves (f16
+// and bf16 round at every step and go one element at a time instead).
+template <typename T, Bin K>
+void FoldRowsLoop(const void* x, int64_t len, int64_t rb, int64_t re, void* acc) {
+  using C = typename ComputeOf<T>::type;
+  for (int64_t o = rb; o < re; ++o) {
+    C a = Load<T>(acc, o);
+    for (int64_t r = 0; r < len; ++r) a = BinOp<C>(K, a, Load<T>(x, o * len + r));
+    Store<T>(acc, o, a);
+  }
+}
+
 }  // namespace
+
+Status FoldRows(const ElementwiseCall& c, const void* x, int64_t len, int64_t rb, int64_t re, void* acc) {
+  const auto it = Binaries().find(c.op->name);
+  if (it == Binaries().end()) return InvalidArgumentError(c.op->name + " is not a binary op");
+  if (!BinAccepts(it->second, c.in_type))
+    return InvalidArgumentError(c.op->name + " does not take " + std::string(ElementTypeName(c.in_type)));
+  if (c.in_type == ElementType::kF16 || c.in_type == ElementType::kBF16) {
+    // Narrow floats round after every step: fold one element at a time.
+    ElementwiseCall step = c;
+    step.stride[0] = step.stride[1] = 0;
+    const int w = ElementTypeBytes(c.in_type);
+    for (int64_t o = rb; o < re; ++o) {
+      uint8_t* a = static_cast<uint8_t*>(acc) + o * w;
+      for (int64_t r = 0; r < len; ++r) {
+        step.in[0] = a;
+        step.in[1] = static_cast<const uint8_t*>(x) + (o * len + r) * w;
+        TPUMESH_RETURN_IF_ERROR(EvalElementwise(step, 0, 1, a));
+      }
+    }
+    return OkStatus();
+  }
+  return Visit(c.in_type, [&](auto t) -> Status {
+    using T = decltype(t);
+    switch (it->second) {
+#define TPUMESH_FOLD_CASE(K) \
+  case Bin::K: FoldRowsLoop<T, Bin::K>(x, len, rb, re, acc); break;
+      TPUMESH_FOLD_CASE(kAdd) TPUMESH_FOLD_CASE(kSub) TPUMESH_FOLD_CASE(kMul) TPUMESH_FOLD_CASE(kDiv)
+      TPUMESH_FOLD_CASE(kRem) TPUMESH_FOLD_CASE(kMax) TPUMESH_FOLD_CASE(kMin) TPUMESH_FOLD_CASE(kPow)
+      TPUMESH_FOLD_CASE(kAtan2) TPUMESH_FOLD_CASE(kAnd) TPUMESH_FOLD_CASE(kOr) TPUMESH_FOLD_CASE(kXor)
+      TPUMESH_FOLD_CASE(kShl) TPUMESH_FOLD_CASE(kShrA) TPUMESH_FOLD_CASE(kShrL)
+#undef TPUMESH_FOLD_CASE
+    }
+    return OkStatus();
+  });
+}
 
 bool IsElementwise(std::string_view name) {
   return Binaries().count(name) || Unaries().count(name) || Others().count(name);

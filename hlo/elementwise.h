@@ -41,6 +41,14 @@ struct ElementwiseCall {
 // Elements [begin, end) of the call's output.
 Status EvalElementwise(const ElementwiseCall& call, int64_t begin, int64_t end, void* out);
 
+// A reduction along rows: for each row o in [row_begin, row_end),
+// acc[o] = op(... op(op(acc[o], x[o*len]), x[o*len + 1]) ..., x[o*len + len-1]),
+// in that order (the bits of folding one element at a time), where op is the
+// binary elementwise op call.op names, of element type call.in_type. Rows
+// are contiguous in x; acc holds one element per row.
+Status FoldRows(const ElementwiseCall& call, const void* x, int64_t len, int64_t row_begin, int64_t row_end,
+                void* acc);
+
 }  // namespace tpumesh::hlo
 
 #endif  // TPUMESH_HLO_ELEMENTWISE_H_

@@ -254,6 +254,7 @@ class Interpreter {
  public:
   Interpreter(const Module& m, const DeviceSite& site, const Options& o) : m_(m), site_(site), o_(o) {
     if (o_.ops) MarkMaterialized();
+    MarkViews();
   }
 
   StatusOr<std::vector<Tensor>> Call(const Func& f, std::vector<Tensor> args) {
@@ -278,6 +279,43 @@ class Interpreter {
   StatusOr<T> At(const Op& op, StatusOr<T> v) const {
     if (v.ok()) return v;
     return At(op, v.status());
+  }
+
+  // The broadcast_in_dim results that may stay views (Tensor::repeat): every
+  // consumer an elementwise op.
+  void MarkViews() {
+    view_ok_.assign(static_cast<size_t>(m_.num_values), false);
+    std::vector<bool> other_use(static_cast<size_t>(m_.num_values), false);
+    std::function<void(const Region&)> walk = [&](const Region& r) {
+      for (const Block& b : r.blocks)
+        for (const Op& op : b.ops) {
+          const OpEntry* e = FindOp(op.name);
+          const bool ew = e && e->op_class == OpClass::kElementwise;
+          for (int v : op.operands)
+            if (!ew) other_use[static_cast<size_t>(v)] = true;
+          if (op.name == "stablehlo.broadcast_in_dim" && op.results.size() == 1)
+            view_ok_[static_cast<size_t>(op.results[0])] = true;
+          for (const Region& inner : op.regions) walk(inner);
+        }
+    };
+    for (const Func& f : m_.funcs) walk(f.body);
+    for (size_t v = 0; v < view_ok_.size(); ++v) view_ok_[v] = view_ok_[v] && !other_use[v];
+  }
+
+  // How many times each element of a broadcast_in_dim's operand repeats when
+  // the broadcast only appends trailing dimensions (the operand's non-unit
+  // dims are the result's leading ones, in order): the result's elements
+  // after that prefix; 0 when the broadcast has another form.
+  static int64_t TrailingRepeat(const Type& in, const Type& out, const Dims& bd) {
+    size_t prefix = 0;  // result dims [0, prefix) come from the operand
+    for (size_t i = 0; i < bd.size(); ++i) {
+      if (in.dims[i] == 1) continue;
+      if (bd[i] != static_cast<int64_t>(prefix) || in.dims[i] != out.dims[static_cast<size_t>(bd[i])]) return 0;
+      ++prefix;
+    }
+    int64_t repeat = 1;
+    for (size_t k = prefix; k < out.dims.size(); ++k) repeat *= out.dims[k];
+    return repeat;
   }
 
   // Values whose last use in a block is op i (uses in nested regions count
@@ -365,7 +403,7 @@ class Interpreter {
       if (std::count(op.operands.begin(), op.operands.end(), op.operands[k]) != 1) continue;
       if (in[k]->type.size_bytes() != r.size_bytes() || in[k]->num_elements() != r.num_elements()) continue;
       if (ElementTypeBytes(in[k]->type.element) != ElementTypeBytes(r.element)) continue;
-      if (in[k]->data.storage_users() != 1 || in[k]->data.device() != site_.device) continue;
+      if (in[k]->repeat || in[k]->data.storage_users() != 1 || in[k]->data.device() != site_.device) continue;
       return static_cast<int>(k);
     }
     return -1;
@@ -382,6 +420,23 @@ class Interpreter {
       TPUMESH_ASSIGN_OR_RETURN(out, Control(op, in, env));
     } else {
       const bool compute = !o_.dry_run || (Small(op) && e->op_class != OpClass::kCollective);
+      if (compute && !o_.dry_run && op.name == "stablehlo.broadcast_in_dim" &&
+          view_ok_[static_cast<size_t>(op.results[0])] && in[0]->repeat == 0) {
+        auto bd = IntsAttr(op, "broadcast_dimensions");
+        const int64_t repeat = bd.ok() && bd->size() == in[0]->type.dims.size()
+                                   ? TrailingRepeat(in[0]->type, op.result_types[0], *bd)
+                                   : 0;
+        if (repeat > 1) {
+          Tensor x;
+          x.type = op.result_types[0];
+          x.repeat = repeat;
+          x.data = in[0]->data;  // the operand's own bytes, read a row at a time
+          out.push_back(std::move(x));
+          if (o_.ops) Price(*e, op, in, out);
+          env[op.results[0]] = std::move(out[0]);
+          return OkStatus();
+        }
+      }
       if (const int k = Donor(op, *e, in, dying); k >= 0) {
         Tensor x;
         x.type = op.result_types[0];
@@ -441,6 +496,18 @@ class Interpreter {
     });
   }
 
+  // A broadcast view (Tensor::repeat) written out in full.
+  StatusOr<Tensor> Dense(const Tensor& v) {
+    TPUMESH_ASSIGN_OR_RETURN(Tensor d, NewTensor(v.type, site_.device, false, "broadcast"));
+    const int w = ElementTypeBytes(v.type.element);
+    const uint8_t* src = static_cast<const uint8_t*>(v.data.raw());
+    uint8_t* dst = static_cast<uint8_t*>(d.data.mutable_raw());
+    const int64_t rows = v.num_elements() / v.repeat;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < v.repeat; ++j) std::memcpy(dst + (r * v.repeat + j) * w, src + r * w, static_cast<size_t>(w));
+    return d;
+  }
+
   Status Elementwise(const Op& op, const std::vector<const Tensor*>& in, Tensor& out) {
     ElementwiseCall c;
     c.generation = o_.generation;
@@ -456,6 +523,43 @@ class Interpreter {
     Status st;
     std::mutex mu;
     void* o = out.data.mutable_raw();
+    // Broadcast views (Tensor::repeat): rows of `repeat` elements, each view
+    // operand read as the scalar of its row. One row length for all views
+    // (a view of another length is filled in first).
+    int64_t row = 0;
+    std::vector<Tensor> filled;
+    filled.reserve(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (in[i]->repeat == 0) continue;
+      if (row == 0 || in[i]->repeat == row) {
+        row = in[i]->repeat;
+        c.stride[i] = 0;
+        continue;
+      }
+      TPUMESH_ASSIGN_OR_RETURN(Tensor dense, Dense(*in[i]));
+      filled.push_back(std::move(dense));
+      c.in[i] = filled.back().data.raw();
+      c.stride[i] = 1;
+    }
+    if (row > 0) {
+      const int64_t rows = out.num_elements() / row;
+      const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / row);
+      kernels::ParallelForTasks((rows + grain - 1) / grain, o_.threads, [&](int64_t tb, int64_t te) {
+        ElementwiseCall rc = c;
+        for (int64_t r = tb * grain; r < std::min(rows, te * grain); ++r) {
+          for (size_t i = 0; i < in.size(); ++i)
+            if (in[i]->repeat == row)
+              rc.in[i] = static_cast<const uint8_t*>(in[i]->data.raw()) + r * ElementTypeBytes(in[i]->type.element);
+          Status s = EvalElementwise(rc, r * row, (r + 1) * row, o);
+          if (!s.ok()) {
+            std::lock_guard<std::mutex> l(mu);
+            st = s;
+            return;
+          }
+        }
+      });
+      return st;
+    }
     ParallelElements(out.num_elements(), [&](int64_t b, int64_t e) {
       Status s = EvalElementwise(c, b, e, o);
       if (!s.ok()) {
@@ -1323,16 +1427,11 @@ class Interpreter {
       std::lock_guard<std::mutex> l(mu);
       status = st;
     };
-    if (I == 1) {
-      ParallelElements(O, [&](int64_t b, int64_t e) {
-        ElementwiseCall cc = c;
-        cc.in[0] = acc;
-        cc.stride[1] = R;
-        for (int64_t r = 0; r < R; ++r) {
-          cc.in[1] = xs + r * w;
-          Status st = EvalElementwise(cc, b, e, acc);
-          if (!st.ok()) return fail(st);
-        }
+    if (I == 1) {  // each output folds one contiguous row
+      const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(R, 1));
+      kernels::ParallelForTasks((O + grain - 1) / grain, o_.threads, [&](int64_t tb, int64_t te) {
+        Status st = FoldRows(c, xs, R, tb * grain, std::min(O, te * grain), acc);
+        if (!st.ok()) fail(st);
       });
     } else {
       kernels::ParallelForTasks(O, o_.threads, [&](int64_t ob, int64_t oe) {
@@ -1899,22 +1998,6 @@ class Interpreter {
       }
     };
     for (const Func& f : m_.funcs) walk(f.body);
-    // Constant folding, as XLA's compiler does it: an op whose operands are
-    // all constants (stablehlo.constant, iota, or ops of those) is computed
-    // at compile time and costs the chip nothing (a causal mask built from
-    // iota and compare).
-    folded_.assign(static_cast<size_t>(m_.num_values), false);
-    std::function<void(const Region&)> fold = [&](const Region& r) {
-      for (const Block& b : r.blocks)
-        for (const Op& op : b.ops) {
-          bool all = op.regions.empty() && Fusible(op.name);
-          for (int v : op.operands) all = all && folded_[static_cast<size_t>(v)];
-          if (all)
-            for (int v : op.results) folded_[static_cast<size_t>(v)] = true;
-          for (const Region& inner : op.regions) fold(inner);
-        }
-    };
-    for (const Func& f : m_.funcs) fold(f.body);
   }
   double HbmBytesRead(const Op& op, const std::vector<const Tensor*>& in) const {
     double b = 0;
@@ -2110,7 +2193,7 @@ class Interpreter {
   int64_t executed_ = 0;
   std::string last_sharding_;
   std::vector<bool> materialized_;  // value id -> written to HBM (pricing)
-  std::vector<bool> folded_;        // value id -> a compile-time constant (pricing)
+  std::vector<bool> view_ok_;       // value id -> may be a Tensor::repeat view
   std::unordered_map<const Block*, std::vector<std::vector<int>>> free_lists_;
 };
 

@@ -47,7 +47,13 @@ inline constexpr int64_t kDryRunComputeElements = 4096;
 
 struct Tensor {
   Type type;
-  mesh::Array data;  // u8 [size_bytes]
+  mesh::Array data;  // u8 [size_bytes], or num_elements / repeat elements
+  // > 0: each element of `data` stands for `repeat` consecutive elements
+  // (a broadcast_in_dim along trailing dimensions, the whole shape for a
+  // scalar, whose every consumer is elementwise: they read it a row at a
+  // time, so the broadcast never fills memory). Internal to the
+  // interpreter: such a view never leaves it.
+  int64_t repeat = 0;
 
   int64_t num_elements() const { return type.num_elements(); }
   template <typename T> const T* as() const { return static_cast<const T*>(data.raw()); }
