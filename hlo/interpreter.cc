@@ -3,7 +3,10 @@
 // op table (hlo/ops.h), priced as it runs.
 #include "hlo/interpreter.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -12,6 +15,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "base/host_memory.h"
 #include "base/printable.h"
 #include "hlo/elementwise.h"
 #include "hlo/ops.h"
@@ -392,6 +396,36 @@ class Interpreter {
     return true;
   }
 
+  // The devices' values live in this host's memory: a result the host
+  // cannot hold is refused (RESOURCE_EXHAUSTED) instead of the process being
+  // killed when its pages are touched. Large results only (64 MiB and more;
+  // /proc/meminfo is read each time); the devices of a pmap allocate at
+  // once, so bytes granted but not yet written count as taken.
+  static Status CheckHostMemory(int64_t bytes) {
+    static std::atomic<int64_t> granted{0};
+    constexpr int64_t kCheckFrom = int64_t{64} << 20;
+    if (bytes < kCheckFrom) return OkStatus();
+    // MemAvailable counts page cache the kernel may not give back in time:
+    // keep an eighth of the host (at least 1 GiB) free.
+    static const int64_t kMargin =
+        std::max<int64_t>(int64_t{1} << 30, static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE) / 8);
+    const int64_t have = HostMemoryAvailable();
+    if (have < 0) return OkStatus();
+    const int64_t pending = granted.fetch_add(bytes);
+    struct Release {
+      std::atomic<int64_t>& g;
+      int64_t b;
+      ~Release() { g.fetch_sub(b); }
+    } release{granted, bytes};
+    if (pending + bytes > have - kMargin)
+      return ResourceExhaustedError("host memory: the result needs " + mesh::FormatBytes(bytes) + "; this host has " +
+                                    mesh::FormatBytes(std::max<int64_t>(have - pending, 0)) + " available and keeps " +
+                                    mesh::FormatBytes(kMargin) +
+                                    " of it free (the emulated devices' values live in host memory: fewer devices, "
+                                    "a smaller module, or simulate --stablehlo, which allocates nothing)");
+    return OkStatus();
+  }
+
   // An operand this elementwise op may write its result into: its last use
   // is here, nothing else holds its bytes, and it has the result's size and
   // element width (out[i] depends on in[i] alone, so in place is safe).
@@ -443,6 +477,9 @@ class Interpreter {
         x.data = in[static_cast<size_t>(k)]->data;
         out.push_back(std::move(x));
       } else {
+        int64_t bytes = 0;
+        for (const Type& t : op.result_types) bytes += t.size_bytes();
+        if (compute) TPUMESH_RETURN_IF_ERROR(At(op, CheckHostMemory(bytes)));
         for (const Type& t : op.result_types) {
           TPUMESH_ASSIGN_OR_RETURN(Tensor x, At(op, NewTensor(t, site_.device, !compute, op.name)));
           out.push_back(std::move(x));
@@ -720,19 +757,31 @@ class Interpreter {
       const Dims st = Strides(out.type.dims);
       const int64_t count = out.num_elements();
       const int64_t dim = out.type.dims[static_cast<size_t>(d)], stride = st[static_cast<size_t>(d)];
-      ElementwiseCall c;  // write each index through convert from i64
+      // The indices as i64 a run at a time, written through convert.
       Op conv;
       conv.name = "stablehlo.convert";
-      c.op = &conv;
-      c.in_type = ElementType::kI64;
-      c.out_type = out.type.element;
-      for (int64_t i = 0; i < count; ++i) {
-        const int64_t v = (i / stride) % dim;
-        c.in[0] = &v;
-        c.stride[0] = 0;
-        TPUMESH_RETURN_IF_ERROR(EvalElementwise(c, 0, 1, dst + i * w));
-      }
-      return OkStatus();
+      Status status;
+      std::mutex mu;
+      ParallelElements(count, [&](int64_t b, int64_t e) {
+        constexpr int64_t kRun = 4096;  // a thread's range may be half the array: a run at a time
+        int64_t idx[kRun];
+        ElementwiseCall c;
+        c.op = &conv;
+        c.in_type = ElementType::kI64;
+        c.out_type = out.type.element;
+        c.in[0] = idx;
+        for (int64_t r = b; r < e; r += kRun) {
+          const int64_t n = std::min(kRun, e - r);
+          for (int64_t i = 0; i < n; ++i) idx[i] = ((r + i) / stride) % dim;
+          Status s = EvalElementwise(c, 0, n, dst + r * w);
+          if (!s.ok()) {
+            std::lock_guard<std::mutex> l(mu);
+            status = s;
+            return;
+          }
+        }
+      });
+      return status;
     }
     if (n == "stablehlo.broadcast_in_dim") {
       TPUMESH_ASSIGN_OR_RETURN(Dims bd, IntsAttr(op, "broadcast_dimensions"));

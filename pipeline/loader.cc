@@ -120,17 +120,6 @@ StatusOr<HostMemoryEstimate> EstimateHostMemory(const ModelFile& file) {
   return e;
 }
 
-int64_t HostMemoryAvailable() {
-  std::FILE* f = std::fopen("/proc/meminfo", "r");
-  if (f == nullptr) return -1;
-  char line[256];
-  int64_t kib = -1;
-  while (std::fgets(line, sizeof line, f) != nullptr)
-    if (std::sscanf(line, "MemAvailable: %" SCNd64 " kB", &kib) == 1) break;
-  std::fclose(f);
-  return kib < 0 ? -1 : kib * 1024;
-}
-
 StatusOr<ModelConfigs> ReadModelConfigs(const ModelFile& file) {
   ModelConfigs c;
   c.origin = file.path();

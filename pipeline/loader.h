@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "base/host_memory.h"
 #include "base/status.h"
 #include "io/model_file.h"
 #include "models/clip.h"
@@ -45,8 +46,7 @@ StatusOr<HostMemoryEstimate> EstimateHostMemory(const ModelFile& file);
 // NaN or Inf anywhere in a f32 or bf16 tensor: InvalidArgument naming
 // `where` (e.g. "model.h5: tensor unet/conv_in.weight") and the index.
 Status CheckFiniteTensor(const std::string& where, const mesh::Array& a);
-// MemAvailable of /proc/meminfo in bytes; -1 when it cannot be read.
-int64_t HostMemoryAvailable();
+using ::tpumesh::HostMemoryAvailable;  // base/host_memory.h
 
 // Every config text of the file (the components a model has), for a dry run.
 StatusOr<ModelConfigs> ReadModelConfigs(const ModelFile& file);
