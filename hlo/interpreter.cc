@@ -145,6 +145,18 @@ class Verifier {
       if (t.kind != Type::Kind::kTensor) return Fail(op, "operands of type " + t.ToString() + " are not supported");
     const auto& in = op.operand_types;
     const auto& out = op.result_types;
+    {
+      static const std::map<std::string_view, size_t> kRegions = {
+          {"stablehlo.reduce", 1}, {"stablehlo.reduce_window", 1}, {"stablehlo.sort", 1},
+          {"stablehlo.scatter", 1}, {"stablehlo.all_reduce", 1}, {"stablehlo.reduce_scatter", 1},
+          {"stablehlo.while", 2}, {"stablehlo.if", 2}, {"sdy.manual_computation", 1}};
+      const auto it = kRegions.find(op.name);
+      if (it != kRegions.end() && op.regions.size() != it->second)
+        return Fail(op, "needs " + std::to_string(it->second) + " region(s), has " + std::to_string(op.regions.size()));
+      if (op.name == "stablehlo.case" && op.regions.empty()) return Fail(op, "needs at least one branch");
+      for (const hlo::Region& r : op.regions)
+        if (r.blocks.size() != 1) return Fail(op, "regions must have one block");
+    }
     if (e->op_class == OpClass::kElementwise) {
       if (out.size() != 1) return Fail(op, "needs one result");
       const Type& r = out[0];
@@ -513,6 +525,7 @@ class Interpreter {
       case OpClass::kMatmul: return DotGeneral(op, *in[0], *in[1], out[0]);
       case OpClass::kConv: return Convolution(op, *in[0], *in[1], out[0]);
       case OpClass::kReduce:
+        if (op.name == "stablehlo.sort") return Sort(op, in, out);
         return op.name == "stablehlo.reduce" ? Reduce(op, in, out) : ReduceWindow(op, in, out);
       case OpClass::kGatherScatter:
         return op.name == "stablehlo.gather" ? Gather(op, *in[0], *in[1], out[0]) : Scatter(op, in, out);
@@ -1500,6 +1513,69 @@ class Interpreter {
     return status;
   }
 
+  // sort: every operand permuted the same way along `dimension`, in the
+  // order the comparator region defines (lhs_0, rhs_0, lhs_1, rhs_1, ...
+  // -> i1 "lhs first"), stable (is_stable=false allows any order; stable is
+  // one of them). A merge sort: a comparator that is not a strict weak order
+  // gives some order, never a read out of bounds.
+  Status Sort(const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+    const size_t k = in.size();
+    if (k == 0 || out.size() != k || op.regions.size() != 1) return InvalidArgumentError("needs operands and a comparator");
+    const Dims& d = in[0]->type.dims;
+    TPUMESH_ASSIGN_OR_RETURN(int64_t dim, IntAttr(op, "dimension", -1));
+    if (dim < 0) dim += static_cast<int64_t>(d.size());
+    if (dim < 0 || dim >= static_cast<int64_t>(d.size())) return InvalidArgumentError("bad dimension");
+    for (size_t i = 0; i < k; ++i)
+      if (in[i]->type.dims != d || !(out[i].type == in[i]->type)) return InvalidArgumentError("operands differ in shape");
+    const Block& body = op.regions[0].blocks[0];
+    if (body.args.size() != 2 * k) return InvalidArgumentError("the comparator takes two scalars per operand");
+    std::vector<Tensor> scalars;
+    for (size_t i = 0; i < 2 * k; ++i) {
+      Type t = in[i / 2]->type;
+      t.dims.clear();
+      TPUMESH_ASSIGN_OR_RETURN(Tensor x, NewTensor(t, nullptr));
+      scalars.push_back(std::move(x));
+    }
+    const int64_t n = d[static_cast<size_t>(dim)];
+    int64_t inner = 1;
+    for (size_t j = static_cast<size_t>(dim) + 1; j < d.size(); ++j) inner *= d[j];
+    const int64_t outer = in[0]->num_elements() / std::max<int64_t>(n * inner, 1);
+    std::vector<int64_t> perm(static_cast<size_t>(n));
+    Status status;
+    Env env;
+    for (int64_t o = 0; o < outer && status.ok(); ++o) {
+      for (int64_t t = 0; t < inner && status.ok(); ++t) {
+        const int64_t base = o * n * inner + t;
+        std::iota(perm.begin(), perm.end(), 0);
+        auto less = [&](int64_t a, int64_t b) {
+          if (!status.ok()) return false;
+          for (size_t i = 0; i < k; ++i) {
+            const int w = ElementTypeBytes(in[i]->type.element);
+            const uint8_t* src = static_cast<const uint8_t*>(in[i]->data.raw());
+            std::memcpy(scalars[2 * i].data.mutable_raw(), src + (base + a * inner) * w, static_cast<size_t>(w));
+            std::memcpy(scalars[2 * i + 1].data.mutable_raw(), src + (base + b * inner) * w, static_cast<size_t>(w));
+          }
+          auto r = RunRegion(op.regions[0], scalars, env);
+          if (!r.ok() || r->size() != 1 || (*r)[0].type.element != ElementType::kPred) {
+            status = r.ok() ? InvalidArgumentError("the comparator must return one i1") : r.status();
+            return false;
+          }
+          return *(*r)[0].as<bool>();
+        };
+        std::stable_sort(perm.begin(), perm.end(), less);
+        for (size_t i = 0; i < k; ++i) {
+          const int w = ElementTypeBytes(in[i]->type.element);
+          const uint8_t* src = static_cast<const uint8_t*>(in[i]->data.raw());
+          uint8_t* dst = static_cast<uint8_t*>(out[i].data.mutable_raw());
+          for (int64_t j = 0; j < n; ++j)
+            std::memcpy(dst + (base + j * inner) * w, src + (base + perm[static_cast<size_t>(j)] * inner) * w,
+                        static_cast<size_t>(w));
+        }
+      }
+    }
+    return status;
+  }
+
   Status ReduceWindow(const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
     const size_t k = in.size() / 2;
     if (k == 0 || in.size() != 2 * k || out.size() != k || op.regions.size() != 1)
@@ -2157,7 +2233,14 @@ class Interpreter {
       }
       case OpClass::kReduce: {
         double elems = 0;
-        if (op.name == "stablehlo.reduce") {
+        if (op.name == "stablehlo.sort") {  // n log2 n comparisons along the dimension
+          auto dim = IntAttr(op, "dimension", -1);
+          const auto& dd = in[0]->type.dims;
+          int64_t axis = dim.ok() ? *dim : -1;
+          if (axis < 0) axis += static_cast<int64_t>(dd.size());
+          const double len = axis >= 0 && axis < static_cast<int64_t>(dd.size()) ? static_cast<double>(dd[static_cast<size_t>(axis)]) : 1;
+          elems = static_cast<double>(in[0]->num_elements()) * std::max(1.0, std::ceil(std::log2(std::max(len, 1.0))));
+        } else if (op.name == "stablehlo.reduce") {
           elems = static_cast<double>(in[0]->num_elements()) - n_out;
         } else {
           auto win = IntsAttr(op, "window_dimensions");
@@ -2168,8 +2251,8 @@ class Interpreter {
         }
         // XLA's count: each element folded costs the body's ops (one for a
         // sum or max; argmax's compare-and-select body several).
-        double body_flops = 0, body_tr = 0;
-        for (const Block& b : op.regions[0].blocks)
+        double body_flops = op.regions.empty() ? 1 : 0, body_tr = 0;
+        for (const Block& b : op.regions.empty() ? std::vector<Block>{} : op.regions[0].blocks)
           for (const Op& bo : b.ops) {
             if (!IsElementwise(bo.name)) continue;
             (IsTranscendental(bo.name) ? body_tr : body_flops) += 1;

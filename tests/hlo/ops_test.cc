@@ -105,5 +105,23 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   EXPECT_EQ(RunMain<float>(text, {Make<float>("tensor<4xf32>", {1, 2, 3, 4})}), (std::vector<float>{1, 42, 3, 4}));
 }
 
+// jnp.argsort's lowering: values and an iota sorted together by a
+// comparator region (stable: equal values keep their order).
+TEST(HloOpsTest, SortWithAComparatorRegion) {
+  const std::string text = R"(
+func.func @main(%x: tensor<6xf32>) -> tensor<6xi32> {
+  %i = stablehlo.iota dim = 0 : tensor<6xi32>
+  %0:2 = "stablehlo.sort"(%x, %i) <{dimension = 0 : i64, is_stable = true}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):
+    %lt = stablehlo.compare  LT, %a, %b,  TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  }) : (tensor<6xf32>, tensor<6xi32>) -> (tensor<6xf32>, tensor<6xi32>)
+  return %0#1 : tensor<6xi32>
+}
+)";
+  EXPECT_EQ(RunMain<int32_t>(text, {Make<float>("tensor<6xf32>", {3, 1, 2, 1, -5, 3})}),
+            (std::vector<int32_t>{4, 1, 3, 2, 0, 5}));
+}
+
 }  // namespace
 }  // namespace tpumesh::hlo
