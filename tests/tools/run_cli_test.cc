@@ -100,10 +100,10 @@ TEST(RunCli, TruncatedModuleNamesTheFileAndLine) {
 
 TEST(RunCli, UnknownOpIsRefusedBeforeAnythingRuns) {
   std::string text = kAdd;
-  text.replace(text.find("stablehlo.add"), 13, "stablehlo.sort");
-  const std::string p = Write("sort.mlir", text);
-  const std::string out = Dir() + "/sort.out.h5";
-  ExpectRefused(RunTpumesh("run " + p + " --outputs " + out), out, p + ":3:10: unsupported op 'stablehlo.sort'");
+  text.replace(text.find("stablehlo.add"), 13, "stablehlo.cholesky");
+  const std::string p = Write("chol.mlir", text);
+  const std::string out = Dir() + "/chol.out.h5";
+  ExpectRefused(RunTpumesh("run " + p + " --outputs " + out), out, p + ":3:10: unsupported op 'stablehlo.cholesky'");
 }
 
 TEST(RunCli, ShapeMismatchNamesTheOp) {
