@@ -526,6 +526,7 @@ class Interpreter {
       case OpClass::kConv: return Convolution(op, *in[0], *in[1], out[0]);
       case OpClass::kReduce:
         if (op.name == "stablehlo.sort") return Sort(op, in, out);
+        if (op.name == "chlo.top_k") return TopK(op, *in[0], out);
         return op.name == "stablehlo.reduce" ? Reduce(op, in, out) : ReduceWindow(op, in, out);
       case OpClass::kGatherScatter:
         return op.name == "stablehlo.gather" ? Gather(op, *in[0], *in[1], out[0]) : Scatter(op, in, out);
@@ -1576,6 +1577,58 @@ class Interpreter {
     return status;
   }
 
+  // chlo.top_k: the k largest along the last dimension, largest first, and
+  // their indices; equal values keep their order. Floats compare in IEEE
+  // total order (NaN above +inf, -0 below +0), as XLA's TopK.
+  Status TopK(const Op& op, const Tensor& x, std::vector<Tensor>& out) {
+    TPUMESH_ASSIGN_OR_RETURN(int64_t k, IntAttr(op, "k"));
+    const Dims& d = x.type.dims;
+    if (d.empty() || out.size() != 2 || k < 0 || k > d.back()) return InvalidArgumentError("bad k for the last dimension");
+    const int64_t n = d.back(), rows = x.num_elements() / std::max<int64_t>(n, 1);
+    if (out[0].num_elements() != rows * k || out[1].num_elements() != rows * k ||
+        out[1].type.element != ElementType::kI32)
+      return InvalidArgumentError("results must be [..., k] values and i32 indices");
+    // A key per element that orders as the values do (total order for floats).
+    std::vector<double> key(static_cast<size_t>(n));
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    const int w = ElementTypeBytes(x.type.element);
+    if (IsFloat(x.type.element)) {
+      Dims order(d.size());
+      std::iota(order.begin(), order.end(), 0);
+      TPUMESH_ASSIGN_OR_RETURN(F32Operand fo, AsF32Ordered(x, order));
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* row = fo.data + r * n;
+        for (int64_t j = 0; j < n; ++j) {
+          int32_t b;
+          std::memcpy(&b, row + j, 4);
+          key[static_cast<size_t>(j)] = static_cast<double>(b < 0 ? ~b ^ INT32_MIN : b);
+        }
+        TPUMESH_RETURN_IF_ERROR(TopKRow(key, idx, k, x, r, n, w, out));
+      }
+      return OkStatus();
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < n; ++j) key[static_cast<size_t>(j)] = static_cast<double>(IntAt(x, r * n + j));
+      TPUMESH_RETURN_IF_ERROR(TopKRow(key, idx, k, x, r, n, w, out));
+    }
+    return OkStatus();
+  }
+  static Status TopKRow(const std::vector<double>& key, std::vector<int64_t>& idx, int64_t k, const Tensor& x, int64_t r,
+                        int64_t n, int w, std::vector<Tensor>& out) {
+    std::iota(idx.begin(), idx.end(), 0);
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](int64_t a, int64_t b) { return key[static_cast<size_t>(a)] > key[static_cast<size_t>(b)]; });
+    const uint8_t* src = static_cast<const uint8_t*>(x.data.raw());
+    uint8_t* vals = static_cast<uint8_t*>(out[0].data.mutable_raw());
+    int32_t* ids = out[1].mutable_as<int32_t>();
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t from = idx[static_cast<size_t>(j)];
+      std::memcpy(vals + (r * k + j) * w, src + (r * n + from) * w, static_cast<size_t>(w));
+      ids[r * k + j] = static_cast<int32_t>(from);
+    }
+    return OkStatus();
+  }
+
   Status ReduceWindow(const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
     const size_t k = in.size() / 2;
     if (k == 0 || in.size() != 2 * k || out.size() != k || op.regions.size() != 1)
@@ -2233,7 +2286,11 @@ class Interpreter {
       }
       case OpClass::kReduce: {
         double elems = 0;
-        if (op.name == "stablehlo.sort") {  // n log2 n comparisons along the dimension
+        if (op.name == "chlo.top_k") {
+          const auto& dd = in[0]->type.dims;
+          const double len = dd.empty() ? 1 : static_cast<double>(dd.back());
+          elems = static_cast<double>(in[0]->num_elements()) * std::max(1.0, std::ceil(std::log2(std::max(len, 1.0))));
+        } else if (op.name == "stablehlo.sort") {  // n log2 n comparisons along the dimension
           auto dim = IntAttr(op, "dimension", -1);
           const auto& dd = in[0]->type.dims;
           int64_t axis = dim.ok() ? *dim : -1;

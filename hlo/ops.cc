@@ -81,6 +81,7 @@ std::vector<OpEntry> Build() {
        "an im2col matmul on the MXU: m = output pixels, n = output features per group, k = taps x input features per group; flops count only taps inside the input (as XLA)"},
       {"stablehlo.reduce", OpClass::kReduce, "reduce", "1 flop per input element reduced; inputs and result through HBM"},
       {"stablehlo.reduce_window", OpClass::kReduce, "reduce", "1 flop per window element; inputs and result through HBM"},
+      {"chlo.top_k", OpClass::kReduce, "reduce", "as a sort of the last dimension"},
       {"stablehlo.sort", OpClass::kReduce, "reduce", "n ceil(log2 n) comparisons along the dimension, each the comparator's ops"},
       {"stablehlo.gather", OpClass::kGatherScatter, "data", "no flops; indices, the gathered elements and the result through HBM"},
       {"stablehlo.scatter", OpClass::kGatherScatter, "data", "1 flop per update; operand, indices, updates and result through HBM"},

@@ -1979,7 +1979,14 @@ Status Parser::ParsePretty(Op* op, size_t result_count) {
       any_operand_group = true;
       Advance();
       if (!Consume(")")) {
-        do {
+        do {  // operands, and keyword attributes among them (chlo.top_k(%x, k = 2))
+          Skip();
+          if (IsIdStart(Peek())) {
+            const std::string key = Ident();
+            TPUMESH_RETURN_IF_ERROR(Expect("="));
+            TPUMESH_RETURN_IF_ERROR(PrettyValue(key, op));
+            continue;
+          }
           TPUMESH_ASSIGN_OR_RETURN(int v, Use());
           op->operands.push_back(v);
         } while (Consume(","));

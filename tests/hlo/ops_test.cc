@@ -123,5 +123,18 @@ func.func @main(%x: tensor<6xf32>) -> tensor<6xi32> {
             (std::vector<int32_t>{4, 1, 3, 2, 0, 5}));
 }
 
+// chlo.top_k (jax.lax.top_k): largest first, ties by index, NaN above all.
+TEST(HloOpsTest, TopKTakesTheLargestInOrder) {
+  const std::string text = R"(
+func.func @main(%x: tensor<6xf32>) -> tensor<3xi32> {
+  %values, %indices = chlo.top_k(%x, k = 3) : tensor<6xf32> -> (tensor<3xf32>, tensor<3xi32>)
+  return %indices : tensor<3xi32>
+}
+)";
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(RunMain<int32_t>(text, {Make<float>("tensor<6xf32>", {1, 5, nan, 5, -0.0f, 0.0f})}),
+            (std::vector<int32_t>{2, 1, 3}));
+}
+
 }  // namespace
 }  // namespace tpumesh::hlo
