@@ -386,6 +386,7 @@ class Interpreter {
                             " ops executed (a loop whose trip count depends on data cannot be priced without computing it: use `tpumesh run`)");
       TPUMESH_RETURN_IF_ERROR(RunOp(op, env, frees[i]));
       for (int v : frees[i]) env.erase(v);
+      if (o_.on_op && site_.device_id == 0) o_.on_op(executed_);
     }
     return InvalidArgumentError("a region without a terminator");
   }

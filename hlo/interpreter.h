@@ -31,6 +31,7 @@
 #define TPUMESH_HLO_INTERPRETER_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,9 @@ struct Options {
   // Whose math to reproduce bit for bit where XLA generations differ
   // (chlo.erf_inv, log): DetectGeneration's answer unless the user said.
   XlaGeneration generation = XlaGeneration::kJax04;
+  // Called after each op device 0 executes, with the count so far (progress
+  // for a long run; from device 0's thread). Null: none.
+  std::function<void(int64_t executed)> on_op;
   // Ops executed at most (loops included) before the run stops with an
   // error: a dry run of a data-dependent loop never ends otherwise.
   int64_t max_executed_ops = int64_t{1} << 32;

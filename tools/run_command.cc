@@ -2,6 +2,9 @@
 //  [--mxu-precision] [device flags]`, and simulate --stablehlo's flow.
 #include "tools/run_command.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -61,7 +64,26 @@ Status RunStableHlo(const StableHloRun& o) {
   opt.mxu_precision = o.mxu_precision;
   std::vector<mesh::OpRecord> unused;
   opt.ops = &unused;  // set per device by RunProgram
-  TPUMESH_ASSIGN_OR_RETURN(hlo::ProgramRun run, hlo::RunProgram(m, layout, *mesh, std::move(inputs), opt));
+  // Progress on stderr: on a terminal one line redrawn 4 times a second,
+  // in a log a line every 10 s.
+  const bool tty = isatty(STDERR_FILENO);
+  const auto start = std::chrono::steady_clock::now();
+  auto last = start;
+  bool shown = false;
+  if (!o.quiet && !o.dry_run) {
+    opt.on_op = [&](int64_t executed) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last < (tty ? std::chrono::milliseconds(250) : std::chrono::milliseconds(10000))) return;
+      last = now;
+      shown = true;
+      std::fprintf(stderr, "%srun: %lld ops on device 0, %.1f s%s", tty ? "\r\033[K" : "",
+                   static_cast<long long>(executed), std::chrono::duration<double>(now - start).count(),
+                   tty ? "" : "\n");
+    };
+  }
+  auto ran = hlo::RunProgram(m, layout, *mesh, std::move(inputs), opt);
+  if (shown && tty) std::fprintf(stderr, "\r\033[K");
+  TPUMESH_ASSIGN_OR_RETURN(hlo::ProgramRun run, std::move(ran));
   pipeline::RunReport r;
   r.mode = o.dry_run ? "simulate" : "run";
   r.chip = mesh->chip();
@@ -113,6 +135,7 @@ void RegisterRun(CLI::App& app, RunFn* run) {
                   "a pmap module's arrays carry the leading device axis. Absent: random inputs from --seed");
   cmd->add_option("--outputs", opt->outputs, "HDF5 file to write output_0 ... to (atomically); required");
   cmd->add_flag("--list-ops", opt->list_ops, "Print the supported ops and how each is priced, and stop");
+  cmd->add_flag("-q,--quiet", opt->quiet, "No progress on stderr");
   cmd->add_option("--seed", opt->seed, "Seed of the random inputs when --inputs is absent")->capture_default_str();
   cmd->add_flag("--mxu-precision", opt->mxu_precision,
                 "Compute f32 dot_general and convolution as a TPU's MXU does for their precision_config (DEFAULT: "

@@ -21,6 +21,7 @@ struct StableHloRun {
   bool dry_run = false;  // simulate --stablehlo
   std::string xla_generation = "auto";  // auto | 0.4 | current
   bool list_ops = false;                 // print the op table and stop
+  bool quiet = false;                    // no progress on stderr
   DeviceFlags dev;
 };
 Status RunStableHlo(const StableHloRun& o);
