@@ -2236,16 +2236,7 @@ class Interpreter {
         r.cost.flops = 2 * B * M * N * K;
         r.cost.bytes_read = in_bytes;
         r.cost.bytes_written = out_bytes;
-        mesh::MxuMatmul mm;
-        mm.m = static_cast<int64_t>(M);
-        mm.n = static_cast<int64_t>(N);
-        mm.k = static_cast<int64_t>(K);
-        mm.count = B;
-        mm.a_bytes = static_cast<double>(in[0]->type.size_bytes()) / B;
-        mm.b_bytes = static_cast<double>(in[1]->type.size_bytes()) / B;
-        mm.c_bytes = out_bytes / B;
-        r.mxu.push_back(mm);
-        r.precision = PricePrecision(op);
+        AddMxu(op, M, N, K, B, *in[0], *in[1], out_bytes, r);
         break;
       }
       case OpClass::kConv: {
@@ -2273,16 +2264,7 @@ class Interpreter {
           taps *= static_cast<double>(cs->k_sp[k]);
           pixels *= static_cast<double>(cs->out_sp[k]);
         }
-        mesh::MxuMatmul mm;
-        mm.m = static_cast<int64_t>(static_cast<double>(cs->batch) * pixels);
-        mm.n = static_cast<int64_t>(og);
-        mm.k = static_cast<int64_t>(taps * ig);
-        mm.count = G;
-        mm.a_bytes = static_cast<double>(in[0]->type.size_bytes()) / G;
-        mm.b_bytes = static_cast<double>(in[1]->type.size_bytes()) / G;
-        mm.c_bytes = out_bytes / G;
-        r.mxu.push_back(mm);
-        r.precision = PricePrecision(op);
+        AddMxu(op, static_cast<double>(cs->batch) * pixels, og, taps * ig, G, *in[0], *in[1], out_bytes, r);
         break;
       }
       case OpClass::kReduce: {
@@ -2338,6 +2320,22 @@ class Interpreter {
         return;
     }
     o_.ops->push_back(std::move(r));
+  }
+
+  // The MXU's share of a record: `count` products of [m, k] x [k, n], each
+  // moving its part of the operands and result, at the op's precision.
+  void AddMxu(const Op& op, double m, double n, double k, double count, const Tensor& a, const Tensor& b,
+              double out_bytes, mesh::OpRecord& r) const {
+    mesh::MxuMatmul mm;
+    mm.m = static_cast<int64_t>(m);
+    mm.n = static_cast<int64_t>(n);
+    mm.k = static_cast<int64_t>(k);
+    mm.count = count;
+    mm.a_bytes = static_cast<double>(a.type.size_bytes()) / count;
+    mm.b_bytes = static_cast<double>(b.type.size_bytes()) / count;
+    mm.c_bytes = out_bytes / count;
+    r.mxu.push_back(mm);
+    r.precision = PricePrecision(op);
   }
 
   kernels::Precision PricePrecision(const Op& op) const {

@@ -783,14 +783,10 @@ class Parser {
       Attr dims;
       dims.kind = Attr::Kind::kList;
       TPUMESH_RETURN_IF_ERROR(Expect("["));
-      if (!Consume("]")) {
-        do {
-          Attr dim;
-          TPUMESH_RETURN_IF_ERROR(SdyAxisSet(&dim));
-          dims.list.push_back(std::move(dim));
-        } while (Consume(","));
-        TPUMESH_RETURN_IF_ERROR(Expect("]"));
-      }
+      TPUMESH_RETURN_IF_ERROR(ListUntil("]", [&]() -> Status {
+        TPUMESH_RETURN_IF_ERROR(SdyAxisSet(&dims.list.emplace_back()));
+        return OkStatus();
+      }));
       out->dict.emplace_back("dims", std::move(dims));
       while (Consume(",")) {
         const std::string key = Ident();
@@ -1229,6 +1225,16 @@ class Parser {
       TPUMESH_RETURN_IF_ERROR(ParseLoc(&ignored));
     }
     return a;
+  }
+  // `item, item, ...]` up to `close` (the opening bracket already read),
+  // each item read by `item`; an empty list is just `close`.
+  template <typename F>
+  Status ListUntil(std::string_view close, F&& item) {
+    if (Consume(close)) return OkStatus();
+    do {
+      TPUMESH_RETURN_IF_ERROR(item());
+    } while (Consume(","));
+    return Expect(close);
   }
   // `(arg, arg, ...)` of ParseTypedArg; the '(' already consumed.
   Status ParseTypedArgs(std::vector<TypedArg>* out) {
@@ -1893,14 +1899,7 @@ Status Parser::ParsePretty(Op* op, size_t result_count) {
       } else if (Lookahead("[")) {  // [<@mesh, ...>, ...]
         Advance();
         v.kind = Attr::Kind::kList;
-        if (!Consume("]")) {
-          do {
-            Attr s;
-            TPUMESH_RETURN_IF_ERROR(SdyAngle(&s));
-            v.list.push_back(std::move(s));
-          } while (Consume(","));
-          TPUMESH_RETURN_IF_ERROR(Expect("]"));
-        }
+        TPUMESH_RETURN_IF_ERROR(ListUntil("]", [&]() -> Status { return SdyAngle(&v.list.emplace_back()); }));
       } else {
         TPUMESH_RETURN_IF_ERROR(AttrValue(&v));
       }
