@@ -2177,6 +2177,54 @@ class Interpreter {
       }
     };
     for (const Func& f : m_.funcs) walk(f.body);
+    MarkAttention();
+  }
+  // Attention as our models price it (models/nn.h: a flash kernel whose
+  // scores never leave the chip): a dot_general operand that is a softmax
+  // (an exponential and a reduce, fused) of another dot_general's product,
+  // and feeds that dot_general alone, is not written to HBM. Everything
+  // upstream of it back to the scores is fused already, so the attention
+  // moves Q, K, V and its output, as our Attention record does.
+  void MarkAttention() {
+    std::vector<const Op*> producer(static_cast<size_t>(m_.num_values), nullptr);
+    std::vector<int> uses(static_cast<size_t>(m_.num_values), 0);
+    std::vector<const Op*> dots;
+    std::function<void(const Region&)> walk = [&](const Region& r) {
+      for (const Block& b : r.blocks)
+        for (const Op& op : b.ops) {
+          for (int v : op.results) producer[static_cast<size_t>(v)] = &op;
+          for (int v : op.operands) ++uses[static_cast<size_t>(v)];
+          if (op.name == "stablehlo.dot_general") dots.push_back(&op);
+          for (const Region& inner : op.regions) walk(inner);
+        }
+    };
+    for (const Func& f : m_.funcs) walk(f.body);
+    for (const Op* dot : dots) {
+      for (int v : dot->operands) {
+        if (uses[static_cast<size_t>(v)] != 1) continue;
+        // Walk the fused producers back (bounded), looking for exp, a
+        // reduce and a dot_general's product.
+        bool exp = false, reduce = false, scores = false;
+        std::vector<int> todo = {v}, seen;
+        while (!todo.empty() && seen.size() < 64) {
+          const int u = todo.back();
+          todo.pop_back();
+          if (std::find(seen.begin(), seen.end(), u) != seen.end()) continue;
+          seen.push_back(u);
+          const Op* p = producer[static_cast<size_t>(u)];
+          if (p == nullptr) continue;
+          if (p->name == "stablehlo.dot_general") {
+            scores = true;
+            continue;
+          }
+          if (!Fusible(p->name)) continue;
+          exp = exp || p->name == "stablehlo.exponential";
+          reduce = reduce || p->name == "stablehlo.reduce";
+          for (int w : p->operands) todo.push_back(w);
+        }
+        if (exp && reduce && scores) materialized_[static_cast<size_t>(v)] = false;
+      }
+    }
   }
   double HbmBytesRead(const Op& op, const std::vector<const Tensor*>& in) const {
     double b = 0;
@@ -2236,7 +2284,7 @@ class Interpreter {
         r.cost.flops = 2 * B * M * N * K;
         r.cost.bytes_read = in_bytes;
         r.cost.bytes_written = out_bytes;
-        AddMxu(op, M, N, K, B, *in[0], *in[1], out_bytes, r);
+        AddMxu(op, M, N, K, B, OperandHbmBytes(op, in, 0), OperandHbmBytes(op, in, 1), out_bytes, r);
         break;
       }
       case OpClass::kConv: {
@@ -2264,7 +2312,8 @@ class Interpreter {
           taps *= static_cast<double>(cs->k_sp[k]);
           pixels *= static_cast<double>(cs->out_sp[k]);
         }
-        AddMxu(op, static_cast<double>(cs->batch) * pixels, og, taps * ig, G, *in[0], *in[1], out_bytes, r);
+        AddMxu(op, static_cast<double>(cs->batch) * pixels, og, taps * ig, G, OperandHbmBytes(op, in, 0),
+               OperandHbmBytes(op, in, 1), out_bytes, r);
         break;
       }
       case OpClass::kReduce: {
@@ -2324,15 +2373,18 @@ class Interpreter {
 
   // The MXU's share of a record: `count` products of [m, k] x [k, n], each
   // moving its part of the operands and result, at the op's precision.
-  void AddMxu(const Op& op, double m, double n, double k, double count, const Tensor& a, const Tensor& b,
+  double OperandHbmBytes(const Op& op, const std::vector<const Tensor*>& in, size_t i) const {
+    return materialized_[static_cast<size_t>(op.operands[i])] ? static_cast<double>(in[i]->type.size_bytes()) : 0;
+  }
+  void AddMxu(const Op& op, double m, double n, double k, double count, double a_bytes, double b_bytes,
               double out_bytes, mesh::OpRecord& r) const {
     mesh::MxuMatmul mm;
     mm.m = static_cast<int64_t>(m);
     mm.n = static_cast<int64_t>(n);
     mm.k = static_cast<int64_t>(k);
     mm.count = count;
-    mm.a_bytes = static_cast<double>(a.type.size_bytes()) / count;
-    mm.b_bytes = static_cast<double>(b.type.size_bytes()) / count;
+    mm.a_bytes = a_bytes / count;
+    mm.b_bytes = b_bytes / count;
     mm.c_bytes = out_bytes / count;
     r.mxu.push_back(mm);
     r.precision = PricePrecision(op);
