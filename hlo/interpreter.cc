@@ -139,6 +139,17 @@ class Verifier {
     if (!e)
       return UnimplementedError(m_.Where(op.loc) + ": unsupported op " + Quoted(op.name) +
                                 " (docs/stablehlo.md lists the supported ops)");
+    const int n_in = static_cast<int>(op.operands.size()), n_out = static_cast<int>(op.results.size());
+    if (n_in < e->min_operands || (e->max_operands >= 0 && n_in > e->max_operands))
+      return Fail(op, "takes " +
+                          (e->max_operands == e->min_operands ? std::to_string(e->min_operands)
+                           : e->max_operands < 0            ? "at least " + std::to_string(e->min_operands)
+                                                             : std::to_string(e->min_operands) + " to " +
+                                                                   std::to_string(e->max_operands)) +
+                          " operands, has " + std::to_string(n_in));
+    if (e->results >= 0 && n_out != e->results)
+      return Fail(op, "has " + std::to_string(e->results) + " result(s), not " + std::to_string(n_out));
+    if (op.name == "stablehlo.while" && n_out != n_in) return Fail(op, "needs as many results as operands");
     for (const Type& t : op.result_types)
       if (t.kind != Type::Kind::kTensor) return Fail(op, "results of type " + t.ToString() + " are not supported");
     for (const Type& t : op.operand_types)
@@ -860,6 +871,9 @@ class Interpreter {
     if (n == "stablehlo.dynamic_slice") {
       const Dims& d = in[0]->type.dims;
       if (in.size() != d.size() + 1) return InvalidArgumentError("needs one start index per dimension");
+      if (out.type.dims.size() != d.size()) return InvalidArgumentError("result rank differs from the operand's");
+      for (size_t k = 0; k < d.size(); ++k)
+        if (out.type.dims[k] > d[k]) return InvalidArgumentError("slice larger than the operand");
       Dims start(d.size());
       for (size_t k = 0; k < d.size(); ++k)
         start[k] = std::clamp<int64_t>(ScalarInt(*in[k + 1]), 0, d[k] - out.type.dims[k]);
@@ -1711,6 +1725,17 @@ class Interpreter {
     const Dims& id = indices.type.dims;
     const Dims& rd = out.type.dims;
     if (sizes.size() != od.size()) return InvalidArgumentError("slice_sizes has the wrong length");
+    for (size_t k = 0; k < od.size(); ++k)
+      if (sizes[k] < 0 || sizes[k] > od[k]) return InvalidArgumentError("slice_sizes past the operand");
+    auto in_range = [](const Dims& ds, size_t rank) {
+      for (int64_t v : ds)
+        if (v < 0 || v >= static_cast<int64_t>(rank)) return false;
+      return true;
+    };
+    if (!in_range(offset_dims, rd.size()) || !in_range(collapsed, od.size()) || !in_range(obatch, od.size()) ||
+        !in_range(ibatch, id.size()) || !in_range(start_map, od.size()) || obatch.size() != ibatch.size() ||
+        ivd < 0 || ivd > static_cast<int64_t>(id.size()) || std::count(ibatch.begin(), ibatch.end(), ivd))
+      return InvalidArgumentError("dimension numbers out of range");
     Dims batch_dims;  // result dims not in offset_dims
     for (int64_t k = 0; k < static_cast<int64_t>(rd.size()); ++k)
       if (std::find(offset_dims.begin(), offset_dims.end(), k) == offset_dims.end()) batch_dims.push_back(k);
@@ -1764,6 +1789,18 @@ class Interpreter {
     const int64_t ivd = DictInt(dn, "index_vector_dim", static_cast<int64_t>(id.size()));
     const Dims& od = in[0]->type.dims;
     const Dims& ud = in[k + 1]->type.dims;
+    auto in_range = [](const Dims& ds, size_t rank) {
+      for (int64_t v : ds)
+        if (v < 0 || v >= static_cast<int64_t>(rank)) return false;
+      return true;
+    };
+    for (size_t i = 0; i < k; ++i)
+      if (in[i]->type.dims != od || !(out[i].type == in[i]->type) || in[k + 1 + i]->type.dims != ud)
+        return InvalidArgumentError("inputs, updates and results differ in shape");
+    if (!in_range(uwd, ud.size()) || !in_range(inserted, od.size()) || !in_range(ibatch, od.size()) ||
+        !in_range(sibatch, id.size()) || !in_range(to_operand, od.size()) || ibatch.size() != sibatch.size() ||
+        ivd < 0 || ivd > static_cast<int64_t>(id.size()) || std::count(sibatch.begin(), sibatch.end(), ivd))
+      return InvalidArgumentError("dimension numbers out of range");
     for (size_t i = 0; i < k; ++i)
       std::memcpy(out[i].data.mutable_raw(), in[i]->data.raw(), static_cast<size_t>(out[i].type.size_bytes()));
     Dims update_scatter_dims;

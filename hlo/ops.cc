@@ -105,6 +105,49 @@ std::vector<OpEntry> Build() {
       {"sdy.sharding_constraint", OpClass::kSharding, "data", "free"},
       {"stablehlo.custom_call", OpClass::kSharding, "data", "@Sharding, @SPMDFullToShardShape, @SPMDShardToFullShape: free"},
   };
+  // Arity: (min operands, max operands, results) by op, one rule per shape
+  // of op.
+  struct Arity {
+    int min, max, results;
+  };
+  auto arity = [](const OpEntry& e) -> Arity {
+    const std::string_view n = e.name;
+    if (e.op_class == OpClass::kElementwise) {
+      if (n == "stablehlo.select" || n == "stablehlo.clamp") return {3, 3, 1};
+      static const char* kBinary[] = {"stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide",
+                                      "stablehlo.remainder", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.power",
+                                      "stablehlo.atan2", "stablehlo.and", "stablehlo.or", "stablehlo.xor",
+                                      "stablehlo.shift_left", "stablehlo.shift_right_arithmetic",
+                                      "stablehlo.shift_right_logical", "stablehlo.compare"};
+      for (const char* b : kBinary)
+        if (n == b) return {2, 2, 1};
+      return {1, 1, 1};
+    }
+    if (n == "stablehlo.constant" || n == "stablehlo.iota" || n == "stablehlo.replica_id" ||
+        n == "stablehlo.partition_id")
+      return {0, 0, 1};
+    if (n == "stablehlo.dot_general" || n == "stablehlo.dot" || n == "stablehlo.convolution" ||
+        n == "stablehlo.gather" || n == "stablehlo.pad")
+      return {2, 2, 1};
+    if (n == "stablehlo.dynamic_slice") return {1, -1, 1};
+    if (n == "stablehlo.dynamic_update_slice") return {2, -1, 1};
+    if (n == "stablehlo.concatenate") return {1, -1, 1};
+    if (n == "stablehlo.reduce" || n == "stablehlo.reduce_window") return {2, -1, -1};
+    if (n == "stablehlo.scatter") return {3, -1, -1};
+    if (n == "stablehlo.sort") return {1, -1, -1};
+    if (n == "chlo.top_k") return {1, 1, 2};
+    if (n == "stablehlo.case" || n == "stablehlo.if") return {1, 1, -1};
+    if (e.op_class == OpClass::kCollective || n == "stablehlo.custom_call" || n == "sdy.sharding_constraint")
+      return {1, 1, 1};
+    if (e.op_class == OpClass::kData) return {1, 1, 1};  // broadcast, reshape, transpose, slice, reverse, bitcast
+    return {0, -1, -1};  // calls, returns, loops, barriers, manual computations: checked against their types
+  };
+  for (OpEntry& e : t) {
+    const Arity a = arity(e);
+    e.min_operands = a.min;
+    e.max_operands = a.max;
+    e.results = a.results;
+  }
   std::sort(t.begin(), t.end(), [](const OpEntry& a, const OpEntry& b) { return a.name < b.name; });
   return t;
 }

@@ -27,6 +27,11 @@ struct OpEntry {
   OpClass op_class;
   std::string_view category;  // the report's type: matmul, conv, elementwise, reduce, data, collective, control
   std::string_view priced;    // how the cost model prices it (docs)
+  // Operand and result counts the verifier requires: min..max operands
+  // (max -1: any more), results exactly `results` (-1: any); the ops with
+  // counts that follow other counts (reduce's inputs and inits, dynamic
+  // slices' indices) check the rest where they run.
+  int min_operands = 0, max_operands = -1, results = -1;
 };
 
 // Every supported op, sorted by name.

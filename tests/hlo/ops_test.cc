@@ -136,5 +136,24 @@ func.func @main(%x: tensor<6xf32>) -> tensor<3xi32> {
             (std::vector<int32_t>{2, 1, 3}));
 }
 
+// The verifier holds every op to its operand and result counts before
+// anything runs (a generic-form "stablehlo.add" with one operand crashed).
+TEST(HloOpsTest, OperandCountsAreCheckedBeforeRunning) {
+  for (const char* op : {R"("stablehlo.add"(%a))", R"("stablehlo.gather"(%a))", R"("stablehlo.convolution"())",
+                         R"("stablehlo.all_reduce"())", R"("stablehlo.reshape"(%a, %a))"}) {
+    const std::string args = std::string(op).find("()") != std::string::npos ? "()" : "(tensor<4xf32>)";
+    const std::string types = std::string(op).find("%a, %a") != std::string::npos ? "(tensor<4xf32>, tensor<4xf32>)"
+                                                                                      : args;
+    const std::string text = "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = " + std::string(op) +
+                             " : " + types + " -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n";
+    auto m = ParseModule(text, "t.mlir");
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const Status st = Verify(*m);
+    EXPECT_FALSE(st.ok()) << op;
+    EXPECT_NE(st.message().find("t.mlir:2:8: "), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(" operands, has "), std::string::npos) << st.message();
+  }
+}
+
 }  // namespace
 }  // namespace tpumesh::hlo
