@@ -741,6 +741,20 @@ Status FoldRows(const ElementwiseCall& c, const void* x, int64_t len, int64_t rb
   });
 }
 
+Status ConvertElements(ElementType from, const void* in, ElementType to, int64_t begin, int64_t end, void* out) {
+  static const Op* const kConvert = [] {
+    auto* op = new Op;
+    op->name = "stablehlo.convert";
+    return op;
+  }();
+  ElementwiseCall c;
+  c.op = kConvert;
+  c.in_type = from;
+  c.out_type = to;
+  c.in[0] = in;
+  return EvalElementwise(c, begin, end, out);
+}
+
 bool IsElementwise(std::string_view name) {
   return Binaries().count(name) || Unaries().count(name) || Others().count(name);
 }

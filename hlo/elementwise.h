@@ -41,6 +41,10 @@ struct ElementwiseCall {
 // Elements [begin, end) of the call's output.
 Status EvalElementwise(const ElementwiseCall& call, int64_t begin, int64_t end, void* out);
 
+// out[i] = stablehlo.convert(in[i]) for i in [begin, end): `in` of element
+// type `from`, `out` of `to`.
+Status ConvertElements(ElementType from, const void* in, ElementType to, int64_t begin, int64_t end, void* out);
+
 // A reduction along rows: for each row o in [row_begin, row_end),
 // acc[o] = op(... op(op(acc[o], x[o*len]), x[o*len + 1]) ..., x[o*len + len-1]),
 // in that order (the bits of folding one element at a time), where op is the

@@ -784,22 +784,15 @@ class Interpreter {
       const int64_t count = out.num_elements();
       const int64_t dim = out.type.dims[static_cast<size_t>(d)], stride = st[static_cast<size_t>(d)];
       // The indices as i64 a run at a time, written through convert.
-      Op conv;
-      conv.name = "stablehlo.convert";
       Status status;
       std::mutex mu;
       ParallelElements(count, [&](int64_t b, int64_t e) {
         constexpr int64_t kRun = 4096;  // a thread's range may be half the array: a run at a time
         int64_t idx[kRun];
-        ElementwiseCall c;
-        c.op = &conv;
-        c.in_type = ElementType::kI64;
-        c.out_type = out.type.element;
-        c.in[0] = idx;
         for (int64_t r = b; r < e; r += kRun) {
           const int64_t n = std::min(kRun, e - r);
           for (int64_t i = 0; i < n; ++i) idx[i] = ((r + i) / stride) % dim;
-          Status s = EvalElementwise(c, 0, n, dst + r * w);
+          Status s = ConvertElements(ElementType::kI64, idx, out.type.element, 0, n, dst + r * w);
           if (!s.ok()) {
             std::lock_guard<std::mutex> l(mu);
             status = s;
@@ -1034,15 +1027,7 @@ class Interpreter {
       Type ft = t.type;
       ft.element = ElementType::kF32;
       TPUMESH_ASSIGN_OR_RETURN(converted, NewTensor(ft, nullptr));
-      Op conv;
-      conv.name = "stablehlo.convert";
-      ElementwiseCall c;
-      c.op = &conv;
-      c.in_type = t.type.element;
-      c.out_type = ElementType::kF32;
-      c.in[0] = t.data.raw();
-      void* o = converted.data.mutable_raw();
-      ParallelElements(t.num_elements(), [&](int64_t b, int64_t e) { EvalElementwise(c, b, e, o).IgnoreError(); });
+      ConvertParallel(t.type.element, t.data.raw(), ElementType::kF32, t.num_elements(), converted.data.mutable_raw());
       src = &converted;
     }
     if (identity) {
@@ -1065,15 +1050,12 @@ class Interpreter {
   }
   // Writes f32 values into `out` (converting to its element type).
   void StoreF32(const float* v, Tensor& out) {
-    Op conv;
-    conv.name = "stablehlo.convert";
-    ElementwiseCall c;
-    c.op = &conv;
-    c.in_type = ElementType::kF32;
-    c.out_type = out.type.element;
-    c.in[0] = v;
-    void* o = out.data.mutable_raw();
-    ParallelElements(out.num_elements(), [&](int64_t b, int64_t e) { EvalElementwise(c, b, e, o).IgnoreError(); });
+    ConvertParallel(ElementType::kF32, v, out.type.element, out.num_elements(), out.data.mutable_raw());
+  }
+  // n elements converted, spread over the threads (a numeric convert
+  // between valid types cannot fail).
+  void ConvertParallel(ElementType from, const void* in, ElementType to, int64_t n, void* out) {
+    ParallelElements(n, [&](int64_t b, int64_t e) { ConvertElements(from, in, to, b, e, out).IgnoreError(); });
   }
 
   Status DotGeneral(const Op& op, const Tensor& l, const Tensor& r, Tensor& out) {
@@ -1147,14 +1129,7 @@ class Interpreter {
           for (int64_t j = 0; j < N; ++j)
             c[static_cast<size_t>((bi * M + i) * N + j)] += x * b[static_cast<size_t>((bi * K + k) * N + j)];
         }
-    Op conv;
-    conv.name = "stablehlo.convert";
-    ElementwiseCall cc;
-    cc.op = &conv;
-    cc.in_type = ElementType::kI64;
-    cc.out_type = out.type.element;
-    cc.in[0] = c.data();
-    return EvalElementwise(cc, 0, out.num_elements(), out.data.mutable_raw());
+    return ConvertElements(ElementType::kI64, c.data(), out.type.element, 0, out.num_elements(), out.data.mutable_raw());
   }
 
   // ---- convolution: the input as [N, spatial..., C], the kernel as

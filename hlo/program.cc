@@ -19,17 +19,6 @@ int64_t IntModuleAttr(const Module& m, std::string_view key, int64_t fallback) {
 }
 
 // The local type a device sees of a kReplicas global type and back.
-Status ConvertInto(const Tensor& from, Tensor& to) {
-  Op conv;
-  conv.name = "stablehlo.convert";
-  ElementwiseCall c;
-  c.op = &conv;
-  c.in_type = from.type.element;
-  c.out_type = to.type.element;
-  c.in[0] = from.data.raw();
-  return EvalElementwise(c, 0, to.num_elements(), to.data.mutable_raw());
-}
-
 Type WithDevices(Type t, int n) {
   if (t.dims.empty()) t.dims.push_back(n);
   else t.dims[0] *= n;
@@ -120,7 +109,8 @@ StatusOr<std::vector<Tensor>> ReadInputs(const std::string& file, const Layout& 
     }
     // convert (floats rounded to the argument's type; integers wrap as XLA's convert)
     TPUMESH_ASSIGN_OR_RETURN(Tensor dst, NewTensor(want, nullptr));
-    TPUMESH_RETURN_IF_ERROR(ConvertInto(src, dst));
+    TPUMESH_RETURN_IF_ERROR(
+        ConvertElements(src.type.element, src.data.raw(), want.element, 0, dst.num_elements(), dst.data.mutable_raw()));
     out.push_back(std::move(dst));
   }
   return out;

@@ -1236,6 +1236,14 @@ class Parser {
     } while (Consume(","));
     return Expect(close);
   }
+  // `%a, %b, ...)` operands, the '(' already consumed; empty: just `)`.
+  Status ParseOperands(Op* op) {
+    return ListUntil(")", [&]() -> Status {
+      TPUMESH_ASSIGN_OR_RETURN(int v, Use());
+      op->operands.push_back(v);
+      return OkStatus();
+    });
+  }
   // `(arg, arg, ...)` of ParseTypedArg; the '(' already consumed.
   Status ParseTypedArgs(std::vector<TypedArg>* out) {
     if (Consume(")")) return OkStatus();
@@ -1607,13 +1615,7 @@ Status Parser::ParseOp(Block* block) {
 // "name"(%a, %b) <{props}> ({regions}) {attrs} : (T, T) -> T loc(...)
 Status Parser::ParseGeneric(Op* op) {
   TPUMESH_RETURN_IF_ERROR(Expect("("));
-  if (!Consume(")")) {
-    do {
-      TPUMESH_ASSIGN_OR_RETURN(int v, Use());
-      op->operands.push_back(v);
-    } while (Consume(","));
-    TPUMESH_RETURN_IF_ERROR(Expect(")"));
-  }
+  TPUMESH_RETURN_IF_ERROR(ParseOperands(op));
   if (Lookahead("[")) return Error("successor blocks are not supported");
   if (Consume("<{")) {
     pos_ -= 1;  // back onto the '{' of the property dict
@@ -1880,13 +1882,7 @@ Status Parser::ParsePretty(Op* op, size_t result_count) {
     // (%a, ...) in_shardings=[...] out_shardings=[...] manual_axes={"x"}
     //   (%arg: T, ...) { ... } : (T) -> T
     TPUMESH_RETURN_IF_ERROR(Expect("("));
-    if (!Consume(")")) {
-      do {
-        TPUMESH_ASSIGN_OR_RETURN(int v, Use());
-        op->operands.push_back(v);
-      } while (Consume(","));
-      TPUMESH_RETURN_IF_ERROR(Expect(")"));
-    }
+    TPUMESH_RETURN_IF_ERROR(ParseOperands(op));
     while (true) {
       Skip();
       if (Peek() == '(') break;
@@ -1917,11 +1913,7 @@ Status Parser::ParsePretty(Op* op, size_t result_count) {
   if (n == "stablehlo.convolution") {
     // convolution(%a, %b) dim_numbers = ..., window = {...} {attrs} : sig
     TPUMESH_RETURN_IF_ERROR(Expect("("));
-    do {
-      TPUMESH_ASSIGN_OR_RETURN(int v, Use());
-      op->operands.push_back(v);
-    } while (Consume(","));
-    TPUMESH_RETURN_IF_ERROR(Expect(")"));
+    TPUMESH_RETURN_IF_ERROR(ParseOperands(op));
     while (!Lookahead(":")) {
       if (Lookahead("{")) {
         Attr attrs;
