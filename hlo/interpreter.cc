@@ -127,13 +127,28 @@ class Verifier {
     return InvalidArgumentError(m_.Where(op.loc) + ": " + op.name + ": " + what);
   }
   Status Region(const hlo::Region& r, const Func* f) {
-    for (const Block& b : r.blocks)
+    for (const Block& b : r.blocks) {
+      for (size_t i = 0; i < b.args.size(); ++i) TypeOf(b.args[i]) = &b.arg_types[i];
       for (const Op& op : b.ops) {
+        for (size_t i = 0; i < op.operands.size(); ++i) {
+          const Type* t = TypeOf(op.operands[i]);
+          if (t && !(*t == op.operand_types[i]))
+            return Fail(op, "operand " + std::to_string(i) + " is declared " + op.operand_types[i].ToString() +
+                                " but " + m_.value_names[static_cast<size_t>(op.operands[i])] + " is " + t->ToString());
+        }
+        for (size_t i = 0; i < op.results.size(); ++i) TypeOf(op.results[i]) = &op.result_types[i];
         TPUMESH_RETURN_IF_ERROR(OneOp(op, f));
         for (const hlo::Region& inner : op.regions) TPUMESH_RETURN_IF_ERROR(Region(inner, nullptr));
       }
+    }
     return OkStatus();
   }
+  // The type a value was defined with (null until its definition is seen).
+  const Type*& TypeOf(int v) {
+    if (types_.size() < static_cast<size_t>(m_.num_values)) types_.resize(static_cast<size_t>(m_.num_values), nullptr);
+    return types_[static_cast<size_t>(v)];
+  }
+  std::vector<const Type*> types_;
   Status OneOp(const Op& op, const Func* f) {
     const OpEntry* e = FindOp(op.name);
     if (!e)
@@ -376,7 +391,12 @@ class Interpreter {
     if (args.size() != b.args.size())
       return InvalidArgumentError("a region of " + std::to_string(b.args.size()) + " arguments got " +
                                   std::to_string(args.size()));
-    for (size_t i = 0; i < args.size(); ++i) env[b.args[i]] = std::move(args[i]);
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!(args[i].type == b.arg_types[i]))
+        return InvalidArgumentError("a region's argument " + std::to_string(i) + " is declared " +
+                                    b.arg_types[i].ToString() + " but its value is " + args[i].type.ToString());
+      env[b.args[i]] = std::move(args[i]);
+    }
     const auto& frees = FreeLists(b);
     for (size_t i = 0; i < b.ops.size(); ++i) {
       const Op& op = b.ops[i];
@@ -471,6 +491,10 @@ class Interpreter {
     const OpEntry* e = FindOp(op.name);
     if (!e) return UnimplementedError(m_.Where(op.loc) + ": unsupported op " + Quoted(op.name));
     TPUMESH_ASSIGN_OR_RETURN(std::vector<const Tensor*> in, Operands(op, env));
+    for (size_t i = 0; i < in.size(); ++i)  // the types the op was written with are the values' own
+      if (!(in[i]->type == op.operand_types[i]))
+        return Fail(op, "operand " + std::to_string(i) + " is declared " + op.operand_types[i].ToString() +
+                            " but its value is " + in[i]->type.ToString());
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<Tensor> out;
     const size_t records_before = o_.ops ? o_.ops->size() : 0;

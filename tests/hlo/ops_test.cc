@@ -155,5 +155,20 @@ TEST(HloOpsTest, OperandCountsAreCheckedBeforeRunning) {
   }
 }
 
+// An op's written types must be its values' types (a while declared f32
+// for an f64 argument overflowed the f32 result in a fuzzed dry run).
+TEST(HloOpsTest, DeclaredTypesMustBeTheValuesTypes) {
+  auto m = ParseModule(
+      "func.func @main(%a: tensor<4xf32>) -> tensor<4xf64> {\n  %0 = stablehlo.add %a, %a : tensor<4xf64>\n"
+      "  return %0 : tensor<4xf64>\n}\n",
+      "t.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const Status st = Verify(*m);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("t.mlir:2:8: stablehlo.add: operand 0 is declared tensor<4xf64> but %a is tensor<4xf32>"),
+            std::string::npos)
+      << st.message();
+}
+
 }  // namespace
 }  // namespace tpumesh::hlo

@@ -1,0 +1,28 @@
+#loc1 = loc("x")
+"builtin.module"() <{sym_nloc6= "jit_f"}> ({
+  "func.func"() <{function_type = (tensor<4x8xf32>) -> tensor<4xf32>, sym_name = "main"}> ({
+  ^bb0(%arg0: tensor<4x8xf64> loc("x")):
+    %c = "stablehlo.constant"() <{value = dense<0> : tensor<i32>}> : () -> tensor<i32> loc(#loc2)
+    %cst = "stablehlo.constant"() <{value = dense<"0x0000C07F"> : tensor<f32>}> : () -> tensor<f32> loc(#loc2)
+    %0:2 = "stablehlo.while"(%c, %arg0) ({
+    ^bb0(%a0: tensor<i32>, %a1: tensor<4x8xf32>):
+      %k = "stablehlo.constant"() <{value = dense<3> : tensor<i32>}> : () -> tensor<i32> loc(#loc2)
+      %1 = "stablehlo.compare"(%a0, %k) <{compare_type = #stablehlo<comparison_tye SIGNED>, comparison_direction = #stablehlo<comparison_direction LT>}> : (tensor<i32>, tensor<i32>) -> tensor<i1> loc(#loc3)
+      "stablehlo.return"(%1) : (tensor<i1>) -> () loc(#loc3)
+    }, {
+    ^bb0(%a0: tensor<i32>, %a1: tensor<4x8xf32>):
+      %k = "stablehlo.constant"() <{value = dense<1> : tensor<i32>}> : () -> tensor<i32> loc(#loc2)
+      %1 = "stablehlo.add"(%a0, %k) : (tensor<i32>, tensor<i32>) -> tensor<i32> loc(#loc4)
+      %2 = "stablehlo.add"(%a1, %a1) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc(#loc4)
+      "stablehlo.return"(%1, %2) : (tensor<i32>, tensor<4x8xf32>) -> () loc(#loc4)
+    }) : (tensor<i32>, tensor<4x8xf32>) -> (tensor<i32>, tensor<4x8xf32>) loc(#loc5)
+    %3 = "stablehlo.reduce"(%0#1, %cst) <{dimensions = array<i64: 1>}> ({
+    ^bb0(%l: tensor<f32>, %r: tensor<f32>):
+      %4 = "stablehlo.maximum"(%l, %r) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc(#loc6)
+      "stablehlo.return"(%4) : (tensor<f32>) -> () loc(#loc5)
+    }) : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32> loc(#loc6)
+    "func.return"(%3) : (tensor<4xf32>) -> () loc(#loc)
+  }) : () -> () loc(#loc)
+}) {mhlo.num_partitions = 1 : i32, mhl = 1 : i32, mhlo.num_rep} : () -> () loc(#loc)
+#l = loc("jit(f)/while"(#loc2))
+#loc6 = loc(callsite(#loc3 at fused[#loc1, #loc2]))
