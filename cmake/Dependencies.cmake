@@ -8,6 +8,18 @@ find_package(HDF5 REQUIRED COMPONENTS C CXX)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(ICU REQUIRED COMPONENTS uc)
+# Optional: the mesh across processes and hosts (docs/cluster.md). Without
+# MPI the build runs one process, and says so when started by mpirun.
+find_package(MPI COMPONENTS C)
+if(MPI_C_FOUND)
+  option(TPUMESH_MPI "Spread the mesh over MPI ranks (mesh/cluster.h)" ON)
+else()
+  option(TPUMESH_MPI "Spread the mesh over MPI ranks (mesh/cluster.h)" OFF)
+  if(TPUMESH_MPI)
+    message(FATAL_ERROR "TPUMESH_MPI=ON but MPI was not found: run scripts/install-deps.sh (libopenmpi-dev)")
+  endif()
+endif()
+message(STATUS "tpumesh: MPI ${TPUMESH_MPI} (found: ${MPI_C_FOUND} ${MPI_C_VERSION})")
 
 # BLIS ships neither a CMake nor a pkg-config file (TOOLCHAIN.md).
 find_path(BLIS_INCLUDE_DIR blis.h PATH_SUFFIXES blis-openmp blis-pthread blis-serial blis)

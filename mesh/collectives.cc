@@ -8,15 +8,6 @@
 namespace tpumesh::mesh {
 namespace {
 
-std::string AxesToString(const AxisNames& axes) {
-  std::string s = "(";
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (i) s += ",";
-    s += "'" + axes[i] + "'";
-  }
-  return s + ")";
-}
-
 std::vector<int64_t> Strides(const Shape& shape) {
   std::vector<int64_t> st(shape.size(), 1);
   for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * shape[i + 1];
@@ -142,172 +133,6 @@ void Reduce(DType t, const std::vector<const std::byte*>& in, int64_t outer, int
 }
 
 }  // namespace
-
-std::string CollectiveCall::Describe() const {
-  std::string s = std::string(CollectiveName(kind)) + " over " + AxesToString(axes) + " of " +
-                  std::string(DTypeName(dtype)) + ShapeToString(shape);
-  switch (kind) {
-    case CollectiveKind::kAllGather:
-      s += " (axis=" + std::to_string(axis) + (tiled ? ", tiled)" : ")");
-      break;
-    case CollectiveKind::kPsumScatter:
-      s += " (scatter_dimension=" + std::to_string(axis) + (tiled ? ", tiled)" : ")");
-      break;
-    case CollectiveKind::kAllToAll:
-      s += " (split_axis=" + std::to_string(axis) + ", concat_axis=" +
-           std::to_string(concat_axis) + (tiled ? ", tiled)" : ")");
-      break;
-    case CollectiveKind::kPpermute:
-      s += " (" + std::to_string(perm.size()) + " pairs)";
-      break;
-    default:
-      break;
-  }
-  return s;
-}
-
-bool CollectiveCall::SameAs(const CollectiveCall& o) const {
-  return kind == o.kind && axes == o.axes && dtype == o.dtype && shape == o.shape &&
-         axis == o.axis && concat_axis == o.concat_axis && tiled == o.tiled && perm == o.perm;
-}
-
-// ---------------------------------------------------------------------------
-// CollectiveHub
-
-CollectiveHub::CollectiveHub(Mesh& mesh, HostCores& host_cores)
-    : mesh_(mesh),
-      host_cores_(host_cores),
-      finished_(mesh.num_devices(), -1),
-      finished_status_(mesh.num_devices()),
-      secondary_(mesh.num_devices(), false) {}
-
-void CollectiveHub::WaitLocked(std::unique_lock<std::mutex>& lock,
-                               const std::function<bool()>& done) {
-  if (done()) return;
-  // Give this device's host core to another device while parked here.
-  host_cores_.Release();
-  cv_.wait(lock, done);
-  lock.unlock();
-  host_cores_.Acquire();
-  lock.lock();
-}
-
-std::string CollectiveHub::AbandonReasonLocked(int seq) const {
-  for (size_t f = 0; f < finished_.size(); ++f) {
-    if (finished_[f] < 0 || finished_[f] > seq) continue;
-    std::string what = "collective #" + std::to_string(seq);
-    auto it = slots_.find(seq);
-    if (it != slots_.end() && it->second.first_device >= 0) {
-      what += " (" + it->second.first.Describe() + ") that device " +
-              std::to_string(it->second.first_device) + " entered";
-    }
-    if (finished_status_[f].ok()) {
-      return "device " + std::to_string(f) + " returned from the pmapped function without entering " + what;
-    }
-    return "device " + std::to_string(f) + " failed before entering " + what + ": " +
-           finished_status_[f].ToString();
-  }
-  return "";
-}
-
-void CollectiveHub::AdvanceClocksLocked(const Slot& slot) {
-  const CollectiveCall& call = slot.first;
-  const int n = mesh_.num_devices();
-  std::vector<double> next(n);
-  std::vector<int64_t> sent(n, 0);
-  std::map<int, std::pair<double, int64_t>> by_group;  // first member -> (end time, bytes)
-  for (int d = 0; d < n; ++d) {
-    auto group = mesh_.Group(d, call.axes);
-    if (!group.ok()) continue;  // validated before arrival
-    const int key = group->front();
-    auto it = by_group.find(key);
-    if (it == by_group.end()) {
-      double start = 0;
-      for (int m : *group) start = std::max(start, mesh_.device(m).clock_seconds());
-      std::vector<std::pair<int, int>> pairs;
-      for (const auto& [s, t] : call.perm) pairs.emplace_back((*group)[s], (*group)[t]);
-      const int64_t bytes = NumElements(call.shape) * static_cast<int64_t>(DTypeSize(call.dtype));
-      CollectiveCost cost = ModelCollective(mesh_.chip(), mesh_.topology(), call.kind, *group,
-                                            bytes, pairs);
-      it = by_group.emplace(key, std::make_pair(start + cost.seconds, cost.bytes_sent_per_device))
-               .first;
-    }
-    next[d] = it->second.first;
-    sent[d] = it->second.second;
-  }
-  for (int d = 0; d < n; ++d) {
-    mesh_.device(d).SetClock(next[d]);
-    mesh_.device(d).AddIciBytes(sent[d]);
-  }
-}
-
-Status CollectiveHub::Arrive(int device, int seq, const CollectiveCall& call,
-                             std::vector<const CollectiveCall*>* calls) {
-  std::unique_lock<std::mutex> lock(mu_);
-  const int n = mesh_.num_devices();
-  Slot& s = slots_[seq];
-  if (s.calls.empty()) s.calls.resize(n, nullptr);
-  if (s.first_device < 0) {
-    s.first = call;
-    s.first.input = nullptr;
-    s.first_device = device;
-  } else if (s.error.ok() && !s.first.SameAs(call)) {
-    s.error = FailedPreconditionError(
-        "collective #" + std::to_string(seq) + " does not match across devices: device " +
-        std::to_string(s.first_device) + " calls " + s.first.Describe() + " but device " +
-        std::to_string(device) + " calls " + call.Describe());
-  }
-  s.calls[device] = &call;
-  ++s.arrived;
-  if (s.arrived == n) {
-    s.ready = true;
-    if (s.error.ok()) AdvanceClocksLocked(s);
-    cv_.notify_all();
-  } else {
-    WaitLocked(lock, [&] { return s.ready || !AbandonReasonLocked(seq).empty(); });
-  }
-  if (!s.ready) {
-    secondary_[device] = true;
-    return FailedPreconditionError(AbandonReasonLocked(seq));
-  }
-  if (!s.error.ok()) return s.error;
-  *calls = s.calls;
-  return OkStatus();
-}
-
-void CollectiveHub::Sync(int device, int seq) {
-  std::unique_lock<std::mutex> lock(mu_);
-  Slot& s = slots_[seq];
-  const int n = mesh_.num_devices();
-  if (++s.synced == n) {
-    cv_.notify_all();
-    return;
-  }
-  WaitLocked(lock, [&] { return s.synced == n; });
-}
-
-void CollectiveHub::Depart(int device, int seq) {
-  std::unique_lock<std::mutex> lock(mu_);
-  Slot& s = slots_[seq];
-  const int n = mesh_.num_devices();
-  if (++s.departed == n) {
-    cv_.notify_all();
-    return;
-  }
-  WaitLocked(lock, [&] { return s.departed == n; });
-}
-
-void CollectiveHub::Finish(int device, int entered, const Status& status) {
-  std::lock_guard<std::mutex> lock(mu_);
-  finished_[device] = entered;
-  finished_status_[device] = status;
-  cv_.notify_all();
-}
-
-bool CollectiveHub::IsSecondary(int device) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return secondary_[device];
-}
 
 // ---------------------------------------------------------------------------
 // DeviceContext
@@ -491,16 +316,15 @@ StatusOr<Array> DeviceContext::Run(CollectiveCall call) {
   call.output = static_cast<std::byte*>(out.mutable_raw());
 
   const int seq = seq_++;
-  std::vector<const CollectiveCall*> calls;
-  TPUMESH_RETURN_IF_ERROR(hub_->Arrive(device_, seq, call, &calls));
+  CollectiveData data;
+  TPUMESH_RETURN_IF_ERROR(hub_->Arrive(device_, seq, call, &data));
 
   // Every participant's input is alive and unchanged until all depart.
   bool synced = false;
   StatusOr<Array> result = [&]() -> StatusOr<Array> {
    try {
     std::vector<const std::byte*> in(n);
-    for (int k = 0; k < n; ++k)
-      in[k] = static_cast<const std::byte*>(calls[group[k]]->input->raw());
+    for (int k = 0; k < n; ++k) in[k] = data.inputs[group[k]];
     std::byte* o = call.output;
     const size_t elem = DTypeSize(call.dtype);
     const Shape& s = call.shape;
@@ -508,20 +332,27 @@ StatusOr<Array> DeviceContext::Run(CollectiveCall call) {
     switch (call.kind) {
       case CollectiveKind::kPsum:
       case CollectiveKind::kPmean: {
-        // As the chip does it: reduce-scatter, then all-gather. Device `me`
-        // sums chunk `me` of every input into its own output; after a
-        // barrier, it copies the other chunks from their owners' outputs.
-        // Each chunk is summed in group order, so every device gets the
-        // same bits as a serial sum; host work is 2S per device, not (n+1)S.
+        // As the chip does it: reduce-scatter, then all-gather. The
+        // group's members on this rank (all of it in one process) split the
+        // array into chunks; member j sums chunk j of every input into its
+        // own output; after a barrier, it copies the other chunks from
+        // their owners' outputs. Each element is summed in group order, so
+        // every device gets the same bits as a serial sum however the array
+        // is chunked; host work is 2S per device, not (n+1)S.
         const int64_t divisor = call.kind == CollectiveKind::kPmean ? n : 1;
-        auto chunk_begin = [&](int k) { return count * k / n; };
-        Reduce(call.dtype, in, 1, chunk_begin(me + 1) - chunk_begin(me), count, chunk_begin(me),
-               o + chunk_begin(me) * elem, divisor);
+        std::vector<int> owners;  // this rank's members of the group
+        for (int d : group)
+          if (mesh_.is_local(d)) owners.push_back(d);
+        const int m = static_cast<int>(owners.size());
+        const int j = static_cast<int>(std::find(owners.begin(), owners.end(), device_) - owners.begin());
+        auto chunk_begin = [&](int k) { return count * k / m; };
+        Reduce(call.dtype, in, 1, chunk_begin(j + 1) - chunk_begin(j), count, chunk_begin(j),
+               o + chunk_begin(j) * elem, divisor);
         hub_->Sync(device_, seq);
         synced = true;
-        for (int k = 0; k < n; ++k) {
-          if (k == me) continue;
-          const std::byte* owner = calls[group[k]]->output;
+        for (int k = 0; k < m; ++k) {
+          if (k == j) continue;
+          const std::byte* owner = data.outputs[owners[k]];
           std::memcpy(o + chunk_begin(k) * elem, owner + chunk_begin(k) * elem,
                       (chunk_begin(k + 1) - chunk_begin(k)) * elem);
         }

@@ -16,87 +16,23 @@
 //   (bf16 rounded once at the end, round-to-nearest-even) and wrap-around
 //   integer arithmetic for s32/u32, so every device gets the same bits.
 // - Group index: the position of a device in Mesh::Group(device, axes).
+// - Groups may span ranks (a mesh over a Cluster, mesh.h): the other ranks'
+//   inputs arrive through the cluster (collective_hub.h) and the results are
+//   the same bits as one process with the same mesh.
 #ifndef TPUMESH_MESH_COLLECTIVES_H_
 #define TPUMESH_MESH_COLLECTIVES_H_
 
-#include <condition_variable>
-#include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "mesh/array.h"
-#include "mesh/host_cores.h"
+#include "mesh/collective_hub.h"
 #include "mesh/interconnect.h"
 #include "mesh/mesh.h"
 
 namespace tpumesh::mesh {
-
-using AxisNames = std::vector<std::string>;
-
-// What one device asks of one collective; compared across devices.
-struct CollectiveCall {
-  CollectiveKind kind = CollectiveKind::kPsum;
-  AxisNames axes;
-  DType dtype = DType::kF32;
-  Shape shape;
-  int axis = 0;         // all_gather axis, psum_scatter dimension, all_to_all split axis
-  int concat_axis = 0;  // all_to_all
-  bool tiled = false;
-  std::vector<std::pair<int, int>> perm;  // ppermute, in group indices
-  const Array* input = nullptr;
-  std::byte* output = nullptr;  // the device's output buffer (psum's phases read it)
-
-  std::string Describe() const;  // "psum over ('x','y') of f32[4,8]"
-  bool SameAs(const CollectiveCall& o) const;
-};
-
-// Internal to Mesh::Pmap: the rendezvous of one pmap's collectives.
-class CollectiveHub {
- public:
-  CollectiveHub(Mesh& mesh, HostCores& host_cores);
-
-  // Blocks until every device has entered its `seq`-th collective. Then
-  // `calls` holds every device's call (indexed by device id) and the clocks
-  // are advanced. Fails when the calls differ or a device will never come.
-  Status Arrive(int device, int seq, const CollectiveCall& call,
-                std::vector<const CollectiveCall*>* calls);
-  // Blocks until every device has called Sync for the `seq`-th collective
-  // (a barrier between the phases of one collective).
-  void Sync(int device, int seq);
-  // Blocks until every device has finished reading the `seq`-th inputs.
-  void Depart(int device, int seq);
-  // The device's pmap body returned after entering `entered` collectives.
-  void Finish(int device, int entered, const Status& status);
-  // Whether the device's error was caused by another device (not its own).
-  bool IsSecondary(int device) const;
-
- private:
-  struct Slot {
-    std::vector<const CollectiveCall*> calls;  // valid only once ready
-    CollectiveCall first;                      // a copy of the first arrival's call
-    int first_device = -1;
-    int arrived = 0;
-    int synced = 0;
-    int departed = 0;
-    bool ready = false;
-    Status error;
-  };
-  std::string AbandonReasonLocked(int seq) const;
-  void WaitLocked(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done);
-  void AdvanceClocksLocked(const Slot& slot);
-
-  Mesh& mesh_;
-  HostCores& host_cores_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<int, Slot> slots_;
-  std::vector<int> finished_;  // collectives entered, -1 while running
-  std::vector<Status> finished_status_;
-  std::vector<bool> secondary_;
-};
 
 class DeviceContext {
  public:

@@ -85,14 +85,19 @@ StatusOr<int> ParseChipAxis(std::string_view name) {
 }
 
 Mesh::Mesh(const ChipSpec& chip, Topology topology, std::vector<MeshAxis> axes, int threads,
-           int host_cores, int fastest_chip_axis)
+           int host_cores, int fastest_chip_axis, Cluster* cluster)
     : chip_(chip),
       topology_(std::move(topology)),
       axes_(std::move(axes)),
       host_cores_(host_cores),
-      fastest_chip_axis_(fastest_chip_axis) {
-  for (int d = 0; d < topology_.num_devices(); ++d) {
-    devices_.push_back(std::make_unique<Device>(d, chip_, topology_.Coords(d), threads));
+      fastest_chip_axis_(fastest_chip_axis),
+      cluster_(cluster) {
+  const int n = topology_.num_devices();
+  num_local_ = n / cluster_->size();
+  first_local_ = cluster_->rank() * num_local_;
+  devices_.resize(n);
+  for (int d = first_local_; d < first_local_ + num_local_; ++d) {
+    devices_[d] = std::make_unique<Device>(d, chip_, topology_.Coords(d), threads);
   }
   // Positions: cores of a chip, then chips along the fastest axis, then the
   // other axes in x, y, z order.
@@ -134,16 +139,22 @@ StatusOr<std::unique_ptr<Mesh>> Mesh::Create(const ChipSpec& chip,
                                 topo.DimsString() + " of " + chip.name + " has " +
                                 std::to_string(topo.num_devices()));
   }
-  int cores = options.host_cores > 0 ? options.host_cores
-                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  int threads = options.threads_per_device > 0
-                    ? options.threads_per_device
-                    : std::max(1, cores / topo.num_devices());
+  Cluster* cluster = options.cluster != nullptr ? options.cluster : &LocalCluster();
+  const int ranks = cluster->size();
+  if (topo.num_devices() % ranks != 0) {
+    return InvalidArgumentError("a mesh of " + std::to_string(topo.num_devices()) + " devices cannot be split over " +
+                                std::to_string(ranks) + " ranks: the rank count must divide the device count");
+  }
+  const int local = topo.num_devices() / ranks;
+  // All cores of the host, shared by the ranks on it.
+  const int host = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int cores = options.host_cores > 0 ? options.host_cores : std::max(1, host / cluster->ranks_on_host());
+  int threads = options.threads_per_device > 0 ? options.threads_per_device : std::max(1, cores / local);
   if (options.fastest_chip_axis < 0 || options.fastest_chip_axis >= static_cast<int>(topo.chip_dims().size()))
     return InvalidArgumentError("chip axis " + std::string(1, "xyz"[std::clamp(options.fastest_chip_axis, 0, 2)]) +
                                 " is not an axis of topology " + topo.DimsString());
   return std::unique_ptr<Mesh>(
-      new Mesh(chip, std::move(topo), std::move(axes), threads, cores, options.fastest_chip_axis));
+      new Mesh(chip, std::move(topo), std::move(axes), threads, cores, options.fastest_chip_axis, cluster));
 }
 
 StatusOr<int> Mesh::AxisPosition(std::string_view name) const {
@@ -199,9 +210,10 @@ StatusOr<std::vector<int>> Mesh::Group(int device, std::span<const std::string> 
 StatusOr<DistributedArray> Mesh::Replicate(const Array& x) {
   DistributedArray out;
   out.replicated = true;
+  out.shards.resize(devices_.size());
   for (auto& d : devices_) {
-    TPUMESH_ASSIGN_OR_RETURN(Array a, x.ShareTo(*d, "replicated"));
-    out.shards.push_back(std::move(a));
+    if (d == nullptr) continue;  // another rank's
+    TPUMESH_ASSIGN_OR_RETURN(out.shards[d->id()], x.ShareTo(*d, "replicated"));
   }
   return out;
 }
@@ -216,9 +228,9 @@ StatusOr<DistributedArray> Mesh::Shard(const Array& x) {
   }
   const int64_t per = x.dim(0) / n;
   DistributedArray out;
-  for (int d = 0; d < n; ++d) {
-    TPUMESH_ASSIGN_OR_RETURN(Array a, x.SliceLeading(d * per, (d + 1) * per, devices_[d].get()));
-    out.shards.push_back(std::move(a));
+  out.shards.resize(n);
+  for (int d = first_local_; d < first_local_ + num_local_; ++d) {
+    TPUMESH_ASSIGN_OR_RETURN(out.shards[d], x.SliceLeading(d * per, (d + 1) * per, devices_[d].get()));
   }
   return out;
 }
@@ -238,12 +250,12 @@ StatusOr<DistributedArray> Mesh::Shard(const Array& x, std::span<const std::stri
                                 " is not divisible by " + std::to_string(n));
   const int64_t per = x.dim(0) / n;
   DistributedArray out;
-  for (int d = 0; d < num_devices(); ++d) {
+  out.shards.resize(num_devices());
+  for (int d = first_local_; d < first_local_ + num_local_; ++d) {
     const std::vector<int> idx = AxisIndices(d);
     int64_t slice = 0;
     for (int p : pos) slice = slice * axes_[p].size + idx[p];
-    TPUMESH_ASSIGN_OR_RETURN(Array a, x.SliceLeading(slice * per, (slice + 1) * per, devices_[d].get()));
-    out.shards.push_back(std::move(a));
+    TPUMESH_ASSIGN_OR_RETURN(out.shards[d], x.SliceLeading(slice * per, (slice + 1) * per, devices_[d].get()));
   }
   return out;
 }
@@ -257,7 +269,7 @@ StatusOr<std::vector<DistributedArray>> Mesh::Pmap(const PmapFn& fn,
                                   std::to_string(args[i].num_shards()) + " shards for " +
                                   std::to_string(n) + " devices");
     }
-    for (int d = 0; d < n; ++d) {
+    for (int d = first_local_; d < first_local_ + num_local_; ++d) {
       if (args[i].shards[d].device() != devices_[d].get()) {
         return InvalidArgumentError("pmap argument " + std::to_string(i) + ": shard " +
                                     std::to_string(d) + " is " + args[i].shards[d].ToString() +
@@ -266,13 +278,14 @@ StatusOr<std::vector<DistributedArray>> Mesh::Pmap(const PmapFn& fn,
     }
   }
 
-  HostCores cores(std::min(host_cores_, n));
-  CollectiveHub hub(*this, cores);
+  HostCores cores(std::min(host_cores_, num_local_));
+  CollectiveHub hub(*this, cores, pmaps_++);
   std::vector<StatusOr<std::vector<Array>>> results(n, InternalError("not run"));
+  const int begin = first_local_, end = first_local_ + num_local_;
   {
     std::vector<std::jthread> threads;
-    threads.reserve(n);
-    for (int d = 0; d < n; ++d) {
+    threads.reserve(num_local_);
+    for (int d = begin; d < end; ++d) {
       threads.emplace_back([&, d] {
         std::vector<Array> my_args;
         my_args.reserve(args.size());
@@ -292,12 +305,15 @@ StatusOr<std::vector<DistributedArray>> Mesh::Pmap(const PmapFn& fn,
         hub.Finish(d, ctx.collectives_entered(), results[d].status());
       });
     }
+    // With other ranks, this thread carries the collectives' rounds to them
+    // until every device of every rank has returned.
+    if (cluster_->size() > 1) hub.Serve();
   }  // joins
 
   // Report the root cause: a device's own error before errors it caused in
   // others.
   int first_secondary = -1;
-  for (int d = 0; d < n; ++d) {
+  for (int d = begin; d < end; ++d) {
     if (results[d].ok()) continue;
     if (hub.IsSecondary(d)) {
       if (first_secondary < 0) first_secondary = d;
@@ -308,26 +324,30 @@ StatusOr<std::vector<DistributedArray>> Mesh::Pmap(const PmapFn& fn,
   if (first_secondary >= 0)
     return results[first_secondary].status().WithContext("pmap: device " + std::to_string(first_secondary));
 
-  const std::vector<Array>& ref = *results[0];
+  // Outputs are compared with this rank's first device's (device 0 in one
+  // process); another rank's shards stay empty.
+  const std::vector<Array>& ref = *results[begin];
+  const std::string ref_name = "device " + std::to_string(begin);
   std::vector<DistributedArray> outs(ref.size());
-  for (int d = 0; d < n; ++d) {
+  for (auto& o : outs) o.shards.resize(n);
+  for (int d = begin; d < end; ++d) {
     const std::vector<Array>& r = *results[d];
     if (r.size() != ref.size()) {
       return InvalidArgumentError("pmap: device " + std::to_string(d) + " returned " +
-                                  std::to_string(r.size()) + " outputs but device 0 returned " +
+                                  std::to_string(r.size()) + " outputs but " + ref_name + " returned " +
                                   std::to_string(ref.size()));
     }
     for (size_t i = 0; i < r.size(); ++i) {
       if (r[i].dtype() != ref[i].dtype() || r[i].shape() != ref[i].shape()) {
         return InvalidArgumentError("pmap: output " + std::to_string(i) + " is " + r[i].ToString() +
                                     " on device " + std::to_string(d) + " but " +
-                                    ref[i].ToString() + " on device 0");
+                                    ref[i].ToString() + " on " + ref_name);
       }
       Array a = r[i];
       if (a.device() != devices_[d].get()) {
         TPUMESH_ASSIGN_OR_RETURN(a, r[i].CopyTo(devices_[d].get(), "pmap output"));
       }
-      outs[i].shards.push_back(std::move(a));
+      outs[i].shards[d] = std::move(a);
     }
   }
   return outs;
@@ -467,12 +487,14 @@ StatusOr<std::unique_ptr<Mesh>> CreateDataModelMesh(const MeshSpec& spec) {
 }
 
 void Mesh::ResetClocks() {
-  for (auto& d : devices_) d->SetClock(0);
+  for (auto& d : devices_)
+    if (d != nullptr) d->SetClock(0);
 }
 
 double Mesh::MaxClockSeconds() const {
   double m = 0;
-  for (const auto& d : devices_) m = std::max(m, d->clock_seconds());
+  for (const auto& d : devices_)
+    if (d != nullptr) m = std::max(m, d->clock_seconds());
   return m;
 }
 

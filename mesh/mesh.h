@@ -25,6 +25,17 @@
 //   collective gives its core to another, so N devices on 2 cores neither
 //   oversubscribe nor deadlock.
 // - The Mesh owns its devices; arrays on them must not outlive it.
+// - Ranks (cluster.h): a mesh may span the R ranks of a Cluster. Rank r
+//   hosts the devices with ids [r*n/R, (r+1)*n/R): a contiguous block of
+//   device ids, so (positions following ids by default) the last mesh axis,
+//   `model`, stays inside a rank when its size divides n/R. R must divide n.
+//   A rank creates arenas and HBM budgets for its own devices only;
+//   device(i) of another rank's device is an error (is_local tells). Every
+//   rank calls the same Replicate, Shard and Pmap: the DistributedArrays hold
+//   this rank's shards, and an empty Array (no device) for the others'.
+//   Pmap runs the body on this rank's devices; collectives between ranks go
+//   through the cluster and give the same bits as one process.
+//   ResetClocks, MaxClockSeconds and Gather see this rank's devices only.
 #ifndef TPUMESH_MESH_MESH_H_
 #define TPUMESH_MESH_MESH_H_
 
@@ -38,6 +49,7 @@
 #include "base/status.h"
 #include "mesh/array.h"
 #include "mesh/chip_spec.h"
+#include "mesh/cluster.h"
 #include "mesh/device.h"
 #include "mesh/topology.h"
 
@@ -59,6 +71,9 @@ struct MeshOptions {
   // The chip axis (0 = x, 1 = y, 2 = z) mesh positions run along first, after
   // the cores of a chip: the physical axis the last mesh axis occupies.
   int fastest_chip_axis = 0;
+  // The ranks the mesh spans (not owned; outlives the mesh). Null: this
+  // process alone (LocalCluster()).
+  Cluster* cluster = nullptr;
 };
 // "x" | "y" | "z" -> 0 | 1 | 2.
 StatusOr<int> ParseChipAxis(std::string_view name);
@@ -99,10 +114,20 @@ class Mesh {
   const ChipSpec& chip() const { return chip_; }
   const Topology& topology() const { return topology_; }
   const std::vector<MeshAxis>& axes() const { return axes_; }
+  // Devices of the whole mesh, on every rank.
   int num_devices() const { return static_cast<int>(devices_.size()); }
+  // A device of this rank (is_local(i)).
   Device& device(int i) { return *devices_[i]; }
   const Device& device(int i) const { return *devices_[i]; }
   int host_cores() const { return host_cores_; }
+
+  Cluster& cluster() const { return *cluster_; }
+  // The rank hosting device i, and whether that is this one.
+  int rank_of(int device) const { return device / (num_devices() / cluster_->size()); }
+  bool is_local(int device) const { return devices_[device] != nullptr; }
+  // This rank's devices: ids [first_local(), first_local() + num_local()).
+  int first_local() const { return first_local_; }
+  int num_local() const { return num_local_; }
 
   // Position of `name` in axes(), or InvalidArgument naming the known axes.
   StatusOr<int> AxisPosition(std::string_view name) const;
@@ -123,18 +148,22 @@ class Mesh {
                                                std::span<const DistributedArray> args);
 
   void ResetClocks();
-  double MaxClockSeconds() const;  // the slowest device's simulated clock
+  double MaxClockSeconds() const;  // the slowest (local) device's simulated clock
 
  private:
   Mesh(const ChipSpec& chip, Topology topology, std::vector<MeshAxis> axes, int threads,
-       int host_cores, int fastest_chip_axis);
+       int host_cores, int fastest_chip_axis, Cluster* cluster);
 
   ChipSpec chip_;
   Topology topology_;
   std::vector<MeshAxis> axes_;
-  std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<std::unique_ptr<Device>> devices_;  // null: another rank's
   int host_cores_;
   int fastest_chip_axis_;
+  Cluster* cluster_;
+  int first_local_ = 0;
+  int num_local_ = 0;
+  int pmaps_ = 0;  // Pmaps run: checked across ranks
   std::vector<int> device_at_;    // mesh position -> device id
   std::vector<int> position_of_;  // device id -> mesh position
 };

@@ -18,6 +18,7 @@ PACKAGES=(
   libcli11-dev      # command-line parsing
   nlohmann-json3-dev  # JSON (chip files, configs, reports)
   libicu-dev        # Unicode categories, case mapping, NFC (tokenizer)
+  libopenmpi-dev openmpi-bin  # MPI: the mesh across processes and hosts (docs/cluster.md); optional in CMake
 )
 
 missing=()

@@ -1,0 +1,82 @@
+#include "mesh/cluster.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "mesh/cluster_mpi.h"
+
+namespace tpumesh::mesh {
+namespace {
+
+// The rank count the launcher (mpirun, srun, mpiexec) gave this process, or
+// 0 when it was not started by one.
+int LaunchedRanks() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS", "MPI_LOCALNRANKS"}) {
+    const char* v = std::getenv(var);
+    if (v != nullptr && std::atoi(v) > 0) return std::atoi(v);
+  }
+  return 0;
+}
+
+class OneProcess final : public Cluster {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string transport() const override { return "local"; }
+  StatusOr<std::vector<Bytes>> Exchange(std::span<const Outgoing> to) override {
+    if (to.size() != 1) return InternalError("Exchange: " + std::to_string(to.size()) + " blobs for 1 rank");
+    Bytes b;
+    b.reserve(static_cast<size_t>(to[0].size()));
+    for (const auto& p : to[0].parts) b.insert(b.end(), p.begin(), p.end());
+    std::vector<Bytes> out;
+    out.push_back(std::move(b));
+    return out;
+  }
+  Status Barrier() override { return OkStatus(); }
+  [[noreturn]] void Fail(const Status& status) override {
+    std::fprintf(stderr, "%s\n", FailureLine(status).c_str());
+    std::fflush(stderr);
+    std::exit(1);
+  }
+};
+
+}  // namespace
+
+Cluster::Cluster() : timeout_s_(600) {
+  if (const char* v = std::getenv("TPUMESH_CLUSTER_TIMEOUT"); v != nullptr && std::atof(v) > 0)
+    timeout_s_ = std::atof(v);
+}
+
+std::string Cluster::FailureLine(const Status& status) const {
+  return "tpumesh: rank " + std::to_string(rank()) + " of " + std::to_string(size()) + ": " +
+         status.ToString();
+}
+
+StatusOr<std::vector<Bytes>> Cluster::AllGatherBytes(std::span<const std::byte> mine) {
+  std::vector<Outgoing> to(size());
+  for (auto& o : to) o.parts.push_back(mine);
+  return Exchange(to);
+}
+
+Cluster& LocalCluster() {
+  static OneProcess* local = new OneProcess();  // never destroyed: used until exit
+  return *local;
+}
+
+bool ClusterHasMpi() { return internal::MpiAvailable(); }
+
+StatusOr<Cluster*> ConnectCluster() {
+  const int launched = LaunchedRanks();
+  if (launched <= 1) return &LocalCluster();
+  if (!internal::MpiAvailable()) {
+    return FailedPreconditionError(
+        "started as one of " + std::to_string(launched) +
+        " ranks (mpirun or srun), but this tpumesh was built without MPI: rebuild with libopenmpi-dev "
+        "installed (TPUMESH_MPI=ON), or run one process");
+  }
+  return internal::ConnectMpi();
+}
+
+}  // namespace tpumesh::mesh
