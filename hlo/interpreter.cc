@@ -18,7 +18,9 @@
 #include "base/host_memory.h"
 #include "base/printable.h"
 #include "hlo/elementwise.h"
+#include "hlo/op_shapes.h"
 #include "hlo/ops.h"
+#include "hlo/partition.h"
 #include "hlo/sharding.h"
 #include "kernels/matmul.h"
 #include "kernels/ops_parallel.h"
@@ -41,54 +43,6 @@ StatusOr<Tensor> NewTensor(const Type& type, mesh::Device* device, bool lazy, st
 
 namespace {
 
-using Dims = std::vector<int64_t>;
-
-std::string TypesToString(const std::vector<Type>& ts) {
-  std::string s;
-  for (size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + ts[i].ToString();
-  return s;
-}
-
-Dims Strides(const Dims& d) {
-  Dims s(d.size(), 1);
-  for (int i = static_cast<int>(d.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * d[i + 1];
-  return s;
-}
-
-// Integer list attribute, or `fallback` when absent.
-StatusOr<Dims> IntsAttr(const Op& op, std::string_view key, std::optional<Dims> fallback = std::nullopt) {
-  const Attr* a = op.Find(key);
-  if (!a) {
-    if (fallback) return *fallback;
-    return InvalidArgumentError("needs attribute " + std::string(key));
-  }
-  auto v = a->Ints();
-  if (!v.ok()) return InvalidArgumentError("attribute " + std::string(key) + " is not a list of integers");
-  return *v;
-}
-StatusOr<int64_t> IntAttr(const Op& op, std::string_view key, std::optional<int64_t> fallback = std::nullopt) {
-  const Attr* a = op.Find(key);
-  if (!a) {
-    if (fallback) return *fallback;
-    return InvalidArgumentError("needs attribute " + std::string(key));
-  }
-  if (a->kind == Attr::Kind::kInt) return a->i;
-  auto v = a->Ints();
-  if (v.ok() && v->size() == 1) return (*v)[0];
-  return InvalidArgumentError("attribute " + std::string(key) + " is not an integer");
-}
-Dims DictInts(const Attr* d, std::string_view key) {
-  if (!d) return {};
-  const Attr* a = d->Find(key);
-  if (!a) return {};
-  auto v = a->Ints();
-  return v.ok() ? *v : Dims{};
-}
-int64_t DictInt(const Attr* d, std::string_view key, int64_t fallback = 0) {
-  if (!d) return fallback;
-  const Attr* a = d->Find(key);
-  return a && a->kind == Attr::Kind::kInt ? a->i : fallback;
-}
 
 // The body of a region when it is one binary elementwise op applied to the
 // block's two arguments (a plain sum, max, ...): its name, else "".
@@ -297,6 +251,17 @@ class Interpreter {
   Interpreter(const Module& m, const DeviceSite& site, const Options& o) : m_(m), site_(site), o_(o) {
     if (o_.ops) MarkMaterialized();
     MarkViews();
+  }
+
+  // The entry function: its arguments split as their shardings say
+  // (hlo/partition.h; pricing only), and the collectives that make each
+  // result as its sharding says.
+  StatusOr<std::vector<Tensor>> Entry(const Func& f, std::vector<Tensor> args) {
+    for (size_t i = 0; i < args.size() && i < f.arg_attrs.size(); ++i) args[i].split = DeclaredSplit(f.arg_attrs[i], args[i].type);
+    TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> res, Call(f, std::move(args)));
+    for (size_t i = 0; i < res.size() && i < f.result_attrs.size(); ++i)
+      Constrain(f.loc, "result " + std::to_string(i), res[i], DeclaredSplit(f.result_attrs[i], res[i].type));
+    return res;
   }
 
   StatusOr<std::vector<Tensor>> Call(const Func& f, std::vector<Tensor> args) {
@@ -514,7 +479,10 @@ class Interpreter {
           x.repeat = repeat;
           x.data = in[0]->data;  // the operand's own bytes, read a row at a time
           out.push_back(std::move(x));
-          if (o_.ops) Price(*e, op, in, out);
+          std::vector<Type> in_local, out_local;
+          std::vector<DeviceGroup> partial;
+          Partition(op, in, out, in_local, out_local, partial);
+          if (o_.ops) Price(*e, op, in_local, out_local);
           env[op.results[0]] = std::move(out[0]);
           return OkStatus();
         }
@@ -536,10 +504,14 @@ class Interpreter {
       if (compute) TPUMESH_RETURN_IF_ERROR(At(op, Compute(*e, op, in, out)));
       else if (e->op_class == OpClass::kCollective && site_.collectives == nullptr && !o_.dry_run)
         return Fail(op, "a collective outside a mesh");
+      std::vector<Type> in_local, out_local;
+      std::vector<DeviceGroup> partial;
+      Partition(op, in, out, in_local, out_local, partial);
       if (o_.ops && e->op_class != OpClass::kControl) {
-        Price(*e, op, in, out);
+        Price(*e, op, in_local, out_local);
         if (!o_.dry_run && o_.ops->size() > records_before)
           o_.ops->back().host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        PricePartialSums(op, out_local, partial);
       }
     }
     if (out.size() != op.results.size()) return Fail(op, "internal: result count");
@@ -986,54 +958,6 @@ class Interpreter {
     return kernels::Precision::kDefault;
   }
 
-  struct DotDims {
-    Dims lb, rb, lc, rc, lf, rf;  // batch, contracting, free (in order)
-  };
-  StatusOr<DotDims> GetDotDims(const Op& op, const Type& l, const Type& r) {
-    DotDims d;
-    if (op.name == "stablehlo.dot") {
-      if (l.dims.size() > 2 || r.dims.size() > 2 || l.dims.empty() || r.dims.empty())
-        return InvalidArgumentError("stablehlo.dot takes vectors and matrices");
-      d.lc = {static_cast<int64_t>(l.dims.size()) - 1};
-      d.rc = {0};
-    } else {
-      const Attr* dn = op.Find("dot_dimension_numbers");
-      d.lb = DictInts(dn, "lhs_batching_dimensions");
-      d.rb = DictInts(dn, "rhs_batching_dimensions");
-      d.lc = DictInts(dn, "lhs_contracting_dimensions");
-      d.rc = DictInts(dn, "rhs_contracting_dimensions");
-    }
-    if (d.lb.size() != d.rb.size() || d.lc.size() != d.rc.size())
-      return InvalidArgumentError("batching or contracting dimension lists differ in length");
-    auto check = [](const Dims& list, size_t rank) {
-      std::vector<bool> seen(rank, false);
-      for (int64_t k : list) {
-        if (k < 0 || k >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(k)]) return false;
-        seen[static_cast<size_t>(k)] = true;
-      }
-      return true;
-    };
-    Dims la = d.lb, ra = d.rb;
-    la.insert(la.end(), d.lc.begin(), d.lc.end());
-    ra.insert(ra.end(), d.rc.begin(), d.rc.end());
-    if (!check(la, l.dims.size()) || !check(ra, r.dims.size())) return InvalidArgumentError("bad dimension numbers");
-    for (size_t k = 0; k < d.lb.size(); ++k)
-      if (l.dims[static_cast<size_t>(d.lb[k])] != r.dims[static_cast<size_t>(d.rb[k])])
-        return InvalidArgumentError("batch dimensions differ: " + l.ToString() + " x " + r.ToString());
-    for (size_t k = 0; k < d.lc.size(); ++k)
-      if (l.dims[static_cast<size_t>(d.lc[k])] != r.dims[static_cast<size_t>(d.rc[k])])
-        return InvalidArgumentError("contracting dimensions differ: " + l.ToString() + " x " + r.ToString());
-    for (int64_t k = 0; k < static_cast<int64_t>(l.dims.size()); ++k)
-      if (std::find(la.begin(), la.end(), k) == la.end()) d.lf.push_back(k);
-    for (int64_t k = 0; k < static_cast<int64_t>(r.dims.size()); ++k)
-      if (std::find(ra.begin(), ra.end(), k) == ra.end()) d.rf.push_back(k);
-    return d;
-  }
-  static int64_t Prod(const Type& t, const Dims& ds) {
-    int64_t p = 1;
-    for (int64_t k : ds) p *= t.dims[static_cast<size_t>(k)];
-    return p;
-  }
   // t as f32 with its dims reordered to `order`: t's own bytes when it is
   // f32 in that order already, else a converted and permuted copy (kept in
   // `storage`).
@@ -1159,72 +1083,6 @@ class Interpreter {
   // ---- convolution: the input as [N, spatial..., C], the kernel as
   // [spatial..., I, O]; per group an im2col of output pixels x (taps, I/g)
   // times the kernel's [(taps, I/g), O/g] on the matmul kernel.
-  struct ConvShape {
-    Dims in_order, k_order, out_order;  // permutations into N,S..,C / S..,I,O / N,S..,O
-    int64_t batch = 0, cin = 0, cout = 0, groups = 1;
-    Dims in_sp, k_sp, out_sp, stride, pad_lo, pad_hi, lhs_dil, rhs_dil;
-    std::vector<bool> reverse;
-  };
-  StatusOr<ConvShape> GetConvShape(const Op& op, const Type& l, const Type& r, const Type& o) {
-    const Attr* dn = op.Find("dimension_numbers");
-    if (!dn || dn->kind != Attr::Kind::kDict) return InvalidArgumentError("needs dimension_numbers");
-    ConvShape s;
-    const Dims isp = DictInts(dn, "input_spatial_dimensions"), ksp = DictInts(dn, "kernel_spatial_dimensions"),
-               osp = DictInts(dn, "output_spatial_dimensions");
-    const size_t ns = isp.size();
-    if (ksp.size() != ns || osp.size() != ns || l.dims.size() != ns + 2 || r.dims.size() != ns + 2 ||
-        o.dims.size() != ns + 2)
-      return InvalidArgumentError("ranks do not match the dimension numbers");
-    s.in_order = {DictInt(dn, "input_batch_dimension")};
-    s.in_order.insert(s.in_order.end(), isp.begin(), isp.end());
-    s.in_order.push_back(DictInt(dn, "input_feature_dimension"));
-    s.k_order = ksp;
-    s.k_order.push_back(DictInt(dn, "kernel_input_feature_dimension"));
-    s.k_order.push_back(DictInt(dn, "kernel_output_feature_dimension"));
-    s.out_order = {DictInt(dn, "output_batch_dimension")};
-    s.out_order.insert(s.out_order.end(), osp.begin(), osp.end());
-    s.out_order.push_back(DictInt(dn, "output_feature_dimension"));
-    for (const Dims* ord : {&s.in_order, &s.k_order, &s.out_order})
-      for (int64_t k : *ord)
-        if (k < 0 || k >= static_cast<int64_t>(ns + 2)) return InvalidArgumentError("bad dimension numbers");
-    s.batch = l.dims[static_cast<size_t>(s.in_order[0])];
-    s.cin = l.dims[static_cast<size_t>(s.in_order.back())];
-    s.cout = r.dims[static_cast<size_t>(s.k_order.back())];
-    TPUMESH_ASSIGN_OR_RETURN(s.groups, IntAttr(op, "feature_group_count", 1));
-    TPUMESH_ASSIGN_OR_RETURN(int64_t bg, IntAttr(op, "batch_group_count", 1));
-    if (bg != 1) return UnimplementedError("batch_group_count != 1 is not supported");
-    if (s.groups < 1 || s.cin % s.groups || s.cout % s.groups ||
-        r.dims[static_cast<size_t>(s.k_order[ns])] != s.cin / s.groups)
-      return InvalidArgumentError("feature groups do not divide the features");
-    for (size_t k = 0; k < ns; ++k) {
-      s.in_sp.push_back(l.dims[static_cast<size_t>(isp[k])]);
-      s.k_sp.push_back(r.dims[static_cast<size_t>(ksp[k])]);
-      s.out_sp.push_back(o.dims[static_cast<size_t>(osp[k])]);
-    }
-    TPUMESH_ASSIGN_OR_RETURN(s.stride, IntsAttr(op, "window_strides", Dims(ns, 1)));
-    TPUMESH_ASSIGN_OR_RETURN(s.lhs_dil, IntsAttr(op, "lhs_dilation", Dims(ns, 1)));
-    TPUMESH_ASSIGN_OR_RETURN(s.rhs_dil, IntsAttr(op, "rhs_dilation", Dims(ns, 1)));
-    TPUMESH_ASSIGN_OR_RETURN(Dims pad, IntsAttr(op, "padding", Dims(2 * ns, 0)));
-    if (s.stride.size() != ns || s.lhs_dil.size() != ns || s.rhs_dil.size() != ns || pad.size() != 2 * ns)
-      return InvalidArgumentError("window attributes have the wrong length");
-    s.reverse.assign(ns, false);
-    if (const Attr* rv = op.Find("window_reversal"); rv && rv->kind == Attr::Kind::kList)
-      for (size_t k = 0; k < ns && k < rv->list.size(); ++k) s.reverse[k] = rv->list[k].i != 0;
-    for (size_t k = 0; k < ns; ++k) {
-      s.pad_lo.push_back(pad[2 * k]);
-      s.pad_hi.push_back(pad[2 * k + 1]);
-      if (s.stride[k] < 1 || s.lhs_dil[k] < 1 || s.rhs_dil[k] < 1) return InvalidArgumentError("bad window");
-      const int64_t in_ext = (s.in_sp[k] - 1) * s.lhs_dil[k] + 1 + s.pad_lo[k] + s.pad_hi[k];
-      const int64_t k_ext = (s.k_sp[k] - 1) * s.rhs_dil[k] + 1;
-      const int64_t expect = in_ext < k_ext ? 0 : (in_ext - k_ext) / s.stride[k] + 1;
-      if (expect != s.out_sp[k])
-        return InvalidArgumentError("result " + o.ToString() + " does not match the window (spatial dimension " +
-                                    std::to_string(k) + " should be " + std::to_string(expect) + ")");
-    }
-    if (o.dims[static_cast<size_t>(s.out_order[0])] != s.batch || o.dims[static_cast<size_t>(s.out_order.back())] != s.cout)
-      return InvalidArgumentError("result batch or features do not match");
-    return s;
-  }
 
   Status Convolution(const Op& op, const Tensor& l, const Tensor& r, Tensor& out) {
     TPUMESH_ASSIGN_OR_RETURN(ConvShape s, GetConvShape(op, l.type, r.type, out.type));
@@ -2054,7 +1912,12 @@ class Interpreter {
       if (!f) return Fail(op, "unknown function @" + op.callee);
       return Call(*f, std::move(args));
     }
-    if (n == "stablehlo.optimization_barrier" || n == "sdy.sharding_constraint") return args;
+    if (n == "stablehlo.optimization_barrier") return args;
+    if (n == "sdy.sharding_constraint") {
+      if (const Attr* sh = op.Find("sharding"); sh && args.size() == 1)
+        Constrain(op.loc, "sharding constraint", args[0], SplitOfSdy(*sh, args[0].type));
+      return args;
+    }
     if (n == "stablehlo.custom_call") return CustomCall(op, std::move(args));
     if (n == "stablehlo.while") {
       if (op.regions.size() != 2) return Fail(op, "needs cond and body regions");
@@ -2154,6 +2017,7 @@ class Interpreter {
     for (size_t i = 0; i < res.size(); ++i) {
       TPUMESH_ASSIGN_OR_RETURN(Sharding s, At(op, SdySharding(*outs[i], m_, site_.axes)));
       TPUMESH_ASSIGN_OR_RETURN(Tensor g, Assemble(res[i], s, op.result_types[i], op));
+      g.split = SplitOf(s, site_.device_id, g.type.dims);  // the shards stay where they are
       out.push_back(std::move(g));
     }
     return out;
@@ -2163,7 +2027,10 @@ class Interpreter {
     if (args.size() != 1 || op.result_types.size() != 1) return Fail(op, "@" + op.callee + " takes one operand");
     const Attr* sh = op.Find("mhlo.sharding");
     if (op.callee == "Sharding") {
-      if (sh && sh->kind == Attr::Kind::kString) last_sharding_ = sh->s;
+      if (sh && sh->kind == Attr::Kind::kString) {
+        last_sharding_ = sh->s;
+        Constrain(op.loc, "sharding constraint", args[0], SplitOfMhlo(sh->s, args[0].type));
+      }
       return args;
     }
     if (op.callee == "SPMDFullToShardShape") {
@@ -2175,9 +2042,92 @@ class Interpreter {
       if (!sh || sh->kind != Attr::Kind::kString) return Fail(op, "needs mhlo.sharding");
       TPUMESH_ASSIGN_OR_RETURN(Sharding s, At(op, MhloSharding(sh->s, site_.num_devices)));
       TPUMESH_ASSIGN_OR_RETURN(Tensor g, Assemble(args[0], s, op.result_types[0], op));
+      g.split = SplitOf(s, site_.device_id, g.type.dims);  // the shards stay where they are
       return std::vector<Tensor>{std::move(g)};
     }
     return Fail(op, "unsupported custom call @" + op.callee);
+  }
+
+  // ---------------------------------------------------------------- partitioning
+
+  // How a sharding attribute (GSPMD's mhlo.sharding string in an attribute
+  // dict, or Shardy's sdy.sharding) splits a value of `t` on this device;
+  // replicated when there is none or it cannot be read.
+  Split DeclaredSplit(const Attr& attrs, const Type& t) const {
+    if (const Attr* sh = attrs.Find("mhlo.sharding"); sh && sh->kind == Attr::Kind::kString) return SplitOfMhlo(sh->s, t);
+    if (const Attr* sh = attrs.Find("sdy.sharding")) return SplitOfSdy(*sh, t);
+    return {};
+  }
+  Split SplitOfMhlo(const std::string& text, const Type& t) const {
+    auto s = MhloSharding(text, site_.num_devices);
+    return s.ok() ? SplitOf(*s, site_.device_id, t.dims) : Split{};
+  }
+  Split SplitOfSdy(const Attr& sharding, const Type& t) const {
+    auto s = SdySharding(sharding, m_, site_.axes);
+    return s.ok() ? SplitOf(*s, site_.device_id, t.dims) : Split{};
+  }
+
+  // A value made to hold `want` (a sharding constraint, a result's
+  // sharding): free when it only splits further (each device keeps a piece
+  // of what it has), else an all-gather of its pieces first.
+  void Constrain(const Location& loc, const std::string& what, Tensor& t, const Split& want) {
+    bool subset = true;
+    for (size_t k = 0; k < t.split.dims.size() && subset; ++k)
+      subset = !t.split.dims[k].split() || t.split.dims[k] == want.dim(k);
+    if (!subset) PriceReshard(loc, mesh::CollectiveKind::kAllGather, t.split.Local(t.type), t.split.Members(), what);
+    t.split = want;
+  }
+
+  // The op's splits (hlo/partition.h): sets the results' splits, prices the
+  // all-gathers of operands the partitioned op needs whole, and gives the
+  // local types the op is priced on. Partial sums are returned in
+  // `reduced_over`, priced after the op by PricePartialSums.
+  void Partition(const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out,
+                 std::vector<Type>& in_local, std::vector<Type>& out_local, std::vector<DeviceGroup>& reduced_over) {
+    std::vector<Type> in_t, out_t;
+    std::vector<Split> in_s;
+    for (const Tensor* t : in) {
+      in_t.push_back(t->type);
+      in_s.push_back(t->split);
+    }
+    for (const Tensor& t : out) out_t.push_back(t.type);
+    Partitioned p = Propagate(op, in_t, in_s, out_t);
+    for (size_t i = 0; i < in.size(); ++i) {
+      const bool whole = std::find(p.gathered.begin(), p.gathered.end(), i) != p.gathered.end();
+      if (whole) PriceReshard(op.loc, mesh::CollectiveKind::kAllGather, in_s[i].Local(in_t[i]), in_s[i].Members(),
+                              op.name + " operand " + std::to_string(i));
+      in_local.push_back(i < p.read.size() ? p.read[i].Local(in_t[i]) : in_t[i]);
+    }
+    for (size_t j = 0; j < out.size(); ++j) {
+      out[j].split = j < p.results.size() ? p.results[j] : Split{};
+      out_local.push_back(out[j].split.Local(out_t[j]));
+    }
+    reduced_over = std::move(p.reduced_over);
+  }
+  void PricePartialSums(const Op& op, const std::vector<Type>& out_local, const std::vector<DeviceGroup>& groups) {
+    for (const DeviceGroup& g : groups)
+      for (const Type& t : out_local) PriceReshard(op.loc, mesh::CollectiveKind::kPsum, t, *g, op.name + " partial sums");
+  }
+
+  // A collective the partitioned program adds (not in the module): priced
+  // on the ICI like the module's own; an all-reduce's sums count as flops,
+  // as XLA counts them.
+  void PriceReshard(const Location& loc, mesh::CollectiveKind kind, const Type& local, const std::vector<int>& members,
+                    const std::string& why) {
+    if (!o_.ops || members.size() < 2) return;
+    mesh::OpRecord r;
+    const size_t slash = loc.name.rfind('/');
+    r.module = slash == std::string::npos ? "" : loc.name.substr(0, slash);
+    r.name = std::string(mesh::CollectiveName(kind));
+    r.type = "collective";
+    r.shape = local.ToString() + " (partitioning: " + why + ")";
+    if (kind == mesh::CollectiveKind::kPsum) r.cost.flops = static_cast<double>(local.num_elements());
+    if (site_.device != nullptr && site_.topology != nullptr) {
+      const auto cost = mesh::ModelCollective(site_.device->chip(), *site_.topology, kind, members, local.size_bytes(), {});
+      r.ici_seconds = cost.seconds;
+      r.ici_bytes = cost.bytes_sent_per_device;
+    }
+    o_.ops->push_back(std::move(r));
   }
 
   // ---------------------------------------------------------------- pricing
@@ -2262,20 +2212,20 @@ class Interpreter {
       }
     }
   }
-  double HbmBytesRead(const Op& op, const std::vector<const Tensor*>& in) const {
+  double HbmBytesRead(const Op& op, const std::vector<Type>& in) const {
     double b = 0;
     for (size_t i = 0; i < in.size(); ++i)
-      if (materialized_[static_cast<size_t>(op.operands[i])]) b += static_cast<double>(in[i]->type.size_bytes());
+      if (materialized_[static_cast<size_t>(op.operands[i])]) b += static_cast<double>(in[i].size_bytes());
     return b;
   }
-  double HbmBytesWritten(const Op& op, const std::vector<Tensor>& out) const {
+  double HbmBytesWritten(const Op& op, const std::vector<Type>& out) const {
     double b = 0;
     for (size_t i = 0; i < out.size(); ++i)
-      if (materialized_[static_cast<size_t>(op.results[i])]) b += static_cast<double>(out[i].type.size_bytes());
+      if (materialized_[static_cast<size_t>(op.results[i])]) b += static_cast<double>(out[i].size_bytes());
     return b;
   }
 
-  void Price(const OpEntry& e, const Op& op, const std::vector<const Tensor*>& in, const std::vector<Tensor>& out) {
+  void Price(const OpEntry& e, const Op& op, const std::vector<Type>& in, const std::vector<Type>& out) {
     mesh::OpRecord r;
     const std::string& loc = op.loc.name;
     const size_t slash = loc.rfind('/');
@@ -2283,8 +2233,8 @@ class Interpreter {
     r.module = slash == std::string::npos ? "" : loc.substr(0, slash);
     r.type = std::string(e.category);
     std::string shape;
-    for (const Tensor* t : in) shape += (shape.empty() ? "" : " ") + t->type.ToString();
-    r.shape = shape + " -> " + (out.empty() ? std::string() : out[0].type.ToString());
+    for (const Type& t : in) shape += (shape.empty() ? "" : " ") + t.ToString();
+    r.shape = shape + " -> " + (out.empty() ? std::string() : out[0].ToString());
     const double in_bytes = HbmBytesRead(op, in), out_bytes = HbmBytesWritten(op, out);
     const double n_out = out.empty() ? 0 : static_cast<double>(out[0].num_elements());
     r.precision = kernels::Precision::kDefault;
@@ -2308,15 +2258,15 @@ class Interpreter {
         r.cost.bytes_read = op.name == "stablehlo.iota" ? 0 : in_bytes;
         r.cost.bytes_written = out_bytes;
         if (op.name == "stablehlo.dynamic_update_slice") {
-          r.cost.bytes_read = static_cast<double>(in[1]->type.size_bytes());
+          r.cost.bytes_read = static_cast<double>(in[1].size_bytes());
           r.cost.bytes_written = r.cost.bytes_read;
         }
         break;
       case OpClass::kMatmul: {
-        auto dd = GetDotDims(op, in[0]->type, in[1]->type);
+        auto dd = GetDotDims(op, in[0], in[1]);
         if (!dd.ok()) return;
-        const double B = static_cast<double>(Prod(in[0]->type, dd->lb)), M = static_cast<double>(Prod(in[0]->type, dd->lf)),
-                     K = static_cast<double>(Prod(in[0]->type, dd->lc)), N = static_cast<double>(Prod(in[1]->type, dd->rf));
+        const double B = static_cast<double>(Prod(in[0], dd->lb)), M = static_cast<double>(Prod(in[0], dd->lf)),
+                     K = static_cast<double>(Prod(in[0], dd->lc)), N = static_cast<double>(Prod(in[1], dd->rf));
         r.cost.flops = 2 * B * M * N * K;
         r.cost.bytes_read = in_bytes;
         r.cost.bytes_written = out_bytes;
@@ -2324,7 +2274,7 @@ class Interpreter {
         break;
       }
       case OpClass::kConv: {
-        auto cs = GetConvShape(op, in[0]->type, in[1]->type, out[0].type);
+        auto cs = GetConvShape(op, in[0], in[1], out[0]);
         if (!cs.ok()) return;
         // XLA's count: 2 x output features x input features per group x the
         // taps that land inside the (dilated) input, summed over pixels.
@@ -2355,18 +2305,18 @@ class Interpreter {
       case OpClass::kReduce: {
         double elems = 0;
         if (op.name == "chlo.top_k") {
-          const auto& dd = in[0]->type.dims;
+          const auto& dd = in[0].dims;
           const double len = dd.empty() ? 1 : static_cast<double>(dd.back());
-          elems = static_cast<double>(in[0]->num_elements()) * std::max(1.0, std::ceil(std::log2(std::max(len, 1.0))));
+          elems = static_cast<double>(in[0].num_elements()) * std::max(1.0, std::ceil(std::log2(std::max(len, 1.0))));
         } else if (op.name == "stablehlo.sort") {  // n log2 n comparisons along the dimension
           auto dim = IntAttr(op, "dimension", -1);
-          const auto& dd = in[0]->type.dims;
+          const auto& dd = in[0].dims;
           int64_t axis = dim.ok() ? *dim : -1;
           if (axis < 0) axis += static_cast<int64_t>(dd.size());
           const double len = axis >= 0 && axis < static_cast<int64_t>(dd.size()) ? static_cast<double>(dd[static_cast<size_t>(axis)]) : 1;
-          elems = static_cast<double>(in[0]->num_elements()) * std::max(1.0, std::ceil(std::log2(std::max(len, 1.0))));
+          elems = static_cast<double>(in[0].num_elements()) * std::max(1.0, std::ceil(std::log2(std::max(len, 1.0))));
         } else if (op.name == "stablehlo.reduce") {
-          elems = static_cast<double>(in[0]->num_elements()) - n_out;
+          elems = static_cast<double>(in[0].num_elements()) - n_out;
         } else {
           auto win = IntsAttr(op, "window_dimensions");
           double wc = 1;
@@ -2389,16 +2339,16 @@ class Interpreter {
         break;
       }
       case OpClass::kGatherScatter:
-        r.cost.bytes_read = op.name == "stablehlo.gather" ? static_cast<double>(in[1]->type.size_bytes()) + out_bytes
+        r.cost.bytes_read = op.name == "stablehlo.gather" ? static_cast<double>(in[1].size_bytes()) + out_bytes
                                                           : in_bytes;
         r.cost.bytes_written = out_bytes;
-        if (op.name == "stablehlo.scatter") r.cost.flops = static_cast<double>(in.back()->num_elements());
+        if (op.name == "stablehlo.scatter") r.cost.flops = static_cast<double>(in.back().num_elements());
         break;
       case OpClass::kCollective: {
         auto group = op.name == "stablehlo.collective_permute" ? StatusOr<std::vector<int64_t>>(std::vector<int64_t>{})
                                                                  : MyGroup(op);
         if (!group.ok()) return;
-        PriceCollective(op, *in[0], *group, r);
+        PriceCollective(op, in[0], *group, r);
         break;
       }
       default:
@@ -2409,8 +2359,8 @@ class Interpreter {
 
   // The MXU's share of a record: `count` products of [m, k] x [k, n], each
   // moving its part of the operands and result, at the op's precision.
-  double OperandHbmBytes(const Op& op, const std::vector<const Tensor*>& in, size_t i) const {
-    return materialized_[static_cast<size_t>(op.operands[i])] ? static_cast<double>(in[i]->type.size_bytes()) : 0;
+  double OperandHbmBytes(const Op& op, const std::vector<Type>& in, size_t i) const {
+    return materialized_[static_cast<size_t>(op.operands[i])] ? static_cast<double>(in[i].size_bytes()) : 0;
   }
   void AddMxu(const Op& op, double m, double n, double k, double count, double a_bytes, double b_bytes,
               double out_bytes, mesh::OpRecord& r) const {
@@ -2436,7 +2386,7 @@ class Interpreter {
                           : (w == "HIGH" ? kernels::Precision::kHigh : kernels::Precision::kDefault);
   }
 
-  void PriceCollective(const Op& op, const Tensor& x, const std::vector<int64_t>& group, mesh::OpRecord& r) {
+  void PriceCollective(const Op& op, const Type& x, const std::vector<int64_t>& group, mesh::OpRecord& r) {
     r.type = "collective";
     mesh::CollectiveKind kind = mesh::CollectiveKind::kPsum;
     std::vector<int> members;
@@ -2457,7 +2407,7 @@ class Interpreter {
     }
     r.name = std::string(mesh::CollectiveName(kind));
     if (site_.device == nullptr || site_.topology == nullptr) return;
-    const auto cost = mesh::ModelCollective(site_.device->chip(), *site_.topology, kind, members, x.type.size_bytes(), pairs);
+    const auto cost = mesh::ModelCollective(site_.device->chip(), *site_.topology, kind, members, x.size_bytes(), pairs);
     r.ici_seconds = cost.seconds;
     r.ici_bytes = cost.bytes_sent_per_device;
   }
@@ -2509,7 +2459,7 @@ StatusOr<std::vector<Tensor>> RunFunction(const Module& m, std::string_view name
       return InvalidArgumentError(m.file + ": argument " + std::to_string(i) + " of @" + f->name + " is " +
                                   f->arg_types[i].ToString() + ", got " + args[i].type.ToString());
   Interpreter interp(m, site, options);
-  return interp.Call(*f, std::move(args));
+  return interp.Entry(*f, std::move(args));
 }
 
 }  // namespace tpumesh::hlo

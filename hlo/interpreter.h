@@ -37,6 +37,7 @@
 
 #include "base/status.h"
 #include "hlo/elementwise.h"
+#include "hlo/partition.h"
 #include "io/stablehlo_module.h"
 #include "mesh/array.h"
 #include "mesh/collectives.h"
@@ -55,6 +56,10 @@ struct Tensor {
   // time, so the broadcast never fills memory). Internal to the
   // interpreter: such a view never leaves it.
   int64_t repeat = 0;
+  // How XLA's SPMD partitioner would split this value over the devices
+  // (hlo/partition.h): pricing only, the bytes above are always the whole
+  // value. Empty: every device holds all of it.
+  Split split;
 
   int64_t num_elements() const { return type.num_elements(); }
   template <typename T> const T* as() const { return static_cast<const T*>(data.raw()); }

@@ -13,8 +13,9 @@
 //   replicated program), and each manual computation runs per device on its
 //   shard. The devices are mhlo.num_partitions, on the axes of the module's
 //   sdy.mesh when it has one. Sharding annotations of a jit program
-//   (mhlo.sharding, sdy.sharding) do not split the work: every device runs
-//   the whole program (docs/stablehlo.md).
+//   (mhlo.sharding, sdy.sharding) do not split the computation: every
+//   device computes the whole program, priced as XLA's partitioner would
+//   split it (hlo/partition.h, docs/stablehlo.md).
 //
 // Contract: ReadInputs checks every dataset against @main's argument types
 // (one error naming the file, the dataset, what was expected and found);

@@ -56,6 +56,7 @@ StatusOr<Sharding> SdySharding(const Attr& s, const Module& m, const std::vector
   out.device_tiles.assign(static_cast<size_t>(n), std::vector<int64_t>(dims->list.size(), 0));
   std::vector<int64_t> strides(axes.size(), 1);
   for (int k = static_cast<int>(axes.size()) - 2; k >= 0; --k) strides[k] = strides[k + 1] * axes[k + 1].size;
+  std::vector<bool> used(axes.size(), false);
   for (size_t d = 0; d < dims->list.size(); ++d) {
     for (const Attr& axis : dims->list[d].list) {
       if (axis.kind != Attr::Kind::kString) continue;  // "?" (open): not split
@@ -68,8 +69,14 @@ StatusOr<Sharding> SdySharding(const Attr& s, const Module& m, const std::vector
         t = t * it->size + idx;  // major to minor in the order listed
       }
       out.tiles[d] *= it->size;
+      used[ai] = true;
     }
   }
+  out.replica.assign(static_cast<size_t>(n), 0);
+  for (int64_t dev = 0; dev < n; ++dev)
+    for (size_t ai = 0; ai < axes.size(); ++ai)
+      if (!used[ai]) out.replica[static_cast<size_t>(dev)] = out.replica[static_cast<size_t>(dev)] * axes[ai].size +
+                                                               (dev / strides[ai]) % axes[ai].size;
   return out;
 }
 
@@ -158,12 +165,14 @@ StatusOr<Sharding> MhloSharding(const std::string& text, int num_devices) {
   if (replicate_last) data_tiles.pop_back();
   out.tiles = data_tiles;
   out.device_tiles.assign(static_cast<size_t>(num_devices), std::vector<int64_t>(data_tiles.size(), 0));
+  out.replica.assign(static_cast<size_t>(num_devices), 0);
   std::vector<int64_t> ts(tile.size(), 1);
   for (int k = static_cast<int>(tile.size()) - 2; k >= 0; --k) ts[k] = ts[k + 1] * tile[k + 1];
   for (int64_t pos = 0; pos < total; ++pos) {
     const int64_t dev = devices[static_cast<size_t>(pos)];
     if (dev < 0 || dev >= num_devices) return InvalidArgumentError("sharding names a device outside the mesh");
     for (size_t k = 0; k < data_tiles.size(); ++k) out.device_tiles[static_cast<size_t>(dev)][k] = (pos / ts[k]) % tile[k];
+    if (replicate_last) out.replica[static_cast<size_t>(dev)] = (pos / ts.back()) % tile.back();
   }
   return out;
 }

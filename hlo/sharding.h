@@ -31,6 +31,10 @@ class Sharding {
   // coordinates (one per dimension).
   std::vector<int64_t> tiles;
   std::vector<std::vector<int64_t>> device_tiles;
+  // device id -> which copy of its tile it holds (the devices a sharding
+  // replicates over: GSPMD's last_tile_dim_replicate coordinate, Shardy's
+  // position along the mesh axes no dimension names); empty: all 0.
+  std::vector<int64_t> replica;
 
   StatusOr<std::vector<Piece>> ShardOf(int device, const std::vector<int64_t>& dims) const;
 };

@@ -1,0 +1,57 @@
+// How StableHLO ops lay out their operands, read from their attributes:
+// integer attributes, dot_general's and convolution's dimension numbers.
+// Shared by the interpreter (hlo/interpreter.cc) and the partitioner's
+// pricing (hlo/partition.h). hlo/'s internal header.
+//
+// Contract: the getters check the numbers against the operand types and
+// return InvalidArgument (Unimplemented for batch_group_count != 1) naming
+// what does not fit; they never index out of range.
+#ifndef TPUMESH_HLO_OP_SHAPES_H_
+#define TPUMESH_HLO_OP_SHAPES_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "io/stablehlo_module.h"
+
+namespace tpumesh::hlo {
+
+using Dims = std::vector<int64_t>;
+
+std::string TypesToString(const std::vector<Type>& ts);
+// Row-major strides of a shape.
+Dims Strides(const Dims& d);
+// An integer list attribute, or `fallback` when absent.
+StatusOr<Dims> IntsAttr(const Op& op, std::string_view key, std::optional<Dims> fallback = std::nullopt);
+StatusOr<int64_t> IntAttr(const Op& op, std::string_view key, std::optional<int64_t> fallback = std::nullopt);
+// A dictionary attribute's integer list / integer entry (empty / fallback when absent).
+Dims DictInts(const Attr* d, std::string_view key);
+int64_t DictInt(const Attr* d, std::string_view key, int64_t fallback = 0);
+
+// dot_general (or dot): the operands' batch, contracting and free
+// dimensions, each list in order. The result is [batch..., lhs free...,
+// rhs free...].
+struct DotDims {
+  Dims lb, rb, lc, rc, lf, rf;  // batch, contracting, free (in order)
+};
+StatusOr<DotDims> GetDotDims(const Op& op, const Type& l, const Type& r);
+// The product of t's dims at `ds`.
+int64_t Prod(const Type& t, const Dims& ds);
+
+// convolution: the dimension orders and the window, checked against the
+// operand and result types.
+struct ConvShape {
+  Dims in_order, k_order, out_order;  // permutations into N,S..,C / S..,I,O / N,S..,O
+  int64_t batch = 0, cin = 0, cout = 0, groups = 1;
+  Dims in_sp, k_sp, out_sp, stride, pad_lo, pad_hi, lhs_dil, rhs_dil;
+  std::vector<bool> reverse;
+};
+StatusOr<ConvShape> GetConvShape(const Op& op, const Type& l, const Type& r, const Type& o);
+
+}  // namespace tpumesh::hlo
+
+#endif  // TPUMESH_HLO_OP_SHAPES_H_

@@ -1,0 +1,120 @@
+// The FLOPs tpumesh prices for every exported program against XLA's own
+// cost analysis of the same module (tests/data/stablehlo/<generation>/
+// manifest.json, written by scripts/stablehlo/export_programs.py):
+// `lowered_flops` is XLA's HloCostAnalysis of the module as JAX lowered it,
+// `flops` the same after XLA:CPU's passes, per device for a partitioned jit.
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hlo/program.h"
+#include "mesh/mesh.h"
+#include "nlohmann/json.hpp"
+
+namespace tpumesh::hlo {
+namespace {
+
+std::string Dir(const std::string& gen) { return std::string(TPUMESH_SOURCE_DIR) + "/tests/data/stablehlo/" + gen; }
+
+nlohmann::json Manifest(const std::string& gen) {
+  std::ifstream in(Dir(gen) + "/manifest.json");
+  if (!in) return nlohmann::json::object();
+  return nlohmann::json::parse(in);
+}
+
+const nlohmann::json* Program(const nlohmann::json& m, const std::string& name) {
+  for (const auto& p : m["programs"])
+    if (p["name"] == name) return &p;
+  return nullptr;
+}
+
+// Device 0's FLOPs in a dry run (simulate --stablehlo) of the program (and
+// its records).
+double PricedFlops(const std::string& gen, const nlohmann::json& p, std::vector<mesh::OpRecord>* records = nullptr) {
+  std::string path = Dir(gen) + "/" + std::string(p["files"]["mlir"]);
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {  // the SD 1.5 modules are stored gzipped
+    const std::string plain = testing::TempDir() + "/" + std::string(p["name"]) + ".mlir";
+    EXPECT_EQ(std::system(("gzip -dc '" + path + "' > '" + plain + "'").c_str()), 0) << path;
+    path = plain;
+  }
+  auto m = ReadModuleFile(path);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  if (!m.ok()) return -1;
+  auto layout = LayoutOf(*m);
+  EXPECT_TRUE(layout.ok()) << layout.status().message();
+  auto mesh = mesh::CreateMesh(DefaultMeshSpec(*layout, {}));
+  EXPECT_TRUE(mesh.ok()) << mesh.status().message();
+  Options o;
+  o.dry_run = true;
+  std::vector<mesh::OpRecord> unused;
+  o.ops = &unused;
+  auto run = RunProgram(*m, *layout, **mesh, std::vector<Tensor>(layout->inputs.size()), o);
+  EXPECT_TRUE(run.ok()) << run.status().message();
+  if (!run.ok()) return -1;
+  const auto& mine = run->records[static_cast<size_t>(run->record_of_device[0])];
+  double flops = 0;
+  for (const mesh::OpRecord& r : mine) flops += r.cost.flops * r.repeat;
+  if (records) *records = mine;
+  return flops;
+}
+
+double Rel(double a, double b) { return std::fabs(a - b) / std::max(std::fabs(b), 1.0); }
+
+// The Flax models (and the full-size SD 1.5 UNet, f32 and bf16): the count
+// of the module as lowered, to 0.01% (the CLIP to 1%: its argmax's compare
+// chain, which XLA folds); and within 1% of the compiled count where
+// XLA:CPU's passes add little.
+TEST(Pricing, ModelsCountWhatXlaCountsInTheModule) {
+  const auto m = Manifest("jax-0.4.38");
+  ASSERT_TRUE(m.contains("programs")) << "no exported programs";
+  struct Want {
+    const char* name;
+    double vs_lowered, vs_compiled;
+  } wants[] = {{"tiny_unet", 1e-4, 0.01},      {"tiny_vae_decode", 1e-4, 0.01}, {"tiny_clip_text", 0.01, 0.02},
+               {"sd15_unet", 1e-4, 0.01},      {"sd15_unet_bf16", 1e-4, 0.02},  {"tiny_unet_data8", 1e-4, 0.01}};
+  for (const Want& w : wants) {
+    const nlohmann::json* p = Program(m, w.name);
+    ASSERT_NE(p, nullptr) << w.name;
+    ASSERT_TRUE(p->contains("lowered_flops")) << w.name;
+    const double ours = PricedFlops("jax-0.4.38", *p);
+    const double devices = (*p)["devices"];
+    // XLA's lowered count is the whole module's; a partitioned jit's
+    // compiled count is one device's.
+    EXPECT_LE(Rel(ours * devices, (*p)["lowered_flops"]), w.vs_lowered) << w.name << ": " << ours;
+    EXPECT_LE(Rel(ours, (*p)["flops"]), w.vs_compiled) << w.name << ": " << ours;
+  }
+}
+
+// jit programs with NamedShardings are priced as XLA partitions them: each
+// device's FLOPs are the compiled program's (exactly for a batch split and
+// a 2x4 mesh with a split contracting dimension and a sharding constraint;
+// within 1% for an SGD step, whose weight gradients need two all-reduces),
+// in both generations' spellings (mhlo.sharding strings, sdy shardings);
+// the step's all-reduces are priced on the ICI.
+TEST(Pricing, ShardedJitIsPricedPerDeviceAsXlaPartitionsIt) {
+  for (const char* gen : {"jax-0.4.38", "jax-current"}) {
+    const auto m = Manifest(gen);
+    ASSERT_TRUE(m.contains("programs")) << gen;
+    for (const char* name : {"jit_sharded_batch", "jit_sharded_2d", "jit_sharded_replicated"}) {
+      const nlohmann::json* p = Program(m, name);
+      ASSERT_NE(p, nullptr) << gen << " " << name;
+      EXPECT_EQ(PricedFlops(gen, *p), static_cast<double>((*p)["flops"])) << gen << " " << name;
+    }
+    const nlohmann::json* p = Program(m, "jit_sharded_mlp_step");
+    ASSERT_NE(p, nullptr) << gen;
+    std::vector<mesh::OpRecord> records;
+    EXPECT_LE(Rel(PricedFlops(gen, *p, &records), (*p)["flops"]), 0.01) << gen;
+    int all_reduces = 0;
+    for (const mesh::OpRecord& r : records)
+      if (r.type == "collective" && r.ici_seconds > 0 && r.shape.find("partial sums") != std::string::npos &&
+          (r.shape.find("tensor<32x16xf32>") != std::string::npos || r.shape.find("tensor<8x32xf32>") != std::string::npos))
+        ++all_reduces;
+    EXPECT_EQ(all_reduces, 2) << gen << ": the two weight gradients' all-reduces";
+  }
+}
+
+}  // namespace
+}  // namespace tpumesh::hlo
