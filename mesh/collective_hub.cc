@@ -303,7 +303,16 @@ bool CollectiveHub::IsSecondary(int device) const {
 // ---------------------------------------------------------------------------
 // Rounds between ranks
 
-Bytes CollectiveHub::EncodeRoundLocked(int seq, std::vector<std::span<const std::byte>>* inputs) const {
+bool CollectiveHub::RankNeeds(int rank, int device, const CollectiveCall& call) const {
+  auto group = mesh_.Group(device, call.axes);
+  if (!group.ok()) return true;  // validated on arrival; both sides agree anyway
+  for (int m : *group)
+    if (mesh_.rank_of(m) == rank) return true;
+  return false;
+}
+
+Bytes CollectiveHub::EncodeRoundLocked(int seq,
+                                       std::vector<std::pair<int, std::span<const std::byte>>>* inputs) const {
   const Slot& s = slots_.at(seq);
   Writer w;
   w.Put<uint32_t>(kRoundMagic);
@@ -319,7 +328,8 @@ Bytes CollectiveHub::EncodeRoundLocked(int seq, std::vector<std::span<const std:
       PutCall(w, *c);
       const int64_t bytes = c->input->size_bytes();
       w.Put<int64_t>(bytes);
-      inputs->emplace_back(static_cast<const std::byte*>(c->input->raw()), static_cast<size_t>(bytes));
+      inputs->emplace_back(d, std::span<const std::byte>(static_cast<const std::byte*>(c->input->raw()),
+                                                         static_cast<size_t>(bytes)));
     } else {
       w.Put<int32_t>(finished_[d]);
       w.Put<int32_t>(static_cast<int32_t>(finished_status_[d].code()));
@@ -372,6 +382,7 @@ Status CollectiveHub::DecodeRound(int from_rank, int seq, const Bytes& blob, std
   if (inputs == nullptr) return OkStatus();  // this rank's own: inputs are at hand
   size_t off = r.pos();
   for (size_t i = 0; i < arrived.size(); ++i) {
+    if (!RankNeeds(mesh_.cluster().rank(), arrived[i], (*entries)[arrived[i]].call)) continue;  // not sent here
     if (off + sizes[i] > blob.size()) return InternalError(who + " sent less input data than it announced");
     (*inputs)[arrived[i]] = blob.data() + off;
     off += sizes[i];
@@ -455,17 +466,19 @@ void CollectiveHub::Serve() {
         if (s.calls[d] == nullptr && finished_[d] < 0) return false;
       return true;
     });
-    std::vector<std::span<const std::byte>> inputs;
+    std::vector<std::pair<int, std::span<const std::byte>>> inputs;
     const Bytes header = EncodeRoundLocked(seq, &inputs);
-    lock.unlock();
-
-    // Every rank gets every input: simple, and what a psum over every
-    // device needs anyway (TODO: only the ranks of each device's groups).
+    // Every rank gets the header; a device's input goes to the ranks that
+    // host members of its group (a `model` group inside this rank sends
+    // nothing). This rank's own inputs are read in place.
     std::vector<Outgoing> out(cluster.size());
     for (int r = 0; r < cluster.size(); ++r) {
       out[r].parts.push_back(header);
-      if (r != cluster.rank()) out[r].parts.insert(out[r].parts.end(), inputs.begin(), inputs.end());
+      if (r == cluster.rank()) continue;
+      for (const auto& [d, bytes] : inputs)
+        if (RankNeeds(r, d, *s.calls[d])) out[r].parts.push_back(bytes);
     }
+    lock.unlock();
     StatusOr<std::vector<Bytes>> from = cluster.Exchange(out);
 
     lock.lock();

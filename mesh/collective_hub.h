@@ -13,8 +13,8 @@
 //   the inputs handed out are the devices' own buffers, as before ranks.
 // - Several ranks: this rank's devices meet in memory; then Serve(), run by
 //   the thread that called Pmap, sends the round (each local device's call,
-//   clock, state and input bytes) to every other rank with
-//   Cluster::Exchange and receives theirs. Every rank then decides the
+//   clock and state, and its input bytes to the ranks hosting members of its
+//   group) to every other rank with Cluster::Exchange and receives theirs. Every rank then decides the
 //   round from the same data in the same way (device-id order), so every
 //   rank reports the same error, and inputs of other ranks' devices point
 //   into the received bytes. Rounds go on until every device of every rank
@@ -119,7 +119,11 @@ class CollectiveHub {
   // Sets this rank's devices' clocks from the clocks on entry of all.
   void AdvanceClocksLocked(const CollectiveCall& call, const std::vector<double>& entry_clocks);
   // Several ranks: encodes this rank's round, decides a round from all.
-  Bytes EncodeRoundLocked(int seq, std::vector<std::span<const std::byte>>* inputs) const;
+  // `inputs`: (device, bytes) of this rank's arrivals, in device order.
+  Bytes EncodeRoundLocked(int seq, std::vector<std::pair<int, std::span<const std::byte>>>* inputs) const;
+  // Whether `rank` hosts a member of the device's group in `call`: the
+  // ranks a device's input is sent to.
+  bool RankNeeds(int rank, int device, const CollectiveCall& call) const;
   Status DecodeRound(int from_rank, int seq, const Bytes& blob, std::vector<Entry>* entries,
                      std::vector<const std::byte*>* inputs) const;
   bool DecideRoundLocked(int seq, const std::vector<Entry>& entries);  // false: every device returned
