@@ -10,6 +10,7 @@
 #include <string>
 #include <type_traits>
 
+#include "hlo/special_functions.h"
 #include "kernels/bf16.h"
 
 #if defined(__SSE__) || defined(__x86_64__)
@@ -68,11 +69,13 @@ template <typename C> constexpr bool kFloat = std::is_floating_point_v<C>;
 template <typename C> constexpr bool kInt = std::is_integral_v<C> && !std::is_same_v<C, bool>;
 
 enum class Bin {
-  kAdd, kSub, kMul, kDiv, kRem, kMax, kMin, kPow, kAtan2, kAnd, kOr, kXor, kShl, kShrA, kShrL
+  kAdd, kSub, kMul, kDiv, kRem, kMax, kMin, kPow, kAtan2, kAnd, kOr, kXor, kShl, kShrA, kShrL,
+  kNextAfter, kPolygamma, kZeta
 };
 enum class Un {
   kNeg, kAbs, kExp, kExpm1, kLog, kLog1p, kLogistic, kTanh, kSqrt, kRsqrt, kCbrt, kSin, kCos, kTan,
-  kFloor, kCeil, kRoundAfz, kRoundEven, kSign, kNot, kIsFinite, kPopcnt, kClz, kErfInv, kErf, kSquare
+  kFloor, kCeil, kRoundAfz, kRoundEven, kSign, kNot, kIsFinite, kPopcnt, kClz, kErfInv, kErf, kSquare,
+  kAcos, kAcosh, kAsin, kAsinh, kAtan, kAtanh, kCosh, kSinh, kLgamma, kDigamma, kErfc, kBesselI1e
 };
 
 const std::map<std::string_view, Bin>& Binaries() {
@@ -84,7 +87,8 @@ const std::map<std::string_view, Bin>& Binaries() {
       {"stablehlo.atan2", Bin::kAtan2}, {"stablehlo.and", Bin::kAnd}, {"stablehlo.or", Bin::kOr},
       {"stablehlo.xor", Bin::kXor}, {"stablehlo.shift_left", Bin::kShl},
       {"stablehlo.shift_right_arithmetic", Bin::kShrA},
-      {"stablehlo.shift_right_logical", Bin::kShrL}};
+      {"stablehlo.shift_right_logical", Bin::kShrL}, {"chlo.next_after", Bin::kNextAfter},
+      {"chlo.polygamma", Bin::kPolygamma}, {"chlo.zeta", Bin::kZeta}};
   return *m;
 }
 const std::map<std::string_view, Un>& Unaries() {
@@ -100,7 +104,11 @@ const std::map<std::string_view, Un>& Unaries() {
       {"stablehlo.round_nearest_even", Un::kRoundEven}, {"stablehlo.sign", Un::kSign},
       {"stablehlo.not", Un::kNot}, {"stablehlo.is_finite", Un::kIsFinite},
       {"stablehlo.popcnt", Un::kPopcnt}, {"stablehlo.count_leading_zeros", Un::kClz},
-      {"chlo.erf_inv", Un::kErfInv}, {"chlo.erf", Un::kErf}, {"chlo.square", Un::kSquare}};
+      {"chlo.erf_inv", Un::kErfInv}, {"chlo.erf", Un::kErf}, {"chlo.square", Un::kSquare},
+      {"chlo.acos", Un::kAcos}, {"chlo.acosh", Un::kAcosh}, {"chlo.asin", Un::kAsin},
+      {"chlo.asinh", Un::kAsinh}, {"chlo.atan", Un::kAtan}, {"chlo.atanh", Un::kAtanh},
+      {"chlo.cosh", Un::kCosh}, {"chlo.sinh", Un::kSinh}, {"chlo.lgamma", Un::kLgamma},
+      {"chlo.digamma", Un::kDigamma}, {"chlo.erfc", Un::kErfc}, {"chlo.bessel_i1e", Un::kBesselI1e}};
   return *m;
 }
 const std::set<std::string_view>& Others() {
@@ -394,6 +402,9 @@ template <typename C>
       case Bin::kMin: return (std::isnan(x) || std::isnan(y)) ? std::numeric_limits<C>::quiet_NaN() : (x < y ? x : y);
       case Bin::kPow: return std::pow(x, y);
       case Bin::kAtan2: return std::atan2(x, y);
+      case Bin::kNextAfter: return std::nextafter(x, y);
+      case Bin::kPolygamma: return static_cast<C>(Polygamma(x, y));
+      case Bin::kZeta: return static_cast<C>(HurwitzZeta(x, y));
       default: return 0;
     }
   } else {
@@ -484,6 +495,19 @@ template <typename C>
       case Un::kErfInv: return ErfInv(x, generation);
       case Un::kErf: return Erf(x);
       case Un::kSquare: return x * x;
+      // The special functions, in double and rounded once.
+      case Un::kAcos: return static_cast<C>(std::acos(static_cast<double>(x)));
+      case Un::kAcosh: return static_cast<C>(std::acosh(static_cast<double>(x)));
+      case Un::kAsin: return static_cast<C>(std::asin(static_cast<double>(x)));
+      case Un::kAsinh: return static_cast<C>(std::asinh(static_cast<double>(x)));
+      case Un::kAtan: return static_cast<C>(std::atan(static_cast<double>(x)));
+      case Un::kAtanh: return static_cast<C>(std::atanh(static_cast<double>(x)));
+      case Un::kCosh: return static_cast<C>(std::cosh(static_cast<double>(x)));
+      case Un::kSinh: return static_cast<C>(std::sinh(static_cast<double>(x)));
+      case Un::kLgamma: return static_cast<C>(Lgamma(x));
+      case Un::kDigamma: return static_cast<C>(Digamma(x));
+      case Un::kErfc: return static_cast<C>(std::erfc(static_cast<double>(x)));
+      case Un::kBesselI1e: return static_cast<C>(BesselI1e(x));
       default: return 0;
     }
   } else {
@@ -510,7 +534,9 @@ bool BinAccepts(Bin k, ElementType t) {
   switch (k) {
     case Bin::kAnd: case Bin::kOr: case Bin::kXor: return !f;
     case Bin::kShl: case Bin::kShrA: case Bin::kShrL: return !f && !b;
-    case Bin::kAtan2: return f;
+    case Bin::kAtan2: case Bin::kPolygamma: case Bin::kZeta: return f;
+    // nextafter steps in the element type's own ulps: f32 and f64 only
+    case Bin::kNextAfter: return t == ElementType::kF32 || t == ElementType::kF64;
     case Bin::kDiv: case Bin::kRem: case Bin::kPow: case Bin::kSub: return !b;
     default: return true;
   }
@@ -622,6 +648,7 @@ Status RunBinary(Bin k, const ElementwiseCall& c, int64_t b, int64_t e, void* ou
     TPUMESH_BIN_CASE(kRem) TPUMESH_BIN_CASE(kMax) TPUMESH_BIN_CASE(kMin) TPUMESH_BIN_CASE(kPow)
     TPUMESH_BIN_CASE(kAtan2) TPUMESH_BIN_CASE(kAnd) TPUMESH_BIN_CASE(kOr) TPUMESH_BIN_CASE(kXor)
     TPUMESH_BIN_CASE(kShl) TPUMESH_BIN_CASE(kShrA) TPUMESH_BIN_CASE(kShrL)
+    TPUMESH_BIN_CASE(kNextAfter) TPUMESH_BIN_CASE(kPolygamma) TPUMESH_BIN_CASE(kZeta)
 #undef TPUMESH_BIN_CASE
   }
   return OkStatus();
@@ -637,7 +664,10 @@ Status RunUnary(Un k, const ElementwiseCall& c, int64_t b, int64_t e, void* out)
     TPUMESH_UN_CASE(kCos) TPUMESH_UN_CASE(kTan) TPUMESH_UN_CASE(kFloor) TPUMESH_UN_CASE(kCeil)
     TPUMESH_UN_CASE(kRoundAfz) TPUMESH_UN_CASE(kRoundEven) TPUMESH_UN_CASE(kSign) TPUMESH_UN_CASE(kNot)
     TPUMESH_UN_CASE(kIsFinite) TPUMESH_UN_CASE(kPopcnt) TPUMESH_UN_CASE(kClz) TPUMESH_UN_CASE(kErfInv)
-    TPUMESH_UN_CASE(kErf) TPUMESH_UN_CASE(kSquare)
+    TPUMESH_UN_CASE(kErf) TPUMESH_UN_CASE(kSquare) TPUMESH_UN_CASE(kAcos) TPUMESH_UN_CASE(kAcosh)
+    TPUMESH_UN_CASE(kAsin) TPUMESH_UN_CASE(kAsinh) TPUMESH_UN_CASE(kAtan) TPUMESH_UN_CASE(kAtanh)
+    TPUMESH_UN_CASE(kCosh) TPUMESH_UN_CASE(kSinh) TPUMESH_UN_CASE(kLgamma) TPUMESH_UN_CASE(kDigamma)
+    TPUMESH_UN_CASE(kErfc) TPUMESH_UN_CASE(kBesselI1e)
 #undef TPUMESH_UN_CASE
   }
   return OkStatus();
@@ -764,7 +794,9 @@ bool IsTranscendental(std::string_view name) {
       "stablehlo.exponential", "stablehlo.exponential_minus_one", "stablehlo.log",
       "stablehlo.log_plus_one", "stablehlo.logistic", "stablehlo.tanh", "stablehlo.sqrt",
       "stablehlo.rsqrt", "stablehlo.cbrt", "stablehlo.sine", "stablehlo.cosine", "stablehlo.tan",
-      "stablehlo.power", "stablehlo.atan2", "chlo.erf_inv", "chlo.erf"};
+      "stablehlo.power", "stablehlo.atan2", "chlo.erf_inv", "chlo.erf", "chlo.acos", "chlo.acosh",
+      "chlo.asin", "chlo.asinh", "chlo.atan", "chlo.atanh", "chlo.cosh", "chlo.sinh", "chlo.lgamma",
+      "chlo.digamma", "chlo.erfc", "chlo.bessel_i1e", "chlo.next_after", "chlo.polygamma", "chlo.zeta"};
   return kT.count(name) > 0;
 }
 

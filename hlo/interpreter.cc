@@ -129,7 +129,8 @@ class Verifier {
       static const std::map<std::string_view, size_t> kRegions = {
           {"stablehlo.reduce", 1}, {"stablehlo.reduce_window", 1}, {"stablehlo.sort", 1},
           {"stablehlo.scatter", 1}, {"stablehlo.all_reduce", 1}, {"stablehlo.reduce_scatter", 1},
-          {"stablehlo.while", 2}, {"stablehlo.if", 2}, {"sdy.manual_computation", 1}};
+          {"stablehlo.while", 2}, {"stablehlo.if", 2}, {"sdy.manual_computation", 1},
+          {"stablehlo.select_and_scatter", 2}};
       const auto it = kRegions.find(op.name);
       if (it != kRegions.end() && op.regions.size() != it->second)
         return Fail(op, "needs " + std::to_string(it->second) + " region(s), has " + std::to_string(op.regions.size()));
@@ -537,7 +538,9 @@ class Interpreter {
         if (op.name == "chlo.top_k") return TopK(op, *in[0], out);
         return op.name == "stablehlo.reduce" ? Reduce(op, in, out) : ReduceWindow(op, in, out);
       case OpClass::kGatherScatter:
-        return op.name == "stablehlo.gather" ? Gather(op, *in[0], *in[1], out[0]) : Scatter(op, in, out);
+        if (op.name == "stablehlo.gather") return Gather(op, *in[0], *in[1], out[0]);
+        if (op.name == "stablehlo.select_and_scatter") return SelectAndScatter(op, in, out[0]);
+        return Scatter(op, in, out);
       case OpClass::kCollective: return Collective(op, in, out);
       default: return UnimplementedError("not computed here");
     }
@@ -1633,6 +1636,116 @@ class Interpreter {
     return OkStatus();
   }
 
+  // ---- select_and_scatter (the gradient of max pooling): for each source
+  // element, its window over the operand (padding never selected), the
+  // element the select region keeps (scanning the window in row-major
+  // order, the current choice kept while select(current, next) holds), and
+  // the scatter region folds the source into the result there, the sources
+  // in row-major order; the result starts as the init value.
+  Status SelectAndScatter(const Op& op, const std::vector<const Tensor*>& in, Tensor& out) {
+    if (in.size() != 3 || op.regions.size() != 2) return InvalidArgumentError("needs operand, source, init and two regions");
+    const Tensor& x = *in[0];
+    const Tensor& src = *in[1];
+    const Tensor& init = *in[2];
+    const Dims& d = x.type.dims;
+    const size_t rank = d.size();
+    TPUMESH_ASSIGN_OR_RETURN(Dims win, IntsAttr(op, "window_dimensions", Dims(rank, 1)));
+    TPUMESH_ASSIGN_OR_RETURN(Dims stride, IntsAttr(op, "window_strides", Dims(rank, 1)));
+    TPUMESH_ASSIGN_OR_RETURN(Dims pad, IntsAttr(op, "padding", Dims(2 * rank, 0)));
+    if (win.size() != rank || stride.size() != rank || pad.size() != 2 * rank)
+      return InvalidArgumentError("window attributes have the wrong length");
+    const Dims& sd = src.type.dims;
+    if (sd.size() != rank) return InvalidArgumentError("the source's rank is not the operand's");
+    for (size_t j = 0; j < rank; ++j) {
+      if (win[j] < 1 || stride[j] < 1) return InvalidArgumentError("bad window");
+      const int64_t ext = d[j] + pad[2 * j] + pad[2 * j + 1];
+      const int64_t expect = ext < win[j] ? 0 : (ext - win[j]) / stride[j] + 1;
+      if (sd[j] != expect)
+        return InvalidArgumentError("source " + src.type.ToString() + " does not match the windows over " + x.type.ToString());
+    }
+    const ElementType et = x.type.element;
+    if (src.type.element != et || init.type.element != et || init.num_elements() != 1 || out.type != x.type)
+      return InvalidArgumentError("operand, source, init and result must share the element type");
+    const int w = ElementTypeBytes(et);
+    uint8_t* o = static_cast<uint8_t*>(out.data.mutable_raw());
+    const uint8_t* xv = static_cast<const uint8_t*>(x.data.raw());
+    const uint8_t* sv = static_cast<const uint8_t*>(src.data.raw());
+    for (int64_t i = 0; i < out.num_elements(); ++i) std::memcpy(o + i * w, init.data.raw(), static_cast<size_t>(w));
+    // The select region: one compare of its two arguments runs as that
+    // compare; anything else through the interpreter.
+    const Region& sel = op.regions[0];
+    const Op* compare = nullptr;
+    if (sel.blocks.size() == 1 && sel.blocks[0].ops.size() == 2 && sel.blocks[0].args.size() == 2) {
+      const Op& c = sel.blocks[0].ops[0];
+      if (c.name == "stablehlo.compare" && c.operands.size() == 2 && c.operands[0] == sel.blocks[0].args[0] &&
+          c.operands[1] == sel.blocks[0].args[1] && c.results.size() == 1 &&
+          sel.blocks[0].ops[1].operands == std::vector<int>{c.results[0]})
+        compare = &c;
+    }
+    const Type scalar{Type::Kind::kTensor, et, {}};
+    auto select = [&](const uint8_t* a, const uint8_t* b) -> StatusOr<bool> {
+      bool keep = false;
+      if (compare) {
+        ElementwiseCall c;
+        c.generation = o_.generation;
+        c.op = compare;
+        c.in_type = et;
+        c.out_type = ElementType::kPred;
+        c.num_inputs = 2;
+        c.in[0] = a;
+        c.in[1] = b;
+        TPUMESH_RETURN_IF_ERROR(EvalElementwise(c, 0, 1, &keep));
+        return keep;
+      }
+      std::vector<Tensor> args;
+      for (const uint8_t* v : {a, b}) {
+        TPUMESH_ASSIGN_OR_RETURN(Tensor t, NewTensor(scalar, nullptr));
+        std::memcpy(t.data.mutable_raw(), v, static_cast<size_t>(w));
+        args.push_back(std::move(t));
+      }
+      Env env;
+      TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> r, RunRegion(sel, std::move(args), env));
+      if (r.size() != 1 || r[0].type.element != ElementType::kPred || r[0].num_elements() != 1)
+        return InvalidArgumentError("the select region must return one i1");
+      return *r[0].as<bool>();
+    };
+    const std::string simple = SimpleBody(op.regions[1]);
+    const std::vector<Type> st = {scalar};
+    std::vector<uint8_t> acc(8);
+    const Dims xs = Strides(d), ws = Strides(win);
+    int64_t wcount = 1;
+    for (int64_t v : win) wcount *= v;
+    Dims si(rank, 0);
+    for (int64_t s_off = 0; s_off < src.num_elements(); ++s_off) {
+      int64_t rem = s_off;
+      for (int j = static_cast<int>(rank) - 1; j >= 0; --j) {
+        si[static_cast<size_t>(j)] = rem % sd[static_cast<size_t>(j)];
+        rem /= sd[static_cast<size_t>(j)];
+      }
+      int64_t chosen = -1;
+      for (int64_t t = 0; t < wcount; ++t) {
+        int64_t off = 0;
+        bool inside = true;
+        for (size_t j = 0; j < rank && inside; ++j) {
+          const int64_t pos = si[j] * stride[j] + (t / ws[j]) % win[j] - pad[2 * j];
+          inside = pos >= 0 && pos < d[j];
+          off += pos * xs[j];
+        }
+        if (!inside) continue;
+        if (chosen < 0) {
+          chosen = off;
+          continue;
+        }
+        TPUMESH_ASSIGN_OR_RETURN(bool keep, select(xv + chosen * w, xv + off * w));
+        if (!keep) chosen = off;
+      }
+      if (chosen < 0) continue;
+      TPUMESH_RETURN_IF_ERROR(ApplyBody(op.regions[1], simple, {o + chosen * w}, {sv + s_off * w}, {acc.data()}, st));
+      std::memcpy(o + chosen * w, acc.data(), static_cast<size_t>(w));
+    }
+    return OkStatus();
+  }
+
   Status Scatter(const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
     const size_t k = (in.size() - 1) / 2;
     if (in.size() != 2 * k + 1 || k == 0 || out.size() != k || op.regions.size() != 1)
@@ -2343,6 +2456,15 @@ class Interpreter {
                                                           : in_bytes;
         r.cost.bytes_written = out_bytes;
         if (op.name == "stablehlo.scatter") r.cost.flops = static_cast<double>(in.back().num_elements());
+        if (op.name == "stablehlo.select_and_scatter" && in.size() == 3) {
+          // XLA's count: per source element, a select per window element
+          // and one scatter.
+          auto win = IntsAttr(op, "window_dimensions");
+          double wc = 1;
+          if (win.ok())
+            for (int64_t v : *win) wc *= static_cast<double>(v);
+          r.cost.flops = static_cast<double>(in[1].num_elements()) * (wc + 1);
+        }
         break;
       case OpClass::kCollective: {
         auto group = op.name == "stablehlo.collective_permute" ? StatusOr<std::vector<int64_t>>(std::vector<int64_t>{})

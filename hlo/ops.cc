@@ -53,6 +53,21 @@ std::vector<OpEntry> Build() {
       {"chlo.erf_inv", OpClass::kElementwise, "elementwise", kTr},
       {"chlo.erf", OpClass::kElementwise, "elementwise", kTr},
       {"chlo.square", OpClass::kElementwise, "elementwise", kEw},
+      {"chlo.acos", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.acosh", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.asin", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.asinh", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.atan", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.atanh", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.cosh", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.sinh", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.lgamma", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.digamma", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.erfc", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.bessel_i1e", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.next_after", OpClass::kElementwise, "elementwise", kEw},
+      {"chlo.polygamma", OpClass::kElementwise, "elementwise", kTr},
+      {"chlo.zeta", OpClass::kElementwise, "elementwise", kTr},
       {"stablehlo.compare", OpClass::kElementwise, "elementwise", kEw},
       {"stablehlo.select", OpClass::kElementwise, "elementwise", kEw},
       {"stablehlo.clamp", OpClass::kElementwise, "elementwise", kEw},
@@ -85,6 +100,7 @@ std::vector<OpEntry> Build() {
       {"stablehlo.sort", OpClass::kReduce, "reduce", "n ceil(log2 n) comparisons along the dimension, each the comparator's ops"},
       {"stablehlo.gather", OpClass::kGatherScatter, "data", "no flops; indices, the gathered elements and the result through HBM"},
       {"stablehlo.scatter", OpClass::kGatherScatter, "data", "1 flop per update; operand, indices, updates and result through HBM"},
+      {"stablehlo.select_and_scatter", OpClass::kGatherScatter, "data", "per source element a select per window element and one scatter; operand, source and result through HBM"},
       // control
       {"func.call", OpClass::kControl, "control", "the callee's ops"},
       {"func.return", OpClass::kControl, "control", "free"},
@@ -118,7 +134,8 @@ std::vector<OpEntry> Build() {
                                       "stablehlo.remainder", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.power",
                                       "stablehlo.atan2", "stablehlo.and", "stablehlo.or", "stablehlo.xor",
                                       "stablehlo.shift_left", "stablehlo.shift_right_arithmetic",
-                                      "stablehlo.shift_right_logical", "stablehlo.compare"};
+                                      "stablehlo.shift_right_logical", "stablehlo.compare", "chlo.next_after",
+                                      "chlo.polygamma", "chlo.zeta"};
       for (const char* b : kBinary)
         if (n == b) return {2, 2, 1};
       return {1, 1, 1};
@@ -134,6 +151,7 @@ std::vector<OpEntry> Build() {
     if (n == "stablehlo.concatenate") return {1, -1, 1};
     if (n == "stablehlo.reduce" || n == "stablehlo.reduce_window") return {2, -1, -1};
     if (n == "stablehlo.scatter") return {3, -1, -1};
+    if (n == "stablehlo.select_and_scatter") return {3, 3, 1};
     if (n == "stablehlo.sort") return {1, -1, -1};
     if (n == "chlo.top_k") return {1, 1, 2};
     if (n == "stablehlo.case" || n == "stablehlo.if") return {1, 1, -1};

@@ -43,6 +43,7 @@ import h5py
 import jax
 import jax.numpy as jnp
 from jax import lax
+import jax.scipy.special as jsp_special
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from jax._src.interpreters import mlir as jax_mlir  # make_ir_context, for re-parsing
 from jax._src.lib.mlir import ir
@@ -209,6 +210,52 @@ def build_elementwise_extra(name):
                 jax.nn.silu(x), jax.nn.softplus(x))
 
     return jit(f), (x, y, z)
+
+
+@program("special_math", "jit", "the chlo special functions JAX lowers jnp and jax.scipy.special to: arcsin, "
+         "arccos, arctan, sinh, cosh, arcsinh, arccosh, arctanh, gammaln, digamma, erfc, i1e, nextafter, "
+         "polygamma, zeta (f32), on their domains and at edges (0, poles, large arguments)")
+def build_special_math(name):
+    r = rs(name)
+    x = f32(r, 64, lo=-6, hi=6)
+    u = f32(r, 64, lo=-0.999, hi=0.999)
+    p = f32(r, 64, lo=0.05, hi=12)
+    x[:6] = [0.0, -0.0, 30.0, -30.0, 200.0, 1e-3]
+    u[:3] = [1.0, -1.0, 0.0]
+    p[:6] = [1.0, 2.0, 0.5, 1e-3, 40.0, 3.0]
+    n = np.array([0, 1, 2, 3] * 16, np.int32)
+    g = f32(r, 64, lo=-5.5, hi=-0.1)  # digamma and gammaln left of zero (reflection)
+    g[:3] = [-1.0, -2.0, -2.5]
+
+    def f(x, u, p, n, g):
+        return (jnp.arcsin(u), jnp.arccos(u), jnp.arctan(x), jnp.sinh(x), jnp.cosh(x), jnp.arcsinh(x),
+                jnp.arccosh(p + 1.0), jnp.arctanh(u), jsp_special.gammaln(p), jsp_special.digamma(p),
+                jsp_special.erfc(x), jsp_special.i1e(x), jnp.nextafter(x, u), jsp_special.polygamma(n, p),
+                jsp_special.zeta(p + 1.5, p), jsp_special.digamma(g), jsp_special.gammaln(g))
+
+    return jit(f), (x, u, p, n, g)
+
+
+@program("select_and_scatter", "jit", "the gradient of max pooling (stablehlo.select_and_scatter: GE select, add "
+         "scatter): 2x2 windows stride 2 VALID, 3x3 stride 2 SAME with padding and ties, and a min-pool (LE)")
+def build_select_and_scatter(name):
+    r = rs(name)
+    x = f32(r, 2, 8, 8, 3)
+    x[0, 0, :4, 0] = 0.5  # ties: the first in the window wins
+    t = np.round(f32(r, 2, 7, 7, 3) * 4) / 4  # many ties
+    y = f32(r, 2, 4, 4, 3)
+    z = f32(r, 2, 4, 4, 3)
+
+    def pool(x, init, op, win, stride, padding):
+        return lax.reduce_window(x, init, op, (1,) + win + (1,), (1,) + stride + (1,), padding)
+
+    def f(x, t, y, z):
+        g1 = jax.grad(lambda a: jnp.sum(pool(a, -jnp.inf, lax.max, (2, 2), (2, 2), "VALID") * y))(x)
+        g2 = jax.grad(lambda a: jnp.sum(pool(a, -jnp.inf, lax.max, (3, 3), (2, 2), "SAME") * z))(t)
+        g3 = jax.grad(lambda a: jnp.sum(pool(a, jnp.inf, lax.min, (2, 2), (2, 2), "VALID") * y))(x)
+        return g1, g2, g3
+
+    return jit(f), (x, t, y, z)
 
 
 # --------------------------------------------------------------------------
