@@ -92,6 +92,12 @@ class Builder {
     reduced_.push_back(d.group);
     return true;
   }
+  // A contracted pair of dimensions: split alike on both sides (or on one,
+  // the other read as the matching piece), their products are partial sums.
+  bool Contract(const DimSplit& l, const DimSplit& r) {
+    if (l.split() && r.split() && !(l == r)) return false;
+    return !(l.split() || r.split()) || Reduce(l.split() ? l : r);
+  }
   const Split& split() const { return split_; }
   const std::vector<DeviceGroup>& reduced() const { return reduced_; }
 
@@ -112,15 +118,23 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
   s.resize(in_types.size());
   p.read = s;
   if (std::all_of(s.begin(), s.end(), [](const Split& x) { return x.replicated(); })) return p;
-  // Whole operands read as a piece (set by the rules); the rest are read as
-  // they are split once the rule has run.
+  // Dimensions of operands that are whole but read as the piece that lines
+  // up with another operand's split (set by the rules); each operand is read
+  // as it is split once the rule has run, plus these.
   std::vector<Split> sliced(s.size());
   struct ReadFixup {
     Partitioned& p;
     const std::vector<Split>& s;
     const std::vector<Split>& sliced;
     ~ReadFixup() {
-      for (size_t i = 0; i < s.size(); ++i) p.read[i] = sliced[i].replicated() ? s[i] : sliced[i];
+      for (size_t i = 0; i < s.size(); ++i) {
+        p.read[i] = s[i];
+        for (size_t k = 0; k < sliced[i].dims.size(); ++k) {
+          if (!sliced[i].dims[k].split() || p.read[i].dim(k).split()) continue;
+          p.read[i].dims.resize(std::max(p.read[i].dims.size(), sliced[i].dims.size()));
+          p.read[i].dims[k] = sliced[i].dims[k];
+        }
+      }
     }
   } fixup{p, s, sliced};
   auto gather = [&](size_t i) {
@@ -133,6 +147,17 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
     for (size_t i = 0; i < s.size(); ++i) gather(i);
   };
   auto rank = [&](size_t i) { return in_types[i].dims.size(); };
+  // Operand dimensions paired across two operands (a dot's batch and
+  // contracting dimensions, a convolution's input features): one side split,
+  // the other is read as the matching piece.
+  auto line_up = [&](size_t a_dim, size_t b_dim) {
+    const DimSplit a = s[0].dim(a_dim), b = s[1].dim(b_dim);
+    if (a.split() == b.split()) return;
+    const size_t whole = a.split() ? 1 : 0, dim = a.split() ? b_dim : a_dim;
+    if (dim >= rank(whole)) return;
+    sliced[whole].dims.resize(rank(whole));
+    sliced[whole].dims[dim] = a.split() ? a : b;
+  };
   // Splits that stay on the same dimensions (elementwise, windows, slices):
   // `keeps(k)` says whether dimension k may stay split; every operand of the
   // result's rank must agree with the first split one.
@@ -157,6 +182,15 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
     for (size_t i = 0; i < operands && i < s.size(); ++i)
       if (s[i].replicated() && rank(i) == r && in_types[i].dims == in_types[static_cast<size_t>(ref)].dims)
         sliced[i] = s[static_cast<size_t>(ref)];
+  };
+  // A two-operand rule: with the splits as they come, else with the right
+  // operand whole, else both.
+  auto with_fallbacks = [&](const std::function<bool()>& attempt) {
+    if (attempt()) return;
+    gather(1);
+    if (attempt()) return;
+    gather(0);
+    attempt();
   };
   const std::string& n = op.name;
   const OpEntry* e = FindOp(n);
@@ -215,9 +249,7 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
         if (!b.Assign(k, l.split() ? l : r)) return false;
       }
       for (size_t k = 0; k < dd->lc.size(); ++k) {
-        const DimSplit l = s[0].dim(static_cast<size_t>(dd->lc[k])), r = s[1].dim(static_cast<size_t>(dd->rc[k]));
-        if (l.split() && r.split() && !(l == r)) return false;
-        if ((l.split() || r.split()) && !b.Reduce(l.split() ? l : r)) return false;
+        if (!b.Contract(s[0].dim(static_cast<size_t>(dd->lc[k])), s[1].dim(static_cast<size_t>(dd->rc[k])))) return false;
       }
       for (size_t k = 0; k < nlf; ++k)
         if (!b.Assign(nb + k, s[0].dim(static_cast<size_t>(dd->lf[k])))) return false;
@@ -227,13 +259,9 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
       p.reduced_over = b.reduced();
       return true;
     };
-    if (!attempt()) {
-      gather(1);
-      if (!attempt()) {
-        gather(0);
-        attempt();
-      }
-    }
+    with_fallbacks(attempt);
+    for (size_t k = 0; k < dd->lb.size(); ++k) line_up(static_cast<size_t>(dd->lb[k]), static_cast<size_t>(dd->rb[k]));
+    for (size_t k = 0; k < dd->lc.size(); ++k) line_up(static_cast<size_t>(dd->lc[k]), static_cast<size_t>(dd->rc[k]));
   } else if (n == "stablehlo.convolution") {
     auto cs = GetConvShape(op, in_types[0], in_types[1], out_types[0]);
     if (!cs.ok()) {
@@ -254,20 +282,13 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
       Builder b(out_types[0].dims.size());
       if (!b.Assign(at(cs->out_order, 0), s[0].dim(at(cs->in_order, 0)))) return false;
       if (!b.Assign(at(cs->out_order, ns + 1), s[1].dim(at(cs->k_order, ns + 1)))) return false;
-      const DimSplit l = s[0].dim(at(cs->in_order, ns + 1)), r = s[1].dim(at(cs->k_order, ns));
-      if (l.split() && r.split() && !(l == r)) return false;
-      if ((l.split() || r.split()) && !b.Reduce(l.split() ? l : r)) return false;
+      if (!b.Contract(s[0].dim(at(cs->in_order, ns + 1)), s[1].dim(at(cs->k_order, ns)))) return false;
       p.results[0] = b.split();
       p.reduced_over = b.reduced();
       return true;
     };
-    if (!attempt()) {
-      gather(1);
-      if (!attempt()) {
-        gather(0);
-        attempt();
-      }
-    }
+    with_fallbacks(attempt);
+    if (cs->groups == 1) line_up(at(cs->in_order, ns + 1), at(cs->k_order, ns));
   } else if (n == "stablehlo.reduce") {
     const size_t inputs = s.size() / 2;
     auto dims = IntsAttr(op, "dimensions");

@@ -64,6 +64,10 @@ TEST(Partition, SplitContractingDimensionGivesPartialSums) {
   ASSERT_EQ(p.reduced_over.size(), 1u);
   EXPECT_EQ(*p.reduced_over[0], *Group(4));
   EXPECT_TRUE(p.results[0].replicated());
+  // One side split: the whole side is read as the matching piece.
+  const Partitioned one = PropagateOne(o, {{}, SplitAt(2, 0, 4)});
+  EXPECT_EQ(one.reduced_over.size(), 1u);
+  EXPECT_EQ(one.read[0].Local(o.op->operand_types[0]).dims, (std::vector<int64_t>{8, 4}));
   // Split on different device groups: one side is gathered instead.
   const Partitioned q = PropagateOne(o, {SplitAt(2, 1, 4), SplitAt(2, 0, 4, 2)});
   EXPECT_EQ(q.gathered, (std::vector<size_t>{1}));
