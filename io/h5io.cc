@@ -144,6 +144,19 @@ StatusOr<std::vector<std::string>> H5ReadStrings(const std::string& file, const 
   return out;
 }
 
+namespace {
+
+// Dataset creation without the modification time HDF5 stamps by default:
+// the same outputs are the same bytes, whenever (and on whichever rank)
+// they are written.
+hid_t UntimedDatasets() {
+  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_obj_track_times(dcpl, 0);
+  return dcpl;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<H5Writer>> H5Writer::Create(const std::string& path) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   // Checked now, so that an unwritable output fails before any compute.
@@ -175,7 +188,9 @@ Status H5Writer::Write(const std::string& name, const mesh::Array& a) {
   }
   hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
   H5Pset_create_intermediate_group(lcpl, 1);
-  hid_t ds = H5Dcreate2(file_, name.c_str(), f32 ? H5T_IEEE_F32LE : H5T_STD_I32LE, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t dcpl = UntimedDatasets();
+  hid_t ds = H5Dcreate2(file_, name.c_str(), f32 ? H5T_IEEE_F32LE : H5T_STD_I32LE, space, lcpl, dcpl, H5P_DEFAULT);
+  H5Pclose(dcpl);
   H5Pclose(lcpl);
   H5Sclose(space);
   if (ds < 0) return InternalError(path_ + ": cannot create dataset " + name);
@@ -283,7 +298,9 @@ Status H5Writer::WriteRaw(const std::string& name, const H5Raw& raw) {
   hid_t space = dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
   hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
   H5Pset_create_intermediate_group(lcpl, 1);
-  hid_t ds = H5Dcreate2(file_, name.c_str(), type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t dcpl = UntimedDatasets();
+  hid_t ds = H5Dcreate2(file_, name.c_str(), type, space, lcpl, dcpl, H5P_DEFAULT);
+  H5Pclose(dcpl);
   H5Pclose(lcpl);
   H5Sclose(space);
   if (ds < 0) return InternalError(path_ + ": cannot create dataset '" + name + "'");

@@ -1,5 +1,6 @@
 #include "mesh/cluster.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -58,6 +59,35 @@ StatusOr<std::vector<Bytes>> Cluster::AllGatherBytes(std::span<const std::byte> 
   std::vector<Outgoing> to(size());
   for (auto& o : to) o.parts.push_back(mine);
   return Exchange(to);
+}
+
+StatusOr<std::vector<Bytes>> Cluster::GatherBytes(std::span<const std::byte> mine, int root) {
+  std::vector<Outgoing> to(size());
+  to[root].parts.push_back(mine);
+  TPUMESH_ASSIGN_OR_RETURN(std::vector<Bytes> from, Exchange(to));
+  if (rank() != root) from.clear();
+  return from;
+}
+
+Status Cluster::Agree(const Status& mine) {
+  if (size() == 1) return mine;
+  // code (4 bytes, native order) + message.
+  const int32_t code = static_cast<int32_t>(mine.code());
+  Bytes blob(sizeof code + mine.message().size());
+  std::memcpy(blob.data(), &code, sizeof code);
+  if (!mine.message().empty()) std::memcpy(blob.data() + sizeof code, mine.message().data(), mine.message().size());
+  TPUMESH_ASSIGN_OR_RETURN(std::vector<Bytes> all, AllGatherBytes(blob));
+  for (int r = 0; r < size(); ++r) {
+    if (all[r].size() < sizeof code) return InternalError("Agree: a short message from rank " + std::to_string(r));
+    int32_t c = 0;
+    std::memcpy(&c, all[r].data(), sizeof c);
+    if (c == static_cast<int32_t>(StatusCode::kOk)) continue;
+    if (r == rank()) return mine;
+    NoteRemoteFailure(r);
+    const std::string message(reinterpret_cast<const char*>(all[r].data()) + sizeof c, all[r].size() - sizeof c);
+    return CancelledError("rank " + std::to_string(r) + " failed: " + message);
+  }
+  return OkStatus();
 }
 
 Cluster& LocalCluster() {

@@ -16,6 +16,14 @@
 //   rank out of band (their waits end with its message), and the process
 //   exits with status 1. A rank whose error came from another rank exits 1
 //   without a line of its own: the cause was printed once, where it arose.
+// - Agree(mine) is how ranks settle a step that may fail on some of them
+//   (inputs read, checks before work): collective; every rank learns every
+//   rank's status, and the lowest failing rank's error is the step's. That
+//   rank gets its own status back; the others get Cancelled("rank R failed:
+//   ...") and are marked as failing because of it (NoteRemoteFailure), so
+//   that when each then ends through Fail the cause is printed once.
+// - GatherBytes(mine, root) gives `root` every rank's blob (others get an
+//   empty list): results and reports collected to one rank.
 // - LocalCluster() is the one-process cluster (rank 0 of 1): Exchange hands
 //   the blob back, Barrier returns at once, Fail prints its line and exits.
 // - ConnectCluster() joins the ranks the process was started with: under
@@ -80,6 +88,11 @@ class Cluster {
 
   // Every rank sends `mine` to every other: all[r] is rank r's.
   StatusOr<std::vector<Bytes>> AllGatherBytes(std::span<const std::byte> mine);
+  // Every rank sends `mine` to `root`: on root, all[r] is rank r's; on the
+  // others, an empty list.
+  StatusOr<std::vector<Bytes>> GatherBytes(std::span<const std::byte> mine, int root);
+  // See the contract: OK when every rank's `mine` is OK.
+  Status Agree(const Status& mine);
 
  protected:
   Cluster();

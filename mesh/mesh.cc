@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <set>
 #include <thread>
@@ -353,6 +354,70 @@ StatusOr<std::vector<DistributedArray>> Mesh::Pmap(const PmapFn& fn,
   return outs;
 }
 
+// On the wire, from each rank to root: the header's length in bytes, the
+// header (per shard: device, dtype, rank, dims, as int64), then the shards'
+// bytes in the same order (native byte order: one build on one
+// architecture, docs/cluster.md).
+StatusOr<DistributedArray> Mesh::GatherToRank(const DistributedArray& x, int root, std::span<const int> devices) {
+  if (cluster_->size() == 1) return x;
+  std::vector<int> listed(devices.begin(), devices.end());
+  if (listed.empty())
+    for (int d = 0; d < num_devices(); ++d) listed.push_back(d);
+  if (x.num_shards() != num_devices())
+    return InvalidArgumentError("GatherToRank: " + std::to_string(x.num_shards()) + " shards for " +
+                                std::to_string(num_devices()) + " devices");
+  // This rank's listed shards: a header per shard, then the shards' bytes
+  // as parts of the message (not copied first).
+  std::vector<int64_t> head;
+  std::vector<std::span<const std::byte>> data;
+  for (const int d : listed) {
+    if (d < 0 || d >= num_devices()) return InvalidArgumentError("GatherToRank: no device " + std::to_string(d));
+    if (!is_local(d) || rank_of(d) == root) continue;
+    const Array& a = x.shards[d];
+    head.insert(head.end(), {d, static_cast<int64_t>(a.dtype()), a.rank()});
+    head.insert(head.end(), a.shape().begin(), a.shape().end());
+    if (a.size_bytes() > 0) data.emplace_back(static_cast<const std::byte*>(a.raw()), static_cast<size_t>(a.size_bytes()));
+  }
+  const int64_t head_bytes = static_cast<int64_t>(head.size() * sizeof(int64_t));
+  std::vector<Outgoing> to(cluster_->size());
+  if (cluster_->rank() != root) {
+    to[root].parts.emplace_back(reinterpret_cast<const std::byte*>(&head_bytes), sizeof head_bytes);
+    to[root].parts.emplace_back(reinterpret_cast<const std::byte*>(head.data()), static_cast<size_t>(head_bytes));
+    for (const auto& p : data) to[root].parts.push_back(p);
+  }
+  TPUMESH_ASSIGN_OR_RETURN(std::vector<Bytes> from, cluster_->Exchange(to));
+  DistributedArray out = x;
+  if (cluster_->rank() != root) return out;
+  for (int r = 0; r < cluster_->size(); ++r) {
+    if (r == root) continue;
+    const Bytes& b = from[r];
+    auto bad = [&] { return InternalError("GatherToRank: a malformed message from rank " + std::to_string(r)); };
+    int64_t hb = 0;
+    if (b.size() < sizeof hb) return bad();
+    std::memcpy(&hb, b.data(), sizeof hb);
+    if (hb < 0 || hb % 8 != 0 || static_cast<int64_t>(b.size()) < 8 + hb) return bad();
+    std::vector<int64_t> h(static_cast<size_t>(hb / 8));
+    if (hb) std::memcpy(h.data(), b.data() + 8, static_cast<size_t>(hb));
+    size_t off = static_cast<size_t>(8 + hb);
+    for (size_t i = 0; i < h.size();) {
+      if (i + 3 > h.size()) return bad();
+      const int64_t d = h[i], dtype = h[i + 1], rank = h[i + 2];
+      if (d < 0 || d >= num_devices() || rank_of(static_cast<int>(d)) != r || dtype < 0 ||
+          dtype > static_cast<int64_t>(DType::kU8) || rank < 0 || i + 3 + rank > h.size())
+        return bad();
+      Shape shape(h.begin() + static_cast<int64_t>(i) + 3, h.begin() + static_cast<int64_t>(i) + 3 + rank);
+      i += 3 + static_cast<size_t>(rank);
+      Array a = Array::Host(static_cast<DType>(dtype), shape);
+      const size_t n = static_cast<size_t>(a.size_bytes());
+      if (b.size() < off + n) return bad();
+      if (n) std::memcpy(a.mutable_raw(), b.data() + off, n);
+      off += n;
+      out.shards[d] = std::move(a);
+    }
+  }
+  return out;
+}
+
 StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
   TPUMESH_ASSIGN_OR_RETURN(ChipSpec chip, LoadChipSpec(spec.chip));
   if (!spec.dataflow.empty()) {
@@ -424,6 +489,7 @@ StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
   }
   MeshOptions o;
   o.threads_per_device = spec.threads_per_device;
+  o.cluster = spec.cluster;
   auto axis = ParseChipAxis(spec.model_axis_along);
   if (!axis.ok()) return axis.status().WithContext("--model-axis-along");
   o.fastest_chip_axis = *axis;

@@ -35,7 +35,9 @@
 //   this rank's shards, and an empty Array (no device) for the others'.
 //   Pmap runs the body on this rank's devices; collectives between ranks go
 //   through the cluster and give the same bits as one process.
-//   ResetClocks, MaxClockSeconds and Gather see this rank's devices only.
+//   ResetClocks, MaxClockSeconds and DistributedArray::Gather see this
+//   rank's devices only; Mesh::GatherToRank brings other ranks' shards to
+//   one rank (a collective: every rank calls it, in the same order).
 #ifndef TPUMESH_MESH_MESH_H_
 #define TPUMESH_MESH_MESH_H_
 
@@ -146,6 +148,13 @@ class Mesh {
   StatusOr<DistributedArray> Shard(const Array& x, std::span<const std::string> axes);
   StatusOr<std::vector<DistributedArray>> Pmap(const PmapFn& fn,
                                                std::span<const DistributedArray> args);
+  // The shards of `devices` (all when empty) brought to rank `root`
+  // through the cluster: on root the result is `x` with every listed shard
+  // filled (another rank's as a host copy, the same dtype, shape and
+  // bytes); on the other ranks it is `x` unchanged. Collective: every rank
+  // calls it with the same `devices` and root. One process: `x`.
+  StatusOr<DistributedArray> GatherToRank(const DistributedArray& x, int root = 0,
+                                          std::span<const int> devices = {});
 
   void ResetClocks();
   double MaxClockSeconds() const;  // the slowest (local) device's simulated clock
@@ -182,6 +191,9 @@ struct MeshSpec {
   std::string topology;      // "2x4"; empty: the chip's slice for the device count
   std::string model_axis_along = "x";  // the chip axis the last mesh axis runs along first
   int threads_per_device = 0;          // 0: host cores / devices
+  // The ranks the mesh spans (not owned; mesh::MeshOptions::cluster); null:
+  // this process alone.
+  Cluster* cluster = nullptr;
 };
 // The devices, topology and axes of `spec`; errors name the flag.
 StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec);

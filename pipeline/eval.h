@@ -8,6 +8,13 @@
 // output path is checked writable before any compute; the file itself is
 // returned, not written.
 //
+// Ranks (mesh.cluster, docs/cluster.md): every rank calls RunEval with the
+// same options and reads the model and the inputs itself; errors before
+// the pmap are settled across ranks (mesh::Cluster::Agree: every rank
+// fails, the cause reported by one); each rank runs its devices; the output
+// and the report (every device's records, priced on rank 0) end on rank 0
+// only: the other ranks' `files` are empty.
+//
 //   tokenizer     prompts (strings) [B]                  -> input_ids [B, 77] int32
 //   text_encoder  input_ids [B, 77]                      -> last_hidden_state [B, 77, H]
 //   unet          sample [B, C, h, w], timestep [B] or scalar,

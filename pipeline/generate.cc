@@ -18,6 +18,7 @@
 #include "models/parallel.h"
 #include "pipeline/default_model.h"
 #include "pipeline/loader.h"
+#include "pipeline/rank_report.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -114,14 +115,16 @@ StatusOr<const Txt2ImgPlan*> Generator::GetPlan(const GenerateRequest& r, bool* 
 }
 
 Status Generator::CheckMemory(const GenerateRequest& r, const Txt2ImgPlan& plan) {
-  // A dry run of the flow on the first device of each model rank (the
-  // devices of one rank run the same shapes): its allocations count against
-  // the device's HBM as the real run's will, so a device without room fails
-  // here, naming itself, before any compute.
+  // A dry run of the flow on this rank's first device of each model rank
+  // (the devices of one model rank run the same shapes): its allocations
+  // count against the device's HBM as the real run's will, so a device
+  // without room fails here, naming itself, before any compute.
   int64_t activations = 0;
   for (int rank = 0; rank < model_size(); ++rank) {
-    const int ids_at[] = {0, rank};
-    const int device = mesh_->DeviceAt(ids_at);
+    int device = -1;
+    for (int d = mesh_->first_local(); d < mesh_->first_local() + mesh_->num_local() && device < 0; ++d)
+      if (mesh_->AxisIndices(d)[1] == rank) device = d;
+    if (device < 0) continue;  // held by other ranks only
     mesh::Device& dev = mesh_->device(device);
     const int64_t params_hbm = dev.hbm_in_use();
     dev.ResetHbmPeak();
@@ -138,19 +141,19 @@ Status Generator::CheckMemory(const GenerateRequest& r, const Txt2ImgPlan& plan)
     dev.ResetHbmPeak();
   }
   // The host holds the weights (loaded), their packed copies (built at the
-  // first call) and every device's activations at once.
+  // first call) and its devices' activations at once (each rank its own).
   int64_t packed = 0;
   for (const ComponentParams& c : flow_->components())
     for (const models::ParamMap& p : *c.ranks) packed += static_cast<int64_t>(p.packs()->bytes());
   const int64_t to_pack =
       std::max<int64_t>(0, (r.precision == models::Precision::kHighest ? 2 : 1) * packed_estimate_ - packed);
-  const int64_t need = to_pack + static_cast<int64_t>(devices()) * activations;
+  const int64_t need = to_pack + static_cast<int64_t>(mesh_->num_local()) * activations;
   const int64_t have = HostMemoryAvailable();
   if (have > 0 && need > have)
     return ResourceExhaustedError(
         "this run needs about " + mesh::FormatBytes(need) + " more host memory (packed weights " +
         mesh::FormatBytes(to_pack) + ", activations " + mesh::FormatBytes(activations) + " per device x " +
-        std::to_string(devices()) + "), this host has " + mesh::FormatBytes(have) +
+        std::to_string(mesh_->num_local()) + "), this host has " + mesh::FormatBytes(have) +
         " available: fewer devices or images per device, or a smaller size" +
         (f32_weights_ ? std::string(", or a bf16 model file") : std::string()));
   return OkStatus();
@@ -158,29 +161,37 @@ Status Generator::CheckMemory(const GenerateRequest& r, const Txt2ImgPlan& plan)
 
 StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const ProgressFn& progress,
                                              const std::atomic<bool>* cancel) {
-  TPUMESH_RETURN_IF_ERROR(Validate(r));
   const int n = devices();
   const int data = data_size();
   const int64_t bpd = r.batch_per_device;
   const int64_t b = data * bpd;
 
   GenerateResult res;
-  for (int64_t i = 0; i < b; ++i) {
-    res.prompts.push_back(r.prompts.size() == 1 ? r.prompts[0] : r.prompts[i]);
-    const size_t neg = r.prompts.size() == 1 ? 0 : static_cast<size_t>(i);
-    res.negative_prompts.push_back(r.negative_prompts.empty()       ? std::string()
-                                   : r.negative_prompts.size() == 1 ? r.negative_prompts[0]
-                                                                    : r.negative_prompts[neg]);
-  }
-  // Tokenize on the host, like the pipeline's prepare_inputs.
-  TPUMESH_ASSIGN_OR_RETURN(std::vector<Array> ids,
-                           flow_->conditioning().Tokenize(res.prompts, res.negative_prompts));
+  std::vector<Array> ids;
+  const Txt2ImgPlan* plan = nullptr;
+  // Everything before compute, settled across ranks (mesh::Cluster::Agree):
+  // an error on any rank (a device without HBM, a host without memory)
+  // ends every rank here, reported once.
+  const Status prepared = [&]() -> Status {
+    TPUMESH_RETURN_IF_ERROR(Validate(r));
+    for (int64_t i = 0; i < b; ++i) {
+      res.prompts.push_back(r.prompts.size() == 1 ? r.prompts[0] : r.prompts[i]);
+      const size_t neg = r.prompts.size() == 1 ? 0 : static_cast<size_t>(i);
+      res.negative_prompts.push_back(r.negative_prompts.empty()       ? std::string()
+                                     : r.negative_prompts.size() == 1 ? r.negative_prompts[0]
+                                                                      : r.negative_prompts[neg]);
+    }
+    // Tokenize on the host, like the pipeline's prepare_inputs.
+    TPUMESH_ASSIGN_OR_RETURN(ids, flow_->conditioning().Tokenize(res.prompts, res.negative_prompts));
 
-  const auto t_compile = Clock::now();
-  bool built = false;
-  TPUMESH_ASSIGN_OR_RETURN(const Txt2ImgPlan* plan, GetPlan(r, &built));
-  res.compiled = built;
-  res.compile_seconds = built ? Since(t_compile) : 0;
+    const auto t_compile = Clock::now();
+    bool built = false;
+    TPUMESH_ASSIGN_OR_RETURN(plan, GetPlan(r, &built));
+    res.compiled = built;
+    res.compile_seconds = built ? Since(t_compile) : 0;
+    return OkStatus();
+  }();
+  TPUMESH_RETURN_IF_ERROR(mesh_->cluster().Agree(prepared));
   res.scheduler = plan->scheduler;
   res.timesteps = plan->timesteps;
   res.height = plan->height;
@@ -213,14 +224,15 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   const int steps = static_cast<int>(plan->timesteps.size());
   const bool keep = r.keep_step_latents;
 
-  // Progress counts the work of every device: the devices share the host's
-  // cores, so one device's count alone runs ahead of the rest.
+  // Progress counts the work of every device of this rank: the devices
+  // share the host's cores, so one device's count alone runs ahead of the
+  // rest.
   std::mutex progress_mu;
   std::map<std::string, int> progress_done;
   DeviceProgressFn report = [&](const std::string& phase, int done, int per_device) {
     if (!progress) return;
     std::lock_guard<std::mutex> lock(progress_mu);
-    progress(phase, progress_done[phase] += done, per_device * n);
+    progress(phase, progress_done[phase] += done, per_device * mesh_->num_local());
   };
 
   std::vector<std::vector<mesh::OpRecord>> records(n);
@@ -241,43 +253,51 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
     return std::vector<Array>{out.decoded, out.initial_latents, out.history};
   };
   if (release_packed_weights_) released_at_ = r.precision;  // from here on, packs may have replaced the weights
-  TPUMESH_ASSIGN_OR_RETURN(auto all_outs, mesh_->Pmap(body, args));
-  // The images of data index i, from its model group's rank 0.
-  std::vector<DistributedArray> outs;
-  for (const DistributedArray& o : all_outs) outs.push_back(DataShards(*mesh_, o));
-  TPUMESH_ASSIGN_OR_RETURN(Array decoded, Unstack(outs[0]));
-  TPUMESH_ASSIGN_OR_RETURN(res.initial_latents, Unstack(outs[1]));
+  TPUMESH_ASSIGN_OR_RETURN(auto outs, mesh_->Pmap(body, args));
+  // The images of data index i, from its model group's rank 0 device,
+  // brought to rank 0 (the only rank that holds results).
+  const bool root = mesh_->cluster().rank() == 0;
+  TPUMESH_ASSIGN_OR_RETURN(Array decoded, GatherDataShards(*mesh_, outs[0]));
+  TPUMESH_ASSIGN_OR_RETURN(res.initial_latents, GatherDataShards(*mesh_, outs[1]));
   if (keep) {
     // [data, steps, bpd, ...] -> [steps, B, ...]
-    TPUMESH_ASSIGN_OR_RETURN(Array h, outs[2].Gather());
-    res.latents_after_step = Array::Host(DType::kF32, {steps, b, plan->channels, plan->latent_h, plan->latent_w});
-    const int64_t block = bpd * per_image;
-    for (int d = 0; d < data; ++d)
-      for (int s = 0; s < steps; ++s)
-        std::memcpy(res.latents_after_step.mutable_data<float>() + (s * b + d * bpd) * per_image,
-                    h.data<float>() + (static_cast<int64_t>(d) * steps + s) * block, block * sizeof(float));
+    TPUMESH_ASSIGN_OR_RETURN(DistributedArray all, mesh_->GatherToRank(outs[2], 0, DataShardDevices(*mesh_)));
+    if (root) {
+      TPUMESH_ASSIGN_OR_RETURN(Array h, DataShards(*mesh_, all).Gather());
+      res.latents_after_step = Array::Host(DType::kF32, {steps, b, plan->channels, plan->latent_h, plan->latent_w});
+      const int64_t block = bpd * per_image;
+      for (int d = 0; d < data; ++d)
+        for (int s = 0; s < steps; ++s)
+          std::memcpy(res.latents_after_step.mutable_data<float>() + (s * b + d * bpd) * per_image,
+                      h.data<float>() + (static_cast<int64_t>(d) * steps + s) * block, block * sizeof(float));
+    }
   }
-  const int64_t img = 3 * static_cast<int64_t>(res.height) * res.width;
-  for (int64_t i = 0; i < b; ++i)
-    res.images.push_back(ToUint8Image(decoded.data<float>() + i * img, res.height, res.width));
-  for (int64_t i = 0; i < decoded.num_elements(); ++i)
-    res.nonfinite_values += !std::isfinite(decoded.data<float>()[i]);
-  res.run_seconds = Since(t_run);
+  if (root) {
+    const int64_t img = 3 * static_cast<int64_t>(res.height) * res.width;
+    for (int64_t i = 0; i < b; ++i)
+      res.images.push_back(ToUint8Image(decoded.data<float>() + i * img, res.height, res.width));
+    for (int64_t i = 0; i < decoded.num_elements(); ++i)
+      res.nonfinite_values += !std::isfinite(decoded.data<float>()[i]);
+  }
   res.report.mode = "generate";
   res.report.chip = mesh_->chip();
   res.report.devices = n;
   res.report.images = b;
-  res.report.host_seconds = res.run_seconds;
   res.report.mesh_axes = mesh::MeshAxesToString(mesh_->axes());
   res.report.param_bytes = placed_.bytes;
   res.report.sharding = ShardingPlan(flow_->components(), flow_->model_ranks());
-  res.report.Finish(records, r.keep_ops);
-  for (int d = 0; d < n; ++d) {
+  std::vector<int64_t> hbm_peak(n, 0);
+  for (int d = mesh_->first_local(); d < mesh_->first_local() + mesh_->num_local(); ++d)
+    hbm_peak[d] = mesh_->device(d).hbm_peak();
+  // Every rank's records and host time to rank 0, which prices them all.
+  TPUMESH_RETURN_IF_ERROR(
+      FinishAcrossRanks(*mesh_, records, hbm_peak, Since(t_run), r.keep_ops, &res.report));
+  res.run_seconds = root ? res.report.host_seconds : Since(t_run);
+  for (int d = mesh_->first_local(); d < mesh_->first_local() + mesh_->num_local(); ++d) {
     // The log holds every op and collective of the device: its clock.
     mesh_->device(d).SetClock(res.report.logs[d].seconds());
-    res.report.hbm_peak_bytes.push_back(mesh_->device(d).hbm_peak());
   }
-  res.modelled_seconds = mesh_->MaxClockSeconds();
+  res.modelled_seconds = res.report.modelled_seconds();
   return res;
 }
 

@@ -44,6 +44,13 @@
 // - Every check of the request runs before any compute (InvalidArgument
 //   naming the flag or the file). Cancelling (the flag polled between steps)
 //   returns Cancelled and nothing.
+// - Ranks (GeneratorOptions::mesh.cluster, docs/cluster.md): every rank
+//   opens the model and calls Generate with the same request; each runs its
+//   devices. Errors before compute are settled across ranks (Cluster::Agree:
+//   every rank fails, the cause reported by one). Images, latents and the
+//   report (every device's records, priced on rank 0) end on rank 0 only;
+//   on the other ranks images and latents are empty and the report holds
+//   their own devices. The same seed gives the same bits at any rank count.
 // - The Generator is not thread-safe: one Generate at a time.
 #ifndef TPUMESH_PIPELINE_GENERATE_H_
 #define TPUMESH_PIPELINE_GENERATE_H_
@@ -83,8 +90,8 @@ struct GeneratorOptions {
 };
 
 // What a call reports as it goes, phase "text", "denoise" or "decode": done
-// of total counts the work of all devices (total = devices for text and
-// decode, steps x devices for denoise); every phase also reports done = 0
+// of total counts the work of this rank's devices (total = devices for text
+// and decode, steps x devices for denoise); every phase also reports done = 0
 // when it starts. Called from the devices' threads, one call at a time.
 using ProgressFn = std::function<void(const std::string& phase, int done, int total)>;
 
@@ -101,7 +108,7 @@ struct GenerateResult {
   float guidance = 0;             // the scale used (the request's or the family's default)
   bool compiled = false;          // this call built its plan
   double compile_seconds = 0;     // building the plan (0 when cached)
-  double run_seconds = 0;         // the pmap and the image conversion
+  double run_seconds = 0;         // the pmap and the image conversion (the slowest rank's)
   double modelled_seconds = 0;    // the slowest device's simulated clock
   RunReport report;               // every device's ops priced on the chip
 };

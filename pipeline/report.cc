@@ -180,6 +180,7 @@ std::string ReportJson(const RunReport& r) {
   summary["energy_joules"] = EnergyJson(all.energy);
   summary["average_watts"] = r.modelled_seconds() > 0 ? all.energy.total() / r.modelled_seconds() : 0.0;
   summary["estimated"] = "energy and power from per-operation energies (dynamic only; docs/cost-model.md)";
+  if (!r.host_seconds_per_rank.empty()) summary["host_seconds_per_rank"] = r.host_seconds_per_rank;
   if (!r.mesh_axes.empty()) summary["mesh"] = r.mesh_axes;
   if (!r.param_bytes.empty())
     summary["param_bytes_per_device"] = *std::max_element(r.param_bytes.begin(), r.param_bytes.end());

@@ -44,6 +44,9 @@ struct RunReport {
   int devices = 0;
   int64_t images = 0;
   double host_seconds = 0;
+  // Host wall seconds of each rank (pipeline/rank_report.h), rank 0 first;
+  // host_seconds is their maximum. Empty: one process, not recorded.
+  std::vector<double> host_seconds_per_rank;
   std::map<std::string, std::string> info;  // extra summary fields (model, steps, scheduler...)
   std::vector<mesh::DeviceCostLog> logs;     // per device, after Finish
   // Per device, the most HBM held at once (parameters and live activations,

@@ -303,13 +303,26 @@ std::vector<RunReport::ShardedLayer> ShardingPlan(const std::vector<ComponentPar
   return plan;
 }
 
-mesh::DistributedArray DataShards(const mesh::Mesh& mesh, const mesh::DistributedArray& out) {
-  mesh::DistributedArray d;
+std::vector<int> DataShardDevices(const mesh::Mesh& mesh) {
+  std::vector<int> devices;
   for (int i = 0; i < mesh.axes()[0].size; ++i) {
     const int at[] = {i, 0};
-    d.shards.push_back(out.shards[mesh.DeviceAt(at)]);
+    devices.push_back(mesh.DeviceAt(at));
   }
+  return devices;
+}
+
+mesh::DistributedArray DataShards(const mesh::Mesh& mesh, const mesh::DistributedArray& out) {
+  mesh::DistributedArray d;
+  for (const int device : DataShardDevices(mesh)) d.shards.push_back(out.shards[device]);
   return d;
+}
+
+StatusOr<mesh::Array> GatherDataShards(mesh::Mesh& mesh, const mesh::DistributedArray& out) {
+  const std::vector<int> devices = DataShardDevices(mesh);
+  TPUMESH_ASSIGN_OR_RETURN(mesh::DistributedArray all, mesh.GatherToRank(out, 0, devices));
+  if (mesh.cluster().rank() != 0) return mesh::Array();
+  return Unstack(DataShards(mesh, all));
 }
 
 StatusOr<mesh::Array> Unstack(const mesh::DistributedArray& d) {
@@ -331,6 +344,12 @@ StatusOr<PlacedParams> PlaceParams(mesh::Mesh& mesh, const std::vector<Component
         return FailedPreconditionError(c.name + ": parameters split " + std::to_string(c.ranks->size()) +
                                        " ways placed on a model axis of " + std::to_string(rank + 1) + " or more");
       for (const auto& [name, a] : (*c.ranks)[rank].all()) {
+        // Another rank's device: its bytes are counted (the report's
+        // param_bytes), its HBM is that rank's to charge.
+        if (!mesh.is_local(d)) {
+          placed.bytes[d] += a.size_bytes();
+          continue;
+        }
         auto view = a.ShareTo(mesh.device(d), "parameter");
         if (!view.ok()) return view.status().WithContext("placing parameter " + c.name + "/" + name);
         placed.bytes[d] += view->size_bytes();

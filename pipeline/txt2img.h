@@ -170,6 +170,8 @@ std::vector<RunReport::ShardedLayer> ShardingPlan(const std::vector<ComponentPar
 // Places every component's parameters on the devices of a data x model mesh
 // (mesh::CreateDataModelMesh): device d gets read-only views of its model
 // rank's share, charged to its HBM (as jax places params at the first call).
+// Over several ranks only this rank's devices get views; `bytes` counts
+// every device's.
 // ResourceExhausted names the device and the parameter that did not fit.
 struct PlacedParams {
   std::vector<mesh::Array> arrays;    // alive for as long as the devices use them
@@ -183,6 +185,13 @@ mesh::DistributedArray DataShards(const mesh::Mesh& mesh, const mesh::Distribute
 // [B] rows of a [B, ...] array on the host, restacked from the shards'
 // [n, B/n, ...].
 StatusOr<mesh::Array> Unstack(const mesh::DistributedArray& d);
+// The devices DataShards reads: data index i's model rank 0 device.
+std::vector<int> DataShardDevices(const mesh::Mesh& mesh);
+// Unstack(DataShards(out)) over every rank of the mesh's cluster: the data
+// shards are brought to rank 0 (mesh::Mesh::GatherToRank), which gets the
+// [B, ...] array; the other ranks get an empty Array. Collective: every
+// rank calls it at the same point.
+StatusOr<mesh::Array> GatherDataShards(mesh::Mesh& mesh, const mesh::DistributedArray& out);
 
 // The texts that define a model: each component's config, from a model file
 // or a built-in architecture.

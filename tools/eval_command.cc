@@ -9,6 +9,7 @@
 #include "pipeline/eval.h"
 #include "tools/commands.h"
 #include "tools/device_flags.h"
+#include "tools/ranks.h"
 #include "tools/report_output.h"
 
 namespace tpumesh::tools {
@@ -21,18 +22,30 @@ struct EvalCmdOptions {
 };
 
 Status RunEvalCommand(EvalCmdOptions opt) {
-  TPUMESH_ASSIGN_OR_RETURN(opt.eval.precision, models::ParsePrecision(opt.precision));
+  // Under mpirun or srun: every rank reads the model and inputs and runs
+  // the checks, rank 0 alone prints and writes (docs/cluster.md).
+  TPUMESH_ASSIGN_OR_RETURN(mesh::Cluster * cluster, JoinCluster());
   RunFiles files;
-  files.outputs = opt.dev.out.flags();
-  files.outputs.insert(files.outputs.begin(), {"--output", opt.eval.output});
-  files.inputs = {{"--model", opt.eval.model}, {"--input", opt.eval.input}, ChipInput(opt.dev.mesh.chip)};
-  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(files));
+  const Status ready = [&]() -> Status {
+    TPUMESH_ASSIGN_OR_RETURN(opt.eval.precision, models::ParsePrecision(opt.precision));
+    files.outputs = opt.dev.out.flags();
+    files.outputs.insert(files.outputs.begin(), {"--output", opt.eval.output});
+    files.inputs = {{"--model", opt.eval.model}, {"--input", opt.eval.input}, ChipInput(opt.dev.mesh.chip)};
+    return CheckRunFiles(files);
+  }();
+  TPUMESH_RETURN_IF_ERROR(AgreeToStart(*cluster, ready, files.inputs));
   opt.eval.mesh = opt.dev.mesh;
+  opt.eval.mesh.cluster = cluster;
   opt.eval.keep_ops = !opt.dev.out.trace.empty();
   TPUMESH_ASSIGN_OR_RETURN(pipeline::EvalStats s, pipeline::RunEval(opt.eval));
   // The output, the report and the trace together: all written, or none.
-  if (opt.eval.component != "tokenizer") AddReportFiles(s.report, opt.dev.out, &s.files);
-  TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(s.files));
+  Status written;
+  if (cluster->rank() == 0) {
+    if (opt.eval.component != "tokenizer") AddReportFiles(s.report, opt.dev.out, &s.files);
+    written = WriteFilesAtomic(s.files);
+  }
+  TPUMESH_RETURN_IF_ERROR(AgreeToFinish(*cluster, written));
+  if (cluster->rank() != 0) return OkStatus();
   std::cout << "wrote " << opt.eval.output << ": " << opt.eval.component << " on a batch of " << s.batch;
   if (opt.eval.component != "tokenizer") {
     char buf[160];

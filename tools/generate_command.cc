@@ -27,6 +27,7 @@
 #include "pipeline/generate.h"
 #include "tools/commands.h"
 #include "tools/device_flags.h"
+#include "tools/ranks.h"
 #include "tools/report_output.h"
 #include "tools/request_flags.h"
 
@@ -136,37 +137,13 @@ Status CheckOutputDir(const std::string& dir) {
 }
 
 Status RunGenerate(GenerateCmdOptions o) {
-  TPUMESH_ASSIGN_OR_RETURN(pipeline::GenerateRequest r, ParseRequestFlags(o.req));
-  TPUMESH_ASSIGN_OR_RETURN(r.seed, ParseSeed(o.seed));
-  if (o.prng == "partitionable") {
-    r.prng = mesh::PrngImpl::kPartitionable;
-  } else if (o.prng == "original") {
-    r.prng = mesh::PrngImpl::kOriginal;
-  } else {
-    return InvalidArgumentError("--prng must be partitionable or original, not '" + o.prng + "'");
-  }
-  r.prompts = o.prompts;
-  if (!o.prompts_file.empty()) {
-    auto text = ReadInputFile(o.prompts_file);
-    if (!text.ok()) return text.status().WithContext("--prompts-file");
-    std::istringstream in(*text);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (!line.empty()) r.prompts.push_back(line);
-    }
-    if (r.prompts.empty()) return InvalidArgumentError(o.prompts_file + ": no prompts (one per line)");
-  }
-  r.negative_prompts = o.negatives;
-
-  // Every output checked before any work: writable, and not an input.
+  // Under mpirun or srun: every rank reads the inputs and runs the checks,
+  // rank 0 alone prints and writes (docs/cluster.md).
+  TPUMESH_ASSIGN_OR_RETURN(mesh::Cluster * cluster, JoinCluster());
+  const bool root = cluster->rank() == 0;
+  if (!root) o.quiet = true;
+  pipeline::GenerateRequest r;
   RunFiles run_files;
-  run_files.outputs = o.dev.out.flags();
-  run_files.outputs.insert(run_files.outputs.begin(), {"--save-latents", o.save_latents});
-  run_files.inputs = {{"--model", o.gen.model}, {"--latents", o.latents}, {"--prompts-file", o.prompts_file},
-                      ChipInput(o.dev.mesh.chip)};
-  run_files.image_dir = o.out;
-  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(run_files));
   // The folders this run makes (-o new/deeper/out: all three) are removed
   // again, innermost first and only while empty, if the run writes nothing.
   struct RemoveIfEmpty {
@@ -179,33 +156,79 @@ Status RunGenerate(GenerateCmdOptions o) {
           if (!std::filesystem::remove(d, ec)) break;  // not empty, or not ours
     }
   } made;
-  {
-    std::error_code ec;
-    for (std::filesystem::path d = std::filesystem::path(o.out).lexically_normal();
-         !d.empty() && d != d.root_path() && !std::filesystem::exists(std::filesystem::symlink_status(d, ec));
-         d = d.parent_path())
-      made.dirs.push_back(d);
-  }
-  TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
-  o.gen.mesh = o.dev.mesh;
-  // One precision per process: each weight is held once, packed.
-  pipeline::GeneratorOptions gen_options = o.gen;
-  gen_options.release_packed_weights = true;
-  TPUMESH_ASSIGN_OR_RETURN(auto gen, pipeline::Generator::Open(gen_options));
-  if (!o.latents.empty()) {
-    auto l = pipeline::H5ReadArray(o.latents, "latents");
-    if (!l.ok()) return l.status().WithContext("--latents");
-    if (l->dtype() == mesh::DType::kF32)
-      for (int64_t i = 0; i < l->num_elements(); ++i)
-        if (!std::isfinite(l->data<float>()[i]))
-          return InvalidArgumentError("--latents " + o.latents + ": 'latents' holds " +
-                                      std::to_string(l->data<float>()[i]) + " at index " + std::to_string(i) +
-                                      " (every value must be finite)");
-    r.initial_latents = std::move(l).value();
-  }
-  r.keep_step_latents = !o.save_latents.empty();
-  r.keep_ops = !o.dev.out.trace.empty();
-  TPUMESH_RETURN_IF_ERROR(gen->Validate(r));
+  std::unique_ptr<pipeline::Generator> gen;
+  std::unique_ptr<pipeline::H5Writer> latents_out;
+  const Status ready = [&]() -> Status {
+    TPUMESH_ASSIGN_OR_RETURN(r, ParseRequestFlags(o.req));
+    TPUMESH_ASSIGN_OR_RETURN(r.seed, ParseSeed(o.seed));
+    if (o.prng == "partitionable") {
+      r.prng = mesh::PrngImpl::kPartitionable;
+    } else if (o.prng == "original") {
+      r.prng = mesh::PrngImpl::kOriginal;
+    } else {
+      return InvalidArgumentError("--prng must be partitionable or original, not '" + o.prng + "'");
+    }
+    r.prompts = o.prompts;
+    if (!o.prompts_file.empty()) {
+      auto text = ReadInputFile(o.prompts_file);
+      if (!text.ok()) return text.status().WithContext("--prompts-file");
+      std::istringstream in(*text);
+      std::string line;
+      while (std::getline(in, line)) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (!line.empty()) r.prompts.push_back(line);
+      }
+      if (r.prompts.empty()) return InvalidArgumentError(o.prompts_file + ": no prompts (one per line)");
+    }
+    r.negative_prompts = o.negatives;
+
+    // Every output checked before any work, on every rank: writable, and
+    // not an input.
+    run_files.outputs = o.dev.out.flags();
+    run_files.outputs.insert(run_files.outputs.begin(), {"--save-latents", o.save_latents});
+    run_files.inputs = {{"--model", o.gen.model}, {"--latents", o.latents}, {"--prompts-file", o.prompts_file},
+                        ChipInput(o.dev.mesh.chip)};
+    run_files.image_dir = o.out;
+    TPUMESH_RETURN_IF_ERROR(CheckRunFiles(run_files));
+    // The image folder is made by the rank that writes.
+    if (root) {
+      std::error_code ec;
+      for (std::filesystem::path d = std::filesystem::path(o.out).lexically_normal();
+           !d.empty() && d != d.root_path() && !std::filesystem::exists(std::filesystem::symlink_status(d, ec));
+           d = d.parent_path())
+        made.dirs.push_back(d);
+      TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
+    }
+    o.gen.mesh = o.dev.mesh;
+    o.gen.mesh.cluster = cluster;
+    // One precision per process: each weight is held once, packed.
+    pipeline::GeneratorOptions gen_options = o.gen;
+    gen_options.release_packed_weights = true;
+    TPUMESH_ASSIGN_OR_RETURN(gen, pipeline::Generator::Open(gen_options));
+    if (!o.latents.empty()) {
+      auto l = pipeline::H5ReadArray(o.latents, "latents");
+      if (!l.ok()) return l.status().WithContext("--latents");
+      if (l->dtype() == mesh::DType::kF32)
+        for (int64_t i = 0; i < l->num_elements(); ++i)
+          if (!std::isfinite(l->data<float>()[i]))
+            return InvalidArgumentError("--latents " + o.latents + ": 'latents' holds " +
+                                        std::to_string(l->data<float>()[i]) + " at index " + std::to_string(i) +
+                                        " (every value must be finite)");
+      r.initial_latents = std::move(l).value();
+    }
+    r.keep_step_latents = !o.save_latents.empty();
+    r.keep_ops = !o.dev.out.trace.empty();
+    TPUMESH_RETURN_IF_ERROR(gen->Validate(r));
+    // Created before the run so that an unwritable path fails first; the
+    // file appears only on Commit.
+    if (!o.save_latents.empty()) {
+      auto w = pipeline::H5Writer::Create(o.save_latents);
+      if (!w.ok()) return w.status().WithContext("--save-latents");
+      latents_out = std::move(w).value();
+    }
+    return OkStatus();
+  }();
+  TPUMESH_RETURN_IF_ERROR(AgreeToStart(*cluster, ready, run_files.inputs));
   if (!o.quiet && !gen->vocabulary().empty()) {
     // A model trained on a small grammar (the default's) cannot draw other
     // words: say which ones it will not understand, and what it knows.
@@ -222,14 +245,6 @@ Status RunGenerate(GenerateCmdOptions o) {
                    quoted.c_str(), known.c_str());
     }
   }
-  // Created before the run so that an unwritable path fails first; the file
-  // appears only on Commit.
-  std::unique_ptr<pipeline::H5Writer> latents_out;
-  if (!o.save_latents.empty()) {
-    auto w = pipeline::H5Writer::Create(o.save_latents);
-    if (!w.ok()) return w.status().WithContext("--save-latents");
-    latents_out = std::move(w).value();
-  }
 
   g_cancel.store(false);
   struct sigaction sa{};
@@ -243,21 +258,24 @@ Status RunGenerate(GenerateCmdOptions o) {
   } restore{&old};
 
   const int b = gen->data_size() * r.batch_per_device;
+  const std::string ranks =
+      cluster->size() > 1 ? " over " + std::to_string(cluster->size()) + " ranks (" + cluster->transport() + ")" : "";
   if (!o.quiet)
-    std::fprintf(stderr, "tpumesh generate: %d image(s) on %d emulated %s device(s), mesh %s, model %s (%s)\n", b,
-                 gen->devices(), gen->mesh().chip().name.c_str(),
+    std::fprintf(stderr, "tpumesh generate: %d image(s) on %d emulated %s device(s)%s, mesh %s, model %s (%s)\n", b,
+                 gen->devices(), gen->mesh().chip().name.c_str(), ranks.c_str(),
                  mesh::MeshAxesToString(gen->mesh().axes()).c_str(), gen->model_name().c_str(),
                  gen->flow().family().pipeline_class);
   pipeline::GenerateResult res;
   for (int run = 0; run < o.runs; ++run) {
-    ProgressBar bar(o.quiet, gen->devices());
+    ProgressBar bar(o.quiet, gen->mesh().num_local());
     auto got = gen->Generate(r, std::ref(bar), &g_cancel);
     if (!got.ok()) {
-      if (got.status().code() == StatusCode::kCancelled)
+      if (got.status().code() == StatusCode::kCancelled && cluster->remote_failure() < 0)
         return got.status().WithContext("interrupted; nothing written");
       return got.status();
     }
     res = std::move(got).value();
+    if (!root) continue;
     if (res.compiled)
       std::printf("compiled in %.2f s (plan: %d data x %d model device(s), %d image(s) per data index, %dx%d, "
                   "%d steps = %d UNet calls, %s, guidance %.2f, precision %s)\n",
@@ -267,25 +285,43 @@ Status RunGenerate(GenerateCmdOptions o) {
     std::printf("run %d: %.2f s host wall, %.3f images/s%s; %s\n", run + 1, res.run_seconds,
                 res.run_seconds > 0 ? b / res.run_seconds : 0.0, res.compiled ? "" : " (plan cached)",
                 bar.PhaseTimes(static_cast<int>(res.timesteps.size())).c_str());
+    if (res.report.host_seconds_per_rank.size() > 1) {
+      std::string per;
+      for (size_t k = 0; k < res.report.host_seconds_per_rank.size(); ++k) {
+        char t[48];
+        std::snprintf(t, sizeof t, "%s%.2f s", k ? ", " : "", res.report.host_seconds_per_rank[k]);
+        per += t;
+      }
+      std::printf("run %d: host wall per rank: %s\n", run + 1, per.c_str());
+    }
   }
-  if (g_cancel.load()) return CancelledError("interrupted; nothing written");
-  // Every output of the run together: all written, or none.
-  TPUMESH_ASSIGN_OR_RETURN(pipeline::OutputFiles files, pipeline::EncodeImages(o.out, res, r, gen->model_name()));
-  const std::string first = std::filesystem::path(files.front().first).filename().string();
-  const std::string last = std::filesystem::path(files.back().first).filename().string();
-  if (latents_out) {
-    TPUMESH_RETURN_IF_ERROR(latents_out->Write("latents", res.initial_latents));
-    TPUMESH_RETURN_IF_ERROR(latents_out->Write("latents_after_step", res.latents_after_step));
-    TPUMESH_ASSIGN_OR_RETURN(std::string bytes, latents_out->Finish());
-    files.emplace_back(o.save_latents, std::move(bytes));
+  // Cancelled (Ctrl-C): mpirun forwards the signal to every rank; the ranks
+  // stop at the same step and agree below.
+  Status written = g_cancel.load() ? CancelledError("interrupted; nothing written") : OkStatus();
+  std::string first, last;
+  if (root && written.ok()) {
+    written = [&]() -> Status {
+      // Every output of the run together: all written, or none.
+      TPUMESH_ASSIGN_OR_RETURN(pipeline::OutputFiles files, pipeline::EncodeImages(o.out, res, r, gen->model_name()));
+      first = std::filesystem::path(files.front().first).filename().string();
+      last = std::filesystem::path(files.back().first).filename().string();
+      if (latents_out) {
+        TPUMESH_RETURN_IF_ERROR(latents_out->Write("latents", res.initial_latents));
+        TPUMESH_RETURN_IF_ERROR(latents_out->Write("latents_after_step", res.latents_after_step));
+        TPUMESH_ASSIGN_OR_RETURN(std::string bytes, latents_out->Finish());
+        files.emplace_back(o.save_latents, std::move(bytes));
+      }
+      res.report.info = {{"model", gen->model_name()}, {"scheduler", res.scheduler},
+                         {"steps", std::to_string(r.steps)}, {"unet_calls", std::to_string(res.timesteps.size())},
+                         {"size", std::to_string(res.width) + "x" + std::to_string(res.height)},
+                         {"precision", o.req.precision}, {"guidance", std::to_string(res.guidance)},
+                         {"family", gen->flow().family().name}};
+      AddReportFiles(res.report, o.dev.out, &files);
+      return WriteFilesAtomic(files);
+    }();
   }
-  res.report.info = {{"model", gen->model_name()}, {"scheduler", res.scheduler},
-                     {"steps", std::to_string(r.steps)}, {"unet_calls", std::to_string(res.timesteps.size())},
-                     {"size", std::to_string(res.width) + "x" + std::to_string(res.height)},
-                     {"precision", o.req.precision}, {"guidance", std::to_string(res.guidance)},
-                     {"family", gen->flow().family().name}};
-  AddReportFiles(res.report, o.dev.out, &files);
-  TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(files));
+  TPUMESH_RETURN_IF_ERROR(AgreeToFinish(*cluster, written));
+  if (!root) return OkStatus();
   made.keep = true;
   std::printf("wrote %d image(s) to %s (%s ... %s)", b, o.out.c_str(), first.c_str(), last.c_str());
   if (latents_out) std::printf(", latents to %s", o.save_latents.c_str());

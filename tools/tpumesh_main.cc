@@ -13,6 +13,7 @@
 #include "kernels/cpu_path.h"
 #include "mesh/array.h"
 #include "tools/commands.h"
+#include "tools/ranks.h"
 
 int main(int argc, char** argv) {
   tpumesh::mesh::BoundHostHeap();
@@ -88,6 +89,10 @@ int main(int argc, char** argv) {
   // One line of valid UTF-8 whatever a name in the message holds (a
   // newline, bytes that are not UTF-8): base/printable.h.
   if (!status.ok()) {
+    // One of several ranks (mpirun, srun): every rank ends, the cause
+    // printed once, by the rank where it arose (docs/cluster.md).
+    if (tpumesh::mesh::Cluster* c = tpumesh::tools::JoinedCluster(); c != nullptr && c->size() > 1)
+      c->Fail(tpumesh::Status(status.code(), tpumesh::OneLine(status.message())));
     std::cerr << "tpumesh: error: " << tpumesh::OneLine(status.message()) << "\n";
     return 1;
   }

@@ -1,0 +1,127 @@
+#include "tools/ranks.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+#include "base/input_file.h"
+#include "base/printable.h"
+
+namespace tpumesh::tools {
+namespace {
+
+mesh::Cluster* g_cluster = nullptr;
+
+constexpr int64_t kWholeUpTo = int64_t{64} << 20;
+constexpr int64_t kEnds = int64_t{4} << 20;
+
+void Fnv(uint64_t& h, const char* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(p[i]);
+    h *= 1099511628211ull;
+  }
+}
+
+}  // namespace
+
+StatusOr<mesh::Cluster*> JoinCluster() {
+  if (g_cluster == nullptr) {
+    TPUMESH_ASSIGN_OR_RETURN(g_cluster, mesh::ConnectCluster());
+  }
+  return g_cluster;
+}
+
+mesh::Cluster* JoinedCluster() { return g_cluster; }
+
+bool IsRootRank() { return g_cluster == nullptr || g_cluster->rank() == 0; }
+
+StatusOr<std::string> InputDigest(const std::string& path) {
+  TPUMESH_ASSIGN_OR_RETURN(const int64_t size, CheckInputFile(path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(Printable(path) + ": cannot open");
+  uint64_t h = 14695981039346656037ull;
+  std::vector<char> buf(1 << 20);
+  auto hash = [&](int64_t from, int64_t n) -> Status {
+    in.seekg(from);
+    while (n > 0) {
+      const int64_t k = std::min<int64_t>(n, static_cast<int64_t>(buf.size()));
+      if (!in.read(buf.data(), k)) return InvalidArgumentError(Printable(path) + ": cannot read");
+      Fnv(h, buf.data(), static_cast<size_t>(k));
+      n -= k;
+    }
+    return OkStatus();
+  };
+  if (size <= kWholeUpTo) {
+    TPUMESH_RETURN_IF_ERROR(hash(0, size));
+  } else {
+    TPUMESH_RETURN_IF_ERROR(hash(0, kEnds));
+    TPUMESH_RETURN_IF_ERROR(hash(size - kEnds, kEnds));
+  }
+  char out[64];
+  std::snprintf(out, sizeof out, "%lld bytes, %016llx", static_cast<long long>(size), static_cast<unsigned long long>(h));
+  return std::string(out);
+}
+
+Status AgreeToStart(mesh::Cluster& cluster, const Status& ready,
+                    const std::vector<std::pair<std::string, std::string>>& inputs) {
+  TPUMESH_RETURN_IF_ERROR(cluster.Agree(ready));
+  if (cluster.size() == 1) return OkStatus();
+  // Every input's digest, in the order given (the same flags on every rank:
+  // the same program and arguments).
+  std::string mine;
+  Status read;
+  for (const auto& [flag, path] : inputs) {
+    if (path.empty()) continue;
+    auto d = InputDigest(path);
+    if (!d.ok()) {
+      read = d.status().WithContext(flag);
+      break;
+    }
+    mine += *d + "\n";
+  }
+  TPUMESH_RETURN_IF_ERROR(cluster.Agree(read));
+  TPUMESH_ASSIGN_OR_RETURN(std::vector<mesh::Bytes> all,
+                           cluster.AllGatherBytes(std::as_bytes(std::span<const char>(mine.data(), mine.size()))));
+  Status same;
+  if (cluster.rank() == 0) {
+    for (int r = 1; r < cluster.size() && same.ok(); ++r) {
+      const std::string theirs(reinterpret_cast<const char*>(all[r].data()), all[r].size());
+      if (theirs == mine) continue;
+      // Which input: the first line that differs.
+      size_t line = 0, a = 0, b = 0;
+      while (a < mine.size() && b < theirs.size()) {
+        const size_t ea = mine.find('\n', a), eb = theirs.find('\n', b);
+        if (mine.compare(a, ea - a, theirs, b, eb - b) != 0) break;
+        a = ea + 1;
+        b = eb + 1;
+        ++line;
+      }
+      size_t k = 0;
+      for (const auto& [flag, path] : inputs) {
+        if (path.empty()) continue;
+        if (k++ != line) continue;
+        same = InvalidArgumentError(flag + " " + Printable(path) + ": rank " + std::to_string(r) +
+                                    "'s copy differs from rank 0's (every rank reads its inputs: give every host "
+                                    "the same file)");
+        break;
+      }
+    }
+  }
+  return cluster.Agree(same);
+}
+
+Status AgreeToFinish(mesh::Cluster& cluster, const Status& done) {
+  if (cluster.size() == 1) return done;
+  // Rank 0 may have been writing (or computing alone) for longer than the
+  // cluster's timeout: the others wait for it as long as it takes; a rank
+  // that dies ends the job through the launcher.
+  const double timeout = cluster.timeout();
+  if (cluster.rank() != 0) cluster.set_timeout(std::numeric_limits<double>::max() / 4);
+  Status agreed = cluster.Agree(done);
+  cluster.set_timeout(timeout);
+  return agreed;
+}
+
+}  // namespace tpumesh::tools
