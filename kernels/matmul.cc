@@ -66,7 +66,7 @@ StatusOr<Provider> ResolveProvider(Provider requested, Precision precision) {
       }
       if (!Avx512Bf16Active()) {
         return UnimplementedError(std::string("matmul provider bf16 needs AVX512_BF16, which ") +
-                                  (HostCpuPath() == CpuPath::kAvx512Bf16 ? "TPUMESH_SIMD turns off" : "this CPU or OS lacks"));
+                                  (HostCpuPath() >= CpuPath::kAvx512Bf16 ? "TPUMESH_SIMD turns off" : "this CPU or OS lacks"));
       }
       return Provider::kBf16;
     case Provider::kHighway:

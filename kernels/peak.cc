@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -47,7 +48,7 @@
 namespace tpumesh::kernels {
 namespace {
 
-constexpr int kAccumulators[] = {12, 12, 16, 16};  // per CpuPath
+constexpr int kAccumulators[] = {12, 12, 16, 16, 4};  // per CpuPath
 
 float LoopBaseline(int64_t iterations) {
   if (iterations < 1) return 0.0f;
@@ -89,6 +90,69 @@ __attribute__((target("avx512f"))) float LoopAvx512(int64_t iterations) {
   return 0.0f;
 }
 
+// kAmx: tdpbf16ps into four 16x16 f32 accumulator tiles (tmm0..3) from two
+// A tiles (tmm4, 5: 16 rows x 32 bf16, all 1.0) and two B tiles (tmm6, 7:
+// 16 rows of 16 bf16 pairs, ~6e-8), each pairing once per iteration; the
+// inputs stay in their tiles. The tile configuration is per thread, so every
+// thread loads its own and releases the tiles at the end (back to the init
+// state, which keeps its context switches cheap). Inline assembly like the
+// other loops, and not GCC 12's _tile_* intrinsics: its _tile_loadconfig
+// tells the compiler it reads 8 bytes of the 64-byte configuration, which
+// let the rows and column widths be dropped as dead stores, and its
+// _tile_loadd reads memory the compiler is not told about. The target
+// attribute keeps AMX to this function: nothing else in the binary is
+// compiled for it, and it runs only where the amx path is active.
+struct alignas(64) TileConfig {
+  uint8_t palette_id = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64);
+
+__attribute__((target("amx-tile,amx-bf16"))) float LoopAmx(int64_t iterations) {
+  if (iterations < 1) return 0.0f;
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.colsb[t] = 64;
+    config.rows[t] = 16;
+  }
+  struct alignas(64) Tile {
+    uint16_t v[16 * 32];
+  } a, b;
+  for (int i = 0; i < 16 * 32; ++i) {
+    a.v[i] = 0x3f80;
+    b.v[i] = 0x3380;
+  }
+  const int64_t stride = 64;  // bytes per tile row
+  asm volatile("ldtilecfg %0" : : "m"(config));
+  asm volatile(
+      "tilezero %%tmm0\n\t"
+      "tilezero %%tmm1\n\t"
+      "tilezero %%tmm2\n\t"
+      "tilezero %%tmm3\n\t"
+      "tileloadd (%0,%2,1), %%tmm4\n\t"
+      "tileloadd (%0,%2,1), %%tmm5\n\t"
+      "tileloadd (%1,%2,1), %%tmm6\n\t"
+      "tileloadd (%1,%2,1), %%tmm7\n\t"
+      :
+      : "r"(a.v), "r"(b.v), "r"(stride), "m"(a), "m"(b));
+  asm volatile(
+      "1:\n\t"
+      "tdpbf16ps %%tmm6, %%tmm4, %%tmm0\n\t"
+      "tdpbf16ps %%tmm7, %%tmm4, %%tmm1\n\t"
+      "tdpbf16ps %%tmm6, %%tmm5, %%tmm2\n\t"
+      "tdpbf16ps %%tmm7, %%tmm5, %%tmm3\n\t"
+      "dec %0\n\t"
+      "jnz 1b\n\t"
+      : "+r"(iterations)
+      :
+      : "cc");
+  asm volatile("tilerelease");
+  return 0.0f;
+}
+
 using LoopFn = float (*)(int64_t);
 
 LoopFn PathLoop(CpuPath path) {
@@ -97,6 +161,7 @@ LoopFn PathLoop(CpuPath path) {
     case CpuPath::kAvx2: return LoopAvx2;
     case CpuPath::kAvx512: return LoopAvx512<false>;
     case CpuPath::kAvx512Bf16: return LoopAvx512<true>;
+    case CpuPath::kAmx: return LoopAmx;
   }
   return LoopBaseline;
 }
@@ -129,6 +194,7 @@ int PeakFlopsPerInstruction(CpuPath path) {
     case CpuPath::kAvx2: return 16;
     case CpuPath::kAvx512: return 32;
     case CpuPath::kAvx512Bf16: return 64;
+    case CpuPath::kAmx: return 16 * 16 * 32 * 2;  // a 16x16 tile, K = 32, multiply and add
   }
   return 0;
 }
@@ -153,6 +219,9 @@ bool Bf16DotOutrunsFma() {
 StatusOr<double> MeasurePeakFlops(CpuPath path, int threads, double seconds) {
   if (threads < 1) return InvalidArgumentError("peak probe: threads must be >= 1");
   if (!CpuPathActive(path)) {
+    if (path == CpuPath::kAmx) {  // absent, capped or refused: the decision says which
+      return UnimplementedError("peak probe: path amx is " + ProcessAmxDecision().note);
+    }
     return UnimplementedError("peak probe: path " + std::string(CpuPathName(path)) + " is " +
                               (path <= HostCpuPath() ? "turned off by " + std::string(kCpuPathVariable)
                                                      : "not on this CPU (its best is " +

@@ -8,13 +8,19 @@
 //   avx2        vfmadd231ps on ymm (16)
 //   avx512      vfmadd231ps on zmm (32)
 //   avx512bf16  vdpbf16ps on zmm (64: 16 lanes x 2 products x multiply and add)
-// and a path above ActiveCpuPath() is Unimplemented. Each thread runs a fixed
-// number of iterations on 12 (baseline, avx2: 16 registers) or 16 (AVX-512:
-// 32 registers) independent accumulators, so the loop is throughput-bound,
-// not latency-bound; the result is the total flops over the wall time of the
-// slowest thread. The loops are inline assembly, so a Debug or sanitizer
-// build probes the same instructions as a Release one. Numbers, not
-// pass/fail: they vary with clocks and other load.
+//   amx         tdpbf16ps on 16x16 f32 tiles, K = 32 (16384)
+// and a path above ActiveCpuPath() is Unimplemented (for amx, with
+// ProcessAmxDecision()'s note: not on this CPU, off by TPUMESH_SIMD, or
+// refused by the kernel). Each thread runs a fixed number of iterations on 12
+// (baseline, avx2: 16 registers), 16 (AVX-512: 32 registers) or 4 (AMX: four
+// accumulator tiles fed by two A and two B tiles that stay loaded)
+// independent accumulators, so the loop is throughput-bound, not
+// latency-bound; the result is the total flops over the wall time of the
+// slowest thread. The loops are inline assembly (AMX's are GCC's intrinsics,
+// themselves inline assembly, in a function compiled for amx-tile and
+// amx-bf16 alone), so a Debug or sanitizer build probes the same
+// instructions as a Release one. Numbers, not pass/fail: they vary with
+// clocks and other load.
 #ifndef TPUMESH_KERNELS_PEAK_H_
 #define TPUMESH_KERNELS_PEAK_H_
 
@@ -32,7 +38,8 @@ int PeakFlopsPerInstruction(CpuPath path);
 StatusOr<double> MeasurePeakFlops(CpuPath path, int threads, double seconds = 0.3);
 
 // The fastest active path and its FLOP/s: what "the host's best peak" means
-// in every figure tpumesh prints.
+// in every figure tpumesh prints (on an AMX host, AMX's unless TPUMESH_SIMD
+// turns it off or the kernel refuses it).
 struct PathPeak {
   CpuPath path = CpuPath::kBaseline;
   double flops = 0;

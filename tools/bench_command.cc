@@ -329,7 +329,7 @@ Status BenchAttention(const BenchOptions& o, const mesh::ChipSpec& chip) {
 
 Status BenchPeak(const BenchOptions& o) {
   constexpr const char* kInstruction[] = {"SSE mulps/addps", "AVX2 FMA (ymm)", "AVX-512 FMA (zmm)",
-                                          "AVX512-BF16 vdpbf16ps"};
+                                          "AVX512-BF16 vdpbf16ps", "AMX tdpbf16ps (tiles)"};
   const char* cap = std::getenv(kernels::kCpuPathVariable);
   std::printf("host path %s, active path %s%s%s%s, %d thread(s)\n",
               std::string(kernels::CpuPathName(kernels::HostCpuPath())).c_str(),
@@ -341,8 +341,11 @@ Status BenchPeak(const BenchOptions& o) {
     const std::string name(kernels::CpuPathName(path));
     const char* instruction = kInstruction[static_cast<int>(path)];
     if (!kernels::CpuPathActive(path)) {
+      // AMX's note says which of its conditions failed (CPU, OS, cap, kernel).
       std::printf("  %-11s %-22s %s\n", name.c_str(), instruction,
-                  path <= kernels::HostCpuPath() ? "off (TPUMESH_SIMD)" : "not on this CPU");
+                  path == kernels::CpuPath::kAmx            ? kernels::ProcessAmxDecision().note.c_str()
+                  : path <= kernels::HostCpuPath() ? "off (TPUMESH_SIMD)"
+                                                   : "not on this CPU");
       continue;
     }
     TPUMESH_ASSIGN_OR_RETURN(const double flops, kernels::MeasurePeakFlops(path, o.threads, o.probe_seconds));
@@ -421,7 +424,8 @@ void RegisterBench(CLI::App& app, RunFn* run) {
   att->add_option("--provider", opt->provider, "Matmul provider at default/high: auto, highway, bf16 or blis")
       ->capture_default_str();
   common(att);
-  CLI::App* peak = cmd->add_subcommand("peak", "Probe this host's bf16 and f32 multiply-add peak");
+  CLI::App* peak = cmd->add_subcommand(
+      "peak", "Probe this host's bf16 and f32 multiply-add peak (vector units and, where present, AMX)");
   peak->add_option("--threads", opt->threads, "Host threads, 0 to 1024 (0: every core)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
