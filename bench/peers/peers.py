@@ -5,15 +5,23 @@ The same work as tpumesh's `bench/models_bench MODEL COMPONENT 3 B S default T`:
   unet        UNet2DConditionModel at batch B (2: classifier-free guidance),
               S x S latents (64: 512 px images), 77 text tokens;
   vae-decode  AutoencoderKL.decode of B latents S x S (64 -> 512 x 512 px);
-  text        CLIPTextModel (SD 1.5's, ViT-L/14 text tower) on B x 77 ids.
+  text        CLIPTextModel (SD 1.5's, ViT-L/14 text tower) on B x 77 ids;
+  matmul      torch's `a @ b` on N x N x N (--size, default 2048), beside
+              `tpumesh bench matmul` (torch backends only).
 Random weights (speed does not depend on them; nothing is downloaded). Not part
 of the build or the tests; see bench/peers/README.md.
 
 Backends: torch-f32, torch-bf16, torch-f32-cl (channels_last; convolutional
-components) and flax-f32 (diffusers' / transformers' Flax models under
-jax.jit). Each: one warm-up call (for Flax, the jit compile), then --runs
-timed calls; prints the median and best seconds, GFLOP/s from --gflop, and the
-process's peak RSS so far.
+components), torch-compile-f32 and torch-compile-bf16 (torch.compile's
+default inductor backend, torch 2.x), openvino-f32 and openvino-bf16 (the
+same torch module converted by openvino.convert_model, compiled for "CPU"
+with INFERENCE_PRECISION_HINT f32 or bf16) and flax-f32 (diffusers' /
+transformers' Flax models under jax.jit). A backend whose library this
+Python lacks is skipped with one line (each venv of bench/peers/setup.sh has
+some of them). Each: one warm-up call (for torch.compile and Flax, the
+compile; for OpenVINO, the conversion and compile are timed before it), then
+--runs timed calls; prints the median and best seconds, the compile seconds
+apart, GFLOP/s from --gflop, and the process's peak RSS so far.
 """
 import argparse
 import json
@@ -22,6 +30,7 @@ import resource
 import statistics
 import sys
 import time
+import warnings
 
 SD15_UNET = dict(
     sample_size=64, in_channels=4, out_channels=4, layers_per_block=2,
@@ -57,6 +66,31 @@ CONFIGS = {("unet", "sd15"): SD15_UNET, ("unet", "tiny"): TINY_UNET,
 # text encoder on 77 tokens.
 GFLOP_PER_ITEM = {"unet": 803.25, "vae-decode": 2514.5, "text": 13.30}
 
+TORCH_BACKENDS = ["torch-f32", "torch-bf16", "torch-f32-cl", "torch-compile-f32", "torch-compile-bf16"]
+OPENVINO_BACKENDS = ["openvino-f32", "openvino-bf16"]
+BACKENDS = TORCH_BACKENDS + OPENVINO_BACKENDS + ["flax-f32"]
+
+
+class Skip(Exception):
+  """This Python cannot run the backend (its library is missing or too old)."""
+
+
+def backend_library(backend):
+  """The backend's library and version as 'name version'; raises Skip when absent."""
+  import importlib
+  name = "jax" if backend.startswith("flax") else "openvino" if backend.startswith("openvino") else "torch"
+  try:
+    mod = importlib.import_module(name)
+  except ImportError:
+    raise Skip(f"no {name} in this Python")
+  version = getattr(mod, "__version__", "?")
+  if name == "openvino":
+    import torch  # convert_model reads the torch module
+    version = mod.get_version().split("-")[0]
+  if "compile" in backend and not hasattr(mod, "compile"):
+    raise Skip(f"torch {version} has no torch.compile")
+  return f"{name} {version}"
+
 
 def peak_rss_gb():
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
@@ -74,40 +108,86 @@ def timed(fn, runs):
   return first, times
 
 
-def run_torch(cfg, args, variant):
+def torch_call(cfg, args, dtype, channels_last=False):
+  """The component as a torch.nn.Module whose forward takes tensors and
+  returns one tensor, and its inputs (a tuple)."""
   import torch
-  torch.set_num_threads(args.threads)
+  import diffusers
+  import transformers
+  diffusers.utils.logging.set_verbosity_error()  # the ".to(dtype)" advice on every bf16 model
+  transformers.utils.logging.set_verbosity_error()
   torch.manual_seed(0)
-  dtype = torch.bfloat16 if variant == "bf16" else torch.float32
   s = args.latent
   if args.component == "text":
     from transformers import CLIPTextConfig, CLIPTextModel
     model = CLIPTextModel(CLIPTextConfig(**cfg)).eval().to(dtype)
-    ids = torch.arange(77).remainder(cfg["vocab_size"]).repeat(args.batch, 1)
-    run = lambda: model(input_ids=ids).last_hidden_state
+    inputs = (torch.arange(77).remainder(cfg["vocab_size"]).repeat(args.batch, 1),)
+    fwd = lambda ids: model(input_ids=ids, return_dict=False)[0]
   elif args.component == "vae-decode":
     from diffusers import AutoencoderKL
     model = AutoencoderKL(**cfg).eval().to(dtype)
-    x = torch.randn(args.batch, cfg["latent_channels"], s, s, dtype=dtype)
-    if variant == "cl":
-      model = model.to(memory_format=torch.channels_last)
-      x = x.to(memory_format=torch.channels_last)
-    run = lambda: model.decode(x).sample
+    inputs = (torch.randn(args.batch, cfg["latent_channels"], s, s, dtype=dtype),)
+    fwd = lambda z: model.decode(z, return_dict=False)[0]
   else:
     from diffusers import UNet2DConditionModel
     model = UNet2DConditionModel(**cfg).eval().to(dtype)
-    x = torch.randn(args.batch, cfg["in_channels"], s, s, dtype=dtype)
-    if variant == "cl":
-      model = model.to(memory_format=torch.channels_last)
-      x = x.to(memory_format=torch.channels_last)
-    ehs = torch.randn(args.batch, 77, cfg["cross_attention_dim"], dtype=dtype)
-    t = torch.tensor([500] * args.batch)
-    run = lambda: model(x, t, encoder_hidden_states=ehs).sample
+    inputs = (torch.randn(args.batch, cfg["in_channels"], s, s, dtype=dtype), torch.tensor([500] * args.batch),
+              torch.randn(args.batch, 77, cfg["cross_attention_dim"], dtype=dtype))
+    fwd = lambda x, t, e: model(x, t, encoder_hidden_states=e, return_dict=False)[0]
+  if channels_last:
+    model = model.to(memory_format=torch.channels_last)
+    inputs = tuple(i.to(memory_format=torch.channels_last) if i.dim() == 4 else i for i in inputs)
+
+  class Call(torch.nn.Module):
+    def __init__(self):
+      super().__init__()
+      self.model = model
+
+    def forward(self, *xs):
+      return fwd(*xs)
+  return Call().eval(), inputs
+
+
+def run_torch(cfg, args, backend):
+  import torch
+  torch.set_num_threads(args.threads)
+  dtype = torch.bfloat16 if backend.endswith("bf16") else torch.float32
+  if args.component == "matmul":
+    torch.manual_seed(0)
+    a = torch.randn(args.size, args.size).to(dtype)
+    b = torch.randn(args.size, args.size).to(dtype)
+    fn = lambda: a @ b
+  else:
+    module, inputs = torch_call(cfg, args, dtype, channels_last=backend == "torch-f32-cl")
+    if "compile" in backend:
+      module = torch.compile(module)
+    fn = lambda: module(*inputs)
 
   def call():
     with torch.inference_mode():
-      run()
+      fn()
   return timed(call, args.runs)
+
+
+def run_openvino(cfg, args, backend):
+  """The torch module in f32, converted by OpenVINO and compiled for its CPU
+  plugin at the backend's inference precision; the conversion and compile
+  are the 'first call' (reported apart)."""
+  import openvino as ov
+  import torch
+  torch.set_num_threads(args.threads)
+  t0 = time.perf_counter()
+  module, inputs = torch_call(cfg, args, torch.float32)
+  with torch.no_grad():
+    ov_model = ov.convert_model(module, example_input=inputs)
+  compiled = ov.Core().compile_model(ov_model, "CPU", {
+      "INFERENCE_PRECISION_HINT": "bf16" if backend.endswith("bf16") else "f32",
+      "INFERENCE_NUM_THREADS": args.threads, "PERFORMANCE_HINT": "LATENCY"})
+  request = compiled.create_infer_request()
+  feed = [i.numpy() for i in inputs]
+  convert_s = time.perf_counter() - t0
+  first, times = timed(lambda: request.infer(feed), args.runs)
+  return convert_s + first, times
 
 
 def run_flax(cfg, args):
@@ -142,10 +222,11 @@ def run_flax(cfg, args):
 
 def main():
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  ap.add_argument("--component", default="unet", choices=["unet", "vae-decode", "text"])
+  ap.add_argument("--component", default="unet", choices=["unet", "vae-decode", "text", "matmul"])
   ap.add_argument("--backend", default="all",
-                  help="all, or a comma list of torch-f32, torch-bf16, torch-f32-cl, flax-f32 "
-                       "(torch-bf16 runs at a small fraction of f32's speed on hosts without AVX512-BF16)")
+                  help="all, or a comma list of " + ", ".join(BACKENDS) +
+                       " (torch-bf16 runs at a small fraction of f32's speed on hosts without AVX512-BF16)")
+  ap.add_argument("--size", type=int, default=2048, help="matmul: M = N = K")
   ap.add_argument("--config", default="sd15", choices=["sd15", "tiny"])
   ap.add_argument("--batch", type=int, default=0, help="default: 2 (unet, text), 1 (vae-decode)")
   ap.add_argument("--latent", type=int, default=0, help="latent side (default 64; 8 for --config tiny)")
@@ -155,34 +236,51 @@ def main():
                   help="matmul GFLOP of one call (default: tpumesh's count for the sd15 config at this batch)")
   ap.add_argument("--json", help="write the results here")
   args = ap.parse_args()
-  cfg = CONFIGS[(args.component, args.config)]
+  matmul = args.component == "matmul"
+  cfg = None if matmul else CONFIGS[(args.component, args.config)]
   args.batch = args.batch or (1 if args.component == "vae-decode" else 2)
   args.latent = args.latent or (64 if args.config == "sd15" else 8)
-  if not args.gflop and args.config == "sd15" and args.latent == 64:
+  if matmul:
+    args.gflop = args.gflop or 2 * args.size ** 3 / 1e9
+  elif not args.gflop and args.config == "sd15" and args.latent == 64:
     args.gflop = GFLOP_PER_ITEM[args.component] * args.batch
-  known = ["torch-f32", "torch-bf16", "torch-f32-cl", "flax-f32"]
-  wanted = known if args.backend == "all" else args.backend.split(",")
-  unknown = [b for b in wanted if b not in known]
+  wanted = BACKENDS if args.backend == "all" else args.backend.split(",")
+  unknown = [b for b in wanted if b not in BACKENDS]
   if unknown:
     ap.error(f"--backend: unknown backend(s) {', '.join(unknown)}")
-  # channels_last is a conv layout: the text encoder has no convs.
-  backends = [b for b in known if b in wanted and not (b == "torch-f32-cl" and args.component == "text")]
+  # channels_last is a conv layout: the text encoder has no convs; the matmul
+  # peer is torch's eager `a @ b` alone.
+  backends = [b for b in BACKENDS if b in wanted and not (b == "torch-f32-cl" and args.component == "text")
+              and not (matmul and b not in ("torch-f32", "torch-bf16"))]
   results = []
   for b in backends:
     try:
+      lib = backend_library(b)
+    except Skip as e:
+      print(f"{b:18s} skipped: {e}", flush=True)
+      continue
+    try:
       if b == "flax-f32":
         first, times = run_flax(cfg, args)
+      elif b.startswith("openvino"):
+        first, times = run_openvino(cfg, args, b)
       else:
-        first, times = run_torch(cfg, args, {"torch-f32": "f32", "torch-bf16": "bf16", "torch-f32-cl": "cl"}[b])
+        first, times = run_torch(cfg, args, b)
     except Exception as e:  # one backend failing must not hide the others
-      print(f"{b:13s} failed: {type(e).__name__}: {e}", flush=True)
-      results.append({"backend": b, "error": str(e)})
+      why = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+      print(f"{b:18s} failed ({lib}): {why}", flush=True)
+      results.append({"component": args.component, "backend": b, "library": lib, "error": why})
       continue
     med = statistics.median(times)
-    r = {"component": args.component, "backend": b, "median_s": med, "best_s": min(times), "first_call_s": first,
-         "gflops": args.gflop / med if args.gflop else None, "peak_rss_gb": peak_rss_gb(), "threads": args.threads}
+    # What the first call took beyond a steady one: jit/inductor compile,
+    # OpenVINO's conversion and compile, first touches.
+    compile_s = max(0.0, first - med)
+    r = {"component": args.component, "backend": b, "library": lib, "median_s": med, "best_s": min(times),
+         "first_call_s": first, "compile_s": compile_s, "gflops": args.gflop / med if args.gflop else None,
+         "peak_rss_gb": peak_rss_gb(), "threads": args.threads}
     results.append(r)
-    print(f"{b:13s} median {med:.3f} s (best {min(times):.3f}, first call {first:.2f} s), "
+    print(f"{b:18s} {lib:16s} median {med:.4f} s (best {min(times):.4f}, first call {first:.2f} s: "
+          f"{compile_s:.2f} s over a steady one), "
           + (f"{r['gflops']:.1f} GFLOP/s, " if r["gflops"] else "")
           + f"peak RSS so far {r['peak_rss_gb']:.1f} GB", flush=True)
   if args.json:
@@ -196,4 +294,6 @@ if __name__ == "__main__":
   if "--threads" in sys.argv:
     n = sys.argv[sys.argv.index("--threads") + 1]
     os.environ.setdefault("XLA_FLAGS", f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={n}")
+  # Tracing and conversion warn on every data-dependent branch of the models.
+  warnings.filterwarnings("ignore")
   sys.exit(main())
