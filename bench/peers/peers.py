@@ -183,6 +183,10 @@ def run_openvino(cfg, args, backend):
   compiled = ov.Core().compile_model(ov_model, "CPU", {
       "INFERENCE_PRECISION_HINT": "bf16" if backend.endswith("bf16") else "f32",
       "INFERENCE_NUM_THREADS": args.threads, "PERFORMANCE_HINT": "LATENCY"})
+  # What the plugin runs in (bf16 only where the CPU has a bf16 path; the
+  # hint falls back to f32 elsewhere).
+  hint = compiled.get_property("INFERENCE_PRECISION_HINT")
+  args.ov_precision = hint.get_type_name() if hasattr(hint, "get_type_name") else str(hint)
   request = compiled.create_infer_request()
   feed = [i.numpy() for i in inputs]
   convert_s = time.perf_counter() - t0
@@ -275,11 +279,13 @@ def main():
     # What the first call took beyond a steady one: jit/inductor compile,
     # OpenVINO's conversion and compile, first touches.
     compile_s = max(0.0, first - med)
+    if b.startswith("openvino"):
+      lib += f" {args.ov_precision}"
     r = {"component": args.component, "backend": b, "library": lib, "median_s": med, "best_s": min(times),
          "first_call_s": first, "compile_s": compile_s, "gflops": args.gflop / med if args.gflop else None,
          "peak_rss_gb": peak_rss_gb(), "threads": args.threads}
     results.append(r)
-    print(f"{b:18s} {lib:16s} median {med:.4f} s (best {min(times):.4f}, first call {first:.2f} s: "
+    print(f"{b:18s} {lib:22s} median {med:.4f} s (best {min(times):.4f}, first call {first:.2f} s: "
           f"{compile_s:.2f} s over a steady one), "
           + (f"{r['gflops']:.1f} GFLOP/s, " if r["gflops"] else "")
           + f"peak RSS so far {r['peak_rss_gb']:.1f} GB", flush=True)

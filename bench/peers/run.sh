@@ -89,7 +89,7 @@ echo "done $(date -u '+%H:%M') UTC; load average $(cut -d' ' -f1-3 /proc/loadavg
 python3 - "$work" "${COMPONENTS[@]}" <<'PY'
 import glob, json, os, sys
 work = sys.argv[1]
-print(f"\n{'component':11s} {'who':20s} {'library':18s} {'median s':>9s}  {'peer / tpumesh':>14s}  {'compile s':>9s}")
+print(f"\n{'component':11s} {'who':20s} {'library':24s} {'median s':>9s}  {'peer / tpumesh':>14s}  {'compile s':>9s}")
 for c in sys.argv[2:]:
   peers = []
   for path in sorted(glob.glob(os.path.join(work, f"peers-{c}-*.json"))):
@@ -99,13 +99,13 @@ for c in sys.argv[2:]:
     ours = float(open(os.path.join(work, f"ours-{c}" + (f"-{dtype}" if dtype else ""))).read())
     label = f"{c} {dtype}".strip()
     ours_how = {"bf16": "tpumesh (bf16, default)", "f32": "tpumesh (f32, highest)"}.get(dtype, "tpumesh")
-    print(f"{label:11s} {ours_how:20s} {'':18s} {ours:9.4f}  {'1.00':>14s}")
+    print(f"{label:11s} {ours_how:20s} {'':24s} {ours:9.4f}  {'1.00':>14s}")
     for r in peers:
       if suffix and not r["backend"].endswith(suffix):
         continue
       if "error" in r:
-        print(f"{'':11s} {r['backend']:20s} {r.get('library', ''):18s} failed: {r['error']}")
+        print(f"{'':11s} {r['backend']:20s} {r.get('library', ''):24s} failed: {r['error']}")
         continue
       compile_s = f"{r['compile_s']:9.1f}" if "compile" in r["backend"] or r["backend"].startswith(("openvino", "flax")) else ""
-      print(f"{'':11s} {r['backend']:20s} {r['library']:18s} {r['median_s']:9.4f}  {r['median_s'] / ours:14.2f}  {compile_s:>9s}")
+      print(f"{'':11s} {r['backend']:20s} {r['library']:24s} {r['median_s']:9.4f}  {r['median_s'] / ours:14.2f}  {compile_s:>9s}")
 PY
