@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "mesh/byte_pool.h"
 #include "mesh/cluster_mpi.h"
 
 namespace tpumesh::mesh::internal {
@@ -35,14 +36,45 @@ std::string MpiError(int rc) {
   return std::string(text, len);
 }
 
-// The chunks a blob of these part sizes travels in, as byte counts: each
-// part split into kChunk pieces, empty parts skipped. Sender and receiver
-// derive the same list from the part sizes.
-std::vector<int64_t> Chunks(const std::vector<int64_t>& part_sizes) {
-  std::vector<int64_t> c;
-  for (int64_t p : part_sizes)
-    for (int64_t off = 0; off < p; off += kChunk) c.push_back(std::min(kChunk, p - off));
-  return c;
+// Parts of at least kDirect bytes travel from where they are; smaller ones
+// are packed into one message (up to kChunk) so that a blob of many small
+// parts (an all_to_all's rows, rank_split.h) is a few messages, not one
+// per part.
+constexpr int64_t kDirect = int64_t{64} << 10;
+
+// One message of a blob: `size` bytes, either a piece of one large part
+// (`first` == `last` - 1, from `offset` in it) or the small parts [first,
+// last) packed.
+struct Message {
+  int64_t size = 0;
+  size_t first = 0, last = 0;
+  int64_t offset = 0;
+  bool packed = false;
+};
+
+// The messages a blob of these part sizes travels in. Sender and receiver
+// derive the same list from the part sizes; the receiver lays them end to
+// end, which is the blob.
+std::vector<Message> Messages(const std::vector<int64_t>& part_sizes) {
+  std::vector<Message> m;
+  Message pack{0, 0, 0, 0, true};
+  auto flush = [&](size_t next) {
+    if (pack.size > 0) m.push_back(pack);
+    pack = Message{0, next, next, 0, true};
+  };
+  for (size_t i = 0; i < part_sizes.size(); ++i) {
+    const int64_t p = part_sizes[i];
+    if (p >= kDirect) {
+      flush(i + 1);
+      for (int64_t off = 0; off < p; off += kChunk) m.push_back({std::min(kChunk, p - off), i, i + 1, off, false});
+      continue;
+    }
+    if (pack.size + p > kChunk) flush(i);
+    pack.size += p;
+    pack.last = i + 1;
+  }
+  flush(part_sizes.size());
+  return m;
 }
 
 class MpiCluster final : public Cluster {
@@ -136,24 +168,31 @@ class MpiCluster final : public Cluster {
       if (r == rank_) continue;
       int64_t total = 0;
       for (int64_t s : sizes_in[r]) total += s;
-      from[r].resize(static_cast<size_t>(total));
+      from[r] = TakeBytes(static_cast<size_t>(total));
       int64_t off = 0;
-      for (int64_t c : Chunks(sizes_in[r])) {
+      for (const Message& msg : Messages(sizes_in[r])) {
         reqs.emplace_back();
-        int rc = MPI_Irecv(from[r].data() + off, static_cast<int>(c), MPI_BYTE, r, kDataTag, comm_, &reqs.back());
+        int rc = MPI_Irecv(from[r].data() + off, static_cast<int>(msg.size), MPI_BYTE, r, kDataTag, comm_,
+                           &reqs.back());
         if (rc != MPI_SUCCESS) return InternalError("MPI_Irecv: " + MpiError(rc));
-        off += c;
+        off += msg.size;
       }
     }
+    std::vector<Bytes> packs;  // small parts gathered for sending, alive until sent
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
-      for (const auto& p : to[r].parts) {
-        for (int64_t off = 0; off < static_cast<int64_t>(p.size()); off += kChunk) {
-          const int64_t c = std::min(kChunk, static_cast<int64_t>(p.size()) - off);
-          reqs.emplace_back();
-          int rc = MPI_Isend(p.data() + off, static_cast<int>(c), MPI_BYTE, r, kDataTag, comm_, &reqs.back());
-          if (rc != MPI_SUCCESS) return InternalError("MPI_Isend: " + MpiError(rc));
+      const auto& parts = to[r].parts;
+      for (const Message& msg : Messages(sizes_out[r])) {
+        const std::byte* data = parts[msg.first].data() + msg.offset;
+        if (msg.packed) {
+          Bytes& pack = packs.emplace_back();
+          pack.reserve(static_cast<size_t>(msg.size));
+          for (size_t i = msg.first; i < msg.last; ++i) pack.insert(pack.end(), parts[i].begin(), parts[i].end());
+          data = pack.data();
         }
+        reqs.emplace_back();
+        int rc = MPI_Isend(data, static_cast<int>(msg.size), MPI_BYTE, r, kDataTag, comm_, &reqs.back());
+        if (rc != MPI_SUCCESS) return InternalError("MPI_Isend: " + MpiError(rc));
       }
     }
     TPUMESH_RETURN_IF_ERROR(Wait(reqs, "collective data", [] { return StatusOr<bool>(true); }));

@@ -4,6 +4,9 @@
 #include <cstring>
 #include <type_traits>
 
+#include "mesh/byte_pool.h"
+#include "mesh/rank_split.h"
+
 namespace tpumesh::mesh {
 namespace {
 
@@ -108,6 +111,15 @@ CollectiveCall GetCall(Reader& r) {
     c.perm.emplace_back(a, b);
   }
   return c;
+}
+
+// What of `device`'s input rank `to` receives (rank_split.h); nothing for
+// an invalid group (validated on arrival; sender and receiver agree anyway).
+std::vector<ByteRange> Slices(const Mesh& mesh, int device, const CollectiveCall& call, int to) {
+  auto group = mesh.Group(device, call.axes);
+  if (!group.ok()) return {};
+  const int k = static_cast<int>(std::find(group->begin(), group->end(), device) - group->begin());
+  return RankSplit(mesh, call, std::move(group).value()).Slices(k, to);
 }
 
 }  // namespace
@@ -252,6 +264,7 @@ Status CollectiveHub::Arrive(int device, int seq, const CollectiveCall& call, Co
   }
   data->inputs.assign(n, nullptr);
   data->outputs.assign(n, nullptr);
+  data->two_phase = s.two_phase;
   for (int d = 0; d < n; ++d) {
     if (mesh_.is_local(d)) {
       data->inputs[d] = static_cast<const std::byte*>(s.calls[d]->input->raw());
@@ -274,14 +287,32 @@ void CollectiveHub::Sync(int device, int seq) {
   WaitLocked(lock, [&] { return s.synced == n; });
 }
 
+Status CollectiveHub::Reduced(int device, int seq, std::vector<const std::byte*>* from_rank) {
+  std::unique_lock<std::mutex> lock(mu_);
+  Slot& s = slots_[seq];
+  ++s.reduced;
+  cv_.notify_all();  // Serve waits for every device's sums
+  WaitLocked(lock, [&] { return s.summed || !stopped_.ok(); });
+  if (!s.summed) {
+    secondary_[device] = true;
+    return stopped_;
+  }
+  from_rank->assign(mesh_.cluster().size(), nullptr);
+  auto group = mesh_.Group(device, s.first.axes);
+  if (!group.ok()) return group.status();
+  if (auto it = s.sums_of.find(group->front()); it != s.sums_of.end()) *from_rank = it->second;
+  return OkStatus();
+}
+
 void CollectiveHub::Depart(int device, int seq) {
   std::unique_lock<std::mutex> lock(mu_);
   Slot& s = slots_[seq];
   const int n = mesh_.num_local();
   if (++s.departed == n) {
-    // Nobody reads this collective's inputs any more: free other ranks' bytes.
-    s.received.clear();
-    s.received.shrink_to_fit();
+    // Nobody reads this collective's inputs any more: other ranks' bytes go
+    // back to the pool for the next collective.
+    GiveBytes(std::move(s.received));
+    GiveBytes(std::move(s.sums));
     cv_.notify_all();
     return;
   }
@@ -303,11 +334,13 @@ bool CollectiveHub::IsSecondary(int device) const {
 // ---------------------------------------------------------------------------
 // Rounds between ranks
 
-bool CollectiveHub::RankNeeds(int rank, int device, const CollectiveCall& call) const {
-  auto group = mesh_.Group(device, call.axes);
-  if (!group.ok()) return true;  // validated on arrival; both sides agree anyway
-  for (int m : *group)
-    if (mesh_.rank_of(m) == rank) return true;
+bool CollectiveHub::AnyGroupSpansRanks(const CollectiveCall& call) const {
+  for (int d = 0; d < mesh_.num_devices(); ++d) {
+    auto group = mesh_.Group(d, call.axes);
+    if (!group.ok()) return false;
+    for (int m : *group)
+      if (mesh_.rank_of(m) != mesh_.rank_of(d)) return true;
+  }
   return false;
 }
 
@@ -380,13 +413,18 @@ Status CollectiveHub::DecodeRound(int from_rank, int seq, const Bytes& blob, std
   }
   if (!r.ok()) return InternalError(who + " sent a truncated collective round");
   if (inputs == nullptr) return OkStatus();  // this rank's own: inputs are at hand
+  // Each arrival's part for this rank, in device order (rank_split.h).
   size_t off = r.pos();
   for (size_t i = 0; i < arrived.size(); ++i) {
-    if (!RankNeeds(mesh_.cluster().rank(), arrived[i], (*entries)[arrived[i]].call)) continue;  // not sent here
-    if (off + sizes[i] > blob.size()) return InternalError(who + " sent less input data than it announced");
+    int64_t bytes = 0;
+    for (const ByteRange& b : Slices(mesh_, arrived[i], (*entries)[arrived[i]].call, mesh_.cluster().rank()))
+      bytes += b.size;
+    if (bytes == 0) continue;  // nothing sent here
+    if (off + bytes > blob.size()) return InternalError(who + " sent less input data than it announced");
     (*inputs)[arrived[i]] = blob.data() + off;
-    off += sizes[i];
+    off += bytes;
   }
+  if (off != blob.size()) return InternalError(who + " sent more input data than it announced");
   return OkStatus();
 }
 
@@ -447,6 +485,8 @@ bool CollectiveHub::DecideRoundLocked(int seq, const std::vector<Entry>& entries
   for (int d = 0; d < n; ++d) clocks[d] = entries[d].clock;
   AdvanceClocksLocked(call, clocks);
   s.error = OkStatus();
+  s.two_phase = (call.kind == CollectiveKind::kPsum || call.kind == CollectiveKind::kPmean) &&
+                AnyGroupSpansRanks(call);
   s.ready = true;
   cv_.notify_all();
   return true;
@@ -468,15 +508,17 @@ void CollectiveHub::Serve() {
     });
     std::vector<std::pair<int, std::span<const std::byte>>> inputs;
     const Bytes header = EncodeRoundLocked(seq, &inputs);
-    // Every rank gets the header; a device's input goes to the ranks that
-    // host members of its group (a `model` group inside this rank sends
-    // nothing). This rank's own inputs are read in place.
+    // Every rank gets the header; a device's input goes only to the ranks
+    // that need part of it, and only that part (rank_split.h: a `model`
+    // group inside this rank sends nothing). This rank's own inputs are
+    // read in place.
     std::vector<Outgoing> out(cluster.size());
     for (int r = 0; r < cluster.size(); ++r) {
       out[r].parts.push_back(header);
       if (r == cluster.rank()) continue;
       for (const auto& [d, bytes] : inputs)
-        if (RankNeeds(r, d, *s.calls[d])) out[r].parts.push_back(bytes);
+        for (const ByteRange& b : Slices(mesh_, d, *s.calls[d], r))
+          out[r].parts.push_back(bytes.subspan(static_cast<size_t>(b.offset), static_cast<size_t>(b.size)));
     }
     lock.unlock();
     StatusOr<std::vector<Bytes>> from = cluster.Exchange(out);
@@ -498,7 +540,76 @@ void CollectiveHub::Serve() {
     }
     s.inputs = std::move(remote_inputs);
     if (!DecideRoundLocked(seq, entries)) return;
+    if (s.ready && s.two_phase && !ExchangeSumsLocked(lock, seq)) return;
   }
+}
+
+bool CollectiveHub::ExchangeSumsLocked(std::unique_lock<std::mutex>& lock, int seq) {
+  Cluster& cluster = mesh_.cluster();
+  const int me = cluster.rank();
+  Slot& s = slots_[seq];
+  const CollectiveCall& call = s.first;  // the round is decided: every call is the same
+  const size_t elem = DTypeSize(call.dtype);
+  // Every device of this rank takes part; each has written its share of the
+  // owned range into its output when it calls Reduced.
+  cv_.wait(lock, [&] { return s.reduced == mesh_.num_local(); });
+
+  // The groups of rank `from` that span ranks, each once (by its first
+  // member on `from`, in device order): both sides list them alike.
+  auto groups_of = [&](int from, auto&& each) {
+    const int per = mesh_.num_devices() / cluster.size();
+    for (int d = from * per; d < (from + 1) * per; ++d) {
+      auto group = mesh_.Group(d, call.axes);
+      if (!group.ok()) continue;
+      RankSplit split(mesh_, call, std::move(group).value());
+      if (!split.spans_ranks()) continue;
+      const std::vector<int> mine = split.MembersOn(from);
+      if (split.group()[mine.front()] != d) continue;
+      each(split, mine);
+    }
+  };
+  // To each other rank of a group: this rank's owned sums, the pieces its
+  // devices reduced (in group order, so they concatenate to the range).
+  std::vector<Outgoing> out(cluster.size());
+  groups_of(me, [&](const RankSplit& split, const std::vector<int>& mine) {
+    const auto [begin, end] = split.OwnedElements(me);
+    const int m = static_cast<int>(mine.size());
+    for (int r : split.ranks()) {
+      if (r == me) continue;
+      for (int j = 0; j < m; ++j) {
+        const int64_t b = begin + (end - begin) * j / m, e = begin + (end - begin) * (j + 1) / m;
+        out[r].parts.emplace_back(s.calls[split.group()[mine[j]]]->output + b * elem, static_cast<size_t>((e - b) * elem));
+      }
+    }
+  });
+  lock.unlock();
+  StatusOr<std::vector<Bytes>> from = cluster.Exchange(out);
+  lock.lock();
+  if (!from.ok()) {
+    StopLocked(from.status());
+    return false;
+  }
+  s.sums = std::move(from).value();
+  for (int r = 0; r < cluster.size(); ++r) {
+    if (r == me) continue;
+    size_t off = 0;
+    groups_of(r, [&](const RankSplit& split, const std::vector<int>&) {
+      if (split.MembersOn(me).empty()) return;
+      const auto [begin, end] = split.OwnedElements(r);
+      auto& by_rank = s.sums_of[split.group().front()];
+      by_rank.resize(cluster.size(), nullptr);
+      by_rank[r] = s.sums[r].data() + off;
+      off += static_cast<size_t>(end - begin) * elem;
+    });
+    if (off != s.sums[r].size()) {
+      StopLocked(InternalError("rank " + std::to_string(r) + " sent " + std::to_string(s.sums[r].size()) +
+                               " bytes of sums, not the " + std::to_string(off) + " expected"));
+      return false;
+    }
+  }
+  s.summed = true;
+  cv_.notify_all();
+  return true;
 }
 
 }  // namespace tpumesh::mesh

@@ -21,6 +21,12 @@
 //   has returned; each pmap ends with one round of that news, so every rank
 //   must run the same pmaps in the same order (checked: the round names its
 //   pmap).
+// - Each device's input goes only to the ranks that need part of it, and
+//   only that part (rank_split.h): for psum and pmean across ranks, each
+//   rank gets the range of every input it owns; its devices sum it (in
+//   group-index order, from all inputs) and call Reduced; Serve then sends
+//   the owned sums to the group's other ranks in a second exchange, and
+//   Reduced hands every device the other ranks' sums.
 // - Results are computed by DeviceContext from the inputs in group-index
 //   order, whichever rank they came from: the same bits as one process.
 #ifndef TPUMESH_MESH_COLLECTIVE_HUB_H_
@@ -65,8 +71,13 @@ struct CollectiveCall {
 
 // What a device gets from Arrive, indexed by device id.
 struct CollectiveData {
-  std::vector<const std::byte*> inputs;  // every participant's input bytes
-  std::vector<std::byte*> outputs;       // this rank's devices' output buffers
+  // Every participant's input: this rank's devices' buffers; for another
+  // rank's device, the part of its input sent here (rank_split.h's layout).
+  std::vector<const std::byte*> inputs;
+  std::vector<std::byte*> outputs;  // this rank's devices' output buffers
+  // psum/pmean with groups across ranks: every device of this rank calls
+  // Reduced (not Sync) between the reduction and the copies.
+  bool two_phase = false;
 };
 
 class CollectiveHub {
@@ -80,6 +91,12 @@ class CollectiveHub {
   // Blocks until every device of this rank has called Sync for the `seq`-th
   // collective (a barrier between the phases of one collective).
   void Sync(int device, int seq);
+  // psum/pmean in a two_phase round: this device has written its share of
+  // its rank's sums into its output. Blocks until the ranks have exchanged
+  // their sums; then from_rank[r] points at rank r's owned sums
+  // (RankSplit::OwnedElements) for this device's group, or is null (this
+  // rank, ranks outside the group). Fails if the exchange failed.
+  Status Reduced(int device, int seq, std::vector<const std::byte*>* from_rank);
   // Blocks until every device of this rank has finished reading the
   // `seq`-th inputs.
   void Depart(int device, int seq);
@@ -113,6 +130,12 @@ class CollectiveHub {
     bool caused_elsewhere = false;  // the error is another device's (or rank's) doing
     std::vector<Bytes> received;               // other ranks' rounds (several ranks)
     std::vector<const std::byte*> inputs;      // by device id
+    // psum/pmean across ranks (several ranks): the second exchange.
+    bool two_phase = false;
+    int reduced = 0;        // this rank's devices done with their sums
+    bool summed = false;    // the sums have been exchanged
+    std::vector<Bytes> sums;  // other ranks' owned sums
+    std::map<int, std::vector<const std::byte*>> sums_of;  // group's first device -> by rank
   };
   std::string AbandonReasonLocked(int seq) const;
   void WaitLocked(std::unique_lock<std::mutex>& lock, const std::function<bool()>& done);
@@ -121,9 +144,10 @@ class CollectiveHub {
   // Several ranks: encodes this rank's round, decides a round from all.
   // `inputs`: (device, bytes) of this rank's arrivals, in device order.
   Bytes EncodeRoundLocked(int seq, std::vector<std::pair<int, std::span<const std::byte>>>* inputs) const;
-  // Whether `rank` hosts a member of the device's group in `call`: the
-  // ranks a device's input is sent to.
-  bool RankNeeds(int rank, int device, const CollectiveCall& call) const;
+  // Whether some group of `call` has members on more than one rank.
+  bool AnyGroupSpansRanks(const CollectiveCall& call) const;
+  // The second exchange of a two_phase round (Serve): false if it failed.
+  bool ExchangeSumsLocked(std::unique_lock<std::mutex>& lock, int seq);
   Status DecodeRound(int from_rank, int seq, const Bytes& blob, std::vector<Entry>* entries,
                      std::vector<const std::byte*>* inputs) const;
   bool DecideRoundLocked(int seq, const std::vector<Entry>& entries);  // false: every device returned

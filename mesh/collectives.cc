@@ -5,6 +5,8 @@
 #include <exception>
 #include <set>
 
+#include "mesh/rank_split.h"
+
 namespace tpumesh::mesh {
 namespace {
 
@@ -54,10 +56,10 @@ void CopyBox(const std::byte* src, const std::vector<int64_t>& src_strides, std:
   }
 }
 
-// Sums len elements at element offset `base` of every input, in input
+// Sums len elements of every input (each pointing at its run), in input
 // order, into out; f32 accumulation for f32/bf16, wrap-around for integers.
-void ReduceRun(DType t, const std::vector<const std::byte*>& in, int64_t base, int64_t len,
-               std::byte* out, int64_t divisor, float* scratch) {
+void ReduceRun(DType t, std::span<const std::byte* const> in, int64_t len, std::byte* out, int64_t divisor,
+               float* scratch) {
   const size_t n = in.size();
   switch (t) {
     case DType::kF32:
@@ -65,7 +67,7 @@ void ReduceRun(DType t, const std::vector<const std::byte*>& in, int64_t base, i
       float* acc = t == DType::kF32 ? reinterpret_cast<float*>(out) : scratch;
       for (size_t k = 0; k < n; ++k) {
         if (t == DType::kF32) {
-          const float* x = reinterpret_cast<const float*>(in[k]) + base;
+          const float* x = reinterpret_cast<const float*>(in[k]);
           if (k == 0) {
             std::memcpy(acc, x, len * sizeof(float));
           } else {
@@ -73,7 +75,7 @@ void ReduceRun(DType t, const std::vector<const std::byte*>& in, int64_t base, i
             for (int64_t i = 0; i < len; ++i) acc[i] += x[i];
           }
         } else {
-          const kernels::bf16* x = reinterpret_cast<const kernels::bf16*>(in[k]) + base;
+          const kernels::bf16* x = reinterpret_cast<const kernels::bf16*>(in[k]);
           if (k == 0) {
             kernels::Bf16ToF32(x, acc, static_cast<size_t>(len));
           } else {
@@ -95,9 +97,9 @@ void ReduceRun(DType t, const std::vector<const std::byte*>& in, int64_t base, i
     case DType::kI32:
     case DType::kU32: {
       uint32_t* o = reinterpret_cast<uint32_t*>(out);
-      std::memcpy(o, reinterpret_cast<const uint32_t*>(in[0]) + base, len * sizeof(uint32_t));
+      std::memcpy(o, in[0], len * sizeof(uint32_t));
       for (size_t k = 1; k < n; ++k) {
-        const uint32_t* x = reinterpret_cast<const uint32_t*>(in[k]) + base;
+        const uint32_t* x = reinterpret_cast<const uint32_t*>(in[k]);
 #pragma omp simd
         for (int64_t i = 0; i < len; ++i) o[i] += x[i];
       }
@@ -114,20 +116,31 @@ void ReduceRun(DType t, const std::vector<const std::byte*>& in, int64_t base, i
   }
 }
 
-// out[o*inner + i] = (sum_k in[k][o*in_row + off + i]) / divisor. Runs of
-// kBlock elements keep the accumulator in L1 while every input streams past
-// it once (on 8 devices x 16 MB this halved the psum time against summing
-// whole arrays input by input).
-void Reduce(DType t, const std::vector<const std::byte*>& in, int64_t outer, int64_t inner,
-            int64_t in_row, int64_t off, std::byte* out, int64_t divisor) {
+// One input of a reduction: its first element and the distance in elements
+// between its rows (its own layout: a device's whole input, or the part of
+// it another rank sent, rank_split.h).
+struct ReduceInput {
+  const std::byte* data;
+  int64_t row_stride;
+};
+
+// The one reduction of psum, pmean and psum_scatter, in one process and
+// across ranks: out[r*inner + i] = (sum_k in[k][r*row_stride_k + i]) /
+// divisor, summed in input (group) order. Runs of kBlock elements keep the
+// accumulator in L1 while every input streams past it once (on 8 devices x
+// 16 MB this halved the psum time against summing whole arrays input by
+// input).
+void Reduce(DType t, std::span<const ReduceInput> in, int64_t outer, int64_t inner, std::byte* out,
+            int64_t divisor) {
   constexpr int64_t kBlock = 2048;
-  const size_t elem = DTypeSize(t);
+  const int64_t elem = static_cast<int64_t>(DTypeSize(t));
   std::vector<float> scratch(t == DType::kBF16 ? kBlock : 0);
+  std::vector<const std::byte*> run(in.size());
   for (int64_t r = 0; r < outer; ++r) {
     for (int64_t b = 0; b < inner; b += kBlock) {
       const int64_t len = std::min(kBlock, inner - b);
-      ReduceRun(t, in, r * in_row + off + b, len, out + (r * inner + b) * elem, divisor,
-                scratch.data());
+      for (size_t k = 0; k < in.size(); ++k) run[k] = in[k].data + (r * in[k].row_stride + b) * elem;
+      ReduceRun(t, run, len, out + (r * inner + b) * elem, divisor, scratch.data());
     }
   }
 }
@@ -320,41 +333,61 @@ StatusOr<Array> DeviceContext::Run(CollectiveCall call) {
   TPUMESH_RETURN_IF_ERROR(hub_->Arrive(device_, seq, call, &data));
 
   // Every participant's input is alive and unchanged until all depart.
+  // Another rank's input is the part of it sent here (rank_split.h).
+  const RankSplit split(mesh_, call, group);
+  const int my_rank = mesh_.cluster().rank();
+  auto is_here = [&](int k) { return split.rank_of_member(k) == my_rank; };
   bool synced = false;
   StatusOr<Array> result = [&]() -> StatusOr<Array> {
    try {
     std::vector<const std::byte*> in(n);
     for (int k = 0; k < n; ++k) in[k] = data.inputs[group[k]];
     std::byte* o = call.output;
-    const size_t elem = DTypeSize(call.dtype);
+    const int64_t elem = static_cast<int64_t>(DTypeSize(call.dtype));
     const Shape& s = call.shape;
     const int64_t count = NumElements(s);
     switch (call.kind) {
       case CollectiveKind::kPsum:
       case CollectiveKind::kPmean: {
-        // As the chip does it: reduce-scatter, then all-gather. The
-        // group's members on this rank (all of it in one process) split the
-        // array into chunks; member j sums chunk j of every input into its
-        // own output; after a barrier, it copies the other chunks from
-        // their owners' outputs. Each element is summed in group order, so
-        // every device gets the same bits as a serial sum however the array
-        // is chunked; host work is 2S per device, not (n+1)S.
+        // As the chip does it: reduce-scatter, then all-gather. Each rank
+        // of the group owns a range of the array (all of it in one
+        // process); the group's members on this rank split that range into
+        // pieces; member j sums piece j of every input into its own output;
+        // then it copies the other pieces from their owners' outputs, and
+        // the other ranks' ranges from the sums they sent (Reduced). Each
+        // element is summed in group order, so every device gets the same
+        // bits as a serial sum however the array is split; host work is 2S
+        // per device, not (n+1)S, and each rank sums only its range.
         const int64_t divisor = call.kind == CollectiveKind::kPmean ? n : 1;
-        std::vector<int> owners;  // this rank's members of the group
-        for (int d : group)
-          if (mesh_.is_local(d)) owners.push_back(d);
-        const int m = static_cast<int>(owners.size());
-        const int j = static_cast<int>(std::find(owners.begin(), owners.end(), device_) - owners.begin());
-        auto chunk_begin = [&](int k) { return count * k / m; };
-        Reduce(call.dtype, in, 1, chunk_begin(j + 1) - chunk_begin(j), count, chunk_begin(j),
-               o + chunk_begin(j) * elem, divisor);
-        hub_->Sync(device_, seq);
+        const std::vector<int> here = split.MembersOn(my_rank);
+        const int m = static_cast<int>(here.size());
+        const int j = split.PositionOnRank(me);
+        const auto [begin, end] = split.spans_ranks() ? split.OwnedElements(my_rank)
+                                                      : std::pair<int64_t, int64_t>(0, count);
+        auto piece = [&, begin = begin, end = end](int i) { return begin + (end - begin) * i / m; };
+        const int64_t b = piece(j), e = piece(j + 1);
+        std::vector<ReduceInput> inputs(n);
+        for (int k = 0; k < n; ++k)
+          inputs[k] = {is_here(k) ? in[k] + b * elem : in[k] + (b - begin) * elem, 0};
+        if (e > b) Reduce(call.dtype, inputs, 1, e - b, o + b * elem, divisor);
+        std::vector<const std::byte*> sums;
         synced = true;
-        for (int k = 0; k < m; ++k) {
-          if (k == j) continue;
-          const std::byte* owner = data.outputs[owners[k]];
-          std::memcpy(o + chunk_begin(k) * elem, owner + chunk_begin(k) * elem,
-                      (chunk_begin(k + 1) - chunk_begin(k)) * elem);
+        if (data.two_phase) {
+          TPUMESH_RETURN_IF_ERROR(hub_->Reduced(device_, seq, &sums));
+        } else {
+          hub_->Sync(device_, seq);
+        }
+        for (int i = 0; i < m; ++i) {
+          if (i == j || piece(i + 1) == piece(i)) continue;
+          const std::byte* owner = data.outputs[group[here[i]]];
+          std::memcpy(o + piece(i) * elem, owner + piece(i) * elem, (piece(i + 1) - piece(i)) * elem);
+        }
+        if (!split.spans_ranks()) break;
+        for (int r : split.ranks()) {
+          const auto [rb, re] = split.OwnedElements(r);
+          if (r == my_rank || re == rb) continue;
+          if (sums[r] == nullptr) return InternalError("no sums from rank " + std::to_string(r));
+          std::memcpy(o + rb * elem, sums[r], (re - rb) * elem);
         }
         break;
       }
@@ -369,9 +402,17 @@ StatusOr<Array> DeviceContext::Run(CollectiveCall call) {
       }
       case CollectiveKind::kPsumScatter: {
         // Input viewed as [outer, n, chunk]; this device keeps chunk `me`.
+        // Another rank sent only its blocks for this rank's members,
+        // [outer, q_n, chunk], this device's at its position q.
         const int64_t outer = Prod(s, 0, call.axis);
         const int64_t chunk = Prod(s, call.axis, s.size()) / n;
-        Reduce(call.dtype, in, outer, chunk, n * chunk, me * chunk, o, 1);
+        const int64_t q = split.PositionOnRank(me);
+        const int64_t q_n = static_cast<int64_t>(split.MembersOn(my_rank).size());
+        std::vector<ReduceInput> inputs(n);
+        for (int k = 0; k < n; ++k)
+          inputs[k] = is_here(k) ? ReduceInput{in[k] + me * chunk * elem, n * chunk}
+                                 : ReduceInput{in[k] + q * chunk * elem, q_n * chunk};
+        Reduce(call.dtype, inputs, outer, chunk, o, 1);
         break;
       }
       case CollectiveKind::kPpermute:
@@ -379,29 +420,34 @@ StatusOr<Array> DeviceContext::Run(CollectiveCall call) {
           if (dst == me) std::memcpy(o, in[src], count * elem);
         break;
       case CollectiveKind::kAllToAll: {
+        // This device's chunk of source j's split axis is a box of the
+        // source (extent c on the split axis); another rank sent only the
+        // boxes of this rank's members, packed, this device's at its
+        // position q.
         const int a = call.axis, b = call.concat_axis;
         const auto xs = Strides(s);
         const auto ys = Strides(out_shape);
+        const Shape box = split.AllToAllBox();
+        const int64_t c = box[a];
+        const auto box_strides = Strides(box);
+        const int64_t q = split.PositionOnRank(me);
         for (int j = 0; j < n; ++j) {
+          const std::byte* src = is_here(j) ? in[j] + me * c * xs[a] * elem : in[j] + q * NumElements(box) * elem;
+          const std::vector<int64_t>& src_strides = is_here(j) ? xs : box_strides;
           if (call.tiled) {
-            // Chunk `me` of source j's split axis lands at block j of the
-            // concat axis.
-            const int64_t c = s[a] / n;
-            Shape box = s;
-            box[a] = c;
+            // Lands at block j of the concat axis.
             const int64_t dst_block = (a == b) ? c : s[b];
-            CopyBox(in[j] + me * c * xs[a] * elem, xs, o + j * dst_block * ys[b] * elem, ys, box,
-                    elem);
+            CopyBox(src, src_strides, o + j * dst_block * ys[b] * elem, ys, box, elem);
           } else {
-            // Source j's index `me` on the split axis lands at index j of the
-            // new concat axis; the remaining dims keep their order.
-            Shape box;
+            // Lands at index j of the new concat axis; the remaining dims
+            // keep their order.
+            Shape sub;
             std::vector<int64_t> src_st, dst_st;
             for (int d = 0; d < static_cast<int>(s.size()); ++d)
-              if (d != a) { box.push_back(s[d]); src_st.push_back(xs[d]); }
+              if (d != a) { sub.push_back(s[d]); src_st.push_back(src_strides[d]); }
             for (int d = 0; d < static_cast<int>(out_shape.size()); ++d)
               if (d != b) dst_st.push_back(ys[d]);
-            CopyBox(in[j] + me * xs[a] * elem, src_st, o + j * ys[b] * elem, dst_st, box, elem);
+            CopyBox(src, src_st, o + j * ys[b] * elem, dst_st, sub, elem);
           }
         }
         break;
@@ -410,8 +456,14 @@ StatusOr<Array> DeviceContext::Run(CollectiveCall call) {
     return out;
    } catch (const std::exception& e) {
     // Never leave the others parked in Sync or Depart.
-    if (!synced && (call.kind == CollectiveKind::kPsum || call.kind == CollectiveKind::kPmean))
-      hub_->Sync(device_, seq);
+    if (!synced && (call.kind == CollectiveKind::kPsum || call.kind == CollectiveKind::kPmean)) {
+      if (data.two_phase) {
+        std::vector<const std::byte*> ignored;
+        (void)hub_->Reduced(device_, seq, &ignored);
+      } else {
+        hub_->Sync(device_, seq);
+      }
+    }
     return InternalError(std::string(CollectiveName(call.kind)) + " failed: " + e.what());
    }
   }();

@@ -16,9 +16,12 @@
 //   (bf16 rounded once at the end, round-to-nearest-even) and wrap-around
 //   integer arithmetic for s32/u32, so every device gets the same bits.
 // - Group index: the position of a device in Mesh::Group(device, axes).
-// - Groups may span ranks (a mesh over a Cluster, mesh.h): the other ranks'
-//   inputs arrive through the cluster (collective_hub.h) and the results are
-//   the same bits as one process with the same mesh.
+// - Groups may span ranks (a mesh over a Cluster, mesh.h): each rank
+//   receives only the parts of other ranks' inputs its devices need
+//   (rank_split.h: psum and pmean as a reduce-scatter then an all-gather
+//   between ranks, each rank summing its range of the array from all
+//   inputs in group order), and the results are the same bits as one
+//   process with the same mesh.
 #ifndef TPUMESH_MESH_COLLECTIVES_H_
 #define TPUMESH_MESH_COLLECTIVES_H_
 

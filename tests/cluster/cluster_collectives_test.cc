@@ -62,11 +62,15 @@ struct Case {
   int axis = 0;
   int concat_axis = 0;
   bool tiled = false;
+  // ppermute: 0 sends k -> k+1 (the last member is nobody's source, the
+  // first nobody's destination); s sends every k -> (k+s) mod n.
+  int shift = 0;
 };
 
 std::string CaseName(const Case& c) {
   return std::string(CollectiveName(c.kind)) + " axis=" + std::to_string(c.axis) +
-         " concat=" + std::to_string(c.concat_axis) + (c.tiled ? " tiled" : "");
+         " concat=" + std::to_string(c.concat_axis) + (c.tiled ? " tiled" : "") +
+         (c.shift ? " shift=" + std::to_string(c.shift) : "");
 }
 
 // Runs `c` on every device of `mesh` (this rank's, on a cluster mesh) and
@@ -83,7 +87,11 @@ StatusOr<DistributedArray> RunCase(Mesh& mesh, const AxisNames& axes, const Case
   TPUMESH_ASSIGN_OR_RETURN(std::vector<int> group0, mesh.Group(0, axes));
   const int n = static_cast<int>(group0.size());
   std::vector<std::pair<int, int>> perm;
-  for (int k = 0; k + 1 < n; ++k) perm.emplace_back(k, k + 1);
+  if (c.shift == 0) {
+    for (int k = 0; k + 1 < n; ++k) perm.emplace_back(k, k + 1);
+  } else {
+    for (int k = 0; k < n; ++k) perm.emplace_back(k, (k + c.shift) % n);
+  }
   auto out = mesh.Pmap(
       [&](DeviceContext& ctx, std::span<const Array> args) -> StatusOr<std::vector<Array>> {
         ctx.device().AdvanceClock(1e-4 * ((ctx.device_id() * 37) % 8));
@@ -168,6 +176,48 @@ TEST_P(MeshShapeTest, EveryCollectiveEqualsOneProcess) {
 
 INSTANTIATE_TEST_SUITE_P(V5e8, MeshShapeTest,
                          ::testing::Values("data=8", "data=4,model=2", "data=2,model=4"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& ch : s)
+                             if (ch == '=' || ch == ',') ch = '_';
+                           return s;
+                         });
+
+// The edges of the split between ranks (mesh/rank_split.h), over every
+// axis of every mesh, so groups with members on 1, 2 and 4 ranks (under
+// -np 4: `model` of data=4,model=2, `model` of data=2,model=4, `data` of
+// data=8; both axis orders interleave the ranks): psums of fewer elements
+// than ranks (some ranks own nothing) and of sizes no rank count divides;
+// psum_scatter and all_to_all rows too many and too small to travel one by
+// one (packed by the transport); ppermute cycles that cross ranks both ways.
+class EdgeTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EdgeTest, SplitEdgesEqualOneProcess) {
+  auto spread = MakeMesh(GetParam(), g_cluster);
+  auto local = MakeMesh(GetParam(), nullptr);
+  std::vector<AxisNames> axes_list = {{"data"}};
+  if (spread->axes().size() == 2) axes_list = {{"data"}, {"model"}, {"data", "model"}, {"model", "data"}};
+  for (const AxisNames& axes : axes_list) {
+    const int n = static_cast<int>(spread->Group(0, axes)->size());
+    for (DType t : {DType::kF32, DType::kBF16, DType::kI32}) {
+      for (int64_t count : {0, 1, 2, 3, 1001})
+        CheckCase(*spread, *local, axes, {CollectiveKind::kPsum}, t, {count});
+      CheckCase(*spread, *local, axes, {CollectiveKind::kPmean}, t, {3, 37});
+      CheckCase(*spread, *local, axes, {CollectiveKind::kPsumScatter, 1}, t, {300, n, 3});
+      CheckCase(*spread, *local, axes, {CollectiveKind::kPsumScatter, 1, 0, true}, t, {150, 2 * n});
+      CheckCase(*spread, *local, axes, {CollectiveKind::kAllToAll, 1, 0, true}, t, {200, 2 * n});
+      CheckCase(*spread, *local, axes, {CollectiveKind::kAllToAll, 1, 1}, t, {100, n, 3});
+      for (int shift : {1, n - 1, n / 2})
+        if (shift > 0) CheckCase(*spread, *local, axes, {CollectiveKind::kPpermute, 0, 0, false, shift}, t, {5});
+    }
+  }
+  // A large odd pmean in every dtype (several messages, ranges no rank count
+  // divides).
+  for (DType t : {DType::kF32, DType::kBF16, DType::kI32})
+    CheckCase(*spread, *local, {"data"}, {CollectiveKind::kPmean}, t, {1000003});
+}
+
+INSTANTIATE_TEST_SUITE_P(V5e8, EdgeTest, ::testing::Values("data=8", "data=4,model=2", "data=2,model=4"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)
