@@ -107,6 +107,7 @@ void EncodeRecords(std::span<const TaggedRecords> lists, mesh::Bytes* out) {
   for (const TaggedRecords& l : lists) {
     w.Put(l.tag);
     w.Put(l.value);
+    w.Put(l.extra);
     w.Put<int64_t>(static_cast<int64_t>(l.records->size()));
     for (const mesh::OpRecord& r : *l.records) PutRecord(w, r);
   }
@@ -120,7 +121,7 @@ StatusOr<std::vector<DecodedRecords>> DecodeRecords(std::span<const std::byte> b
   std::vector<DecodedRecords> out(static_cast<size_t>(lists));
   for (DecodedRecords& l : out) {
     int64_t n = 0;
-    if (!(in.Get(&l.tag) && in.Get(&l.value) && in.Get(&n)) || n < 0 || static_cast<uint64_t>(n) > blob.size())
+    if (!(in.Get(&l.tag) && in.Get(&l.value) && in.Get(&l.extra) && in.Get(&n)) || n < 0 || static_cast<uint64_t>(n) > blob.size())
       return bad();
     l.records.resize(static_cast<size_t>(n));
     for (mesh::OpRecord& r : l.records)
@@ -148,11 +149,11 @@ Status FinishAcrossRanks(mesh::Mesh& mesh, const std::vector<std::vector<mesh::O
   // their host time as a list of no records tagged -1.
   std::vector<TaggedRecords> mine;
   const std::vector<mesh::OpRecord> none;
-  mine.push_back({-1, 0, &none});
+  mine.push_back({-1, 0, 0, &none});
   std::memcpy(&mine.back().value, &host_seconds, sizeof host_seconds);
   if (cluster.rank() != 0)
     for (int d = mesh.first_local(); d < mesh.first_local() + mesh.num_local(); ++d)
-      mine.push_back({d, hbm_peak[d], &records[d]});
+      mine.push_back({d, hbm_peak[d], 0, &records[d]});
   mesh::Bytes blob;
   EncodeRecords(mine, &blob);
   TPUMESH_ASSIGN_OR_RETURN(std::vector<mesh::Bytes> all, cluster.GatherBytes(blob, 0));

@@ -40,13 +40,15 @@ Status FinishAcrossRanks(mesh::Mesh& mesh, const std::vector<std::vector<mesh::O
 // Appends `lists` (each with an int64 tag: a device or a class) to `out`.
 struct TaggedRecords {
   int64_t tag = 0;
-  int64_t value = 0;  // a figure sent along (an HBM peak)
+  int64_t value = 0;  // figures sent along (an HBM peak, parameter bytes)
+  int64_t extra = 0;
   const std::vector<mesh::OpRecord>* records = nullptr;
 };
 void EncodeRecords(std::span<const TaggedRecords> lists, mesh::Bytes* out);
 struct DecodedRecords {
   int64_t tag = 0;
   int64_t value = 0;
+  int64_t extra = 0;
   std::vector<mesh::OpRecord> records;
 };
 // InternalError on a malformed blob (`from` names its sender).

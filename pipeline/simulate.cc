@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -13,6 +14,7 @@
 #include "models/architectures.h"
 #include "models/parallel.h"
 #include "pipeline/loader.h"
+#include "pipeline/rank_report.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -30,22 +32,39 @@ StatusOr<ModelConfigs> ReadConfigs(const SimulateOptions& o) {
   return ReadModelConfigs(*f);
 }
 
+// `mine` settled across the ranks of spec.cluster (mesh::Cluster::Agree),
+// or as is in one process.
+Status AgreeOver(const mesh::MeshSpec& spec, const Status& mine) {
+  return spec.cluster != nullptr ? spec.cluster->Agree(mine) : mine;
+}
+
 StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf) {
   const auto t0 = std::chrono::steady_clock::now();
   const GenerateRequest& req = o.request;
-  TPUMESH_ASSIGN_OR_RETURN(auto mesh, mesh::CreateDataModelMesh(o.mesh));
-  const int data = mesh->axes()[0].size, model = mesh->axes()[1].size;
-  // At precision default the weights are counted in bf16, as the seeds' bf16
-  // pipeline and a bf16 model file hold them; f32 at highest.
-  const bool bf16 = req.precision == models::Precision::kDefault;
-  auto zeros = [bf16](const std::string& c, const std::vector<models::ParamSpec>& m, int ranks) {
-    return ZeroParams(c, m, ranks, bf16);
-  };
-  auto built = BuildTextToImage(cf, zeros, nullptr, nullptr, model);
-  if (!built.ok()) return Status(built.status().code(), "simulate " + cf.origin + ": " + built.status().message());
-  const TextToImage& flow = **built;
-  TPUMESH_RETURN_IF_ERROR(flow.Validate(req, data, /*dry_run=*/true));
-  TPUMESH_ASSIGN_OR_RETURN(Txt2ImgPlan plan, flow.MakePlan(req));
+  std::unique_ptr<mesh::Mesh> mesh;
+  int data = 0, model = 0;
+  std::unique_ptr<TextToImage> built;
+  Txt2ImgPlan plan;
+  // The setup, settled across ranks (it fails alike on every rank).
+  const Status setup = [&]() -> Status {
+    TPUMESH_ASSIGN_OR_RETURN(mesh, mesh::CreateDataModelMesh(o.mesh));
+    data = mesh->axes()[0].size;
+    model = mesh->axes()[1].size;
+    // At precision default the weights are counted in bf16, as the seeds'
+    // bf16 pipeline and a bf16 model file hold them; f32 at highest.
+    const bool bf16 = req.precision == models::Precision::kDefault;
+    auto zeros = [bf16](const std::string& c, const std::vector<models::ParamSpec>& m, int ranks) {
+      return ZeroParams(c, m, ranks, bf16);
+    };
+    auto b = BuildTextToImage(cf, zeros, nullptr, nullptr, model);
+    if (!b.ok()) return Status(b.status().code(), "simulate " + cf.origin + ": " + b.status().message());
+    built = std::move(b).value();
+    TPUMESH_RETURN_IF_ERROR(built->Validate(req, data, /*dry_run=*/true));
+    TPUMESH_ASSIGN_OR_RETURN(plan, built->MakePlan(req));
+    return OkStatus();
+  }();
+  TPUMESH_RETURN_IF_ERROR(AgreeOver(o.mesh, setup));
+  const TextToImage& flow = *built;
 
   // Each model rank's share, run dry on its first device: zero token ids, no
   // keys. The device counts its parameters and activations against its HBM
@@ -55,43 +74,86 @@ StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf)
   // 1024 on SD 1.5 is a handful of runs, not 1024.
   std::vector<std::vector<mesh::OpRecord>> class_ops;
   std::vector<int64_t> class_peak, class_params;
+  std::vector<int> class_device;  // the device each class's dry run ran on
   std::vector<int> class_of_rank(model);
   std::map<std::string, int> class_of_signature;
-  for (int rank = 0; rank < model; ++rank) {
-    std::string signature = rank == 0 ? "rank 0" : "";
-    for (const ComponentParams& c : flow.components())
-      for (const auto& [name, a] : (*c.ranks)[rank].all()) {
-        signature += "\n" + c.name + "/" + name;
-        for (const int64_t d : a.shape()) signature += " " + std::to_string(d);
+  // Over several ranks (o.mesh.cluster) each class runs on the rank hosting
+  // its device, and a failure on any rank ends every rank here (Agree).
+  const Status dry = [&]() -> Status {
+    for (int rank = 0; rank < model; ++rank) {
+      std::string signature = rank == 0 ? "rank 0" : "";
+      for (const ComponentParams& c : flow.components())
+        for (const auto& [name, a] : (*c.ranks)[rank].all()) {
+          signature += "\n" + c.name + "/" + name;
+          for (const int64_t d : a.shape()) signature += " " + std::to_string(d);
+        }
+      auto [known, fresh] = class_of_signature.emplace(signature, static_cast<int>(class_ops.size()));
+      class_of_rank[rank] = known->second;
+      if (!fresh) continue;
+      class_ops.emplace_back();
+      const int at[] = {0, rank};
+      const int device = mesh->DeviceAt(at);
+      class_device.push_back(device);
+      class_params.push_back(0);
+      class_peak.push_back(0);
+      if (!mesh->is_local(device)) continue;  // another rank's
+      mesh::Device& dev = mesh->device(device);
+      if (!o.check_hbm) dev.set_hbm_capacity(std::numeric_limits<int64_t>::max() / 4);
+      std::vector<Array> held;
+      for (const ComponentParams& c : flow.components())
+        for (const auto& [name, a] : (*c.ranks)[rank].all()) {
+          auto r = a.ShareTo(dev, "parameter");
+          if (!r.ok()) return r.status().WithContext("placing parameter " + c.name + "/" + name);
+          held.push_back(std::move(r).value());
+        }
+      class_params.back() = dev.hbm_in_use();
+      dev.ResetHbmPeak();
+      TPUMESH_ASSIGN_OR_RETURN(models::ModelAxis axis, models::ModelAxis::Priced(*mesh, device));
+      models::Ctx ctx{&dev, req.precision};
+      ctx.dry_run = true;
+      ctx.ops = &class_ops.back();
+      ctx.model = &axis;
+      std::vector<Array> ids(flow.conditioning().token_arrays(),
+                             Array::Host(mesh::DType::kI32, {plan.batch_per_device, kPromptLength}));
+      DeviceInputs in;
+      in.ids = ids;
+      TPUMESH_RETURN_IF_ERROR(flow.RunDevice(ctx, plan, req, in).status());
+      class_peak.back() = dev.hbm_peak();
+    }
+    return OkStatus();
+  }();
+  mesh::Cluster& cluster = mesh->cluster();
+  TPUMESH_RETURN_IF_ERROR(cluster.Agree(dry));
+  std::vector<double> wall_per_rank = {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+  if (cluster.size() > 1) {
+    // Every rank's classes (and wall time, tag -1) to every rank, so that
+    // each holds the whole report, as one process would.
+    std::vector<TaggedRecords> mine;
+    const std::vector<mesh::OpRecord> none;
+    mine.push_back({-1, 0, 0, &none});
+    std::memcpy(&mine.back().value, &wall_per_rank[0], sizeof(double));
+    for (size_t c = 0; c < class_ops.size(); ++c)
+      if (mesh->is_local(class_device[c]))
+        mine.push_back({static_cast<int64_t>(c), class_peak[c], class_params[c], &class_ops[c]});
+    mesh::Bytes blob;
+    EncodeRecords(mine, &blob);
+    TPUMESH_ASSIGN_OR_RETURN(std::vector<mesh::Bytes> all, cluster.AllGatherBytes(blob));
+    wall_per_rank.assign(cluster.size(), 0);
+    for (int k = 0; k < cluster.size(); ++k) {
+      const std::string from = "rank " + std::to_string(k);
+      TPUMESH_ASSIGN_OR_RETURN(std::vector<DecodedRecords> lists, DecodeRecords(all[k], from));
+      for (DecodedRecords& l : lists) {
+        if (l.tag == -1) {
+          std::memcpy(&wall_per_rank[k], &l.value, sizeof(double));
+          continue;
+        }
+        if (l.tag < 0 || l.tag >= static_cast<int64_t>(class_ops.size()) || mesh->rank_of(class_device[l.tag]) != k)
+          return InternalError("simulate: a dry run from " + from + " that is not one of its");
+        class_ops[l.tag] = std::move(l.records);
+        class_peak[l.tag] = l.value;
+        class_params[l.tag] = l.extra;
       }
-    auto [known, fresh] = class_of_signature.emplace(signature, static_cast<int>(class_ops.size()));
-    class_of_rank[rank] = known->second;
-    if (!fresh) continue;
-    class_ops.emplace_back();
-    const int at[] = {0, rank};
-    const int device = mesh->DeviceAt(at);
-    mesh::Device& dev = mesh->device(device);
-    if (!o.check_hbm) dev.set_hbm_capacity(std::numeric_limits<int64_t>::max() / 4);
-    std::vector<Array> held;
-    for (const ComponentParams& c : flow.components())
-      for (const auto& [name, a] : (*c.ranks)[rank].all()) {
-        auto r = a.ShareTo(dev, "parameter");
-        if (!r.ok()) return r.status().WithContext("placing parameter " + c.name + "/" + name);
-        held.push_back(std::move(r).value());
-      }
-    class_params.push_back(dev.hbm_in_use());
-    dev.ResetHbmPeak();
-    TPUMESH_ASSIGN_OR_RETURN(models::ModelAxis axis, models::ModelAxis::Priced(*mesh, device));
-    models::Ctx ctx{&dev, req.precision};
-    ctx.dry_run = true;
-    ctx.ops = &class_ops.back();
-    ctx.model = &axis;
-    std::vector<Array> ids(flow.conditioning().token_arrays(),
-                           Array::Host(mesh::DType::kI32, {plan.batch_per_device, kPromptLength}));
-    DeviceInputs in;
-    in.ids = ids;
-    TPUMESH_RETURN_IF_ERROR(flow.RunDevice(ctx, plan, req, in).status());
-    class_peak.push_back(dev.hbm_peak());
+    }
   }
 
   RunReport r;
@@ -110,6 +172,7 @@ StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf)
   r.sharding = ShardingPlan(flow.components(), flow.model_ranks());
   r.Finish(class_ops, class_of, req.keep_ops);
   r.host_seconds = 0;
+  r.host_seconds_per_rank = wall_per_rank;
   r.info = {{"model", cf.origin},
             {"family", flow.family().name},
             {"scheduler", plan.scheduler},
@@ -151,8 +214,9 @@ Status CheckFinite(const RunReport& r, const std::vector<int>& class_of, const s
 }  // namespace
 
 StatusOr<RunReport> Simulate(const SimulateOptions& o) {
-  TPUMESH_ASSIGN_OR_RETURN(ModelConfigs cf, ReadConfigs(o));
-  return SimulateOn(o, cf);
+  StatusOr<ModelConfigs> cf = ReadConfigs(o);
+  TPUMESH_RETURN_IF_ERROR(AgreeOver(o.mesh, cf.status()));
+  return SimulateOn(o, *cf);
 }
 
 StatusOr<RunReport> SimulateWorkload(const WorkloadOptions& o) {

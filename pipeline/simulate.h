@@ -13,6 +13,13 @@
 // first denoising step and repeats its records for the others (every step
 // has the same shapes).
 //
+// Ranks (options.mesh.cluster, docs/cluster.md): every rank calls Simulate
+// with the same options; each dry run runs on the rank hosting its device
+// (they spread over ranks when model groups do), a failure on any rank ends
+// every rank (mesh::Cluster::Agree), and every rank ends with the whole
+// report, the same as one process's; host_seconds_per_rank holds each
+// rank's wall time. SimulateWorkload and the sweeps run in one process.
+//
 // Contract: the request is validated as generate validates it (the flow's
 // Validate, prompts aside); InvalidArgument names the flag. Device HBM is
 // enforced as in generate unless check_hbm is off (SweepMesh):

@@ -13,6 +13,7 @@
 #include "pipeline/simulate.h"
 #include "tools/commands.h"
 #include "tools/device_flags.h"
+#include "tools/ranks.h"
 #include "tools/report_output.h"
 #include "tools/request_flags.h"
 #include "tools/run_command.h"
@@ -150,12 +151,14 @@ Status RunWorkload(const SimulateCmdOptions& o) {
   return WriteReportFiles(r, o.dev.out);
 }
 
-Status RunSimulate(SimulateCmdOptions o) {
-  RunFiles files;
-  files.outputs = o.dev.out.flags();
-  files.outputs.emplace_back("--svg", o.svg);
-  files.inputs = {{"--model", o.sim.model}, {"--workload", o.workload}, ChipInput(o.dev.mesh.chip)};
-  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(files));
+// simulate's checks: flags that go together, outputs writable.
+Status CheckSimulate(const SimulateCmdOptions& o, RunFiles* files) {
+  files->outputs = o.dev.out.flags();
+  files->outputs.emplace_back("--svg", o.svg);
+  files->inputs = {{"--model", o.sim.model}, {"--workload", o.workload}, {"--stablehlo", o.stablehlo},
+                   ChipInput(o.dev.mesh.chip)};
+  TPUMESH_RETURN_IF_ERROR(CheckRunFiles(*files));
+  files->inputs.erase(files->inputs.begin() + 2);  // RunStableHlo's own
   const bool sweep = o.sweep_mesh || o.sweep_dataflow;
   if (o.sweep_mesh && o.sweep_dataflow) return InvalidArgumentError("--sweep-mesh or --sweep-dataflow: one sweep at a time");
   if (sweep && o.dev.out.any())
@@ -165,9 +168,17 @@ Status RunSimulate(SimulateCmdOptions o) {
     return InvalidArgumentError("--json and --svg go with --sweep-mesh or --sweep-dataflow (use --report FILE for one run)");
   if (o.sweep_dataflow && (!o.dev.mesh.dataflow.empty() || o.dev.mesh.vmem_mib != -1))
     return InvalidArgumentError("--sweep-dataflow tries every dataflow and VMEM size: give neither --dataflow nor --vmem-mib");
+  if (!o.stablehlo.empty() && (!o.workload.empty() || !o.sim.arch.empty() || !o.sim.model.empty() || sweep))
+    return InvalidArgumentError("--stablehlo prices its own module: give it without --arch, --model, --workload or a sweep");
+  if (o.stablehlo.empty() && o.workload.empty() && o.sweep_mesh && !o.dev.mesh.axes.empty())
+    return InvalidArgumentError("--sweep-mesh tries every mesh: give --devices, not --mesh");
+  return OkStatus();
+}
+
+// Everything but one model's run: a StableHLO module, a workload, a sweep.
+// In one process (under several ranks, rank 0's: docs/cluster.md).
+Status RunSimulateAlone(SimulateCmdOptions o) {
   if (!o.stablehlo.empty()) {
-    if (!o.workload.empty() || !o.sim.arch.empty() || !o.sim.model.empty() || sweep)
-      return InvalidArgumentError("--stablehlo prices its own module: give it without --arch, --model, --workload or a sweep");
     StableHloRun run;
     run.program = o.stablehlo;
     run.dry_run = true;
@@ -177,31 +188,55 @@ Status RunSimulate(SimulateCmdOptions o) {
   if (!o.workload.empty()) return RunWorkload(o);
   TPUMESH_ASSIGN_OR_RETURN(o.sim.request, ParseRequestFlags(o.req));
   o.sim.mesh = o.dev.mesh;
-  if (o.sweep_mesh) {
-    if (!o.dev.mesh.axes.empty()) return InvalidArgumentError("--sweep-mesh tries every mesh: give --devices, not --mesh");
-    return RunSweep(o);
-  }
-  if (o.sweep_dataflow) {
-    const std::string what = o.sim.arch.empty() ? o.sim.model : o.sim.arch;
-    return RunDataflowSweep(o, what, [&o](const mesh::MeshSpec& spec) {
-      pipeline::SimulateOptions at = o.sim;
-      at.mesh = spec;
-      return pipeline::Simulate(at);
-    });
-  }
+  if (o.sweep_mesh) return RunSweep(o);
+  const std::string what = o.sim.arch.empty() ? o.sim.model : o.sim.arch;
+  return RunDataflowSweep(o, what, [&o](const mesh::MeshSpec& spec) {
+    pipeline::SimulateOptions at = o.sim;
+    at.mesh = spec;
+    return pipeline::Simulate(at);
+  });
+}
+
+Status RunSimulate(SimulateCmdOptions o) {
+  // Under mpirun or srun every rank runs the checks; one model's run
+  // spreads its dry runs over the ranks, anything else runs on rank 0 while
+  // the others wait; rank 0 alone prints and writes (docs/cluster.md).
+  TPUMESH_ASSIGN_OR_RETURN(mesh::Cluster * cluster, JoinCluster());
+  const bool root = cluster->rank() == 0;
+  RunFiles files;
+  const Status checked = CheckSimulate(o, &files);
+  TPUMESH_RETURN_IF_ERROR(AgreeToStart(*cluster, checked, files.inputs));
+  if (o.sweep_mesh || o.sweep_dataflow || !o.stablehlo.empty() || !o.workload.empty())
+    return AgreeToFinish(*cluster, root ? RunSimulateAlone(o) : OkStatus());
+
+  const Status parsed = [&]() -> Status {
+    TPUMESH_ASSIGN_OR_RETURN(o.sim.request, ParseRequestFlags(o.req));
+    return OkStatus();
+  }();
+  TPUMESH_RETURN_IF_ERROR(cluster->Agree(parsed));
+  o.sim.mesh = o.dev.mesh;
+  o.sim.mesh.cluster = cluster;
   o.sim.request.keep_ops = !o.dev.out.trace.empty();
   TPUMESH_ASSIGN_OR_RETURN(pipeline::RunReport r, pipeline::Simulate(o.sim));
-  const double t = r.modelled_seconds();
-  std::printf("simulated %s: %lld image(s) %s on %d emulated %s device(s), mesh %s, x %d per data index, %s steps "
-              "(%s UNet calls), %s, guidance %.2f, precision %s\n",
-              r.info["model"].c_str(), static_cast<long long>(r.images), r.info["size"].c_str(), r.devices,
-              r.chip.name.c_str(), r.mesh_axes.c_str(), o.sim.request.batch_per_device, r.info["steps"].c_str(),
-              r.info["unet_calls"].c_str(), r.info["scheduler"].c_str(), std::stod(r.info["guidance"]),
-              o.req.precision.c_str());
-  std::printf("modelled: %.3f s per batch, %.2f images/s (priced in %s s, nothing computed)\n", t,
-              t > 0 ? r.images / t : 0.0, r.info["simulation_wall_seconds"].substr(0, 5).c_str());
-  std::printf("%s", pipeline::ReportTable(r).c_str());
-  TPUMESH_RETURN_IF_ERROR(WriteReportFiles(r, o.dev.out));
+  Status written;
+  if (root) {
+    const double t = r.modelled_seconds();
+    std::printf("simulated %s: %lld image(s) %s on %d emulated %s device(s), mesh %s, x %d per data index, %s steps "
+                "(%s UNet calls), %s, guidance %.2f, precision %s\n",
+                r.info["model"].c_str(), static_cast<long long>(r.images), r.info["size"].c_str(), r.devices,
+                r.chip.name.c_str(), r.mesh_axes.c_str(), o.sim.request.batch_per_device, r.info["steps"].c_str(),
+                r.info["unet_calls"].c_str(), r.info["scheduler"].c_str(), std::stod(r.info["guidance"]),
+                o.req.precision.c_str());
+    std::printf("modelled: %.3f s per batch, %.2f images/s (priced in %s s, nothing computed)\n", t,
+                t > 0 ? r.images / t : 0.0, r.info["simulation_wall_seconds"].substr(0, 5).c_str());
+    std::printf("%s", pipeline::ReportTable(r).c_str());
+    std::fflush(stdout);
+    std::vector<std::pair<std::string, std::string>> out;
+    AddReportFiles(r, o.dev.out, &out);
+    written = WriteFilesAtomic(out);
+  }
+  TPUMESH_RETURN_IF_ERROR(AgreeToFinish(*cluster, written));
+  if (root) PrintReportFiles(o.dev.out);
   return OkStatus();
 }
 

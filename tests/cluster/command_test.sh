@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The tpumesh commands under mpirun against one process (issue 30; run by
+# ctest, tests/cluster/CMakeLists.txt):
+#
+#   command_test.sh MODE TPUMESH NP MESH MPIRUN [MPIRUN FLAGS...]
+#
+#   generate   `generate --devices 8 --mesh MESH` (the embedded default
+#              model, 2 steps) on NP ranks writes the same PNG bytes (grid
+#              included), per-layer CSV bytes and JSON report (host times
+#              aside) as one process
+#   eval       `eval --component vae_decoder` of a tiny model on 8 latents:
+#              the same HDF5 bytes and report (host times aside)
+#   simulate   `simulate --arch tiny`: the same report and CSV
+#   bad-input  rank 1 alone reads an empty --prompts-file: every rank exits
+#              non-zero within 30 s, one line names rank 1, nothing written
+#   sigkill    rank 1 is killed with SIGKILL mid-run: every rank exits
+#              non-zero within 30 s, mpirun names the signal, nothing written
+#
+# (`command_test.sh --rank-wrapper CMD...` is how the script runs each rank
+# for the last two: @RANK@ in an argument becomes the rank; rank
+# $KILL_RANK kills itself after $KILL_AFTER seconds.)
+set -u
+if [ "${1:-}" = "--rank-wrapper" ]; then
+  shift
+  r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
+  n=$#
+  for a in "$@"; do set -- "$@" "${a//@RANK@/$r}"; done
+  shift "$n"
+  if [ -n "${KILL_RANK:-}" ] && [ "$r" = "$KILL_RANK" ]; then
+    me=$$
+    (sleep "${KILL_AFTER:-1}"; kill -9 "$me") &
+  fi
+  exec "$@"
+fi
+
+mode=$1 tpumesh=$2 np=$3 mesh=$4
+shift 4
+mpirun=("$@" -np "$np")
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+fail=0
+no() { echo "FAIL: $*"; fail=1; }
+
+# A JSON report without its host times (each key on its own line; commas
+# dropped so that a removed last key leaves the rest equal).
+strip_host() {
+  awk '/"host_seconds_per_rank": \[/ {skip=1; next} skip && /\]/ {skip=0; next} skip {next}
+       /"host_seconds"|"simulation_wall_seconds"/ {next} {sub(/,$/, ""); print}' "$1"
+}
+same_report() {  # one-process report, mpirun report
+  if ! diff <(strip_host "$1") <(strip_host "$2") >/dev/null; then
+    no "$2 differs from $1 apart from host times:"
+    diff <(strip_host "$1") <(strip_host "$2") | head -20
+  fi
+  grep -q '"host_seconds_per_rank"' "$2" || no "$2 has no host_seconds_per_rank"
+  [ "$(tr -d ' \n' <"$2" | grep -o '"host_seconds_per_rank":\[[^]]*\]' | tr -cd ',' | wc -c)" -eq $((np - 1)) ] ||
+    no "$2: host_seconds_per_rank does not hold $np ranks"
+}
+same_file() {
+  cmp "$1" "$2" || no "$2 differs from $1"
+}
+
+run_mpi() {  # the mpirun of a command, its output in mpi.log
+  local start=$(date +%s%N)
+  timeout --kill-after=5 120 "${mpirun[@]}" "$@" >mpi.log 2>&1
+  rc=$?
+  elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  echo "mpirun -np $np: exit $rc after ${elapsed_ms} ms"
+}
+
+case "$mode" in
+  generate)
+    args=(generate -p "a red circle on a blue background" --devices 8 --mesh "$mesh" --steps 2 -q)
+    "$tpumesh" "${args[@]}" -o one --report one.json --report-csv one.csv >one.log 2>&1 || { cat one.log; no "one process"; }
+    run_mpi "$tpumesh" "${args[@]}" -o many --report many.json --report-csv many.csv
+    [ "$rc" -eq 0 ] || { cat mpi.log; no "mpirun exit $rc"; }
+    [ "$(ls one | wc -l)" -ge 3 ] || no "one process wrote $(ls one | wc -l) files, want the images and the grid"
+    for f in one/*.png; do same_file "$f" "many/$(basename "$f")"; done
+    [ "$(ls many | wc -l)" -eq "$(ls one | wc -l)" ] || no "mpirun wrote $(ls many | wc -l) files"
+    same_file one.csv many.csv
+    same_report one.json many.json
+    [ "$(grep -c '^wrote ' mpi.log)" -eq 1 ] || { cat mpi.log; no "want one 'wrote' line (rank 0 prints)"; }
+    ;;
+  eval)
+    "$tpumesh" init --arch tiny -o m.h5 -q >/dev/null &&
+      "$tpumesh" generate -p "a red circle" --devices 8 --steps 1 -o img -q --save-latents lat.h5 >/dev/null ||
+      no "making the model and latents"
+    args=(eval --model m.h5 --component vae_decoder --input lat.h5 --mesh "$mesh")
+    "$tpumesh" "${args[@]}" --output one.h5 --report one.json >one.log 2>&1 || { cat one.log; no "one process"; }
+    run_mpi "$tpumesh" "${args[@]}" --output many.h5 --report many.json
+    [ "$rc" -eq 0 ] || { cat mpi.log; no "mpirun exit $rc"; }
+    same_file one.h5 many.h5
+    same_report one.json many.json
+    ;;
+  simulate)
+    args=(simulate --arch tiny --devices 8 --mesh "$mesh" --steps 2)
+    "$tpumesh" "${args[@]}" --report one.json --report-csv one.csv >one.log 2>&1 || { cat one.log; no "one process"; }
+    run_mpi "$tpumesh" "${args[@]}" --report many.json --report-csv many.csv
+    [ "$rc" -eq 0 ] || { cat mpi.log; no "mpirun exit $rc"; }
+    same_file one.csv many.csv
+    same_report one.json many.json
+    [ "$(grep -c '^simulated ' mpi.log)" -eq 1 ] || { cat mpi.log; no "want one 'simulated' line (rank 0 prints)"; }
+    ;;
+  bad-input)
+    printf 'a red circle\n' >prompts_0.txt
+    for ((k = 2; k < np; ++k)); do cp prompts_0.txt "prompts_$k.txt"; done
+    : >prompts_1.txt  # rank 1's copy is empty
+    run_mpi "$self" --rank-wrapper "$tpumesh" generate --prompts-file "prompts_@RANK@.txt" --devices 8 --mesh "$mesh" \
+      --steps 2 -o out --report out.json -q
+    cat mpi.log
+    [ "$rc" -ne 0 ] || no "exit status 0"
+    [ "$elapsed_ms" -lt 30000 ] || no "took ${elapsed_ms} ms (limit 30 s)"
+    [ "$(grep -cE '^tpumesh: ' mpi.log)" -eq 1 ] || no "want exactly one tpumesh line"
+    grep -qE "^tpumesh: rank 1 of $np: INVALID_ARGUMENT: prompts_1.txt: no prompts" mpi.log || no "no line from rank 1 naming its file"
+    [ ! -e out ] && [ ! -e out.json ] || no "files written: $(ls)"
+    ;;
+  sigkill)
+    mkdir out
+    KILL_RANK=1 KILL_AFTER=1.5 run_mpi "$self" --rank-wrapper "$tpumesh" generate -p "a red circle" --devices 8 \
+      --mesh "$mesh" --steps 1000 -o out --report out.json -q
+    cat mpi.log
+    [ "$rc" -ne 0 ] || no "exit status 0"
+    [ "$elapsed_ms" -lt 30000 ] || no "took ${elapsed_ms} ms (limit 30 s)"
+    grep -qE "rank 1 .*exited on signal 9" mpi.log || no "no line naming rank 1 and SIGKILL"
+    [ -z "$(ls -A out)" ] && [ ! -e out.json ] || no "files written: $(ls -A out) $(ls)"
+    ;;
+  *)
+    echo "unknown mode $mode"
+    exit 2
+    ;;
+esac
+[ "$fail" -eq 0 ] && echo "PASS: $mode, $np ranks, mesh $mesh"
+exit "$fail"
