@@ -71,47 +71,48 @@ mesh::MeshSpec DefaultMeshSpec(const Layout& layout, mesh::MeshSpec user) {
   return user;
 }
 
+StatusOr<Tensor> InputFromRaw(const pipeline::H5Raw& raw, const Layout& layout, size_t i, const std::string& where) {
+  const Type& want = layout.inputs[i];
+  if (raw.dims != want.dims) {
+    Type got = want;
+    got.dims = raw.dims;
+    return InvalidArgumentError(where + " has shape " + got.ToString().substr(6) + " but @main's argument " +
+                                std::to_string(i) + " is " + want.ToString());
+  }
+  // The dataset's element type as StableHLO's.
+  ElementType el;
+  const std::string& dt = raw.dtype;
+  if (dt == "bfloat16" && raw.width == 2) el = ElementType::kBF16;
+  else if (dt == "float16" && raw.width == 2) el = ElementType::kF16;
+  else if (dt == "bool" && raw.width == 1) el = ElementType::kPred;
+  else if (raw.cls == 'f') el = raw.width == 8 ? ElementType::kF64 : (raw.width == 2 ? ElementType::kF16 : ElementType::kF32);
+  else if (raw.cls == 'i') el = raw.width == 1 ? ElementType::kI8 : raw.width == 2 ? ElementType::kI16 : raw.width == 4 ? ElementType::kI32 : ElementType::kI64;
+  else el = raw.width == 1 ? ElementType::kU8 : raw.width == 2 ? ElementType::kU16 : raw.width == 4 ? ElementType::kU32 : ElementType::kU64;
+  const bool ok = el == want.element || (IsFloat(el) && IsFloat(want.element)) ||
+                  (!IsFloat(el) && !IsFloat(want.element) && el != ElementType::kPred && want.element != ElementType::kPred);
+  if (!ok)
+    return InvalidArgumentError(where + " holds " + std::string(ElementTypeName(el)) + " but @main's argument " +
+                                std::to_string(i) + " is " + want.ToString() +
+                                " (bf16 is stored as uint16 with dtype=\"bfloat16\", i1 as uint8 with dtype=\"bool\")");
+  Type have = want;
+  have.element = el;
+  TPUMESH_ASSIGN_OR_RETURN(Tensor src, NewTensor(have, nullptr));
+  std::memcpy(src.data.mutable_raw(), raw.data.data(), std::min<size_t>(raw.data.size(), static_cast<size_t>(have.size_bytes())));
+  if (el == want.element) return src;
+  // convert (floats rounded to the argument's type; integers wrap as XLA's convert)
+  TPUMESH_ASSIGN_OR_RETURN(Tensor dst, NewTensor(want, nullptr));
+  TPUMESH_RETURN_IF_ERROR(
+      ConvertElements(src.type.element, src.data.raw(), want.element, 0, dst.num_elements(), dst.data.mutable_raw()));
+  return dst;
+}
+
 StatusOr<std::vector<Tensor>> ReadInputs(const std::string& file, const Layout& layout) {
   std::vector<Tensor> out;
   for (size_t i = 0; i < layout.inputs.size(); ++i) {
     const std::string name = "input_" + std::to_string(i);
-    const Type& want = layout.inputs[i];
     TPUMESH_ASSIGN_OR_RETURN(pipeline::H5Raw raw, pipeline::H5ReadRaw(file, name));
-    const std::string where = Printable(file) + ": dataset '" + name + "'";
-    if (raw.dims != want.dims) {
-      Type got = want;
-      got.dims = raw.dims;
-      return InvalidArgumentError(where + " has shape " + got.ToString().substr(6) + " but @main's argument " +
-                                  std::to_string(i) + " is " + want.ToString());
-    }
-    // The dataset's element type as StableHLO's.
-    ElementType el;
-    const std::string& dt = raw.dtype;
-    if (dt == "bfloat16" && raw.width == 2) el = ElementType::kBF16;
-    else if (dt == "float16" && raw.width == 2) el = ElementType::kF16;
-    else if (dt == "bool" && raw.width == 1) el = ElementType::kPred;
-    else if (raw.cls == 'f') el = raw.width == 8 ? ElementType::kF64 : (raw.width == 2 ? ElementType::kF16 : ElementType::kF32);
-    else if (raw.cls == 'i') el = raw.width == 1 ? ElementType::kI8 : raw.width == 2 ? ElementType::kI16 : raw.width == 4 ? ElementType::kI32 : ElementType::kI64;
-    else el = raw.width == 1 ? ElementType::kU8 : raw.width == 2 ? ElementType::kU16 : raw.width == 4 ? ElementType::kU32 : ElementType::kU64;
-    const bool ok = el == want.element || (IsFloat(el) && IsFloat(want.element)) ||
-                    (!IsFloat(el) && !IsFloat(want.element) && el != ElementType::kPred && want.element != ElementType::kPred);
-    if (!ok)
-      return InvalidArgumentError(where + " holds " + std::string(ElementTypeName(el)) + " but @main's argument " +
-                                  std::to_string(i) + " is " + want.ToString() +
-                                  " (bf16 is stored as uint16 with dtype=\"bfloat16\", i1 as uint8 with dtype=\"bool\")");
-    Type have = want;
-    have.element = el;
-    TPUMESH_ASSIGN_OR_RETURN(Tensor src, NewTensor(have, nullptr));
-    std::memcpy(src.data.mutable_raw(), raw.data.data(), std::min<size_t>(raw.data.size(), static_cast<size_t>(have.size_bytes())));
-    if (el == want.element) {
-      out.push_back(std::move(src));
-      continue;
-    }
-    // convert (floats rounded to the argument's type; integers wrap as XLA's convert)
-    TPUMESH_ASSIGN_OR_RETURN(Tensor dst, NewTensor(want, nullptr));
-    TPUMESH_RETURN_IF_ERROR(
-        ConvertElements(src.type.element, src.data.raw(), want.element, 0, dst.num_elements(), dst.data.mutable_raw()));
-    out.push_back(std::move(dst));
+    TPUMESH_ASSIGN_OR_RETURN(Tensor t, InputFromRaw(raw, layout, i, Printable(file) + ": dataset '" + name + "'"));
+    out.push_back(std::move(t));
   }
   return out;
 }

@@ -55,6 +55,10 @@ StatusOr<std::vector<Tensor>> ReadInputs(const std::string& file, const Layout& 
 // Uniform in [-1, 1) for floats, [0, 4) for integers, random bits for u32
 // and u64 (keys), from `seed`.
 std::vector<Tensor> RandomInputs(const Layout& layout, uint64_t seed);
+// Argument i from its elements as a dataset holds them (an HDF5 dataset; a
+// numpy array in the Python module), checked and converted as ReadInputs
+// does each dataset; `where` names it in errors.
+StatusOr<Tensor> InputFromRaw(const pipeline::H5Raw& raw, const Layout& layout, size_t i, const std::string& where);
 // output_0 ... as H5Raw datasets, for an H5Writer.
 std::vector<std::pair<std::string, pipeline::H5Raw>> OutputDatasets(const std::vector<Tensor>& outputs);
 
