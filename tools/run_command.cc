@@ -28,6 +28,47 @@ void PrintOpTable() {
     std::cout << "| `" << e.name << "` | " << e.category << " | " << e.priced << " |\n";
 }
 
+StatusOr<StableHloResult> RunStableHloModule(const hlo::Module& m, const StableHloRun& o,
+                                             const StableHloInputsFn& inputs, std::function<void(int64_t)> on_op) {
+  TPUMESH_RETURN_IF_ERROR(hlo::Verify(m));
+  StableHloResult result;
+  TPUMESH_ASSIGN_OR_RETURN(result.layout, hlo::LayoutOf(m));
+  const hlo::Layout& layout = result.layout;
+  TPUMESH_ASSIGN_OR_RETURN(auto mesh, mesh::CreateMesh(hlo::DefaultMeshSpec(layout, o.dev.mesh)));
+  if (mesh->num_devices() != layout.devices)
+    return InvalidArgumentError(Printable(o.program) + " runs on " + std::to_string(layout.devices) + " device(s) (" +
+                                layout.Describe() + "); the device flags give " + std::to_string(mesh->num_devices()));
+  std::vector<hlo::Tensor> args;
+  if (!o.dry_run) {
+    TPUMESH_ASSIGN_OR_RETURN(args, inputs(layout));
+  } else {
+    args.resize(layout.inputs.size());
+  }
+  hlo::Options opt;
+  opt.generation = hlo::DetectGeneration(m);
+  if (o.xla_generation == "0.4") opt.generation = hlo::XlaGeneration::kJax04;
+  else if (o.xla_generation == "current") opt.generation = hlo::XlaGeneration::kCurrent;
+  opt.dry_run = o.dry_run;
+  opt.mxu_precision = o.mxu_precision;
+  std::vector<mesh::OpRecord> unused;
+  opt.ops = &unused;  // set per device by RunProgram
+  opt.on_op = std::move(on_op);
+  TPUMESH_ASSIGN_OR_RETURN(result.run, hlo::RunProgram(m, layout, *mesh, std::move(args), opt));
+  const hlo::ProgramRun& run = result.run;
+  pipeline::RunReport& r = result.report;
+  r.mode = o.dry_run ? "simulate" : "run";
+  r.chip = mesh->chip();
+  r.devices = mesh->num_devices();
+  r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
+  r.host_seconds = run.host_seconds;
+  if (!o.dry_run) r.hbm_peak_bytes = run.hbm_peak_bytes;
+  r.Finish(run.records, run.record_of_device, !o.dev.out.trace.empty());
+  r.info = {{"program", o.program}, {"layout", layout.Describe()},
+            {"matmul_arithmetic", o.mxu_precision ? "the MXU's (precision_config)" : "f32 (as XLA on a CPU)"},
+            {"xla_math", opt.generation == hlo::XlaGeneration::kCurrent ? "current jax" : "jax 0.4"}};
+  return result;
+}
+
 Status RunStableHlo(const StableHloRun& o) {
   if (o.list_ops) {
     PrintOpTable();
@@ -41,38 +82,15 @@ Status RunStableHlo(const StableHloRun& o) {
   files.inputs = {{"PROGRAM", o.program}, {"--inputs", o.inputs}, ChipInput(o.dev.mesh.chip)};
   TPUMESH_RETURN_IF_ERROR(CheckRunFiles(files));
   TPUMESH_ASSIGN_OR_RETURN(hlo::Module m, hlo::ReadModuleFile(o.program));
-  TPUMESH_RETURN_IF_ERROR(hlo::Verify(m));
-  TPUMESH_ASSIGN_OR_RETURN(hlo::Layout layout, hlo::LayoutOf(m));
-  TPUMESH_ASSIGN_OR_RETURN(auto mesh, mesh::CreateMesh(hlo::DefaultMeshSpec(layout, o.dev.mesh)));
-  if (mesh->num_devices() != layout.devices)
-    return InvalidArgumentError(Printable(o.program) + " runs on " + std::to_string(layout.devices) + " device(s) (" +
-                                layout.Describe() + "); the device flags give " + std::to_string(mesh->num_devices()));
-  std::vector<hlo::Tensor> inputs;
-  if (!o.dry_run) {
-    if (o.inputs.empty()) {
-      inputs = hlo::RandomInputs(layout, o.seed);
-    } else {
-      TPUMESH_ASSIGN_OR_RETURN(inputs, hlo::ReadInputs(o.inputs, layout));
-    }
-  } else {
-    inputs.resize(layout.inputs.size());
-  }
-  hlo::Options opt;
-  opt.generation = hlo::DetectGeneration(m);
-  if (o.xla_generation == "0.4") opt.generation = hlo::XlaGeneration::kJax04;
-  else if (o.xla_generation == "current") opt.generation = hlo::XlaGeneration::kCurrent;
-  opt.dry_run = o.dry_run;
-  opt.mxu_precision = o.mxu_precision;
-  std::vector<mesh::OpRecord> unused;
-  opt.ops = &unused;  // set per device by RunProgram
   // Progress on stderr: on a terminal one line redrawn 4 times a second,
   // in a log a line every 10 s.
   const bool tty = isatty(STDERR_FILENO);
   const auto start = std::chrono::steady_clock::now();
   auto last = start;
   bool shown = false;
+  std::function<void(int64_t)> on_op;
   if (!o.quiet && !o.dry_run) {
-    opt.on_op = [&](int64_t executed) {
+    on_op = [&](int64_t executed) {
       const auto now = std::chrono::steady_clock::now();
       if (now - last < (tty ? std::chrono::milliseconds(250) : std::chrono::milliseconds(10000))) return;
       last = now;
@@ -82,20 +100,16 @@ Status RunStableHlo(const StableHloRun& o) {
                    tty ? "" : "\n");
     };
   }
-  auto ran = hlo::RunProgram(m, layout, *mesh, std::move(inputs), opt);
+  auto inputs = [&o](const hlo::Layout& layout) -> StatusOr<std::vector<hlo::Tensor>> {
+    if (o.inputs.empty()) return hlo::RandomInputs(layout, o.seed);
+    return hlo::ReadInputs(o.inputs, layout);
+  };
+  auto ran = RunStableHloModule(m, o, inputs, on_op);
   if (shown && tty) std::fprintf(stderr, "\r\033[K");
-  TPUMESH_ASSIGN_OR_RETURN(hlo::ProgramRun run, std::move(ran));
-  pipeline::RunReport r;
-  r.mode = o.dry_run ? "simulate" : "run";
-  r.chip = mesh->chip();
-  r.devices = mesh->num_devices();
-  r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
-  r.host_seconds = run.host_seconds;
-  if (!o.dry_run) r.hbm_peak_bytes = run.hbm_peak_bytes;
-  r.Finish(run.records, run.record_of_device, !o.dev.out.trace.empty());
-  r.info = {{"program", o.program}, {"layout", layout.Describe()},
-            {"matmul_arithmetic", o.mxu_precision ? "the MXU's (precision_config)" : "f32 (as XLA on a CPU)"},
-            {"xla_math", opt.generation == hlo::XlaGeneration::kCurrent ? "current jax" : "jax 0.4"}};
+  TPUMESH_ASSIGN_OR_RETURN(StableHloResult result, std::move(ran));
+  const hlo::Layout& layout = result.layout;
+  const hlo::ProgramRun& run = result.run;
+  pipeline::RunReport& r = result.report;
   std::vector<std::pair<std::string, std::string>> out_files;
   if (!o.dry_run) {
     TPUMESH_ASSIGN_OR_RETURN(auto writer, pipeline::H5Writer::Create(o.outputs));
