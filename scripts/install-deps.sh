@@ -19,6 +19,8 @@ PACKAGES=(
   nlohmann-json3-dev  # JSON (chip files, configs, reports)
   libicu-dev        # Unicode categories, case mapping, NFC (tokenizer)
   libopenmpi-dev openmpi-bin  # MPI: the mesh across processes and hosts (docs/cluster.md); optional in CMake
+  python3-dev pybind11-dev python3-numpy  # the Python module `import tpumesh` (docs/python.md); optional in CMake
+  python3-pytest    # its test suite (python/tests, run by .ci/run)
 )
 
 missing=()

@@ -1,0 +1,150 @@
+// tpumesh.stablehlo: a StableHLO module (the MLIR text JAX prints) run or
+// priced on the emulated mesh through the flow `tpumesh run` and `simulate
+// --stablehlo` share (tools/run_command.h RunStableHloModule), numpy arrays
+// in and out; and the small file helpers the tests and examples use (HDF5
+// datasets as the commands read them, PNG as generate writes it).
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bindings.h"
+#include "hlo/program.h"
+#include "io/png.h"
+#include "io/stablehlo_module.h"
+#include "py_status.h"
+#include "tools/run_command.h"
+
+namespace tpumesh::python {
+namespace py = pybind11;
+
+py::tuple NumpyFromRaw(const pipeline::H5Raw& raw) {
+  std::string format;
+  std::string tag = raw.dtype;
+  if (tag == "bool") {
+    format = "?";
+  } else if (tag == "float16") {
+    format = "e";
+  } else if (raw.cls == 'f') {
+    format = raw.width == 8 ? "d" : raw.width == 2 ? "e" : "f";
+  } else {
+    const bool s = raw.cls == 'i';
+    switch (raw.width) {
+      case 1: format = s ? "b" : "B"; break;
+      case 2: format = s ? "h" : "H"; break;
+      case 4: format = s ? "i" : "I"; break;
+      default: format = s ? "q" : "Q"; break;
+    }
+  }
+  if (tag != "bfloat16") tag.clear();
+  std::vector<py::ssize_t> dims(raw.dims.begin(), raw.dims.end());
+  py::array out(py::dtype(format), dims);
+  if (!raw.data.empty()) std::memcpy(out.mutable_data(), raw.data.data(), raw.data.size());
+  return py::make_tuple(out, tag);
+}
+
+StatusOr<pipeline::H5Raw> RawFromNumpy(const py::array& in, const std::string& tag) {
+  py::array a = py::array::ensure(in, py::array::c_style);
+  if (!a) return InvalidArgumentError("an input is not an array numpy can read");
+  pipeline::H5Raw raw;
+  const char kind = a.dtype().kind();
+  raw.width = static_cast<int>(a.itemsize());
+  if (kind == 'b') {
+    raw.cls = 'u';
+    raw.dtype = "bool";
+  } else if (kind == 'f' && raw.width != 2) {
+    raw.cls = 'f';
+  } else if (kind == 'f') {
+    raw.cls = 'u';
+    raw.dtype = "float16";
+  } else if (kind == 'i' || kind == 'u') {
+    raw.cls = kind;
+    if (tag == "bfloat16" && kind == 'u' && raw.width == 2) raw.dtype = "bfloat16";
+  } else {
+    return InvalidArgumentError("an input of numpy dtype " + py::str(a.dtype()).cast<std::string>() +
+                                ": StableHLO takes bool, integer and float arrays");
+  }
+  raw.dims.assign(a.shape(), a.shape() + a.ndim());
+  const uint8_t* p = static_cast<const uint8_t*>(a.data());
+  raw.data.assign(p, p + a.nbytes());
+  return raw;
+}
+
+namespace {
+
+// A module from its text (`name` in messages) or from the file at `path`.
+hlo::Module ReadModule(const std::string& text_or_path, bool is_path, const std::string& name) {
+  if (is_path) return ValueOrThrow(hlo::ReadModuleFile(text_or_path), ErrorKind::kFile);
+  return ValueOrThrow(hlo::ParseModule(text_or_path, name));
+}
+
+// (outputs as [(array, tag)], report JSON, trace JSON or "") of a run, or of
+// a dry run (price) with no outputs.
+py::tuple RunModule(const std::string& text_or_path, bool is_path, const std::string& name,
+                    const std::vector<py::tuple>& inputs, const mesh::MeshSpec& spec, bool dry_run,
+                    bool mxu_precision, const std::string& xla_generation, bool trace) {
+  const hlo::Module m = ReadModule(text_or_path, is_path, name);
+  std::vector<pipeline::H5Raw> raws;
+  for (const py::tuple& t : inputs)
+    raws.push_back(ValueOrThrow(RawFromNumpy(t[0].cast<py::array>(), t[1].cast<std::string>())));
+  tools::StableHloRun o;
+  o.program = name;
+  o.dry_run = dry_run;
+  o.mxu_precision = mxu_precision;
+  o.xla_generation = xla_generation;
+  o.dev.mesh = spec;
+  if (trace) o.dev.out.trace = "(trace)";  // keeps every op for the trace
+  auto from_arrays = [&raws, &name](const hlo::Layout& layout) -> StatusOr<std::vector<hlo::Tensor>> {
+    if (raws.size() != layout.inputs.size())
+      return InvalidArgumentError(name + ": @main takes " + std::to_string(layout.inputs.size()) +
+                                  " argument(s) (" + layout.Describe() + "), got " + std::to_string(raws.size()));
+    std::vector<hlo::Tensor> args;
+    for (size_t i = 0; i < raws.size(); ++i) {
+      TPUMESH_ASSIGN_OR_RETURN(hlo::Tensor t, hlo::InputFromRaw(raws[i], layout, i, "input " + std::to_string(i)));
+      args.push_back(std::move(t));
+    }
+    return args;
+  };
+  StatusOr<tools::StableHloResult> ran = InternalError("not run");
+  RunReleased([&] { ran = tools::RunStableHloModule(m, o, from_arrays); });
+  tools::StableHloResult result = ValueOrThrow(std::move(ran));
+  py::list outputs;
+  for (const auto& [unused, raw] : hlo::OutputDatasets(result.run.outputs)) outputs.append(NumpyFromRaw(raw));
+  return py::make_tuple(outputs, pipeline::ReportJson(result.report),
+                        trace ? pipeline::TraceJson(result.report) : std::string());
+}
+
+}  // namespace
+
+void RegisterStableHlo(py::module_& m) {
+  m.def("stablehlo_run", &RunModule, py::arg("text_or_path"), py::arg("is_path"), py::arg("name"),
+        py::arg("inputs"), py::arg("spec"), py::arg("dry_run"), py::arg("mxu_precision"),
+        py::arg("xla_generation"), py::arg("trace"));
+  // The module's layout without running it: (description, devices,
+  // [input types], [output types]) as MLIR spells them.
+  m.def("stablehlo_layout", [](const std::string& text_or_path, bool is_path, const std::string& name) {
+    const hlo::Module mod = ReadModule(text_or_path, is_path, name);
+    const hlo::Layout layout = ValueOrThrow(hlo::LayoutOf(mod));
+    std::vector<std::string> in, out;
+    for (const auto& t : layout.inputs) in.push_back(t.ToString());
+    for (const auto& t : layout.outputs) out.push_back(t.ToString());
+    return py::make_tuple(layout.Describe(), layout.devices, in, out);
+  });
+
+  m.def("h5_has_dataset", &pipeline::H5HasDataset);
+  m.def("h5_read", [](const std::string& file, const std::string& name) {
+    return NumpyFromRaw(ValueOrThrow(pipeline::H5ReadRaw(file, name), ErrorKind::kFile));
+  });
+  m.def("encode_png", [](py::array_t<uint8_t, py::array::c_style | py::array::forcecast> rgb,
+                         const std::vector<std::pair<std::string, std::string>>& text) {
+    if (rgb.ndim() != 3 || rgb.shape(2) != 3)
+      ThrowIfError(InvalidArgumentError("encode_png takes uint8 [height, width, 3]"));
+    pipeline::Image img;
+    img.height = static_cast<int>(rgb.shape(0));
+    img.width = static_cast<int>(rgb.shape(1));
+    img.rgb.assign(rgb.data(), rgb.data() + rgb.size());
+    return py::bytes(ValueOrThrow(pipeline::EncodePng(img, text)));
+  });
+}
+
+}  // namespace tpumesh::python

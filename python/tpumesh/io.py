@@ -1,0 +1,62 @@
+"""tpumesh.io: the files the commands read and write, as numpy arrays.
+
+read_dataset / has_dataset: an HDF5 dataset as `tpumesh run` and `eval`
+read them (bf16 stored as uint16 with dtype="bfloat16" comes back as
+ml_dtypes' bfloat16 when ml_dtypes is installed, else widened to float32,
+exactly); encode_png / write_png: a uint8 [H, W, 3] image as generate writes
+its PNGs.
+"""
+
+import os
+
+import numpy as np
+
+from tpumesh import _tpumesh
+from tpumesh._mesh import _check_readable
+
+__all__ = ["encode_png", "has_dataset", "read_dataset", "write_png"]
+
+
+def _bf16_dtype():
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return ml_dtypes.bfloat16
+
+
+def from_tagged(array, tag):
+    """A (numpy array, tag) pair from the extension as the user's array."""
+    if tag == "bfloat16":
+        bf16 = _bf16_dtype()
+        if bf16 is not None:
+            return array.view(bf16)
+        return (array.astype(np.uint32) << 16).view(np.float32)
+    return array
+
+
+def to_tagged(x):
+    """The user's array as (numpy array, tag): bfloat16 (ml_dtypes) as its uint16 bits."""
+    a = np.asarray(x)
+    if a.dtype.name == "bfloat16":
+        return np.ascontiguousarray(a).view(np.uint16), "bfloat16"
+    return a, ""
+
+
+def has_dataset(path, name):
+    return _tpumesh.h5_has_dataset(os.fspath(path), name)
+
+
+def read_dataset(path, name):
+    """Dataset `name` of the HDF5 file at `path`, with its dtype as stored."""
+    return from_tagged(*_tpumesh.h5_read(_check_readable(path), name))
+
+
+def encode_png(rgb, text=None):
+    """PNG bytes of uint8 [H, W, 3]; text: {keyword: value} tEXt/iTXt chunks."""
+    return _tpumesh.encode_png(np.asarray(rgb, dtype=np.uint8), list((text or {}).items()))
+
+
+def write_png(path, rgb, text=None):
+    with open(path, "wb") as f:
+        f.write(encode_png(rgb, text))
