@@ -1,0 +1,114 @@
+"""tpumesh.stablehlo on the programs JAX exported (tests/data/stablehlo/,
+scripts/stablehlo/export_programs.py): the outputs equal JAX's stored ones,
+by the rule tests/hlo/programs_test.cc applies (bit for bit for integers,
+collectives, threefry and erfinv; otherwise within 1e-5 of the output's
+largest magnitude); price and run give `tpumesh simulate --stablehlo` /
+`tpumesh run`'s reports."""
+
+import json
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+from tpumesh import stablehlo
+
+from conftest import without_host_times
+
+PROGRAMS = [
+    ("jax-0.4.38", "jit_sharded_batch"),
+    ("jax-0.4.38", "pmap_psum"),
+    ("jax-0.4.38", "tiny_unet"),
+    ("jax-0.4.38", "rng"),
+    ("jax-0.4.38", "shard_map_psum_xy"),
+    ("jax-current", "pmap_psum"),
+    ("jax-current", "jit_sharded_mlp_step"),
+]
+
+
+def manifest(data_dir, generation):
+    m = json.loads((data_dir / "stablehlo" / generation / "manifest.json").read_text())
+    return {p["name"]: p for p in m["programs"]}
+
+
+def assert_like_jax(name, kind, got, want):
+    assert got.shape == want.shape, name
+    exact = want.dtype.kind not in "fV" or kind in ("pmap", "shard_map") or name.startswith("rng") or name == "erfinv"
+    if exact and got.dtype == want.dtype:
+        assert got.tobytes() == want.tobytes(), f"{name}: not bit for bit JAX's"
+        return
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+    finite = np.isfinite(w)
+    scale = max(np.abs(w[finite]).max(initial=0.0), 1e-30)
+    assert np.abs(g[finite] - w[finite]).max(initial=0.0) / scale <= 1e-5, name
+
+
+@pytest.mark.parametrize("generation,name", PROGRAMS)
+def test_outputs_equal_jax(data_dir, generation, name):
+    base = data_dir / "stablehlo" / generation / name
+    entry = manifest(data_dir, generation)[name]
+    inputs = stablehlo.load_inputs(base.with_suffix(".h5"))
+    assert len(inputs) == entry["num_inputs"]
+    text = base.with_suffix(".mlir").read_text()
+    outputs, report = stablehlo.run(text, *inputs, name=f"{name}.mlir", threads_per_device=1)
+    want = stablehlo.load_outputs(base.with_suffix(".h5"))
+    assert len(outputs) == len(want)
+    for k, (g, w) in enumerate(zip(outputs, want)):
+        assert_like_jax(f"{generation}/{name} output {k}", entry["kind"], g, w)
+    assert report["summary"]["devices"] == entry["devices"]
+
+
+def test_a_path_runs_as_its_text(data_dir):
+    base = data_dir / "stablehlo" / "jax-0.4.38" / "pmap_psum"
+    inputs = stablehlo.load_inputs(base.with_suffix(".h5"))
+    by_path = stablehlo.run(base.with_suffix(".mlir"), *inputs).outputs
+    by_text = stablehlo.run(base.with_suffix(".mlir").read_text(), *inputs).outputs
+    for a, b in zip(by_path, by_text):
+        assert a.tobytes() == b.tobytes()
+    layout = stablehlo.layout(base.with_suffix(".mlir"))
+    assert layout["devices"] == 8 and layout["inputs"] == ["tensor<8x4x6xf32>", "tensor<8x4x6xi32>"]
+
+
+def test_price_and_run_reports_equal_the_cli(tpumesh_bin, data_dir, tmp_path):
+    mlir = data_dir / "stablehlo" / "jax-0.4.38" / "jit_sharded_mlp_step.mlir"
+    h5 = mlir.with_suffix(".h5")
+    subprocess.run([tpumesh_bin, "simulate", "--stablehlo", str(mlir), "--report", str(tmp_path / "p.json")],
+                   check=True, capture_output=True)
+    got = stablehlo.price(mlir)
+    want = json.loads((tmp_path / "p.json").read_text())
+    assert without_host_times(got) == without_host_times(want)
+    subprocess.run([tpumesh_bin, "run", str(mlir), "--inputs", str(h5), "--outputs", str(tmp_path / "o.h5"),
+                    "--report", str(tmp_path / "r.json"), "-q"], check=True, capture_output=True)
+    outputs, got = stablehlo.run(mlir, *stablehlo.load_inputs(h5))
+    want = json.loads((tmp_path / "r.json").read_text())
+    got, want = without_host_times(got), without_host_times(want)
+    for r in (got, want):  # HBM peaks depend on when each device freed its values
+        r["summary"].pop("hbm_peak_bytes", None)
+        for dev in r["devices"]:
+            dev.pop("hbm_peak_bytes", None)
+    assert got == want
+    for k, out in enumerate(outputs):
+        assert out.tobytes() == stablehlo.load_outputs(tmp_path / "o.h5")[k].tobytes()
+
+
+def test_errors(data_dir, tmp_path):
+    base = data_dir / "stablehlo" / "jax-0.4.38" / "pmap_psum"
+    inputs = stablehlo.load_inputs(base.with_suffix(".h5"))
+    with pytest.raises(ValueError, match=re.escape("input 0 has shape <4x6xf32> but @main's argument 0 is tensor<8x4x6xf32>")):
+        stablehlo.run(base.with_suffix(".mlir"), inputs[0][0], inputs[1])
+    with pytest.raises(ValueError, match="takes 2 argument"):
+        stablehlo.run(base.with_suffix(".mlir"), inputs[0])
+    with pytest.raises(ValueError, match="runs on 8 device"):
+        stablehlo.run(base.with_suffix(".mlir"), *inputs, devices=4)
+    with pytest.raises(ValueError, match="<stablehlo>:2:20: expected"):
+        stablehlo.run("module {\n  func.func @main( {", np.zeros(1))
+    with pytest.raises(FileNotFoundError):
+        stablehlo.run(str(tmp_path / "missing.mlir"))
+    bad = tmp_path / "cholesky.mlir"
+    bad.write_text('module @m {\n  func.func public @main(%arg0: tensor<2x2xf32>) -> tensor<2x2xf32> {\n'
+                   '    %0 = stablehlo.cholesky %arg0, lower = true : tensor<2x2xf32>\n'
+                   '    return %0 : tensor<2x2xf32>\n  }\n}\n')
+    with pytest.raises(NotImplementedError, match="cholesky"):
+        stablehlo.run(bad, np.eye(2, dtype=np.float32))

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The Python suite (python/tests, docs/python.md) against a build, as CI runs
+# it after ctest (.ci/run): the build's python/ folder on PYTHONPATH, the
+# interpreter CMake built the module for (Debian's python3 by default), the
+# build's tools/tpumesh as the CLI the tests compare with.
+# Exit codes are pytest's, except 5 ("no tests collected"), which means the
+# suite's setup is broken: a failure here, not a pass. Under CI=true a
+# skipped test fails (python/tests/conftest.py).
+# Usage: scripts/pytest.sh [pytest args]     (TPUMESH_BUILD_DIR: default build/release)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=$(realpath "${TPUMESH_BUILD_DIR:-build/release}")
+CACHE="$BUILD/CMakeCache.txt"
+if ! grep -q '^TPUMESH_PYTHON:BOOL=ON' "$CACHE" 2>/dev/null; then
+  echo "pytest.sh: $BUILD has no Python module (TPUMESH_PYTHON is not ON in $CACHE)" >&2
+  exit 1
+fi
+PY=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' "$CACHE")
+export PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
+export TPUMESH_BUILD_DIR="$BUILD"
+set +e
+"$PY" -m pytest -p no:cacheprovider -q python/tests "$@"
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+  echo "pytest.sh: pytest collected no tests (exit 5): the suite's setup is broken" >&2
+  exit 1
+fi
+exit "$rc"
