@@ -20,6 +20,12 @@ std::vector<Bytes>& Pool() {
 
 Bytes TakeBytes(size_t n) {
   Bytes b;
+  if (static_cast<int64_t>(n) < kMinPooledBytes) {
+    // A round's header: not worth a pooled buffer (and it would keep one
+    // from the next large exchange).
+    b.resize(n);
+    return b;
+  }
   {
     std::lock_guard<std::mutex> lock(PoolMutex());
     auto& pool = Pool();
@@ -42,7 +48,7 @@ void GiveBytes(std::vector<Bytes>&& buffers) {
   std::lock_guard<std::mutex> lock(PoolMutex());
   auto& pool = Pool();
   for (Bytes& b : buffers)
-    if (b.capacity() > 0) pool.push_back(std::move(b));
+    if (static_cast<int64_t>(b.capacity()) >= kMinPooledBytes) pool.push_back(std::move(b));
   buffers.clear();
   std::sort(pool.begin(), pool.end(), [](const Bytes& a, const Bytes& b) { return a.capacity() > b.capacity(); });
   int64_t total = 0;

@@ -7,8 +7,10 @@
 //
 // Contract: TakeBytes(n) returns a buffer of size n (its contents
 // unspecified), reused when one with the capacity is pooled. GiveBytes
-// returns buffers; the pool keeps at most kMaxPooled of them and
-// kMaxPooledBytes in all (the largest first), freeing the rest. Thread-safe.
+// returns buffers; the pool keeps those of at least kMinPooledBytes, at
+// most kMaxPooled of them and kMaxPooledBytes in all (the largest first),
+// and frees the rest. Thread-safe. A rank so keeps up to its largest recent
+// collective's received bytes after it (at most 1 GiB).
 #ifndef TPUMESH_MESH_BYTE_POOL_H_
 #define TPUMESH_MESH_BYTE_POOL_H_
 
@@ -20,6 +22,7 @@
 
 namespace tpumesh::mesh {
 
+inline constexpr int64_t kMinPooledBytes = int64_t{1} << 20;
 inline constexpr int kMaxPooled = 16;
 inline constexpr int64_t kMaxPooledBytes = int64_t{1} << 30;
 

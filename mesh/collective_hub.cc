@@ -539,7 +539,10 @@ void CollectiveHub::Serve() {
       }
     }
     s.inputs = std::move(remote_inputs);
-    if (!DecideRoundLocked(seq, entries)) return;
+    if (!DecideRoundLocked(seq, entries)) {
+      GiveBytes(std::move(s.received));  // the pmap's last round: nobody reads it
+      return;
+    }
     if (s.ready && s.two_phase && !ExchangeSumsLocked(lock, seq)) return;
   }
 }
