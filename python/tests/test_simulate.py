@@ -48,3 +48,14 @@ def test_errors():
         tpumesh.simulate(arch="sd15", stepz=3)
     with pytest.raises(RuntimeError, match="RESOURCE|HBM|device"):
         tpumesh.simulate(arch="sdxl", devices=1, batch_per_device=64, steps=1)
+
+
+def test_trace_on_request(tpumesh_bin, tmp_path):
+    report = tpumesh.simulate(arch="tiny", devices=2, steps=2, trace=tmp_path / "t.json")
+    trace = json.loads((tmp_path / "t.json").read_text())
+    subprocess.run([tpumesh_bin, "simulate", "--arch", "tiny", "--devices", "2", "--steps", "2", "--trace",
+                    str(tmp_path / "cli.json")], check=True, capture_output=True)
+    want = json.loads((tmp_path / "cli.json").read_text())
+    # the same events as the CLI's trace (their host-time track aside, the same figures)
+    assert len(trace["traceEvents"]) == len(want["traceEvents"]) > 0
+    assert report["summary"]["devices"] == 2
