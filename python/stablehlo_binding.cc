@@ -72,10 +72,13 @@ StatusOr<pipeline::H5Raw> RawFromNumpy(const py::array& in, const std::string& t
 
 namespace {
 
-// A module from its text (`name` in messages) or from the file at `path`.
+// A module from its text (`name` in messages) or from the file at `path`,
+// read with the GIL released (other Python threads run while a large
+// module's text is parsed).
 hlo::Module ReadModule(const std::string& text_or_path, bool is_path, const std::string& name) {
-  if (is_path) return ValueOrThrow(hlo::ReadModuleFile(text_or_path), ErrorKind::kFile);
-  return ValueOrThrow(hlo::ParseModule(text_or_path, name));
+  StatusOr<hlo::Module> m = InternalError("not read");
+  RunReleased([&] { m = is_path ? hlo::ReadModuleFile(text_or_path) : hlo::ParseModule(text_or_path, name); });
+  return ValueOrThrow(std::move(m), is_path ? ErrorKind::kFile : ErrorKind::kArgument);
 }
 
 // (outputs as [(array, tag)], report JSON, trace JSON or "") of a run, or of
