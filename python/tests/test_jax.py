@@ -56,6 +56,26 @@ def test_pmapped_psum_bit_for_bit():
 
 
 @needs_jax
+def test_jitted_shard_map_bit_for_bit():
+    import jax
+    from jax.sharding import Mesh, PartitionSpec as P
+
+    try:
+        from jax import shard_map
+    except ImportError:  # jax < 0.7
+        from jax.experimental.shard_map import shard_map
+    if jax.device_count() < 8:
+        pytest.skip("needs 8 host devices (XLA_FLAGS was set after jax was imported)")
+    mesh = Mesh(np.array(jax.devices()[:8]).reshape(2, 4), ("x", "y"))
+    f = jax.jit(shard_map(lambda a: jax.lax.psum(a, "y") * 2, mesh=mesh, in_specs=P("x", "y"),
+                          out_specs=P("x", None)))
+    x = np.arange(8 * 12, dtype=np.float32).reshape(8, 12) / 3
+    out, report = tpumesh.jax.run(f, x)
+    assert np.asarray(out).tobytes() == np.asarray(f(x)).tobytes()
+    assert report["summary"]["devices"] == 8
+
+
+@needs_jax
 def test_outputs_keep_the_function_structure():
     import jax.numpy as jnp
 
