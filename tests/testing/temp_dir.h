@@ -3,7 +3,8 @@
 // folder named by suite, test and pid keeps their files apart;
 // ProcessTempDir() holds what a process makes once for all its tests. The
 // folders a process made are removed when it exits with every test passed (a
-// failure leaves them to look at). ListDir shows what a test left in one.
+// failure leaves them to look at; a later process with the same pid starts
+// them afresh). ListDir shows what a test left in one.
 #ifndef TPUMESH_TESTS_TESTING_TEMP_DIR_H_
 #define TPUMESH_TESTS_TESTING_TEMP_DIR_H_
 
@@ -36,7 +37,13 @@ inline std::string MadeTempDir(const std::string& name) {
   std::string flat = name;  // a parameterised suite's name holds '/'
   std::replace(flat.begin(), flat.end(), '/', '_');
   const std::string d = ::testing::TempDir() + "/tpumesh_" + flat + "." + std::to_string(getpid());
-  if (std::find(made.dirs.begin(), made.dirs.end(), d) == made.dirs.end()) made.dirs.push_back(d);
+  if (std::find(made.dirs.begin(), made.dirs.end(), d) == made.dirs.end()) {
+    // New to this process: whatever is there was left by a failed process
+    // that had the same pid (pids wrap at 32768 on many hosts).
+    std::error_code ec;
+    std::filesystem::remove_all(d, ec);
+    made.dirs.push_back(d);
+  }
   std::filesystem::create_directories(d);
   return d;
 }
