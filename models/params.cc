@@ -123,6 +123,7 @@ StatusOr<std::vector<ParamMap>> ShardParams(const ParamMap& full, const std::vec
   for (int r = 0; r < m; ++r) {
     ranks.emplace_back(std::move(maps[r]));
     ranks.back().SetShard(manifest, m, r);
+    if (r > 0) ranks.back().SharePacks(ranks.front());
   }
   return ranks;
 }

@@ -60,6 +60,11 @@ class ParamMap {
   void SetShard(const std::vector<ParamSpec>& manifest, int ranks, int rank);
   // The packed forms of these weights (shared by copies of this map).
   WeightPacks* packs() const { return packs_.get(); }
+  // Uses `other`'s packs: the model ranks of one model share theirs, so a
+  // parameter they hold in common (not split) is packed once, and releasing
+  // its loaded pages after packing (release_packed_weights) cannot pull
+  // them from under another rank's packer.
+  void SharePacks(const ParamMap& other) { packs_ = other.packs_; }
   // Packs the matmul weights among these parameters (every rank-2 and rank-4
   // array whose name `include` accepts; all of them without `include`) into
   // ctx.packs at ctx.precision, those not packed yet, several at once

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "io/atomic_file.h"
@@ -143,8 +144,11 @@ Status Generator::CheckMemory(const GenerateRequest& r, const Txt2ImgPlan& plan)
   // The host holds the weights (loaded), their packed copies (built at the
   // first call) and its devices' activations at once (each rank its own).
   int64_t packed = 0;
-  for (const ComponentParams& c : flow_->components())
-    for (const models::ParamMap& p : *c.ranks) packed += static_cast<int64_t>(p.packs()->bytes());
+  for (const ComponentParams& c : flow_->components()) {
+    std::set<const models::WeightPacks*> seen;  // a component's model ranks share one
+    for (const models::ParamMap& p : *c.ranks)
+      if (seen.insert(p.packs()).second) packed += static_cast<int64_t>(p.packs()->bytes());
+  }
   const int64_t to_pack =
       std::max<int64_t>(0, (r.precision == models::Precision::kHighest ? 2 : 1) * packed_estimate_ - packed);
   const int64_t need = to_pack + static_cast<int64_t>(mesh_->num_local()) * activations;

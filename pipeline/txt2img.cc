@@ -378,6 +378,7 @@ StatusOr<std::vector<models::ParamMap>> ZeroParams(const std::string&, const std
     }
     ranks.emplace_back(std::move(m));
     ranks.back().SetShard(manifest, model_ranks, r);
+    if (r > 0) ranks.back().SharePacks(ranks.front());
   }
   return ranks;
 }

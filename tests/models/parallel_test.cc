@@ -67,6 +67,11 @@ TEST(ParamShardTest, SlicesHoldTheRightRows) {
   EXPECT_TRUE(CheckShards(*ranks, manifest, "test").ok());
   auto bad = CheckShards({full, full}, manifest, "test");
   EXPECT_FALSE(bad.ok());
+  // The ranks pack into one WeightPacks: a weight they hold in common is
+  // packed once, and a rank that releases its loaded pages after packing
+  // cannot take them from another rank's packer (generate of SD 1.5 with
+  // data=4,model=2 crashed in PackWeight).
+  EXPECT_EQ((*ranks)[0].packs(), r1.packs());
 }
 
 // A psum over the model axis of data=2,model=4 on a v5e 2x4 slice, priced in
