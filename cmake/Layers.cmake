@@ -33,7 +33,7 @@ function(_tpumesh_stage dir)
   file(GLOB staged LIST_DIRECTORIES false ${dir}/*)
   foreach(s ${staged})
     get_filename_component(name ${s} NAME)
-    if(NOT name IN_LIST names)
+    if(IS_SYMLINK ${s} AND NOT name IN_LIST names)  # files built into <dir> stay
       file(REMOVE ${s})
     endif()
   endforeach()
