@@ -10,9 +10,11 @@
 
 #include "bindings.h"
 #include "hlo/program.h"
+#include "io/atomic_file.h"
 #include "io/png.h"
 #include "io/stablehlo_module.h"
 #include "py_status.h"
+#include "tools/report_output.h"
 #include "tools/run_command.h"
 
 namespace tpumesh::python {
@@ -147,6 +149,21 @@ void RegisterStableHlo(py::module_& m) {
     img.width = static_cast<int>(rgb.shape(1));
     img.rgb.assign(rgb.data(), rgb.data() + rgb.size());
     return py::bytes(ValueOrThrow(pipeline::EncodePng(img, text)));
+  });
+  // A file the module writes (a trace, a PNG) goes through the commands' one
+  // output guard (not an input, a device node or a FIFO) and is written
+  // whole or not at all.
+  m.def("write_file", [](const std::string& path, const py::bytes& data) {
+    tools::RunFiles files;
+    files.outputs.push_back({"path", path});
+    ThrowIfError(tools::CheckRunFiles(files), ErrorKind::kFile);
+    const std::string bytes = data;
+    Status written;
+    {
+      py::gil_scoped_release release;
+      written = WriteFileAtomic(path, bytes);
+    }
+    ThrowIfError(written, ErrorKind::kFile);
   });
 }
 

@@ -112,3 +112,17 @@ def test_errors(data_dir, tmp_path):
                    '    return %0 : tensor<2x2xf32>\n  }\n}\n')
     with pytest.raises(NotImplementedError, match="cholesky"):
         stablehlo.run(bad, np.eye(2, dtype=np.float32))
+
+
+def test_trace_goes_through_the_output_guard(data_dir, tmp_path):
+    """A trace is written whole through the commands' output guard: never into a FIFO."""
+    import os
+    program = data_dir / "stablehlo" / "jax-0.4.38" / "dot.mlir"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises((ValueError, OSError), match="not a regular file"):
+        stablehlo.price(str(program), trace=str(fifo))
+    trace = tmp_path / "trace.json"
+    stablehlo.price(str(program), trace=str(trace))
+    assert json.loads(trace.read_text())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "trace.json"]

@@ -211,8 +211,7 @@ def simulate(arch=None, model=None, *, trace=None, check_hbm=True, **kwargs):
     req = _request(keep_ops=trace is not None, **req)
     report_json, trace_json = _tpumesh.simulate(spec, arch, model, req, check_hbm)
     if trace is not None:
-        with open(trace, "w") as f:
-            f.write(trace_json)
+        _tpumesh.write_file(os.fspath(trace), trace_json.encode())
     return json.loads(report_json)
 
 

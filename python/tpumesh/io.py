@@ -58,5 +58,4 @@ def encode_png(rgb, text=None):
 
 
 def write_png(path, rgb, text=None):
-    with open(path, "wb") as f:
-        f.write(encode_png(rgb, text))
+    _tpumesh.write_file(os.fspath(path), encode_png(rgb, text))

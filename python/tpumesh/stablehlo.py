@@ -63,8 +63,7 @@ def run(program, *inputs, mesh=None, devices=None, chip="v5e", topology=None, th
         text, is_path, name, tagged, _spec(mesh, devices, chip, topology, threads_per_device), False,
         bool(mxu_precision), xla_generation, trace is not None)
     if trace is not None:
-        with open(trace, "w") as f:
-            f.write(trace_json)
+        _tpumesh.write_file(os.fspath(trace), trace_json.encode())
     return RunResult([from_tagged(a, tag) for a, tag in outs], json.loads(report_json))
 
 
@@ -78,8 +77,7 @@ def price(program, *, mesh=None, devices=None, chip="v5e", topology=None, xla_ge
         text, is_path, name, [], _spec(mesh, devices, chip, topology, 0), True, False, xla_generation,
         trace is not None)
     if trace is not None:
-        with open(trace, "w") as f:
-            f.write(trace_json)
+        _tpumesh.write_file(os.fspath(trace), trace_json.encode())
     return json.loads(report_json)
 
 
