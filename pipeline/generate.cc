@@ -55,6 +55,13 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
     g->model_name_ = std::filesystem::path(path).filename().string();
   }
   TPUMESH_ASSIGN_OR_RETURN(auto file, std::move(opened));
+  // The LoRAs read and checked against the model before any weight.
+  LoraSet loras;
+  if (!o.loras.empty()) {
+    TPUMESH_ASSIGN_OR_RETURN(LoraTargets targets, ReadLoraTargets(*file));
+    TPUMESH_ASSIGN_OR_RETURN(loras, LoraSet::Open(o.loras, targets));
+    g->loras_ = loras.Label();
+  }
   // Refused before loading when the weights cannot fit in the host's memory.
   TPUMESH_ASSIGN_OR_RETURN(HostMemoryEstimate need, EstimateHostMemory(*file));
   const int64_t have = HostMemoryAvailable();
@@ -78,7 +85,7 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
       for (const auto& w : j["vocabulary"])
         if (w.is_string()) g->vocabulary_.push_back(w.get<std::string>());
   }
-  TPUMESH_ASSIGN_OR_RETURN(g->flow_, LoadTextToImage(*file, g->model_size()));
+  TPUMESH_ASSIGN_OR_RETURN(g->flow_, LoadTextToImage(*file, g->model_size(), loras.empty() ? nullptr : &loras));
   return g;
 }
 
@@ -197,6 +204,7 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   }();
   TPUMESH_RETURN_IF_ERROR(mesh_->cluster().Agree(prepared));
   res.scheduler = plan->scheduler;
+  res.loras = loras_;
   res.timesteps = plan->timesteps;
   res.height = plan->height;
   res.width = plan->width;
@@ -316,6 +324,7 @@ StatusOr<OutputFiles> EncodeImages(const std::string& dir, const GenerateResult&
       << ", Scheduler: " << res.scheduler << ", Guidance: " << res.guidance << ", Seed: " << r.seed
       << ", Image: " << i << " of " << b << ", Size: " << res.width << "x" << res.height
       << ", Precision: " << PrecisionName(r.precision) << ", Model: " << model_name;
+    if (!res.loras.empty()) s << ", LoRA: " << res.loras;
     return s.str();
   };
   for (int i = 0; i < b; ++i) {

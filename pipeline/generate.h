@@ -70,6 +70,7 @@
 #include "io/png.h"
 #include "mesh/array.h"
 #include "mesh/mesh.h"
+#include "pipeline/lora.h"
 #include "pipeline/report.h"
 #include "pipeline/txt2img.h"
 
@@ -87,6 +88,8 @@ struct GeneratorOptions {
   // another precision is then refused (FailedPrecondition). The CLI, which
   // runs one precision per process, sets it.
   bool release_packed_weights = false;
+  // LoRAs fused into the weights at load, in order (pipeline/lora.h).
+  std::vector<LoraSpec> loras;
 };
 
 // What a call reports as it goes, phase "text", "denoise" or "decode": done
@@ -106,6 +109,7 @@ struct GenerateResult {
   std::vector<double> timesteps;
   int height = 0, width = 0;
   float guidance = 0;             // the scale used (the request's or the family's default)
+  std::string loras;              // the fused LoRAs, "a.safetensors:0.8, ..." (LoraSet::Label); "" for none
   bool compiled = false;          // this call built its plan
   double compile_seconds = 0;     // building the plan (0 when cached)
   double run_seconds = 0;         // the pmap and the image conversion (the slowest rank's)
@@ -119,6 +123,8 @@ class Generator {
   ~Generator();
 
   const std::string& model_name() const { return model_name_; }
+  // The fused LoRAs (LoraSet::Label), "" for none.
+  const std::string& loras() const { return loras_; }
   // The words the model was trained on, from its training metadata
   // (kTrainingMetadata's "vocabulary"); empty when the file has none.
   const std::vector<std::string>& vocabulary() const { return vocabulary_; }
@@ -150,6 +156,7 @@ class Generator {
   Status CheckMemory(const GenerateRequest& request, const Txt2ImgPlan& plan);
 
   std::string model_name_;
+  std::string loras_;  // LoraSet::Label of the fused LoRAs
   std::vector<std::string> vocabulary_;
   std::unique_ptr<TextToImage> flow_;
   int64_t packed_estimate_ = 0;  // bf16 bytes of every packed weight (loader.h)
@@ -171,7 +178,8 @@ class Generator {
 using OutputFiles = std::vector<std::pair<std::string, std::string>>;
 // result.images as DIR/image_<i>.png and DIR/grid.png (rows x cols from
 // GridShape), each with a tEXt/iTXt "parameters" chunk (prompt, negative
-// prompt, steps, scheduler, guidance, seed, image index, model), encoded.
+// prompt, steps, scheduler, guidance, seed, image index, model, and the
+// LoRAs when there are any), encoded.
 StatusOr<OutputFiles> EncodeImages(const std::string& dir, const GenerateResult& result,
                                    const GenerateRequest& request, const std::string& model_name);
 // EncodeImages, written all or none into DIR (created if missing). Returns

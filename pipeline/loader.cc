@@ -27,7 +27,7 @@ int64_t FirstNonFinite(const T* v, int64_t n, Bad bad) {
 }
 
 StatusOr<models::ParamMap> ReadParams(const ModelFile& file, const std::string& component,
-                                      const std::vector<models::ParamSpec>& manifest) {
+                                      const std::vector<models::ParamSpec>& manifest, const LoraSet* loras) {
   // What the config declares, against what the file can hold (2 bytes a
   // parameter at the least, bf16, compressed at most kMaxCompression times),
   // before any tensor is read: a config of a huge model in a small file is
@@ -58,6 +58,7 @@ StatusOr<models::ParamMap> ReadParams(const ModelFile& file, const std::string& 
                                   "/config.json needs " + mesh::ShapeToString(p.shape));
     params.emplace(p.name, std::move(a));
   }
+  if (loras != nullptr) TPUMESH_RETURN_IF_ERROR(loras->Fuse(component, &params));
   return models::ParamMap(std::move(params));
 }
 
@@ -143,15 +144,17 @@ namespace {
 // A component read whole, then split into the model ranks' shares (the
 // whole copy is released on return).
 StatusOr<std::vector<models::ParamMap>> ReadSharded(const ModelFile& file, const std::string& component,
-                                                   const std::vector<models::ParamSpec>& manifest, int ranks) {
-  TPUMESH_ASSIGN_OR_RETURN(models::ParamMap full, ReadParams(file, component, manifest));
+                                                   const std::vector<models::ParamSpec>& manifest, int ranks,
+                                                   const LoraSet* loras) {
+  TPUMESH_ASSIGN_OR_RETURN(models::ParamMap full, ReadParams(file, component, manifest, loras));
   TPUMESH_RETURN_IF_ERROR(full.Check(manifest, component));
   return models::ShardParams(full, manifest, ranks);
 }
 
 }  // namespace
 
-StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file, int model_ranks) {
+StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file, int model_ranks,
+                                                       const LoraSet* loras) {
   TPUMESH_ASSIGN_OR_RETURN(ModelConfigs configs, ReadModelConfigs(file));
   TPUMESH_ASSIGN_OR_RETURN(ClipTokenizer tok, LoadTokenizer(file, "tokenizer"));
   std::unique_ptr<ClipTokenizer> tok2;
@@ -160,29 +163,29 @@ StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file, in
     tok2 = std::make_unique<ClipTokenizer>(std::move(t));
   }
   auto read = [&](const std::string& component, const std::vector<models::ParamSpec>& manifest,
-                  int ranks) { return ReadSharded(file, component, manifest, ranks); };
+                  int ranks) { return ReadSharded(file, component, manifest, ranks, loras); };
   return BuildTextToImage(configs, read, std::make_unique<ClipTokenizer>(std::move(tok)), std::move(tok2),
                           model_ranks);
 }
 
-StatusOr<models::ClipTextModel> LoadTextEncoder(const ModelFile& file, int model_ranks) {
+StatusOr<models::ClipTextModel> LoadTextEncoder(const ModelFile& file, int model_ranks, const LoraSet* loras) {
   TPUMESH_ASSIGN_OR_RETURN(std::string text, Config(file, "text_encoder"));
   TPUMESH_ASSIGN_OR_RETURN(auto cfg, models::ParseClipTextConfig(text, file.path() + ": text_encoder/config.json"));
-  TPUMESH_ASSIGN_OR_RETURN(auto ranks, ReadSharded(file, "text_encoder", models::ClipTextParams(cfg), model_ranks));
+  TPUMESH_ASSIGN_OR_RETURN(auto ranks, ReadSharded(file, "text_encoder", models::ClipTextParams(cfg), model_ranks, loras));
   return models::ClipTextModel::Create(cfg, std::move(ranks));
 }
 
-StatusOr<models::UNetModel> LoadUNet(const ModelFile& file, int model_ranks) {
+StatusOr<models::UNetModel> LoadUNet(const ModelFile& file, int model_ranks, const LoraSet* loras) {
   TPUMESH_ASSIGN_OR_RETURN(std::string text, Config(file, "unet"));
   TPUMESH_ASSIGN_OR_RETURN(auto cfg, models::ParseUNetConfig(text, file.path() + ": unet/config.json"));
-  TPUMESH_ASSIGN_OR_RETURN(auto ranks, ReadSharded(file, "unet", models::UNetParams(cfg), model_ranks));
+  TPUMESH_ASSIGN_OR_RETURN(auto ranks, ReadSharded(file, "unet", models::UNetParams(cfg), model_ranks, loras));
   return models::UNetModel::Create(cfg, std::move(ranks));
 }
 
 StatusOr<models::VaeModel> LoadVae(const ModelFile& file, int model_ranks) {
   TPUMESH_ASSIGN_OR_RETURN(std::string text, Config(file, "vae"));
   TPUMESH_ASSIGN_OR_RETURN(auto cfg, models::ParseVaeConfig(text, file.path() + ": vae/config.json"));
-  TPUMESH_ASSIGN_OR_RETURN(auto ranks, ReadSharded(file, "vae", models::VaeParams(cfg), model_ranks));
+  TPUMESH_ASSIGN_OR_RETURN(auto ranks, ReadSharded(file, "vae", models::VaeParams(cfg), model_ranks, nullptr));
   return models::VaeModel::Create(cfg, std::move(ranks));
 }
 

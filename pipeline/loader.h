@@ -17,6 +17,7 @@
 #include "models/clip.h"
 #include "models/unet.h"
 #include "models/vae.h"
+#include "pipeline/lora.h"
 #include "pipeline/txt2img.h"
 #include "text/tokenizer.h"
 
@@ -24,15 +25,20 @@ namespace tpumesh::pipeline {
 
 // component: "tokenizer" or "tokenizer_2".
 StatusOr<ClipTokenizer> LoadTokenizer(const ModelFile& file, const std::string& component = "tokenizer");
-// One component; model_ranks as for LoadTextToImage below.
-StatusOr<models::ClipTextModel> LoadTextEncoder(const ModelFile& file, int model_ranks = 1);
-StatusOr<models::UNetModel> LoadUNet(const ModelFile& file, int model_ranks = 1);
+// One component; model_ranks and loras as for LoadTextToImage below.
+StatusOr<models::ClipTextModel> LoadTextEncoder(const ModelFile& file, int model_ranks = 1,
+                                                const LoraSet* loras = nullptr);
+StatusOr<models::UNetModel> LoadUNet(const ModelFile& file, int model_ranks = 1, const LoraSet* loras = nullptr);
 StatusOr<models::VaeModel> LoadVae(const ModelFile& file, int model_ranks = 1);
 // The whole text-to-image model: its family (model_index.json), every
 // component, its tokenizer(s) and scheduler config.
 // model_ranks: the size of the mesh's model axis; each component's
 // parameters are split into that many shares (models/params.h ShardParams).
-StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file, int model_ranks = 1);
+// loras (pipeline/lora.h, opened against this file): fused into each
+// component's weights as read, before the split, so each share holds its
+// part of the fused weights.
+StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file, int model_ranks = 1,
+                                                       const LoraSet* loras = nullptr);
 // Host memory a loaded model takes before any compute: every parameter as
 // the loader holds it (bf16 where the file stores bf16 and the models allow
 // it, else f32) and the packed bf16 copies of the Linear and conv weights

@@ -56,6 +56,7 @@ struct GenerateCmdOptions {
   std::string out = "out";
   std::string latents;
   std::string save_latents;
+  std::vector<std::string> loras;
   int runs = 1;
   bool quiet = false;
 };
@@ -188,6 +189,8 @@ Status RunGenerate(GenerateCmdOptions o) {
     run_files.outputs.insert(run_files.outputs.begin(), {"--save-latents", o.save_latents});
     run_files.inputs = {{"--model", o.gen.model}, {"--latents", o.latents}, {"--prompts-file", o.prompts_file},
                         ChipInput(o.dev.mesh.chip)};
+    TPUMESH_ASSIGN_OR_RETURN(o.gen.loras, ParseLoraFlags(o.loras));
+    for (const pipeline::LoraSpec& l : o.gen.loras) run_files.inputs.push_back({"--lora", l.path});
     run_files.image_dir = o.out;
     TPUMESH_RETURN_IF_ERROR(CheckRunFiles(run_files));
     // The image folder is made by the rank that writes.
@@ -261,10 +264,10 @@ Status RunGenerate(GenerateCmdOptions o) {
   const std::string ranks =
       cluster->size() > 1 ? " over " + std::to_string(cluster->size()) + " ranks (" + cluster->transport() + ")" : "";
   if (!o.quiet)
-    std::fprintf(stderr, "tpumesh generate: %d image(s) on %d emulated %s device(s)%s, mesh %s, model %s (%s)\n", b,
+    std::fprintf(stderr, "tpumesh generate: %d image(s) on %d emulated %s device(s)%s, mesh %s, model %s (%s)%s%s\n", b,
                  gen->devices(), gen->mesh().chip().name.c_str(), ranks.c_str(),
                  mesh::MeshAxesToString(gen->mesh().axes()).c_str(), gen->model_name().c_str(),
-                 gen->flow().family().pipeline_class);
+                 gen->flow().family().pipeline_class, gen->loras().empty() ? "" : ", LoRA ", gen->loras().c_str());
   pipeline::GenerateResult res;
   for (int run = 0; run < o.runs; ++run) {
     ProgressBar bar(o.quiet, gen->mesh().num_local());
@@ -356,6 +359,7 @@ void RegisterGenerate(CLI::App& app, RunFn* run) {
                   "Negative prompt; once for all, or repeated to pair with the prompts in order (none: SD encodes \"\", "
                   "SDXL zeroes the unconditional embeddings)");
   AddRequestFlags(cmd, &opt->req);
+  AddLoraFlag(cmd, &opt->loras);
   cmd->add_option("--seed", opt->seed,
                   "Seed, 0 to 18446744073709551615: image i starts from normal(split(key(seed), B)[i])")
       ->capture_default_str();

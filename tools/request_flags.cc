@@ -123,4 +123,20 @@ StatusOr<uint64_t> ParseSeed(const std::string& text) {
   return static_cast<uint64_t>(v);
 }
 
+void AddLoraFlag(CLI::App* cmd, std::vector<std::string>* loras) {
+  cmd->add_option("--lora", *loras,
+                  "FILE.safetensors[:SCALE]: a LoRA (kohya or diffusers/PEFT keys) fused into the UNet and text "
+                  "encoder weights at load, W += SCALE * alpha / rank * up @ down (SCALE default 1; repeatable, "
+                  "fused in order)");
+}
+
+StatusOr<std::vector<pipeline::LoraSpec>> ParseLoraFlags(const std::vector<std::string>& loras) {
+  std::vector<pipeline::LoraSpec> specs;
+  for (const std::string& text : loras) {
+    TPUMESH_ASSIGN_OR_RETURN(pipeline::LoraSpec spec, pipeline::ParseLoraSpec(text));
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
 }  // namespace tpumesh::tools

@@ -12,6 +12,7 @@
 
 #include "CLI/CLI.hpp"
 #include "base/status.h"
+#include "pipeline/lora.h"
 #include "pipeline/txt2img.h"
 
 namespace tpumesh::tools {
@@ -33,6 +34,13 @@ StatusOr<pipeline::GenerateRequest> ParseRequestFlags(const RequestFlags& flags)
 // 0 to 2^64 - 1, nothing else (strtoull, and CLI11's own parsing, would wrap
 // "-1" to 2^64 - 1 and clamp 2^64 silently).
 StatusOr<uint64_t> ParseSeed(const std::string& text);
+
+// --lora FILE[:SCALE], repeatable: the LoRAs a command that loads a model's
+// weights (generate, eval) fuses into them (pipeline/lora.h).
+void AddLoraFlag(CLI::App* cmd, std::vector<std::string>* loras);
+// Each --lora parsed (pipeline::ParseLoraSpec); InvalidArgument naming the
+// flag for a bad one.
+StatusOr<std::vector<pipeline::LoraSpec>> ParseLoraFlags(const std::vector<std::string>& loras);
 
 }  // namespace tpumesh::tools
 
