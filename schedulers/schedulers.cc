@@ -18,13 +18,25 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr std::array<std::pair<const char*, const char*>, 6> kClassNames = {{
-    {"PNDMScheduler", "pndm"},
-    {"DDIMScheduler", "ddim"},
-    {"LMSDiscreteScheduler", "lms"},
-    {"EulerDiscreteScheduler", "euler"},
-    {"EulerAncestralDiscreteScheduler", "euler_a"},
-    {"DPMSolverMultistepScheduler", "dpmpp_2m"},
+// The scheduler registry (the table in schedulers.h): --scheduler name, the
+// diffusers class, whether a config's _class_name maps to this name, and the
+// factory.
+struct Registered {
+  const char* name;
+  const char* class_name;
+  bool of_class;
+  StatusOr<std::unique_ptr<Scheduler>> (*make)(const SchedulerConfig&);
+};
+constexpr std::array<Registered, 9> kRegistry = {{
+    {"pndm", "PNDMScheduler", true, internal::MakePndm},
+    {"ddim", "DDIMScheduler", true, internal::MakeDdim},
+    {"lms", "LMSDiscreteScheduler", true, internal::MakeLms},
+    {"euler", "EulerDiscreteScheduler", true, internal::MakeEuler},
+    {"euler_a", "EulerAncestralDiscreteScheduler", true, internal::MakeEulerAncestral},
+    {"dpmpp_2m", "DPMSolverMultistepScheduler", true, internal::MakeDpmSolverMultistep},
+    {"heun", "HeunDiscreteScheduler", true, internal::MakeHeun},
+    {"dpmpp_2m_sde", "DPMSolverMultistepScheduler", false, internal::MakeDpmSolverMultistepSde},
+    {"dpmpp_2s_a", "DPMSolverSinglestepScheduler", false, internal::MakeDpmSolverSinglestepSde},
 }};
 
 std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
@@ -120,6 +132,17 @@ class KeyReader {
     *out = x;
     return OkStatus();
   }
+  // A number, or null for the scheduler's default.
+  Status OptionalDouble(std::optional<double>* out) const {
+    if (v_.is_null()) {
+      out->reset();
+      return OkStatus();
+    }
+    double x = 0;
+    TPUMESH_RETURN_IF_ERROR(Double(&x));
+    *out = x;
+    return OkStatus();
+  }
   Status Bool(bool* out) const {
     if (!v_.is_boolean()) return Error("must be true or false");
     *out = v_.get<bool>();
@@ -198,8 +221,8 @@ Status ApplyKey(SchedulerConfig& c, const std::string& key, const Json& v, std::
   }
   // beta_start and beta_end: checked through the schedule they make (every
   // beta in [0, 1), InitSchedule), as trained_betas are.
-  if (key == "beta_start") return r.Double(&c.beta_start);
-  if (key == "beta_end") return r.Double(&c.beta_end);
+  if (key == "beta_start") return r.OptionalDouble(&c.beta_start);
+  if (key == "beta_end") return r.OptionalDouble(&c.beta_end);
   if (key == "beta_schedule") return r.OneOf({"linear", "scaled_linear", "squaredcos_cap_v2"}, &c.beta_schedule);
   if (key == "trained_betas") return r.DoubleList(&c.trained_betas);
   if (key == "prediction_type") {
@@ -231,6 +254,22 @@ Status ApplyKey(SchedulerConfig& c, const std::string& key, const Json& v, std::
   if (key == "thresholding") return r.Bool(&c.thresholding);
   if (key == "rescale_betas_zero_snr") return r.Bool(&c.rescale_betas_zero_snr);
   if (key == "use_karras_sigmas") return r.OptionalFalse(&c.use_karras_sigmas);
+  if (key == "use_exponential_sigmas") return r.OptionalFalse(&c.use_exponential_sigmas);
+  if (key == "use_beta_sigmas") return r.OptionalFalse(&c.use_beta_sigmas);
+  if (key == "sigma_min" || key == "sigma_max") {
+    // Euler's Karras/exponential bounds: null (the schedule's own) or a
+    // positive finite number.
+    std::optional<double>& out = key == "sigma_min" ? c.sigma_min : c.sigma_max;
+    if (v.is_null()) {
+      out.reset();
+      return OkStatus();
+    }
+    double x = 0;
+    TPUMESH_RETURN_IF_ERROR(
+        r.DoubleWithin(&x, std::numeric_limits<double>::min(), 1e6, "null or above 0, at most 1e6"));
+    out = x;
+    return OkStatus();
+  }
   if (key == "interpolation_type") return r.OneOf({"linear", "log_linear"}, &c.interpolation_type);
   if (key == "timestep_type") return r.OneOf({"discrete", "continuous"}, &c.timestep_type);
   if (key == "final_sigmas_type") return r.OneOf({"zero", "sigma_min"}, &c.final_sigmas_type);
@@ -243,7 +282,7 @@ Status ApplyKey(SchedulerConfig& c, const std::string& key, const Json& v, std::
     return r.OneOf({"dpmsolver++", "dpmsolver", "sde-dpmsolver++", "sde-dpmsolver", "deis"}, &c.algorithm_type);
   }
   if (key == "solver_type") return r.OneOf({"midpoint", "heun", "logrho", "bh1", "bh2"}, &c.solver_type);
-  if (key == "lower_order_final") return r.Bool(&c.lower_order_final);
+  if (key == "lower_order_final") return r.OptionalBool(&c.lower_order_final);
   if (key == "euler_at_final") return r.Bool(&c.euler_at_final);
   if (key == "use_lu_lambdas") return r.OptionalFalse(&c.use_lu_lambdas);
   if (key == "lambda_min_clipped")
@@ -303,6 +342,8 @@ Status Scheduler::InitSchedule() {
     return InvalidArgumentError(name_ + ": steps_offset " + std::to_string(config_.steps_offset) +
                                 " must be from 0 to " + std::to_string(n - 1) + " (below num_train_timesteps " +
                                 std::to_string(n) + ")");
+  const double beta_start = config_.beta_start.value_or(default_beta_start_);
+  const double beta_end = config_.beta_end.value_or(default_beta_end_);
   if (config_.trained_betas) {
     // torch.tensor(trained_betas, dtype=torch.float32)
     if (static_cast<int>(config_.trained_betas->size()) != n) {
@@ -311,10 +352,10 @@ Status Scheduler::InitSchedule() {
     }
     betas_.assign(config_.trained_betas->begin(), config_.trained_betas->end());
   } else if (config_.beta_schedule == "linear") {
-    betas_ = internal::TorchLinspaceF32(config_.beta_start, config_.beta_end, n);
+    betas_ = internal::TorchLinspaceF32(beta_start, beta_end, n);
   } else if (config_.beta_schedule == "scaled_linear") {
     // torch.linspace(beta_start**0.5, beta_end**0.5, n, dtype=float32) ** 2
-    betas_ = internal::TorchLinspaceF32(std::pow(config_.beta_start, 0.5), std::pow(config_.beta_end, 0.5), n);
+    betas_ = internal::TorchLinspaceF32(std::pow(beta_start, 0.5), std::pow(beta_end, 0.5), n);
     for (float& b : betas_) b = b * b;
   } else if (config_.beta_schedule == "squaredcos_cap_v2") {
     // betas_for_alpha_bar: Python floats, then torch.tensor(..., float32).
@@ -334,8 +375,8 @@ Status Scheduler::InitSchedule() {
     if (!(betas_[i] >= 0.0f && betas_[i] < 1.0f))
       return InvalidArgumentError(name_ + ": the noise schedule has beta[" + std::to_string(i) + "] = " +
                                   std::to_string(betas_[i]) + ", outside [0, 1) (beta_start " +
-                                  std::to_string(config_.beta_start) + ", beta_end " +
-                                  std::to_string(config_.beta_end) + ", beta_schedule " + config_.beta_schedule +
+                                  std::to_string(beta_start) + ", beta_end " +
+                                  std::to_string(beta_end) + ", beta_schedule " + config_.beta_schedule +
                                   (config_.trained_betas ? ", trained_betas" : "") + ")");
   std::vector<float> alphas(betas_.size());
   for (size_t i = 0; i < betas_.size(); ++i) alphas[i] = 1.0f - betas_[i];
@@ -390,27 +431,24 @@ Status Scheduler::Step(const float* model_output, int step_index, float* sample,
 
 std::vector<std::string> SchedulerNames() {
   std::vector<std::string> names;
-  for (const auto& [cls, name] : kClassNames) names.emplace_back(name);
+  for (const Registered& r : kRegistry) names.emplace_back(r.name);
   return names;
 }
 
 StatusOr<std::string> SchedulerNameOfClass(std::string_view class_name) {
   std::string known;
-  for (const auto& [cls, name] : kClassNames) {
-    if (class_name == cls) return std::string(name);
-    known += (known.empty() ? "" : ", ") + std::string(cls);
+  for (const Registered& r : kRegistry) {
+    if (!r.of_class) continue;
+    if (class_name == r.class_name) return std::string(r.name);
+    known += (known.empty() ? "" : ", ") + std::string(r.class_name);
   }
   return InvalidArgumentError("_class_name " + Quote(class_name) + " is not a scheduler tpumesh implements (" +
                               known + ")");
 }
 
 StatusOr<std::unique_ptr<Scheduler>> MakeScheduler(std::string_view name, const SchedulerConfig& config) {
-  if (name == "pndm") return internal::MakePndm(config);
-  if (name == "ddim") return internal::MakeDdim(config);
-  if (name == "lms") return internal::MakeLms(config);
-  if (name == "euler") return internal::MakeEuler(config);
-  if (name == "euler_a") return internal::MakeEulerAncestral(config);
-  if (name == "dpmpp_2m") return internal::MakeDpmSolverMultistep(config);
+  for (const Registered& r : kRegistry)
+    if (name == r.name) return r.make(config);
   std::string names;
   for (const std::string& n : SchedulerNames()) names += (names.empty() ? "" : ", ") + n;
   return InvalidArgumentError("unknown scheduler " + Quote(name) + " (one of: " + names + ")");
@@ -520,6 +558,57 @@ std::vector<double> TrainSigmas(const std::vector<float>& alphas_cumprod) {
     s[i] = static_cast<double>(std::sqrt((1.0f - a) / a));
   }
   return s;
+}
+
+std::vector<double> KarrasSigmas(double sigma_min, double sigma_max, int n) {
+  constexpr double kRho = 7.0;
+  const std::vector<double> ramp = NumpyLinspace(0, 1, n);
+  const double min_inv_rho = std::pow(sigma_min, 1 / kRho), max_inv_rho = std::pow(sigma_max, 1 / kRho);
+  std::vector<double> out(ramp.size());
+  for (size_t i = 0; i < ramp.size(); ++i) out[i] = std::pow(max_inv_rho + ramp[i] * (min_inv_rho - max_inv_rho), kRho);
+  return out;
+}
+
+std::vector<double> ExponentialSigmas(double sigma_min, double sigma_max, int n) {
+  std::vector<double> out = NumpyLinspace(std::log(sigma_max), std::log(sigma_min), n);
+  for (double& x : out) x = std::exp(x);
+  return out;
+}
+
+std::vector<float> LogSigmasF32(const std::vector<float>& alphas_cumprod) {
+  std::vector<float> out(alphas_cumprod.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const float a = alphas_cumprod[i];
+    out[i] = std::log(std::sqrt((1.0f - a) / a));
+  }
+  return out;
+}
+
+double SigmaToT(double sigma, const std::vector<float>& log_sigmas) {
+  const int64_t len = static_cast<int64_t>(log_sigmas.size());
+  const double log_sigma = std::log(std::max(sigma, 1e-10));
+  // np.cumsum(dists >= 0).argmax(): the last index whose dist is >= 0 (the
+  // first index reaching the maximal count), 0 when there is none.
+  int64_t low = 0;
+  for (int64_t i = 0; i < len; ++i)
+    if (log_sigma - static_cast<double>(log_sigmas[i]) >= 0) low = i;
+  low = std::min(low, len - 2);
+  const float lo = log_sigmas[low], hi = log_sigmas[low + 1];
+  const float span = lo - hi;  // f32 - f32
+  double w = (static_cast<double>(lo) - log_sigma) / static_cast<double>(span);
+  w = std::min(std::max(w, 0.0), 1.0);
+  return (1 - w) * static_cast<double>(low) + w * static_cast<double>(low + 1);
+}
+
+StatusOr<SigmaSchedule> ReadSigmaSchedule(std::string_view name, const SchedulerConfig& c) {
+  if (static_cast<int>(c.use_karras_sigmas) + c.use_exponential_sigmas + c.use_beta_sigmas > 1)
+    return InvalidArgumentError(std::string(name) +
+                                ": only one of use_karras_sigmas, use_exponential_sigmas and use_beta_sigmas can be "
+                                "true (as diffusers)");
+  if (c.use_beta_sigmas) return Unsupported(name, "use_beta_sigmas", "true", "use_karras_sigmas or use_exponential_sigmas");
+  if (c.use_karras_sigmas) return SigmaSchedule::kKarras;
+  if (c.use_exponential_sigmas) return SigmaSchedule::kExponential;
+  return SigmaSchedule::kDefault;
 }
 
 namespace {

@@ -1,19 +1,47 @@
-// Diffusion schedulers that compute what diffusers 0.30.0 computes: the same
+// Diffusion schedulers that compute what diffusers computes: the same
 // timesteps, the same step arithmetic, in float32 where diffusers uses float32
 // torch tensors and in float64 where it uses numpy, intermediate by
 // intermediate (betas, alphas_cumprod, sigmas and the step math are f32; the
-// timestep grids and sigma interpolation are f64 numpy).
+// timestep grids, sigma interpolation and Karras/exponential sigmas are f64
+// numpy). The first six were written against diffusers 0.30.0; the sigma
+// schedules and the samplers heun, dpmpp_2m_sde and dpmpp_2s_a against 0.42.1
+// (whose code for the first six is the same).
 //
-//   name      diffusers class                  what is implemented
-//   pndm      PNDMScheduler                    skip_prk_steps=true (PLMS with
-//                                              the ets history, SD 1.x's default)
-//   ddim      DDIMScheduler                    eta = 0, clip_sample
-//   lms       LMSDiscreteScheduler             order 4
-//   euler     EulerDiscreteScheduler           s_churn = 0 (the pipeline's call)
-//   euler_a   EulerAncestralDiscreteScheduler  noise from a NoiseFn
-//   dpmpp_2m  DPMSolverMultistepScheduler      solver_order 1-3, dpmsolver++ and
-//                                              dpmsolver, midpoint and heun,
-//                                              final_sigmas_type zero|sigma_min
+// The registry (one row per --scheduler name; SchedulerNames()):
+//   name          diffusers class                  what is implemented
+//   pndm          PNDMScheduler                    skip_prk_steps=true (PLMS with
+//                                                  the ets history, SD 1.x's default)
+//   ddim          DDIMScheduler                    eta = 0, clip_sample
+//   lms           LMSDiscreteScheduler             order 4
+//   euler         EulerDiscreteScheduler           s_churn = 0 (the pipeline's call)
+//   euler_a       EulerAncestralDiscreteScheduler  noise from a NoiseFn
+//   dpmpp_2m      DPMSolverMultistepScheduler      solver_order 1-3, dpmsolver++,
+//                                                  dpmsolver and sde-dpmsolver++,
+//                                                  midpoint and heun,
+//                                                  final_sigmas_type zero|sigma_min
+//   heun          HeunDiscreteScheduler            2N-1 model calls for N steps
+//                                                  (diffusers' interleaved timesteps),
+//                                                  clip_sample
+//   dpmpp_2m_sde  DPMSolverMultistepScheduler      dpmpp_2m with algorithm_type
+//                                                  "sde-dpmsolver++" (A1111's DPM++
+//                                                  2M SDE), noise from a NoiseFn
+//   dpmpp_2s_a    DPMSolverSinglestepScheduler     solver_order 2, algorithm_type
+//                                                  "sde-dpmsolver++" (both forced),
+//                                                  midpoint and heun, noise from a
+//                                                  NoiseFn
+// Sigma schedules: use_karras_sigmas (Karras et al., rho 7) and
+// use_exponential_sigmas for lms, euler, euler_a, dpmpp_2m, dpmpp_2m_sde,
+// heun and dpmpp_2s_a, computed as each class's set_timesteps does (euler
+// also reads sigma_min/sigma_max). diffusers has no such option on
+// EulerAncestralDiscreteScheduler: euler_a's Karras/exponential schedule is
+// the one EulerDiscreteScheduler computes from the same config, stepped by
+// EulerAncestral's step (k-diffusion's "Euler a Karras").
+// dpmpp_2s_a: diffusers has no class for A1111's "DPM++ 2S a"; its docs call
+// DPMSolverSinglestepScheduler "very similar". That class with solver_order 2
+// and sde-dpmsolver++ is what runs: N model calls for N steps, each pair of
+// timesteps one second-order singlestep update with fresh noise (k-diffusion's
+// sample_dpmpp_2s_ancestral makes two calls per step at a lambda midpoint, so
+// its images differ). Its timesteps ignore timestep_spacing, as diffusers'.
 //
 // Contract:
 // - A SchedulerConfig comes from diffusers' scheduler_config.json. As
@@ -21,11 +49,14 @@
 //   pick: a key the picked scheduler does not have is ignored, a key it has
 //   but the file lacks takes that scheduler's default (timestep_spacing:
 //   "leading" for pndm/ddim, "linspace" for the others; set_alpha_to_one:
-//   false for pndm, true for ddim; clip_sample: true for ddim).
+//   false for pndm, true for ddim; clip_sample: true for ddim, false for heun;
+//   beta_start/beta_end: 0.00085/0.012 for heun, 0.0001/0.02 for the others;
+//   lower_order_final: true for dpmpp_2m, false for dpmpp_2s_a).
 // - Errors, each one line naming the key and the value: a wrongly typed
-//   value, or a value diffusers itself rejects (beta_schedule "foo"), is
+//   value, or a value diffusers itself rejects (beta_schedule "foo", two of
+//   use_karras_sigmas/use_exponential_sigmas/use_beta_sigmas), is
 //   InvalidArgument; a value diffusers accepts that tpumesh does not
-//   implement (algorithm_type "sde-dpmsolver", use_karras_sigmas true,
+//   implement (algorithm_type "sde-dpmsolver", use_beta_sigmas true,
 //   thresholding true, skip_prk_steps false or unset, rescale_betas_zero_snr
 //   true, timestep_type "continuous" with v_prediction, interpolation_type
 //   "log_linear", variance_type "learned"/"learned_range", use_lu_lambdas
@@ -35,28 +66,34 @@
 // - Keys ignored because they do not change these computations:
 //   _class_name (checked, then only informative), _diffusers_version,
 //   _use_default_values, dynamic_thresholding_ratio and sample_max_value
-//   (thresholding only), sigma_min and sigma_max (Karras sigmas only), and any
-//   key no scheduler here reads (e.g. variance_type when null, skip_prk_steps
-//   for schedulers other than pndm).
+//   (thresholding only), and any key no scheduler here reads (e.g.
+//   variance_type when null, skip_prk_steps for schedulers other than pndm).
 // - A Scheduler holds the history (PNDM's ets, LMS's derivatives, DPM's model
-//   outputs) of one batch of latents, which step together: every Step of a
-//   run gets the same element count n (batch * C * H * W). Steps run in order
-//   0, 1, ..., timesteps().size() - 1; SetTimesteps starts a new run.
+//   outputs, Heun's first-order half) of one batch of latents, which step
+//   together: every Step of a run gets the same element count n (batch * C *
+//   H * W). Steps run in order 0, 1, ..., timesteps().size() - 1, one model
+//   call each; SetTimesteps starts a new run.
 // - Numerics: each f32 operation of diffusers' torch code is one f32
 //   operation here, in the same order (torch.linspace as torch 1.13's AVX2
 //   CPU kernel computes it, cumprod accumulating in double as torch's CPU
-//   cumprod does, np.linspace/arange/interp/round as numpy 1.24). Against
+//   cumprod does, np.linspace/arange/interp/round as numpy). Against
 //   diffusers 0.30.0 on torch 1.13 (tests/schedulers/schedulers_test.cc) every
 //   timestep, sigma, beta and alphas_cumprod is equal, and PNDM, DDIM, LMS,
 //   Euler and Euler-a steps are bit-identical. DPM differs by <= 4e-7
 //   relative: torch takes its scalar log/exp from SLEEF (1 ulp from glibc's).
+//   Karras/exponential sigmas and their timesteps (numpy's f32 log of the
+//   training sigmas, f64 pow/exp, the _sigma_to_t interpolation) and the new
+//   samplers are within 1e-6 relative of diffusers 0.42.1 on torch 2.15
+//   (tests/data/scheduler_ref_samplers.h5; numpy's SIMD log/exp/pow are not
+//   glibc's, an ulp apart at most).
 //   LMS's coefficients are what scipy's quad returns (QUADPACK's 21-point
 //   Gauss-Kronrod pass, and its first bisection where quad takes it, with
 //   the Lagrange basis evaluated in f32 as diffusers' torch scalars do).
 //   The schedulers_*.cc sources are built with -ffp-contract=off.
-// - Parity of EulerAncestral's noise with torch's generator is not possible:
-//   the draws come from the caller's NoiseFn (per-device JAX-style keys in
-//   the pipeline), so only the arithmetic around them matches diffusers.
+// - Parity of the drawn noise (euler_a, dpmpp_2m_sde, dpmpp_2s_a) with
+//   torch's generator is not possible: the draws come from the caller's
+//   NoiseFn (per-device JAX-style keys in the pipeline), one call per step,
+//   so only the arithmetic around them matches diffusers.
 #ifndef TPUMESH_SCHEDULERS_SCHEDULERS_H_
 #define TPUMESH_SCHEDULERS_SCHEDULERS_H_
 
@@ -79,8 +116,8 @@ namespace tpumesh::pipeline {
 struct SchedulerConfig {
   std::string class_name;  // _class_name; "" when absent
   int num_train_timesteps = 1000;
-  double beta_start = 0.0001;
-  double beta_end = 0.02;
+  std::optional<double> beta_start;  // unset: 0.0001 (0.00085 heun)
+  std::optional<double> beta_end;    // unset: 0.02 (0.012 heun)
   std::string beta_schedule = "linear";  // linear | scaled_linear | squaredcos_cap_v2
   std::optional<std::vector<double>> trained_betas;  // replaces the schedule
   std::string prediction_type = "epsilon";  // epsilon | v_prediction | sample
@@ -89,12 +126,15 @@ struct SchedulerConfig {
   // PNDM and DDIM.
   std::optional<bool> set_alpha_to_one;
   std::optional<bool> skip_prk_steps;  // PNDM; diffusers' default false (PRK) is unimplemented
-  std::optional<bool> clip_sample;     // DDIM
+  std::optional<bool> clip_sample;     // DDIM, Heun
   double clip_sample_range = 1.0;
   bool thresholding = false;
   bool rescale_betas_zero_snr = false;
-  // Euler, LMS, DPM.
+  // Euler, LMS, Heun, DPM: the sigma schedule (at most one of the three).
   bool use_karras_sigmas = false;
+  bool use_exponential_sigmas = false;
+  bool use_beta_sigmas = false;  // unimplemented
+  std::optional<double> sigma_min, sigma_max;  // Euler's Karras/exponential bounds
   std::string interpolation_type = "linear";
   std::string timestep_type = "discrete";
   std::string final_sigmas_type = "zero";  // Euler, DPM: zero | sigma_min
@@ -102,7 +142,7 @@ struct SchedulerConfig {
   int solver_order = 2;
   std::string algorithm_type = "dpmsolver++";
   std::string solver_type = "midpoint";
-  bool lower_order_final = true;
+  std::optional<bool> lower_order_final;  // unset: true (dpmpp_2m), false (dpmpp_2s_a)
   bool euler_at_final = false;
   bool use_lu_lambdas = false;
   double lambda_min_clipped = -std::numeric_limits<double>::infinity();
@@ -118,8 +158,8 @@ struct SchedulerConfig {
   Status Set(std::string_view key, std::string_view value);
 };
 
-// Fills out[0..n) with N(0, 1) noise for the step `step_index` (Euler-
-// ancestral's per-step draw, latent layout [batch, C, H, W]).
+// Fills out[0..n) with N(0, 1) noise for the step `step_index` (the per-step
+// draw of euler_a, dpmpp_2m_sde and dpmpp_2s_a; latent layout [batch, C, H, W]).
 using NoiseFn = std::function<void(int step_index, float* out, size_t n)>;
 
 class Scheduler {
@@ -136,15 +176,16 @@ class Scheduler {
   // indexes alphas_cumprod out of range (leading spacing with steps_offset).
   Status SetTimesteps(int num_inference_steps);
   // The UNet timestep of each model evaluation, as diffusers' values (PNDM
-  // repeats one; Euler/LMS ones may be fractional). Its size is the number of
-  // steps of a run, which is not always num_inference_steps (PNDM has one
-  // more; numpy's arange makes trailing spacing give one more for some counts).
+  // repeats one; Euler/LMS/Heun ones may be fractional). Its size is the
+  // number of steps (model calls) of a run, which is not always
+  // num_inference_steps (PNDM has one more, Heun 2N-1; numpy's arange makes
+  // trailing spacing give one more for some counts).
   const std::vector<double>& timesteps() const { return timesteps_; }
   int num_steps() const { return static_cast<int>(timesteps_.size()); }
   // Multiply the initial N(0,1) latents by this (in f32), as the pipeline's
   // prepare_latents does.
   float init_noise_sigma() const { return init_noise_sigma_; }
-  // Scales the UNet input of `step_index` in place (Euler, Euler-a, LMS:
+  // Scales the UNet input of `step_index` in place (Euler, Euler-a, LMS, Heun:
   // sample / sqrt(sigma^2 + 1); the others leave it unchanged).
   virtual void ScaleModelInput(float* sample, size_t n, int step_index) const {}
   // One step: sample[0..n) <- the previous (less noisy) sample, given the
@@ -156,13 +197,14 @@ class Scheduler {
 
   const std::vector<float>& betas() const { return betas_; }
   const std::vector<float>& alphas_cumprod() const { return alphas_cumprod_; }
-  // The run's sigmas (timesteps().size() + 1 entries) for the sigma-based
-  // schedulers (lms, euler, euler_a, dpmpp_2m); empty for pndm and ddim.
+  // The run's sigmas (timesteps().size() + 1 entries; Heun's interleaved as
+  // diffusers') for the sigma-based schedulers; empty for pndm and ddim.
   const std::vector<float>& sigmas() const { return sigmas_; }
 
  protected:
   Scheduler(std::string name, const SchedulerConfig& config);
-  // Fills betas_ and alphas_cumprod_ from the config.
+  // Fills betas_ and alphas_cumprod_ from the config (beta_start/beta_end
+  // unset: default_beta_start_/default_beta_end_).
   Status InitSchedule();
   virtual Status DoSetTimesteps(int num_inference_steps) = 0;
   virtual Status DoStep(const float* model_output, int step_index, float* sample, size_t n,
@@ -176,6 +218,7 @@ class Scheduler {
   std::vector<float> betas_, alphas_cumprod_, sigmas_;
   std::vector<double> timesteps_;
   float init_noise_sigma_ = 1.0f;
+  double default_beta_start_ = 0.0001, default_beta_end_ = 0.02;
 
  private:
   bool timesteps_set_ = false;
@@ -183,12 +226,16 @@ class Scheduler {
   size_t run_size_ = 0;
 };
 
-// pndm ddim lms euler euler_a dpmpp_2m
+// The registry's names, in its order: pndm ddim lms euler euler_a dpmpp_2m
+// heun dpmpp_2m_sde dpmpp_2s_a.
 std::vector<std::string> SchedulerNames();
 // InvalidArgument for an unknown name; InvalidArgument/Unimplemented for a
 // config value (see the contract above).
 StatusOr<std::unique_ptr<Scheduler>> MakeScheduler(std::string_view name, const SchedulerConfig& config);
-// The tpumesh name of a diffusers _class_name ("PNDMScheduler" -> "pndm").
+// The tpumesh name of a diffusers _class_name ("PNDMScheduler" -> "pndm",
+// "DPMSolverMultistepScheduler" -> "dpmpp_2m", "HeunDiscreteScheduler" ->
+// "heun"); DPMSolverSinglestepScheduler is not one (dpmpp_2s_a forces its
+// algorithm), so such a config needs --scheduler.
 StatusOr<std::string> SchedulerNameOfClass(std::string_view class_name);
 
 }  // namespace tpumesh::pipeline

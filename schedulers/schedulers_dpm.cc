@@ -1,7 +1,10 @@
-// DPMSolverMultistepScheduler as diffusers 0.30.0's
-// scheduling_dpmsolver_multistep.py: the deterministic algorithms (dpmsolver++
-// and dpmsolver), solver_order 1-3, midpoint and heun, lower_order_final,
-// euler_at_final, final_sigmas_type zero|sigma_min, lambda_min_clipped.
+// DPMSolverMultistepScheduler as diffusers' scheduling_dpmsolver_multistep.py
+// (0.30.0; 0.42.1 for what follows): dpmsolver++, dpmsolver and
+// sde-dpmsolver++ (noise from the NoiseFn), solver_order 1-3, midpoint and
+// heun, lower_order_final, euler_at_final, final_sigmas_type zero|sigma_min,
+// lambda_min_clipped, Karras and exponential sigmas. And
+// DPMSolverSinglestepScheduler (scheduling_dpmsolver_singlestep.py, 0.42.1)
+// with solver_order 2 and sde-dpmsolver++: tpumesh's dpmpp_2s_a.
 // The per-step scalars (alpha_t, sigma_t, lambda, h, exp(-h)) are f32 as
 // torch's 0-dim tensors; torch takes log/exp from SLEEF (<= 1 ulp), here they
 // are glibc's, so a coefficient may differ from diffusers' by an ulp.
@@ -31,10 +34,53 @@ AlphaSigma FromSigma(float sigma) {
   return r;
 }
 
+// Karras/exponential sigmas from the flipped f32 training sigmas (their
+// first and last: the DPM classes have no sigma_min/sigma_max keys), with
+// _sigma_to_t timesteps; `round` (Karras, except multistep with
+// squaredcos_cap_v2) rounds them half to even, then .astype(int64) truncates.
+void DpmSigmaSchedule(SigmaSchedule schedule, bool round, int n, const std::vector<float>& alphas_cumprod,
+                      const std::vector<double>& train_sigmas, std::vector<double>* sigmas,
+                      std::vector<int64_t>* timesteps) {
+  const double lo = train_sigmas.front(), hi = train_sigmas.back();
+  *sigmas = schedule == SigmaSchedule::kKarras ? KarrasSigmas(lo, hi, n) : ExponentialSigmas(lo, hi, n);
+  const std::vector<float> log_sigmas = LogSigmasF32(alphas_cumprod);
+  timesteps->clear();
+  for (double x : *sigmas) {
+    double t = SigmaToT(x, log_sigmas);
+    if (round) t = NumpyRound(t);
+    timesteps->push_back(static_cast<int64_t>(t));
+  }
+}
+
+// The SDE terms of sde-dpmsolver++: x_t = (sigma_t / sigma_s * exp(-h)) * x
+// + ... + (sigma_t * sqrt(1 - exp(-2h))) * noise, each factor a torch f32 scalar.
+struct SdeFactors {
+  float a, b, c;  // sample, D0 and noise factors; b = alpha_t * (1 - exp(-2h))
+};
+SdeFactors Sde(const AlphaSigma& t, const AlphaSigma& s, float h) {
+  SdeFactors f;
+  f.a = t.sigma / s.sigma * std::exp(-h);
+  const float e2 = std::exp(-2.0f * h);
+  f.b = t.alpha * (1.0f - e2);
+  f.c = t.sigma * std::sqrt(1.0f - e2);
+  return f;
+}
+
+// convert_model_output of the dpmsolver++ family: the x0 prediction.
+void ToX0(Prediction pt, const AlphaSigma& s0, const float* mo, const float* sample, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) {
+    const float x = sample[i], m = mo[i];
+    out[i] = pt == Prediction::kEpsilon ? (x - s0.sigma * m) / s0.alpha
+             : pt == Prediction::kSample ? m
+                                         : s0.alpha * x - s0.sigma * m;
+  }
+}
+
 class DpmSolverMultistepScheduler final : public Scheduler {
  public:
-  DpmSolverMultistepScheduler(const SchedulerConfig& c, bool plus_plus, bool heun)
-      : Scheduler("dpmpp_2m", c), plus_plus_(plus_plus), heun_(heun) {}
+  DpmSolverMultistepScheduler(std::string name, const SchedulerConfig& c, bool plus_plus, bool heun, bool sde,
+                              SigmaSchedule schedule)
+      : Scheduler(std::move(name), c), plus_plus_(plus_plus), heun_(heun), sde_(sde), schedule_(schedule) {}
 
   Status Init() {
     TPUMESH_RETURN_IF_ERROR(InitSchedule());
@@ -74,9 +120,16 @@ class DpmSolverMultistepScheduler final : public Scheduler {
         ts.push_back(static_cast<int64_t>(NumpyRound(x)) - 1);
       }
     }
-    timesteps_.assign(ts.begin(), ts.end());
     sigmas_.clear();
-    for (int64_t t : ts) sigmas_.push_back(static_cast<float>(InterpUnitGrid(static_cast<double>(t), train_sigmas_)));
+    if (schedule_ == SigmaSchedule::kDefault) {
+      for (int64_t t : ts) sigmas_.push_back(static_cast<float>(InterpUnitGrid(static_cast<double>(t), train_sigmas_)));
+    } else {
+      std::vector<double> sig;
+      DpmSigmaSchedule(schedule_, schedule_ == SigmaSchedule::kKarras && config_.beta_schedule != "squaredcos_cap_v2",
+                       n, alphas_cumprod_, train_sigmas_, &sig, &ts);
+      for (double x : sig) sigmas_.push_back(static_cast<float>(x));
+    }
+    timesteps_.assign(ts.begin(), ts.end());
     float sigma_last = 0.0f;
     if (config_.final_sigmas_type == "sigma_min") {
       const float a0 = alphas_cumprod_[0];
@@ -88,13 +141,16 @@ class DpmSolverMultistepScheduler final : public Scheduler {
     return OkStatus();
   }
 
-  Status DoStep(const float* mo, int step_index, float* sample, size_t n, const NoiseFn&) override {
+  bool needs_noise() const override { return sde_; }
+
+  Status DoStep(const float* mo, int step_index, float* sample, size_t n, const NoiseFn& noise) override {
     const int len = num_steps();
     const int order = config_.solver_order;
+    const bool lof = config_.lower_order_final.value_or(true);
     const bool lower_order_final =
-        step_index == len - 1 && (config_.euler_at_final || (config_.lower_order_final && len < 15) ||
-                                  config_.final_sigmas_type == "zero");
-    const bool lower_order_second = step_index == len - 2 && config_.lower_order_final && len < 15;
+        step_index == len - 1 &&
+        (config_.euler_at_final || (lof && len < 15) || config_.final_sigmas_type == "zero");
+    const bool lower_order_second = step_index == len - 2 && lof && len < 15;
 
     // convert_model_output: x0 (dpmsolver++) or epsilon (dpmsolver).
     std::vector<float> converted(n);
@@ -114,6 +170,10 @@ class DpmSolverMultistepScheduler final : public Scheduler {
     }
     for (int i = 0; i + 1 < order; ++i) model_outputs_[i] = std::move(model_outputs_[i + 1]);
     model_outputs_[order - 1] = std::move(converted);
+    if (sde_) {
+      noise_.resize(n);
+      noise(step_index, noise_.data(), n);
+    }
 
     if (order == 1 || lower_order_nums_ < 1 || lower_order_final) {
       FirstOrder(step_index, sample, n);
@@ -132,6 +192,11 @@ class DpmSolverMultistepScheduler final : public Scheduler {
     const AlphaSigma t = FromSigma(sigmas_[i + 1]), s = FromSigma(sigmas_[i]);
     const float h = t.lambda - s.lambda;
     const float* m = M(0);
+    if (sde_) {
+      const SdeFactors f = Sde(t, s, h);
+      for (size_t k = 0; k < n; ++k) x[k] = (f.a * x[k] + f.b * m[k]) + f.c * noise_[k];
+      return;
+    }
     float a, b;
     if (plus_plus_) {
       a = t.sigma / s.sigma;
@@ -149,6 +214,18 @@ class DpmSolverMultistepScheduler final : public Scheduler {
     const float r0 = h_0 / h;
     const float inv_r0 = 1.0f / r0;
     const float *m0 = M(0), *m1 = M(1);
+    if (sde_) {
+      const SdeFactors f = Sde(t, s0, h);
+      // midpoint: 0.5 * (alpha_t * (1 - exp(-2h))); heun: alpha_t * ((1 -
+      // exp(-2h)) / (-2h) + 1).
+      const float e2 = std::exp(-2.0f * h);
+      const float c = heun_ ? t.alpha * ((1.0f - e2) / (-2.0f * h) + 1.0f) : 0.5f * f.b;
+      for (size_t k = 0; k < n; ++k) {
+        const float d1 = inv_r0 * (m0[k] - m1[k]);
+        x[k] = ((f.a * x[k] + f.b * m0[k]) + c * d1) + f.c * noise_[k];
+      }
+      return;
+    }
     float a, b, c;
     bool minus_c;
     if (plus_plus_) {
@@ -184,6 +261,20 @@ class DpmSolverMultistepScheduler final : public Scheduler {
     const float inv_r0 = 1.0f / r0, inv_r1 = 1.0f / r1;
     const float w1 = r0 / (r0 + r1), w2 = 1.0f / (r0 + r1);
     const float *m0 = M(0), *m1 = M(1), *m2 = M(2);
+    if (sde_) {
+      const SdeFactors f = Sde(t, s0, h);
+      const float e2 = std::exp(-2.0f * h);
+      const float c = t.alpha * ((1.0f - e2) / (-2.0f * h) + 1.0f);
+      const float two_h = 2.0f * h;
+      const float d = t.alpha * ((1.0f - e2 - 2.0f * h) / (two_h * two_h) - 0.5f);
+      for (size_t k = 0; k < n; ++k) {
+        const float d1_0 = inv_r0 * (m0[k] - m1[k]), d1_1 = inv_r1 * (m1[k] - m2[k]);
+        const float d1 = d1_0 + w1 * (d1_0 - d1_1);
+        const float d2 = w2 * (d1_0 - d1_1);
+        x[k] = (((f.a * x[k] + f.b * m0[k]) + c * d1) + d * d2) + f.c * noise_[k];
+      }
+      return;
+    }
     float a, b, c, d;
     if (plus_plus_) {
       const float e = std::exp(-h) - 1.0f;
@@ -207,39 +298,188 @@ class DpmSolverMultistepScheduler final : public Scheduler {
     }
   }
 
-  bool plus_plus_, heun_;
+  bool plus_plus_, heun_, sde_;
+  SigmaSchedule schedule_;
   std::vector<double> train_sigmas_;
   std::vector<float> lambda_t_;
   std::vector<std::vector<float>> model_outputs_;  // oldest first, solver_order slots
+  std::vector<float> noise_;                       // this step's draw (sde)
   int lower_order_nums_ = 0;
 };
+
+// ---------------------------------------------------------------------------
+
+// DPMSolverSinglestepScheduler with solver_order 2 and sde-dpmsolver++: the
+// order list [1, 2, 1, 2, ..., 1] pairs the steps; a first-order step keeps
+// its starting sample, the second-order step after it restarts from that
+// sample with both model outputs (diffusers' self.sample), fresh noise each.
+class DpmSolverSinglestepScheduler final : public Scheduler {
+ public:
+  DpmSolverSinglestepScheduler(const SchedulerConfig& c, bool heun, SigmaSchedule schedule)
+      : Scheduler("dpmpp_2s_a", c), heun_(heun), schedule_(schedule) {}
+
+  Status Init() {
+    TPUMESH_RETURN_IF_ERROR(InitSchedule());
+    train_sigmas_ = TrainSigmas(alphas_cumprod_);
+    lambda_t_.resize(alphas_cumprod_.size());
+    for (size_t i = 0; i < alphas_cumprod_.size(); ++i) {
+      const float a = alphas_cumprod_[i];
+      lambda_t_[i] = std::log(std::sqrt(a)) - std::log(std::sqrt(1.0f - a));
+    }
+    init_noise_sigma_ = 1.0f;
+    return OkStatus();
+  }
+
+ private:
+  static constexpr int kOrder = 2;
+
+  bool needs_noise() const override { return true; }
+
+  Status DoSetTimesteps(int n) override {
+    const int n_train = config_.num_train_timesteps;
+    int64_t clipped_idx = 0;
+    const int64_t len = static_cast<int64_t>(lambda_t_.size());
+    while (clipped_idx < len &&
+           static_cast<double>(lambda_t_[len - 1 - clipped_idx]) < config_.lambda_min_clipped) {
+      ++clipped_idx;
+    }
+    // np.linspace(0, n_train - 1 - clipped_idx, n + 1).round()[::-1][:-1]
+    // whatever timestep_spacing says.
+    std::vector<int64_t> ts;
+    const std::vector<double> y = NumpyLinspace(0, static_cast<double>(n_train - 1 - clipped_idx), n + 1);
+    for (int64_t i = n; i >= 1; --i) ts.push_back(static_cast<int64_t>(NumpyRound(y[i])));
+    sigmas_.clear();
+    if (schedule_ == SigmaSchedule::kDefault) {
+      for (int64_t t : ts) sigmas_.push_back(static_cast<float>(InterpUnitGrid(static_cast<double>(t), train_sigmas_)));
+    } else {
+      std::vector<double> sig;
+      DpmSigmaSchedule(schedule_, schedule_ == SigmaSchedule::kKarras, n, alphas_cumprod_, train_sigmas_, &sig, &ts);
+      for (double x : sig) sigmas_.push_back(static_cast<float>(x));
+    }
+    timesteps_.assign(ts.begin(), ts.end());
+    float sigma_last = 0.0f;
+    if (config_.final_sigmas_type == "sigma_min") {
+      const float a0 = alphas_cumprod_[0];
+      sigma_last = std::sqrt((1.0f - a0) / a0);
+    }
+    sigmas_.push_back(sigma_last);
+    // diffusers turns lower_order_final on (in its config, for good) for an
+    // odd step count or final_sigmas_type "zero".
+    bool lof = config_.lower_order_final.value_or(false);
+    if (!lof && (n % kOrder != 0 || config_.final_sigmas_type == "zero")) config_.lower_order_final = lof = true;
+    // get_order_list(n) for order 2.
+    orders_.clear();
+    if (lof) {
+      for (int i = 0; i < (n % 2 == 0 ? n / 2 - 1 : n / 2); ++i) orders_.insert(orders_.end(), {1, 2});
+      orders_.push_back(1);
+      if (n % 2 == 0) orders_.push_back(1);
+    } else {
+      for (int i = 0; i < n / 2; ++i) orders_.insert(orders_.end(), {1, 2});
+    }
+    if (config_.final_sigmas_type == "zero") orders_.back() = 1;
+    m0_.clear();
+    m1_.clear();
+    start_.clear();
+    return OkStatus();
+  }
+
+  Status DoStep(const float* mo, int step_index, float* sample, size_t n, const NoiseFn& noise) override {
+    // model_outputs shift; the newest is this step's x0 prediction.
+    m1_ = std::move(m0_);
+    m0_.resize(n);
+    ToX0(ToPrediction(config_.prediction_type), FromSigma(sigmas_[step_index]), mo, sample, n, m0_.data());
+    std::vector<float> z(n);
+    noise(step_index, z.data(), n);
+    int order = orders_[step_index];
+    if (order == 2 && m1_.empty()) order = 1;  // while model_outputs[-order] is None
+    if (order == 1) start_.assign(sample, sample + n);
+    const AlphaSigma t = FromSigma(sigmas_[step_index + 1]);
+    if (order == 1) {
+      const AlphaSigma s = FromSigma(sigmas_[step_index]);
+      const SdeFactors f = Sde(t, s, t.lambda - s.lambda);
+      for (size_t k = 0; k < n; ++k) sample[k] = (f.a * start_[k] + f.b * m0_[k]) + f.c * z[k];
+      return OkStatus();
+    }
+    // singlestep_dpm_solver_second_order_update: from s1 (the pair's start)
+    // over h = lambda_t - lambda_s1, D0 = m1, D1 = (1 / r0) (m0 - m1).
+    const AlphaSigma s0 = FromSigma(sigmas_[step_index]), s1 = FromSigma(sigmas_[step_index - 1]);
+    const float h = t.lambda - s1.lambda, h_0 = s0.lambda - s1.lambda;
+    const float r0 = h_0 / h;
+    const float inv_r0 = 1.0f / r0;
+    const SdeFactors f = Sde(t, s1, h);
+    const float e2 = std::exp(-2.0f * h);
+    const float c = heun_ ? t.alpha * ((1.0f - e2) / (-2.0f * h) + 1.0f) : 0.5f * f.b;
+    for (size_t k = 0; k < n; ++k) {
+      const float d1 = inv_r0 * (m0_[k] - m1_[k]);
+      sample[k] = ((f.a * start_[k] + f.b * m1_[k]) + c * d1) + f.c * z[k];
+    }
+    return OkStatus();
+  }
+
+  bool heun_;
+  SigmaSchedule schedule_;
+  std::vector<double> train_sigmas_;
+  std::vector<float> lambda_t_;
+  std::vector<int> orders_;
+  std::vector<float> m0_, m1_;  // the newest and the previous x0 prediction (empty: None)
+  std::vector<float> start_;    // the sample the current pair started from
+};
+
+// The checks both DPM classes share; `name` prefixes the errors.
+Status CheckDpm(std::string_view name, std::string_view cls, const SchedulerConfig& c) {
+  if (c.thresholding) return Unsupported(name, "thresholding", "true", "");
+  if (c.variance_type && (*c.variance_type == "learned" || *c.variance_type == "learned_range")) {
+    return Unsupported(name, "variance_type", "\"" + *c.variance_type + "\"", "");
+  }
+  if (c.prediction_type == "original_sample") {
+    return InvalidArgumentError(std::string(name) + ": prediction_type \"original_sample\" is not supported by " +
+                                std::string(cls) + " (epsilon, sample, v_prediction)");
+  }
+  return OkStatus();
+}
+
+StatusOr<std::unique_ptr<Scheduler>> MakeMultistep(std::string name, const SchedulerConfig& c) {
+  const std::string& alg = c.algorithm_type;
+  if (alg == "sde-dpmsolver") {
+    return Unsupported(name, "algorithm_type", "\"" + alg + "\"",
+                       "dpmsolver++, dpmsolver and sde-dpmsolver++ are");
+  }
+  if (alg != "dpmsolver++" && alg != "sde-dpmsolver++" && c.final_sigmas_type == "zero") {
+    return InvalidArgumentError(name + ": final_sigmas_type \"zero\" is not supported with algorithm_type \"" + alg +
+                                "\" (diffusers requires \"sigma_min\")");
+  }
+  TPUMESH_RETURN_IF_ERROR(CheckDpm(name, "DPMSolverMultistepScheduler", c));
+  TPUMESH_ASSIGN_OR_RETURN(const SigmaSchedule schedule, ReadSigmaSchedule(name, c));
+  if (c.use_lu_lambdas) return Unsupported(name, "use_lu_lambdas", "true", "");
+  if (c.rescale_betas_zero_snr) return Unsupported(name, "rescale_betas_zero_snr", "true", "");
+  // diffusers maps deis to dpmsolver++ and logrho/bh1/bh2 to midpoint.
+  const bool sde = alg == "sde-dpmsolver++";
+  const bool plus_plus = alg == "dpmsolver++" || alg == "deis" || sde;
+  const bool heun = c.solver_type == "heun";
+  auto s = std::make_unique<DpmSolverMultistepScheduler>(std::move(name), c, plus_plus, heun, sde, schedule);
+  TPUMESH_RETURN_IF_ERROR(s->Init());
+  return std::unique_ptr<Scheduler>(std::move(s));
+}
 
 }  // namespace
 
 StatusOr<std::unique_ptr<Scheduler>> MakeDpmSolverMultistep(const SchedulerConfig& c) {
-  const std::string& alg = c.algorithm_type;
-  if (alg == "sde-dpmsolver++" || alg == "sde-dpmsolver") {
-    return Unsupported("dpmpp_2m", "algorithm_type", "\"" + alg + "\"", "the SDE variants; use dpmsolver++");
-  }
-  if (alg != "dpmsolver++" && alg != "sde-dpmsolver++" && c.final_sigmas_type == "zero") {
-    return InvalidArgumentError("dpmpp_2m: final_sigmas_type \"zero\" is not supported with algorithm_type \"" + alg +
-                                "\" (diffusers requires \"sigma_min\")");
-  }
-  if (c.thresholding) return Unsupported("dpmpp_2m", "thresholding", "true", "");
-  if (c.use_karras_sigmas) return Unsupported("dpmpp_2m", "use_karras_sigmas", "true", "");
-  if (c.use_lu_lambdas) return Unsupported("dpmpp_2m", "use_lu_lambdas", "true", "");
-  if (c.rescale_betas_zero_snr) return Unsupported("dpmpp_2m", "rescale_betas_zero_snr", "true", "");
-  if (c.variance_type && (*c.variance_type == "learned" || *c.variance_type == "learned_range")) {
-    return Unsupported("dpmpp_2m", "variance_type", "\"" + *c.variance_type + "\"", "");
-  }
-  if (c.prediction_type == "original_sample") {
-    return InvalidArgumentError("dpmpp_2m: prediction_type \"original_sample\" is not supported by "
-                                "DPMSolverMultistepScheduler (epsilon, sample, v_prediction)");
-  }
-  // diffusers maps deis to dpmsolver++ and logrho/bh1/bh2 to midpoint.
-  const bool plus_plus = alg == "dpmsolver++" || alg == "deis";
-  const bool heun = c.solver_type == "heun";
-  auto s = std::make_unique<DpmSolverMultistepScheduler>(c, plus_plus, heun);
+  return MakeMultistep("dpmpp_2m", c);
+}
+
+StatusOr<std::unique_ptr<Scheduler>> MakeDpmSolverMultistepSde(const SchedulerConfig& c) {
+  SchedulerConfig sde = c;
+  sde.algorithm_type = "sde-dpmsolver++";
+  return MakeMultistep("dpmpp_2m_sde", sde);
+}
+
+StatusOr<std::unique_ptr<Scheduler>> MakeDpmSolverSinglestepSde(const SchedulerConfig& c) {
+  TPUMESH_RETURN_IF_ERROR(CheckDpm("dpmpp_2s_a", "DPMSolverSinglestepScheduler", c));
+  TPUMESH_ASSIGN_OR_RETURN(const SigmaSchedule schedule, ReadSigmaSchedule("dpmpp_2s_a", c));
+  SchedulerConfig two = c;
+  two.algorithm_type = "sde-dpmsolver++";
+  two.solver_order = 2;
+  auto s = std::make_unique<DpmSolverSinglestepScheduler>(two, c.solver_type == "heun", schedule);
   TPUMESH_RETURN_IF_ERROR(s->Init());
   return std::unique_ptr<Scheduler>(std::move(s));
 }

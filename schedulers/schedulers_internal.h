@@ -40,6 +40,25 @@ std::vector<float> TorchCumprodF32(const std::vector<float>& x);
 // (what np.array() of it gives to np.interp).
 std::vector<double> TrainSigmas(const std::vector<float>& alphas_cumprod);
 
+// Karras et al.'s schedule as diffusers' _convert_to_karras: n sigmas from
+// sigma_max down to sigma_min, (max^(1/7) + ramp * (min^(1/7) - max^(1/7)))^7
+// with ramp = np.linspace(0, 1, n), all float64.
+std::vector<double> KarrasSigmas(double sigma_min, double sigma_max, int n);
+// _convert_to_exponential: np.exp(np.linspace(log(sigma_max), log(sigma_min), n)).
+std::vector<double> ExponentialSigmas(double sigma_min, double sigma_max, int n);
+// np.log of the f32 training sigmas (numpy's f32 log; here glibc's logf).
+std::vector<float> LogSigmasF32(const std::vector<float>& alphas_cumprod);
+// diffusers' _sigma_to_t(sigma, log_sigmas): the fractional training timestep
+// whose log sigma interpolates linearly to log(max(sigma, 1e-10)), in float64
+// (numpy 2 promotion: the f32 log sigmas meet the f64 log sigma in f64, their
+// own difference is f32).
+double SigmaToT(double sigma, const std::vector<float>& log_sigmas);
+// Which of use_karras_sigmas / use_exponential_sigmas is set: InvalidArgument
+// for more than one of the three (diffusers' ValueError), Unimplemented for
+// use_beta_sigmas. `name` prefixes the error.
+enum class SigmaSchedule { kDefault, kKarras, kExponential };
+StatusOr<SigmaSchedule> ReadSigmaSchedule(std::string_view name, const SchedulerConfig& c);
+
 // The integral scipy.integrate.quad(f, a, b, epsrel=1e-4) returns for LMS's
 // Lagrange basis polynomial f, evaluated as diffusers does: f32 torch scalars
 // (tau rounded to f32, then (tau - s_k) / (s_c - s_k) multiplied up). QUADPACK
@@ -68,6 +87,11 @@ StatusOr<std::unique_ptr<Scheduler>> MakeLms(const SchedulerConfig& c);
 StatusOr<std::unique_ptr<Scheduler>> MakeEuler(const SchedulerConfig& c);
 StatusOr<std::unique_ptr<Scheduler>> MakeEulerAncestral(const SchedulerConfig& c);
 StatusOr<std::unique_ptr<Scheduler>> MakeDpmSolverMultistep(const SchedulerConfig& c);
+StatusOr<std::unique_ptr<Scheduler>> MakeHeun(const SchedulerConfig& c);
+// dpmpp_2m with algorithm_type "sde-dpmsolver++".
+StatusOr<std::unique_ptr<Scheduler>> MakeDpmSolverMultistepSde(const SchedulerConfig& c);
+// DPMSolverSinglestepScheduler, solver_order 2, "sde-dpmsolver++".
+StatusOr<std::unique_ptr<Scheduler>> MakeDpmSolverSinglestepSde(const SchedulerConfig& c);
 
 }  // namespace tpumesh::pipeline::internal
 

@@ -1,8 +1,10 @@
 // The k-diffusion-style schedulers that step in sigma: LMSDiscrete (order 4),
-// EulerDiscrete and EulerAncestralDiscrete, as diffusers 0.30.0's
-// scheduling_lms_discrete.py, scheduling_euler_discrete.py and
-// scheduling_euler_ancestral_discrete.py. Timesteps are float32 numpy values;
-// sigmas are np.interp (float64) of the f32 training sigmas, stored as f32.
+// EulerDiscrete, EulerAncestralDiscrete and HeunDiscrete, as diffusers'
+// scheduling_lms_discrete.py, scheduling_euler_discrete.py,
+// scheduling_euler_ancestral_discrete.py (0.30.0 = 0.42.1 there) and
+// scheduling_heun_discrete.py (0.42.1). Timesteps are float32 numpy values;
+// sigmas are np.interp (float64) of the f32 training sigmas, or Karras /
+// exponential sigmas (float64) with _sigma_to_t timesteps, stored as f32.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -28,6 +30,7 @@ class SigmaScheduler : public Scheduler {
   using Scheduler::Scheduler;
 
   Status Init() {
+    TPUMESH_ASSIGN_OR_RETURN(schedule_, ReadSigmaSchedule(name_, config_));
     TPUMESH_RETURN_IF_ERROR(InitSchedule());
     train_sigmas_ = TrainSigmas(alphas_cumprod_);
     // Until SetTimesteps: the training sigmas, descending, and 0 (Euler's
@@ -39,9 +42,12 @@ class SigmaScheduler : public Scheduler {
     return OkStatus();
   }
 
-  // The timestep grid (f32) and sigmas of LMS, Euler and Euler-a; the last
-  // sigma is `sigma_last`.
-  void SetSigmaTimesteps(int n, float sigma_last) {
+  // The timestep grid (f32) and sigmas of LMS, Euler, Euler-a and Heun (before
+  // its interleaving); the last sigma is `sigma_last`. With Karras or
+  // exponential sigmas, n of them span the grid's interpolated sigmas (or
+  // the config's sigma_min/sigma_max when `config_bounds`, Euler's rule),
+  // each timestep _sigma_to_t of its sigma.
+  void SetSigmaTimesteps(int n, float sigma_last, bool config_bounds = false) {
     const int n_train = config_.num_train_timesteps;
     const std::string spacing = Spacing("linspace");
     std::vector<float> ts;
@@ -58,9 +64,20 @@ class SigmaScheduler : public Scheduler {
         ts.push_back(static_cast<float>(NumpyRound(x)) - 1.0f);
       }
     }
+    std::vector<double> sig;
+    for (float t : ts) sig.push_back(InterpUnitGrid(t, train_sigmas_));
+    if (schedule_ != SigmaSchedule::kDefault) {
+      // in_sigmas[-1].item(), in_sigmas[0].item() unless the config sets them.
+      const double lo = config_bounds && config_.sigma_min ? *config_.sigma_min : sig.back();
+      const double hi = config_bounds && config_.sigma_max ? *config_.sigma_max : sig.front();
+      sig = schedule_ == SigmaSchedule::kKarras ? KarrasSigmas(lo, hi, n) : ExponentialSigmas(lo, hi, n);
+      const std::vector<float> log_sigmas = LogSigmasF32(alphas_cumprod_);
+      ts.clear();
+      for (double x : sig) ts.push_back(static_cast<float>(SigmaToT(x, log_sigmas)));
+    }
     timesteps_.assign(ts.begin(), ts.end());
     sigmas_.clear();
-    for (float t : ts) sigmas_.push_back(static_cast<float>(InterpUnitGrid(t, train_sigmas_)));
+    for (double x : sig) sigmas_.push_back(static_cast<float>(x));
     sigmas_.push_back(sigma_last);
     SetInitNoiseSigma();
   }
@@ -92,6 +109,7 @@ class SigmaScheduler : public Scheduler {
   Prediction prediction() const { return ToPrediction(config_.prediction_type); }
 
   std::vector<double> train_sigmas_;  // float64 of the f32 training sigmas
+  SigmaSchedule schedule_ = SigmaSchedule::kDefault;
 };
 
 // ---------------------------------------------------------------------------
@@ -148,7 +166,7 @@ class EulerScheduler final : public SigmaScheduler {
       const float a0 = alphas_cumprod_[0];
       sigma_last = std::sqrt((1.0f - a0) / a0);
     }
-    SetSigmaTimesteps(n, sigma_last);
+    SetSigmaTimesteps(n, sigma_last, /*config_bounds=*/true);
     return OkStatus();
   }
 
@@ -178,8 +196,10 @@ class EulerAncestralScheduler final : public SigmaScheduler {
  private:
   bool needs_noise() const override { return true; }
 
+  // With Karras/exponential sigmas: EulerDiscreteScheduler's schedule
+  // (final_sigmas_type "zero", sigma_min/sigma_max read), see schedulers.h.
   Status DoSetTimesteps(int n) override {
-    SetSigmaTimesteps(n, 0.0f);
+    SetSigmaTimesteps(n, 0.0f, /*config_bounds=*/true);
     return OkStatus();
   }
 
@@ -202,9 +222,82 @@ class EulerAncestralScheduler final : public SigmaScheduler {
   }
 };
 
+// ---------------------------------------------------------------------------
+
+// HeunDiscreteScheduler: sigmas [s0, s1, s1, ..., s_{N-1}, s_{N-1}, 0] and
+// timesteps [t0, t1, t1, ..., t_{N-1}, t_{N-1}]: even steps are Euler steps
+// (first order) that keep their derivative, odd steps correct them (second
+// order) from the kept sample.
+class HeunScheduler final : public SigmaScheduler {
+ public:
+  explicit HeunScheduler(const SchedulerConfig& c) : SigmaScheduler("heun", c) {
+    default_beta_start_ = 0.00085;
+    default_beta_end_ = 0.012;
+  }
+  using SigmaScheduler::Init;
+
+ private:
+  Status DoSetTimesteps(int n) override {
+    SetSigmaTimesteps(n, 0.0f);
+    // torch.cat([sigmas[:1], sigmas[1:-1].repeat_interleave(2), sigmas[-1:]])
+    // and torch.cat([timesteps[:1], timesteps[1:].repeat_interleave(2)]).
+    std::vector<float> s{sigmas_.front()};
+    for (size_t i = 1; i + 1 < sigmas_.size(); ++i) s.insert(s.end(), 2, sigmas_[i]);
+    s.push_back(sigmas_.back());
+    std::vector<double> t{timesteps_.front()};
+    for (size_t i = 1; i < timesteps_.size(); ++i) t.insert(t.end(), 2, timesteps_[i]);
+    sigmas_ = std::move(s);
+    timesteps_ = std::move(t);
+    prev_derivative_.clear();
+    first_sample_.clear();
+    SetInitNoiseSigma();
+    return OkStatus();
+  }
+
+  Status DoStep(const float* mo, int step_index, float* sample, size_t n, const NoiseFn&) override {
+    // State from the history, not the index parity: a run may begin at any
+    // step (img2img), diffusers' state_in_first_order is `dt is None`.
+    const bool first_order = prev_derivative_.empty();
+    const float sigma = first_order ? sigmas_[step_index] : sigmas_[step_index - 1];
+    const float sigma_next = first_order ? sigmas_[step_index + 1] : sigmas_[step_index];
+    const float sigma_hat = sigma;  // sigma * (gamma + 1), gamma = 0
+    const X0 x0(prediction(), first_order ? sigma_hat : sigma_next);
+    const bool clip = config_.clip_sample.value_or(false);
+    const float range = static_cast<float>(config_.clip_sample_range);
+    auto pred = [&](float x, float m) {
+      const float p = x0(x, m);
+      return clip ? std::min(std::max(p, -range), range) : p;
+    };
+    if (first_order) {
+      const float dt = sigma_next - sigma_hat;
+      prev_derivative_.resize(n);
+      first_sample_.assign(sample, sample + n);
+      for (size_t i = 0; i < n; ++i) {
+        const float x = sample[i];
+        const float derivative = (x - pred(x, mo[i])) / sigma_hat;
+        prev_derivative_[i] = derivative;
+        sample[i] = x + derivative * dt;
+      }
+      dt_ = dt;
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        const float x = sample[i];
+        const float d2 = (x - pred(x, mo[i])) / sigma_next;
+        const float derivative = (prev_derivative_[i] + d2) / 2.0f;
+        sample[i] = first_sample_[i] + derivative * dt_;
+      }
+      prev_derivative_.clear();
+      first_sample_.clear();
+    }
+    return OkStatus();
+  }
+
+  std::vector<float> prev_derivative_, first_sample_;  // empty: first order next
+  float dt_ = 0.0f;
+};
+
 Status CheckCommonSigma(std::string_view name, const SchedulerConfig& c) {
-  if (c.use_karras_sigmas) return Unsupported(name, "use_karras_sigmas", "true", "");
-  return OkStatus();
+  return ReadSigmaSchedule(name, c).status();
 }
 
 Status PredictionNotIn(std::string_view name, std::string_view cls, const SchedulerConfig& c,
@@ -240,7 +333,17 @@ StatusOr<std::unique_ptr<Scheduler>> MakeEuler(const SchedulerConfig& c) {
   return std::unique_ptr<Scheduler>(std::move(s));
 }
 
+StatusOr<std::unique_ptr<Scheduler>> MakeHeun(const SchedulerConfig& c) {
+  TPUMESH_RETURN_IF_ERROR(CheckCommonSigma("heun", c));
+  TPUMESH_RETURN_IF_ERROR(
+      PredictionNotIn("heun", "HeunDiscreteScheduler", c, {"epsilon", "v_prediction", "sample"}));
+  auto s = std::make_unique<HeunScheduler>(c);
+  TPUMESH_RETURN_IF_ERROR(s->Init());
+  return std::unique_ptr<Scheduler>(std::move(s));
+}
+
 StatusOr<std::unique_ptr<Scheduler>> MakeEulerAncestral(const SchedulerConfig& c) {
+  TPUMESH_RETURN_IF_ERROR(CheckCommonSigma("euler_a", c));
   if (c.rescale_betas_zero_snr) return Unsupported("euler_a", "rescale_betas_zero_snr", "true", "");
   if (c.prediction_type == "sample") {
     return Unsupported("euler_a", "prediction_type", "\"sample\"", "EulerAncestralDiscreteScheduler raises for it too");

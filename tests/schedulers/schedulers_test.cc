@@ -332,8 +332,10 @@ TEST(SchedulerConfigTest, UnimplementedValuesAreReportedByTheSchedulerThatReadsT
   ExpectError(MakeFrom("dpmpp_2m", R"({"algorithm_type":"sde-dpmsolver"})").status(),
               StatusCode::kUnimplemented, {"dpmpp_2m", "algorithm_type", "sde-dpmsolver"});
   EXPECT_TRUE(MakeFrom("euler", R"({"algorithm_type":"sde-dpmsolver"})").ok());  // not Euler's key
-  ExpectError(MakeFrom("euler", R"({"use_karras_sigmas":true})").status(), StatusCode::kUnimplemented,
-              {"euler", "use_karras_sigmas true"});
+  ExpectError(MakeFrom("euler", R"({"use_beta_sigmas":true})").status(), StatusCode::kUnimplemented,
+              {"euler", "use_beta_sigmas true"});
+  ExpectError(MakeFrom("dpmpp_2m", R"({"use_karras_sigmas":true,"use_exponential_sigmas":true})").status(),
+              StatusCode::kInvalidArgument, {"dpmpp_2m", "only one of use_karras_sigmas"});
   EXPECT_TRUE(MakeFrom("pndm", R"({"use_karras_sigmas":true,"skip_prk_steps":true})").ok());
   ExpectError(MakeFrom("pndm", R"({})").status(), StatusCode::kUnimplemented, {"pndm", "skip_prk_steps"});
   ExpectError(MakeFrom("pndm", R"({"skip_prk_steps":false})").status(), StatusCode::kUnimplemented,
@@ -348,7 +350,8 @@ TEST(SchedulerConfigTest, UnimplementedValuesAreReportedByTheSchedulerThatReadsT
               {"final_sigmas_type \"zero\"", "dpmsolver"});
   ExpectError(MakeFrom("dpmpp_2m", R"({"trained_betas":[0.1,0.2]})").status(), StatusCode::kInvalidArgument,
               {"trained_betas has 2 values"});
-  ExpectError(MakeFrom("heun", "{}").status(), StatusCode::kInvalidArgument, {"unknown scheduler \"heun\"", "pndm"});
+  ExpectError(MakeFrom("heun2", "{}").status(), StatusCode::kInvalidArgument,
+              {"unknown scheduler \"heun2\"", "pndm", "dpmpp_2s_a"});
 }
 
 TEST(SchedulerConfigTest, DiffusersFileKeysParse) {
@@ -436,7 +439,7 @@ TEST(SchedulerStepTest, MisuseIsAnError) {
     ASSERT_TRUE(sched.SetTimesteps(3).ok());
     ExpectError(sched.Step(m.data(), 1, x.data(), 8, zeros), StatusCode::kFailedPrecondition,
                 {"step 1 out of order", "step 0 is next"});
-    if (name == "euler_a") {
+    if (name == "euler_a" || name == "dpmpp_2m_sde" || name == "dpmpp_2s_a") {
       ExpectError(sched.Step(m.data(), 0, x.data(), 8), StatusCode::kInvalidArgument, {"NoiseFn"});
     }
     ASSERT_TRUE(sched.Step(m.data(), 0, x.data(), 8, zeros).ok());
