@@ -60,8 +60,9 @@ void AddRequestFlags(CLI::App* cmd, RequestFlags* f) {
   cmd->add_option("--guidance", f->guidance,
                   "Classifier-free guidance scale, " + GuidanceRange() +
                       "; <= 1: none (default: the model family's, 7.5 SD, 5.0 SDXL)");
-  cmd->add_option("--scheduler", r.scheduler,
-                  "pndm | ddim | lms | euler | euler_a | dpmpp_2m (default: the model's scheduler config)");
+  std::string names;
+  for (const std::string& n : pipeline::SchedulerNames()) names += (names.empty() ? "" : " | ") + n;
+  cmd->add_option("--scheduler", r.scheduler, names + " (default: the model's scheduler config)");
   cmd->add_option("--scheduler-opt", f->scheduler_opts,
                   "KEY=VALUE override of the scheduler config, e.g. prediction_type=v_prediction (repeatable)");
   // Past the lower bound (a parse error here), the sizes' upper bounds and

@@ -100,7 +100,7 @@ TEST(GenerateCliTest, BadInputIsOneLineNonZeroAndWritesNothing) {
            {"-p a -p b -p c --devices 2", "3 prompts for a batch of 2 images"},
            {"-p a --devices 2 --height 62", "--height 62 is not a multiple of 4"},
            {"-p a --devices 2 --steps 0", "--steps must be >= 1"},
-           {"-p a --devices 2 --scheduler heun", "unknown scheduler 'heun'"},
+           {"-p a --devices 2 --scheduler heun2", "unknown scheduler 'heun2'"},
            {"-p a --devices 2 --model " + dir + "/missing.h5", "missing.h5"},
            {"-p a --devices 2 --latents " + dir + "/missing.h5", "--latents"},
            {"-p a --devices 2 --precision fast", "precision"},
