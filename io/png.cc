@@ -317,7 +317,19 @@ Status WritePngAtomic(const std::string& path, const Image& img, const TextChunk
   return WriteFileAtomic(path, bytes);
 }
 
-StatusOr<Image> ReadPng(const std::string& path, TextChunks* text) {
+namespace {
+
+// PIL's convert("L") of an RGB pixel: ITU-R 601-2 luma in 16-bit fixed point,
+// rounded (Pillow's L24).
+uint8_t Luma(const uint8_t* rgb) {
+  return static_cast<uint8_t>((rgb[0] * 19595u + rgb[1] * 38470u + rgb[2] * 7471u + 0x8000u) >> 16);
+}
+
+}  // namespace
+
+StatusOr<Image> ReadPng(const std::string& path, TextChunks* text) { return ReadPngAs(path, PngRead::kRgbOnly, text); }
+
+StatusOr<Image> ReadPngAs(const std::string& path, PngRead mode, TextChunks* text) {
   std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
   if (!file) return ErrnoStatus("cannot read " + path, errno);
   png_byte signature[8];
@@ -334,19 +346,41 @@ StatusOr<Image> ReadPng(const std::string& path, TextChunks* text) {
 
   const png_uint_32 width = png_get_image_width(s.png, s.info), height = png_get_image_height(s.png, s.info);
   const int depth = png_get_bit_depth(s.png, s.info), color = png_get_color_type(s.png, s.info);
-  if (depth != 8 || color != PNG_COLOR_TYPE_RGB)
-    return InvalidArgumentError(path + ": a " + std::to_string(depth) + "-bit " + ColorTypeName(color) +
-                                " PNG; only 8-bit RGB PNGs are read");
+  int channels = 3;
+  if (mode == PngRead::kRgbOnly) {
+    if (depth != 8 || color != PNG_COLOR_TYPE_RGB)
+      return InvalidArgumentError(path + ": a " + std::to_string(depth) + "-bit " + ColorTypeName(color) +
+                                  " PNG; only 8-bit RGB PNGs are read");
+  } else {
+    if (depth > 8)
+      return InvalidArgumentError(path + ": a " + std::to_string(depth) + "-bit " + ColorTypeName(color) +
+                                  " PNG; masks are read from 8-bit (or fewer) grey, RGB or palette PNGs");
+    // Every kind to 8-bit grey or RGB, alpha dropped (PIL's convert("L")
+    // ignores it too).
+    if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(s.png);
+    if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(s.png);
+    if (color & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(s.png);
+    channels = (color & PNG_COLOR_MASK_COLOR) ? 3 : 1;
+  }
   if (uint64_t{width} * height * 3 > kMaxReadBytes)
     return InvalidArgumentError(path + ": " + std::to_string(height) + "x" + std::to_string(width) +
                                 " pixels is more than ReadPng reads");
   Image img;
   img.height = static_cast<int>(height);
   img.width = static_cast<int>(width);
-  img.rgb.resize(static_cast<size_t>(width) * height * 3);
+  std::vector<uint8_t> pixels(static_cast<size_t>(width) * height * channels);
   std::vector<png_bytep> rows(height);
-  for (png_uint_32 y = 0; y < height; ++y) rows[y] = img.rgb.data() + static_cast<size_t>(y) * width * 3;
+  for (png_uint_32 y = 0; y < height; ++y) rows[y] = pixels.data() + static_cast<size_t>(y) * width * channels;
   if (!ReadBody(s.png, s.info, rows.data())) return DataLossError(path + ": " + err.message);
+  if (mode == PngRead::kRgbOnly) {
+    img.rgb = std::move(pixels);
+  } else {
+    img.rgb.resize(static_cast<size_t>(width) * height * 3);
+    for (size_t p = 0; p < static_cast<size_t>(width) * height; ++p) {
+      const uint8_t l = channels == 1 ? pixels[p] : Luma(&pixels[p * 3]);
+      img.rgb[p * 3] = img.rgb[p * 3 + 1] = img.rgb[p * 3 + 2] = l;
+    }
+  }
 
   if (text) {
     png_textp chunks = nullptr;

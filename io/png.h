@@ -75,6 +75,12 @@ StatusOr<std::string> EncodePng(const Image& img, const TextChunks& text);
 Status WritePngAtomic(const std::string& path, const Image& img, const TextChunks& text);
 // Text chunks are appended to *text when it is not null.
 StatusOr<Image> ReadPng(const std::string& path, TextChunks* text = nullptr);
+// kRgbOnly: ReadPng. kGrey: any 8-bit-or-less grey, grey+alpha, RGB, RGBA
+// or palette PNG as PIL's convert("L") sees it (RGB to luma by Pillow's
+// rounded ITU-R 601-2 formula, alpha ignored), the grey level in all three
+// channels of the Image; 16-bit PNGs are InvalidArgument. For masks.
+enum class PngRead { kRgbOnly, kGrey };
+StatusOr<Image> ReadPngAs(const std::string& path, PngRead mode, TextChunks* text = nullptr);
 
 StatusOr<Image> MakeImageGrid(const std::vector<Image>& images, int rows, int cols);
 // {rows, cols}.

@@ -105,7 +105,19 @@ StatusOr<Array> VaeModel::Decode(const Ctx& ctx_in, const Array& latents, const 
   return x;
 }
 
-StatusOr<Array> VaeModel::EncodeMean(const Ctx& ctx_in, const Array& sample) const {
+StatusOr<Array> VaeModel::EncodeMean(const Ctx& ctx, const Array& sample) const {
+  TPUMESH_ASSIGN_OR_RETURN(Array x, EncodeMoments(ctx, sample));
+  // moments [B, 2L, h, w]: the mean is the first L channels.
+  const int64_t b = x.dim(0), l = config_.latent_channels, hw = x.dim(2) * x.dim(3);
+  TPUMESH_ASSIGN_OR_RETURN(Array mean, ctx.Alloc({b, l, x.dim(2), x.dim(3)}, "latent_mean"));
+  if (!ctx.dry_run)
+    for (int64_t i = 0; i < b; ++i)
+      std::copy(x.data<float>() + i * 2 * l * hw, x.data<float>() + i * 2 * l * hw + l * hw,
+                mean.mutable_data<float>() + i * l * hw);
+  return mean;
+}
+
+StatusOr<Array> VaeModel::EncodeMoments(const Ctx& ctx_in, const Array& sample) const {
   TPUMESH_ASSIGN_OR_RETURN(const ParamMap* rank_params, RankParams(ctx_in, ranks_, "vae"));
   const ParamMap& P = *rank_params;
   Ctx ctx = ctx_in.WithParams(P);
@@ -139,13 +151,7 @@ StatusOr<Array> VaeModel::EncodeMean(const Ctx& ctx_in, const Array& sample) con
   if (c.use_quant_conv) {
     TPUMESH_ASSIGN_OR_RETURN(x, Conv2d(ctx, x, P["quant_conv.weight"], &P["quant_conv.bias"]));
   }
-  // moments [B, 2L, h, w]: the mean is the first L channels.
-  const int64_t b = x.dim(0), l = c.latent_channels, hw = x.dim(2) * x.dim(3);
-  TPUMESH_ASSIGN_OR_RETURN(Array mean, ctx.Alloc({b, l, x.dim(2), x.dim(3)}, "latent_mean"));
-  for (int64_t i = 0; i < b; ++i)
-    std::copy(x.data<float>() + i * 2 * l * hw, x.data<float>() + i * 2 * l * hw + l * hw,
-              mean.mutable_data<float>() + i * l * hw);
-  return mean;
+  return x;
 }
 
 }  // namespace tpumesh::models

@@ -37,6 +37,10 @@ class VaeModel {
   // sample [B, in_channels, H, W] (H, W multiples of f) -> latent mean
   // [B, latent_channels, H / f, W / f].
   StatusOr<Array> EncodeMean(const Ctx& ctx, const Array& sample) const;
+  // The encoder's whole output: moments [B, 2 latent_channels, H / f, W / f],
+  // the posterior's mean then its log-variance (diffusers'
+  // DiagonalGaussianDistribution parameters, not yet clamped).
+  StatusOr<Array> EncodeMoments(const Ctx& ctx, const Array& sample) const;
 
  private:
   VaeModel(const VaeConfig& c, std::vector<ParamMap> r) : config_(c), ranks_(std::move(r)) {}

@@ -101,9 +101,10 @@ Status Generator::Validate(const GenerateRequest& r) const {
 StatusOr<const Txt2ImgPlan*> Generator::GetPlan(const GenerateRequest& r, bool* built) {
   std::string overrides;
   for (const auto& [k, v] : r.scheduler_overrides) overrides += k + "=" + v + ";";
-  const int height = r.height > 0 ? r.height : default_size();
-  const int width = r.width > 0 ? r.width : default_size();
-  PlanKey key{r.batch_per_device, height, width, r.steps, r.scheduler + "|" + overrides,
+  const auto [height, width] = flow_->ImageSize(r);
+  std::string source = std::to_string(static_cast<int>(flow_->Source(r)));
+  if (r.strength) source += "@" + std::to_string(*r.strength);
+  PlanKey key{r.batch_per_device, height, width, r.steps, r.scheduler + "|" + overrides + "|" + source,
               static_cast<int>(r.precision), flow_->guidance(r) > 1.0f};
   *built = false;
   if (auto it = plans_.find(key); it != plans_.end()) return it->second.get();
@@ -205,7 +206,8 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   TPUMESH_RETURN_IF_ERROR(mesh_->cluster().Agree(prepared));
   res.scheduler = plan->scheduler;
   res.loras = loras_;
-  res.timesteps = plan->timesteps;
+  res.timesteps.assign(plan->timesteps.begin() + plan->begin, plan->timesteps.end());
+  res.strength = plan->source == ImageSource::kText ? 0.0 : plan->strength;
   res.height = plan->height;
   res.width = plan->width;
   res.guidance = flow_->guidance(r);
@@ -220,12 +222,33 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   }
   const int64_t per_image = int64_t{plan->channels} * plan->latent_h * plan->latent_w;
   Array given = r.initial_latents ? *r.initial_latents : Array::Host(DType::kF32, {b, 0});
+  // img2img and inpainting: each image's init image and mask as the
+  // pipelines' processors make them (image / 255 * 2 - 1; the mask's grey
+  // level / 255 binarized at 0.5), and any given posterior noise.
+  const bool images = !r.init_images.empty();
+  Array init = Array::Host(DType::kF32, {b, images ? 3 * int64_t{res.height} * res.width : 0});
+  Array masks = Array::Host(DType::kF32, {b, r.masks.empty() ? 0 : int64_t{res.height} * res.width});
+  Array posterior = r.posterior_noise ? *r.posterior_noise : Array::Host(DType::kF32, {b, 0});
+  const int64_t pixels = int64_t{res.height} * res.width;
+  for (int64_t i = 0; i < b && images; ++i) {
+    const Image& im = r.init_images[r.init_images.size() == 1 ? 0 : i].image;
+    float* d = init.mutable_data<float>() + i * 3 * pixels;
+    for (int64_t p = 0; p < pixels; ++p)
+      for (int ch = 0; ch < 3; ++ch) {
+        const float v = static_cast<float>(im.rgb[p * 3 + ch]) / 255.0f;
+        d[ch * pixels + p] = 2.0f * v - 1.0f;
+      }
+    if (r.masks.empty()) continue;
+    const Image& m = r.masks[r.masks.size() == 1 ? 0 : i].image;
+    float* md = masks.mutable_data<float>() + i * pixels;
+    for (int64_t p = 0; p < pixels; ++p) md[p] = static_cast<float>(m.rgb[p * 3]) / 255.0f < 0.5f ? 0.0f : 1.0f;
+  }
 
   // Sharded over the data axis (the same on every device of a model group):
-  // the token arrays, the keys, the latents.
+  // the keys, the latents, the images, the token arrays.
   const std::string data_axis[] = {"data"};
   std::vector<DistributedArray> args;
-  for (const Array* a : {&key_data, &given}) {
+  for (const Array* a : {&key_data, &given, &init, &masks, &posterior}) {
     TPUMESH_ASSIGN_OR_RETURN(DistributedArray d, mesh_->Shard(*a, data_axis));
     args.push_back(std::move(d));
   }
@@ -233,7 +256,7 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
     TPUMESH_ASSIGN_OR_RETURN(DistributedArray d, mesh_->Shard(a, data_axis));
     args.push_back(std::move(d));
   }
-  const int steps = static_cast<int>(plan->timesteps.size());
+  const int steps = static_cast<int>(plan->timesteps.size()) - plan->begin;  // the steps run
   const bool keep = r.keep_step_latents;
 
   // Progress counts the work of every device of this rank: the devices
@@ -259,7 +282,10 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
     DeviceInputs in;
     in.keys = a[0].data<uint32_t>();
     in.latents = r.initial_latents ? a[1].data<float>() : nullptr;
-    in.ids = a.subspan(2);
+    in.image = images ? a[2].data<float>() : nullptr;
+    in.mask = r.masks.empty() ? nullptr : a[3].data<float>();
+    in.posterior_noise = r.posterior_noise ? a[4].data<float>() : nullptr;
+    in.ids = a.subspan(5);
     in.device_id = dctx.device_id();
     TPUMESH_ASSIGN_OR_RETURN(DeviceOutputs out, flow_->RunDevice(ctx, *plan, r, in, report, cancel));
     return std::vector<Array>{out.decoded, out.initial_latents, out.history};
@@ -325,6 +351,11 @@ StatusOr<OutputFiles> EncodeImages(const std::string& dir, const GenerateResult&
       << ", Image: " << i << " of " << b << ", Size: " << res.width << "x" << res.height
       << ", Precision: " << PrecisionName(r.precision) << ", Model: " << model_name;
     if (!res.loras.empty()) s << ", LoRA: " << res.loras;
+    if (!r.init_images.empty()) {
+      s << ", Init image: " << r.init_images[r.init_images.size() == 1 ? 0 : i].name
+        << ", Strength: " << res.strength;
+      if (!r.masks.empty()) s << ", Mask: " << r.masks[r.masks.size() == 1 ? 0 : i].name;
+    }
     return s.str();
   };
   for (int i = 0; i < b; ++i) {

@@ -106,10 +106,11 @@ struct GenerateResult {
   mesh::Array initial_latents;          // [B, 4, h, w], before init_noise_sigma
   mesh::Array latents_after_step;       // [steps, B, 4, h, w] when kept
   std::string scheduler;
-  std::vector<double> timesteps;
+  std::vector<double> timesteps;  // the steps run (img2img: from the strength's first)
   int height = 0, width = 0;
   float guidance = 0;             // the scale used (the request's or the family's default)
   std::string loras;              // the fused LoRAs, "a.safetensors:0.8, ..." (LoraSet::Label); "" for none
+  double strength = 0;            // img2img / inpainting: the strength used; 0 for text to image
   bool compiled = false;          // this call built its plan
   double compile_seconds = 0;     // building the plan (0 when cached)
   double run_seconds = 0;         // the pmap and the image conversion (the slowest rank's)

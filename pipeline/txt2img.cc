@@ -1,9 +1,12 @@
 #include "pipeline/txt2img.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 #include "nlohmann/json.hpp"
 #include "pipeline/report.h"
@@ -26,6 +29,28 @@ void DrawLatents(const uint32_t* keys, int64_t images, mesh::PrngImpl impl, cons
   }
 }
 
+// torch.nn.functional.interpolate(mask, size=(h, w)) (mode "nearest": source
+// index floor(dst * in / out) in f32, as torch computes its scale) of masks
+// [b, 1, H, W] -> [b, 1, h, w].
+void DownsampleMask(const float* mask, int64_t b, const Txt2ImgPlan& plan, float* out) {
+  const float sy = static_cast<float>(plan.height) / static_cast<float>(plan.latent_h);
+  const float sx = static_cast<float>(plan.width) / static_cast<float>(plan.latent_w);
+  for (int64_t i = 0; i < b; ++i)
+    for (int y = 0; y < plan.latent_h; ++y) {
+      const int64_t src_y = std::min<int64_t>(static_cast<int64_t>(std::floor(y * sy)), plan.height - 1);
+      for (int x = 0; x < plan.latent_w; ++x) {
+        const int64_t src_x = std::min<int64_t>(static_cast<int64_t>(std::floor(x * sx)), plan.width - 1);
+        out[(i * plan.latent_h + y) * plan.latent_w + x] = mask[(i * plan.height + src_y) * plan.width + src_x];
+      }
+    }
+}
+
+// diffusers' get_timesteps: init_timestep = min(int(steps * strength), steps)
+// in Python floats (double: 0.7 * 10 is 7, not 6.99...).
+int InitTimesteps(int steps, double strength) {
+  return std::min(static_cast<int>(static_cast<double>(steps) * strength), steps);
+}
+
 bool SizesSet(const SizeConditioning& s) {
   for (const auto* a : {&s.original_size, &s.crops_coords_top_left, &s.target_size})
     if ((*a)[0] != 0 || (*a)[1] != 0) return true;
@@ -37,11 +62,14 @@ bool SizesSet(const SizeConditioning& s) {
 StatusOr<std::unique_ptr<TextToImage>> TextToImage::Create(Parts parts) {
   const auto& uc = parts.unet->config();
   TPUMESH_RETURN_IF_ERROR(parts.conditioning->CheckUNet(uc, parts.origin));
-  if (parts.vae->config().latent_channels != uc.in_channels || uc.out_channels != uc.in_channels)
-    return InvalidArgumentError(parts.origin + ": the VAE's latent_channels " +
-                                std::to_string(parts.vae->config().latent_channels) +
+  const int latent = parts.vae->config().latent_channels;
+  // An inpainting UNet takes the latents, the mask and the masked image's
+  // latents (diffusers checks the same sum).
+  if (uc.out_channels != latent || (uc.in_channels != latent && uc.in_channels != 2 * latent + 1))
+    return InvalidArgumentError(parts.origin + ": the VAE's latent_channels " + std::to_string(latent) +
                                 " do not match the UNet's in/out channels " + std::to_string(uc.in_channels) + "/" +
-                                std::to_string(uc.out_channels));
+                                std::to_string(uc.out_channels) + " (in: " + std::to_string(latent) +
+                                ", or " + std::to_string(2 * latent + 1) + " for an inpainting UNet)");
   // Checked now, so that a bad config is reported before any compute.
   TPUMESH_RETURN_IF_ERROR(
       SchedulerConfig::FromJson(parts.scheduler_json, parts.origin + ": scheduler/scheduler_config.json").status());
@@ -56,6 +84,19 @@ std::vector<ComponentParams> TextToImage::components() const {
 }
 
 int TextToImage::default_size() const { return unet().config().sample_size * vae().config().scale_factor(); }
+
+std::pair<int, int> TextToImage::ImageSize(const GenerateRequest& r) const {
+  const Image* init = r.init_images.empty() ? nullptr : &r.init_images[0].image;
+  return {r.height > 0 ? r.height : init ? init->height : default_size(),
+          r.width > 0 ? r.width : init ? init->width : default_size()};
+}
+
+ImageSource TextToImage::Source(const GenerateRequest& r) const {
+  if (r.init_images.empty()) return ImageSource::kText;
+  if (r.masks.empty()) return ImageSource::kImage;
+  return unet().config().in_channels == vae().config().latent_channels ? ImageSource::kInpaint
+                                                                        : ImageSource::kInpaintUNet;
+}
 
 Status TextToImage::Validate(const GenerateRequest& r, int devices, bool dry_run) const {
   if (devices < 1) return InvalidArgumentError("--devices must be >= 1, got " + std::to_string(devices));
@@ -87,8 +128,8 @@ Status TextToImage::Validate(const GenerateRequest& r, int devices, bool dry_run
   if (r.height < 0 || r.width < 0) return InvalidArgumentError("--height and --width must be positive");
   const int factor = vae().config().scale_factor();
   const int unet_factor = 1 << (static_cast<int>(unet().config().block_out_channels.size()) - 1);
-  const int h = r.height > 0 ? r.height : default_size();
-  const int w = r.width > 0 ? r.width : default_size();
+  TPUMESH_RETURN_IF_ERROR(ValidateImages(r, b));
+  const auto [h, w] = ImageSize(r);
   for (auto [name, v] : {std::pair<const char*, int>{"--height", h}, {"--width", w}}) {
     if (v > kMaxImageSize)
       return InvalidArgumentError(std::string(name) + " " + std::to_string(v) + ": at most " +
@@ -107,10 +148,17 @@ Status TextToImage::Validate(const GenerateRequest& r, int devices, bool dry_run
                          {"--crops-coords-top-left", r.sizes.crops_coords_top_left},
                          {"--target-size", r.sizes.target_size}})
     if (v[0] < 0 || v[1] < 0) return InvalidArgumentError(std::string(name) + " must not be negative");
+  const int64_t latent = vae().config().latent_channels;
   if (r.initial_latents) {
-    const mesh::Shape want{b, unet().config().in_channels, h / factor, w / factor};
+    const mesh::Shape want{b, latent, h / factor, w / factor};
     if (r.initial_latents->dtype() != DType::kF32 || r.initial_latents->shape() != want)
       return InvalidArgumentError("--latents: 'latents' is " + r.initial_latents->ToString() + ", need f32" +
+                                  mesh::ShapeToString(want));
+  }
+  if (r.posterior_noise) {
+    const mesh::Shape want{b, 2, latent, h / factor, w / factor};
+    if (r.posterior_noise->dtype() != DType::kF32 || r.posterior_noise->shape() != want)
+      return InvalidArgumentError("the posterior noise is " + r.posterior_noise->ToString() + ", need f32" +
                                   mesh::ShapeToString(want));
   }
   if (!r.scheduler.empty()) {
@@ -122,6 +170,57 @@ Status TextToImage::Validate(const GenerateRequest& r, int devices, bool dry_run
       return InvalidArgumentError("unknown scheduler '" + r.scheduler + "' (" + names + ")");
     }
   }
+  return OkStatus();
+}
+
+Status TextToImage::ValidateImages(const GenerateRequest& r, int64_t b) const {
+  const bool inpainting_unet = unet().config().in_channels != vae().config().latent_channels;
+  if (r.init_images.empty()) {
+    if (!r.masks.empty()) return InvalidArgumentError("--mask needs --init-image (the image to repaint)");
+    if (r.strength) return InvalidArgumentError("--strength needs --init-image (img2img or inpainting)");
+    if (r.posterior_noise) return InvalidArgumentError("posterior noise given without an init image");
+    if (inpainting_unet)
+      return InvalidArgumentError("this is an inpainting model (its UNet takes " +
+                                  std::to_string(unet().config().in_channels) +
+                                  " channels: latents, mask, masked image): give --init-image and --mask");
+    return OkStatus();
+  }
+  if (inpainting_unet && r.masks.empty())
+    return InvalidArgumentError("this is an inpainting model (its UNet takes " +
+                                std::to_string(unet().config().in_channels) +
+                                " channels): --init-image needs a --mask");
+  char strength[32] = "";
+  if (r.strength) std::snprintf(strength, sizeof strength, "%g", *r.strength);
+  if (r.strength && !(*r.strength > 0.0 && *r.strength <= 1.0))
+    return InvalidArgumentError(std::string("--strength ") + strength + ": must be in (0, 1]");
+  if (r.strength && InitTimesteps(r.steps, *r.strength) < 1)
+    return InvalidArgumentError(std::string("--strength ") + strength + " with --steps " + std::to_string(r.steps) +
+                                " runs no step (int(steps x strength) = 0): raise --strength or --steps");
+  for (auto [flag, list] : {std::pair<const char*, const std::vector<SourceImage>*>{"--init-image", &r.init_images},
+                            {"--mask", &r.masks}}) {
+    if (list->empty() || list->size() == 1 || static_cast<int64_t>(list->size()) == b) continue;
+    return InvalidArgumentError(std::to_string(list->size()) + " " + flag + " files for a batch of " +
+                                std::to_string(b) + " images: give one, or one per image");
+  }
+  const Image& first = r.init_images[0].image;
+  for (const SourceImage& s : r.init_images)
+    if (s.image.height != first.height || s.image.width != first.width)
+      return InvalidArgumentError("--init-image " + s.name + " is " + std::to_string(s.image.width) + "x" +
+                                  std::to_string(s.image.height) + ", " + r.init_images[0].name + " is " +
+                                  std::to_string(first.width) + "x" + std::to_string(first.height) +
+                                  ": the init images must have one size");
+  for (const SourceImage& s : r.masks)
+    if (s.image.height != first.height || s.image.width != first.width)
+      return InvalidArgumentError("--mask " + s.name + " is " + std::to_string(s.image.width) + "x" +
+                                  std::to_string(s.image.height) + ", the init image " + r.init_images[0].name +
+                                  " is " + std::to_string(first.width) + "x" + std::to_string(first.height) +
+                                  ": a mask must match its image");
+  if ((r.height > 0 && r.height != first.height) || (r.width > 0 && r.width != first.width))
+    return InvalidArgumentError("--init-image " + r.init_images[0].name + " is " + std::to_string(first.width) +
+                                "x" + std::to_string(first.height) + ", the run asks for " +
+                                std::to_string(r.width > 0 ? r.width : first.width) + "x" +
+                                std::to_string(r.height > 0 ? r.height : first.height) +
+                                " (--width x --height): resize the image, or leave the size to it");
   return OkStatus();
 }
 
@@ -138,13 +237,23 @@ StatusOr<Txt2ImgPlan> TextToImage::MakePlan(const GenerateRequest& r) const {
   TPUMESH_RETURN_IF_ERROR(sched->SetTimesteps(r.steps));
   plan.timesteps = sched->timesteps();
   plan.init_noise_sigma = sched->init_noise_sigma();
+  plan.source = Source(r);
+  if (plan.source != ImageSource::kText) {
+    // diffusers' get_timesteps: t_start = steps - init_timestep.
+    plan.strength = r.strength.value_or(plan.source == ImageSource::kImage ? family().default_img2img_strength
+                                                                           : family().default_inpaint_strength);
+    const int init_timestep = InitTimesteps(r.steps, plan.strength);
+    if (init_timestep < 1) return InvalidArgumentError("no step to run");  // Validate says which flags
+    plan.begin = (r.steps - init_timestep) * sched->order();
+    plan.from_noise = plan.source != ImageSource::kImage && plan.strength == 1.0;
+    TPUMESH_RETURN_IF_ERROR(sched->SetBeginIndex(plan.begin));
+  }
   plan.steps = r.steps;
   plan.batch_per_device = r.batch_per_device;
-  plan.height = r.height > 0 ? r.height : default_size();
-  plan.width = r.width > 0 ? r.width : default_size();
+  std::tie(plan.height, plan.width) = ImageSize(r);
   plan.latent_h = plan.height / vae().config().scale_factor();
   plan.latent_w = plan.width / vae().config().scale_factor();
-  plan.channels = unet().config().in_channels;
+  plan.channels = vae().config().latent_channels;
   plan.guided = guidance(r) > 1.0f;
   plan.precision = r.precision;
   return plan;
@@ -196,42 +305,87 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
     } else {
       DrawLatents(in.keys, bpd, r.prng, one, init);
     }
-    for (size_t i = 0; i < nx; ++i) x.mutable_data<float>()[i] = init[i] * plan.init_noise_sigma;
   }
 
   TPUMESH_ASSIGN_OR_RETURN(auto sched, MakeScheduler(plan.scheduler, plan.scheduler_config));
   TPUMESH_RETURN_IF_ERROR(sched->SetTimesteps(plan.steps));
+  const ImageSource source = plan.source;
+  const bool inpaint_unet = source == ImageSource::kInpaintUNet;
+  // The init image's latents (img2img, inpainting) and, for an inpainting
+  // UNet, the mask and the masked image's latents at the latents' size.
+  Array image_latents, mask_latents, masked_latents;
+  if (source != ImageSource::kText) {
+    if (in.device_id == 0) report("encode", 0, 1);
+    TPUMESH_RETURN_IF_ERROR(sched->SetBeginIndex(plan.begin));
+    const bool need_image = !(inpaint_unet && plan.from_noise);  // as diffusers' prepare_latents
+    if (need_image) {
+      TPUMESH_ASSIGN_OR_RETURN(image_latents, EncodeImages(ctx, plan, in, r.prng, /*masked=*/false));
+    }
+    if (source != ImageSource::kImage) {
+      TPUMESH_ASSIGN_OR_RETURN(mask_latents, ctx.Alloc({bpd, 1, plan.latent_h, plan.latent_w}, "mask"));
+      if (!ctx.dry_run) DownsampleMask(in.mask, bpd, plan, mask_latents.mutable_data<float>());
+    }
+    if (inpaint_unet) {
+      TPUMESH_ASSIGN_OR_RETURN(masked_latents, EncodeImages(ctx, plan, in, r.prng, /*masked=*/true));
+    }
+    report("encode", 1, 1);
+  }
+  if (!ctx.dry_run) {
+    const float* init = out.initial_latents.data<float>();
+    float* xs = x.mutable_data<float>();
+    if (source == ImageSource::kText || plan.from_noise) {
+      for (size_t i = 0; i < nx; ++i) xs[i] = init[i] * plan.init_noise_sigma;
+    } else {
+      TPUMESH_RETURN_IF_ERROR(sched->AddNoise(image_latents.data<float>(), init, plan.begin, xs, nx));
+    }
+  }
   const int steps = static_cast<int>(plan.timesteps.size());
+  const int run_steps = steps - plan.begin;
   const bool keep = r.keep_step_latents && !ctx.dry_run;
-  out.history = Array::Host(DType::kF32, {keep ? steps : 0, bpd, c, plan.latent_h, plan.latent_w});
-  TPUMESH_ASSIGN_OR_RETURN(Array model_in, ctx.Alloc({rows, c, plan.latent_h, plan.latent_w}, "unet input"));
-  std::vector<float> guided_out(nx);
+  out.history = Array::Host(DType::kF32, {keep ? run_steps : 0, bpd, c, plan.latent_h, plan.latent_w});
+  const int64_t unet_c = unet().config().in_channels;
+  TPUMESH_ASSIGN_OR_RETURN(Array model_in, ctx.Alloc({rows, unet_c, plan.latent_h, plan.latent_w}, "unet input"));
+  TPUMESH_ASSIGN_OR_RETURN(Array scaled, ctx.Alloc({rows, c, plan.latent_h, plan.latent_w}, "unet input"));
+  std::vector<float> guided_out(nx), proper(source == ImageSource::kInpaint ? nx : 0);
   NoiseFn noise = [&](int step, float* dst, size_t) {
     if (!ctx.dry_run) DrawLatents(in.keys, bpd, r.prng, one, dst, static_cast<uint32_t>(step + 1));
   };
-  if (in.device_id == 0) report("denoise", 0, steps);
+  if (in.device_id == 0) report("denoise", 0, run_steps);
   // A dry run's steps all record the same ops (the same shapes and
   // allocations): the first is run, the others repeat its records.
   size_t step_ops_begin = 0, step_ops_end = 0;
-  for (int s = 0; s < steps; ++s) {
-    if (cancel && cancel->load()) return CancelledError("cancelled at step " + std::to_string(s));
-    if (ctx.dry_run && s > 0) {
+  const int64_t hw = int64_t{plan.latent_h} * plan.latent_w;
+  for (int s = plan.begin; s < steps; ++s) {
+    if (cancel && cancel->load()) return CancelledError("cancelled at step " + std::to_string(s - plan.begin));
+    if (ctx.dry_run && s > plan.begin) {
       if (ctx.ops) {
         ctx.ops->reserve(ctx.ops->size() + (step_ops_end - step_ops_begin));
         for (size_t i = step_ops_begin; i < step_ops_end; ++i) ctx.ops->push_back((*ctx.ops)[i]);
       }
-      report("denoise", 1, steps);
+      report("denoise", 1, run_steps);
       continue;
     }
     if (ctx.ops) step_ops_begin = ctx.ops->size();
-    float* xin = model_in.mutable_data<float>();
     if (!ctx.dry_run) {
+      float* xin = scaled.mutable_data<float>();
       std::memcpy(xin, x.data<float>(), nx * sizeof(float));
       if (guided) std::memcpy(xin + nx, x.data<float>(), nx * sizeof(float));
       sched->ScaleModelInput(xin, (guided ? 2 : 1) * nx, s);
+      if (inpaint_unet) {
+        // [scaled latents, mask, masked image latents] along the channels,
+        // each row's (the guided half repeats the images').
+        float* dst = model_in.mutable_data<float>();
+        for (int64_t row = 0; row < rows; ++row) {
+          const int64_t img = row % bpd;
+          float* d = dst + row * unet_c * hw;
+          std::memcpy(d, xin + row * c * hw, c * hw * sizeof(float));
+          std::memcpy(d + c * hw, mask_latents.data<float>() + img * hw, hw * sizeof(float));
+          std::memcpy(d + (c + 1) * hw, masked_latents.data<float>() + img * c * hw, c * hw * sizeof(float));
+        }
+      }
     }
     const std::vector<float> t(rows, static_cast<float>(plan.timesteps[s]));
-    TPUMESH_ASSIGN_OR_RETURN(Array eps, unet().Forward(ctx, model_in, t, cond.context, {},
+    TPUMESH_ASSIGN_OR_RETURN(Array eps, unet().Forward(ctx, inpaint_unet ? model_in : scaled, t, cond.context, {},
                                                        cond.added ? &*cond.added : nullptr));
     const float* u = eps.data<float>();
     if (guided) {
@@ -240,8 +394,8 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
         // u + g (c - u), op by op as torch (no FMA: -ffp-contract=off).
         for (size_t i = 0; i < nx; ++i) {
           const float diff = cnd[i] - u[i];
-          const float scaled = g * diff;
-          guided_out[i] = u[i] + scaled;
+          const float scaled_diff = g * diff;
+          guided_out[i] = u[i] + scaled_diff;
         }
       }
       if (ctx.ops) ctx.ops->push_back(GuidanceRecord(static_cast<int64_t>(nx), bf16_bytes));
@@ -250,9 +404,30 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
     }
     if (!ctx.dry_run) TPUMESH_RETURN_IF_ERROR(sched->Step(guided_out.data(), s, x.mutable_data<float>(), nx, noise));
     if (ctx.ops) ctx.ops->push_back(SchedulerStepRecord(plan.scheduler, static_cast<int64_t>(nx), bf16_bytes));
-    if (keep) std::memcpy(out.history.mutable_data<float>() + s * nx, x.data<float>(), nx * sizeof(float));
+    if (source == ImageSource::kInpaint && !ctx.dry_run) {
+      // diffusers: the kept region (mask 0) is the image's latents noised to
+      // the next step's level (clean after the last step):
+      // (1 - m) * proper + m * x.
+      const float* il = image_latents.data<float>();
+      if (s + 1 < steps) {
+        TPUMESH_RETURN_IF_ERROR(sched->AddNoise(il, out.initial_latents.data<float>(), s + 1, proper.data(), nx));
+        il = proper.data();
+      }
+      float* xs = x.mutable_data<float>();
+      for (int64_t img = 0; img < bpd; ++img)
+        for (int64_t ch = 0; ch < c; ++ch)
+          for (int64_t p = 0; p < hw; ++p) {
+            const size_t i = static_cast<size_t>((img * c + ch) * hw + p);
+            const float m = mask_latents.data<float>()[img * hw + p];
+            const float keep_part = (1.0f - m) * il[i];
+            const float new_part = m * xs[i];
+            xs[i] = keep_part + new_part;
+          }
+    }
+    if (keep)
+      std::memcpy(out.history.mutable_data<float>() + (s - plan.begin) * nx, x.data<float>(), nx * sizeof(float));
     if (ctx.ops) step_ops_end = ctx.ops->size();
-    report("denoise", 1, steps);
+    report("denoise", 1, run_steps);
   }
   if (in.device_id == 0) report("decode", 0, 1);
   const float scaling = vae().config().scaling_factor;
@@ -276,6 +451,53 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
   }
   report("decode", 1, 1);
   return out;
+}
+
+StatusOr<Array> TextToImage::EncodeImages(const models::Ctx& ctx, const Txt2ImgPlan& plan, const DeviceInputs& in,
+                                          mesh::PrngImpl prng, bool masked) const {
+  // diffusers' _encode_vae_image / retrieve_latents: the posterior's sample
+  // mean + std * noise, std = exp(0.5 * clamp(logvar, -30, 20)), times
+  // scaling_factor; each op in f32. One image at a time (the encoder's
+  // activations of one image live, as the decode).
+  const int64_t bpd = plan.batch_per_device, c = plan.channels;
+  const int64_t hw = int64_t{plan.latent_h} * plan.latent_w, n1 = c * hw;
+  const int64_t pixels = int64_t{plan.height} * plan.width;
+  const float scaling = vae().config().scaling_factor;
+  const mesh::Shape one{1, c, plan.latent_h, plan.latent_w};
+  TPUMESH_ASSIGN_OR_RETURN(Array latents, ctx.Alloc({bpd, c, plan.latent_h, plan.latent_w},
+                                                    masked ? "masked image latents" : "image latents"));
+  std::vector<float> eps(ctx.dry_run ? 0 : n1);
+  for (int64_t i = 0; i < bpd; ++i) {
+    TPUMESH_ASSIGN_OR_RETURN(Array img, ctx.Alloc({1, 3, plan.height, plan.width}, "image"));
+    if (!ctx.dry_run) {
+      float* d = img.mutable_data<float>();
+      const float* src = in.image + i * 3 * pixels;
+      for (int64_t p = 0; p < 3 * pixels; ++p) d[p] = src[p];
+      // init_image * (mask < 0.5): the repainted region is zero.
+      if (masked)
+        for (int64_t ch = 0; ch < 3; ++ch)
+          for (int64_t p = 0; p < pixels; ++p) d[ch * pixels + p] *= in.mask[i * pixels + p] < 0.5f ? 1.0f : 0.0f;
+    }
+    TPUMESH_ASSIGN_OR_RETURN(Array moments, vae().EncodeMoments(ctx, img));
+    if (ctx.dry_run) continue;
+    if (in.posterior_noise != nullptr) {
+      std::memcpy(eps.data(), in.posterior_noise + (i * 2 + (masked ? 1 : 0)) * n1, n1 * sizeof(float));
+    } else {
+      DrawLatents(in.keys + 2 * i, 1, prng, one, eps.data(), kPosteriorFold[masked ? 1 : 0]);
+    }
+    const float* mean = moments.data<float>();
+    const float* logvar = mean + n1;
+    float* out = latents.mutable_data<float>() + i * n1;
+    for (int64_t k = 0; k < n1; ++k) {
+      const float lv = std::clamp(logvar[k], -30.0f, 20.0f);
+      const float half = 0.5f * lv;
+      const float std_dev = std::exp(half);
+      const float noise_part = std_dev * eps[k];
+      const float sample = mean[k] + noise_part;
+      out[k] = scaling * sample;
+    }
+  }
+  return latents;
 }
 
 std::vector<RunReport::ShardedLayer> ShardingPlan(const std::vector<ComponentParams>& components, int model_ranks) {
@@ -400,6 +622,11 @@ StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& cf, 
     if (j.contains("_class_name") && j["_class_name"].is_string()) pipeline_class = j["_class_name"];
     // The Flax pipelines (the seeds') share the PyTorch ones' folder layout.
     if (pipeline_class.rfind("Flax", 0) == 0) pipeline_class.erase(0, 4);
+    // An img2img or inpainting pipeline's folder holds the same components.
+    for (const std::string variant : {"Img2ImgPipeline", "InpaintPipeline"})
+      if (pipeline_class.size() > variant.size() &&
+          pipeline_class.compare(pipeline_class.size() - variant.size(), variant.size(), variant) == 0)
+        pipeline_class.replace(pipeline_class.size() - variant.size(), variant.size(), "Pipeline");
     if (j.contains("force_zeros_for_empty_prompt")) {
       if (!j["force_zeros_for_empty_prompt"].is_boolean())
         return InvalidArgumentError(o + ": model_index.json: force_zeros_for_empty_prompt must be true or false");

@@ -11,6 +11,13 @@
 //   conditioning: the family's text encoders on the device's token rows
 //   initial latents: normal(key_i, [1, C, h, w]) per image (or the given
 //     latents), times the scheduler's init_noise_sigma
+//   img2img / inpainting (ImageSource): the init image through the VAE
+//     encoder, a posterior sample (mean + std * normal(fold_in(key_i,
+//     kPosteriorFold))) times scaling_factor, noised by the scheduler's
+//     add_noise to the level of step `begin` with the latents above as the
+//     noise; the steps run from `begin`. Inpainting resets the kept region
+//     after each step (ordinary UNet) or feeds the UNet [x, mask, masked
+//     image latents] (9-channel inpainting UNet), as diffusers does
 //   each step: UNet on [x; x] scaled by the scheduler, with the conditioning;
 //     guided = u + g (c - u); scheduler step
 //   VAE decode of x / scaling_factor
@@ -38,6 +45,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "io/png.h"
 #include "mesh/array.h"
 #include "mesh/mesh.h"
 #include "mesh/prng.h"
@@ -58,13 +66,24 @@ namespace tpumesh::pipeline {
 // that pipeline's __call__.
 struct ModelFamily {
   const char* name;            // "sd", "sdxl"
-  const char* pipeline_class;  // model_index.json's _class_name
+  // model_index.json's _class_name (its Img2Img and Inpaint variants, e.g.
+  // StableDiffusionInpaintPipeline, name the same family)
+  const char* pipeline_class;
   int text_encoders;
   float default_guidance;
+  double default_img2img_strength;  // the Img2Img pipeline's strength
+  double default_inpaint_strength;  // the Inpaint pipeline's
 };
 inline constexpr ModelFamily kModelFamilies[] = {
-    {"sd", "StableDiffusionPipeline", 1, 7.5f},
-    {"sdxl", "StableDiffusionXLPipeline", 2, 5.0f},
+    {"sd", "StableDiffusionPipeline", 1, 7.5f, 0.8, 1.0},
+    {"sdxl", "StableDiffusionXLPipeline", 2, 5.0f, 0.3, 0.9999},
+};
+
+// An input image of img2img or inpainting, with its file name (for errors
+// and the PNG parameters).
+struct SourceImage {
+  std::string name;
+  Image image;  // 8-bit RGB; a mask's grey level is in every channel
 };
 
 struct GenerateRequest {
@@ -82,11 +101,28 @@ struct GenerateRequest {
   int batch_per_device = 1;
   models::Precision precision = models::Precision::kDefault;
   SizeConditioning sizes;  // SDXL only (refused for other families when set)
-  // [B, C, h, w] N(0, 1) latents to start from instead of drawing them.
+  // [B, C, h, w] N(0, 1) latents to start from instead of drawing them
+  // (img2img and inpainting: the noise added to the image's latents).
   std::optional<mesh::Array> initial_latents;
+  // img2img and inpainting (diffusers' StableDiffusion[XL]Img2ImgPipeline
+  // and StableDiffusion[XL]InpaintPipeline): no init image (text to image),
+  // one for every image, or one per image; masks likewise (white, grey level
+  // >= 128 after conversion to grey as PIL's "L", is repainted), each of
+  // its init image's size. The images set the output size.
+  std::vector<SourceImage> init_images;
+  std::vector<SourceImage> masks;
+  std::optional<double> strength;  // in (0, 1]; unset: the family's default
+  // [B, 2, C, h, w] N(0, 1) noise of the VAE posterior samples ([:, 0] the
+  // init image's, [:, 1] the masked image's) instead of drawing it.
+  std::optional<mesh::Array> posterior_noise;
   bool keep_step_latents = false;  // fill GenerateResult::latents_after_step
   bool keep_ops = false;           // keep every op in the report (for a trace)
 };
+
+// The fold_in data of the VAE posterior samples' noise of image i: the init
+// image's and the masked image's (fold_in(key_i, s + 1) is Euler-ancestral's
+// step noise; these lie beyond any step count).
+inline constexpr uint32_t kPosteriorFold[2] = {0x80000001u, 0x80000002u};
 
 // What a set of static shapes compiles to.
 // Limits TextToImage::Validate applies before anything is allocated.
@@ -94,10 +130,27 @@ inline constexpr int kMaxBatchPerDevice = 1024;
 inline constexpr int kMaxSteps = 10000;
 inline constexpr int kMaxImageSize = 16384;  // pixels, each side
 
+// What a run starts from.
+enum class ImageSource {
+  kText,          // noise (text to image)
+  kImage,         // img2img: the init image's latents, noised to the first step's level
+  kInpaint,       // inpainting with an ordinary UNet: after each step the kept
+                  // region is reset to the image's latents noised to the next level
+  kInpaintUNet,   // inpainting UNet (in_channels 2 C + 1): mask and masked
+                  // image latents are extra UNet inputs
+};
+
 struct Txt2ImgPlan {
   SchedulerConfig scheduler_config;
   std::string scheduler;
-  std::vector<double> timesteps;
+  std::vector<double> timesteps;  // the scheduler's; the run takes them from `begin`
+  ImageSource source = ImageSource::kText;
+  double strength = 1.0;
+  // The first step run: diffusers' get_timesteps, t_start * order with
+  // t_start = steps - min(int(steps * strength), steps); 0 for text.
+  int begin = 0;
+  // Inpainting at strength 1 starts from noise (diffusers' is_strength_max).
+  bool from_noise = true;
   float init_noise_sigma = 1.0f;
   int steps = 0;
   int64_t batch_per_device = 0;
@@ -111,12 +164,15 @@ struct DeviceInputs {
   std::span<const mesh::Array> ids;  // its rows of each Tokenize array, [b, 77]
   const uint32_t* keys = nullptr;    // [b, 2] PRNG keys (unused in a dry run)
   const float* latents = nullptr;    // given initial latents [b, C, h, w], or null: drawn
+  const float* image = nullptr;      // init images [b, 3, H, W] in [-1, 1] (img2img, inpainting)
+  const float* mask = nullptr;       // masks [b, 1, H, W], 0 kept, 1 repainted (inpainting)
+  const float* posterior_noise = nullptr;  // given [b, 2, C, h, w], or null: drawn
   int device_id = 0;
 };
 struct DeviceOutputs {
   mesh::Array decoded;          // [b, 3, H, W], the VAE's output
   mesh::Array initial_latents;  // [b, C, h, w], before init_noise_sigma
-  mesh::Array history;          // [steps, b, C, h, w] when kept, else empty
+  mesh::Array history;          // [steps run, b, C, h, w] when kept, else empty
 };
 // Progress: phase "text", "denoise" or "decode", `done` units of the device's
 // `total` (each phase reports 0 done on device 0 when it starts).
@@ -146,6 +202,11 @@ class TextToImage {
   int model_ranks() const { return static_cast<int>(unet().ranks().size()); }
   // The model's default image size (UNet sample_size times the VAE factor).
   int default_size() const;
+  // The output size {height, width}: the request's, else its init image's,
+  // else default_size().
+  std::pair<int, int> ImageSize(const GenerateRequest& r) const;
+  // The image source a request asks for (img2img, inpainting) with this UNet.
+  ImageSource Source(const GenerateRequest& r) const;
   float guidance(const GenerateRequest& r) const { return r.guidance.value_or(family().default_guidance); }
 
   // `devices` x batch_per_device images; a dry run needs no prompts.
@@ -159,6 +220,12 @@ class TextToImage {
 
  private:
   explicit TextToImage(Parts parts) : parts_(std::move(parts)) {}
+  // Validate's checks of the init images, masks and strength (b images).
+  Status ValidateImages(const GenerateRequest& r, int64_t b) const;
+  // The posterior samples' latents [b, C, h, w] of the device's init images
+  // (masked: of the images with the repainted region zeroed).
+  StatusOr<mesh::Array> EncodeImages(const models::Ctx& ctx, const Txt2ImgPlan& plan, const DeviceInputs& in,
+                                     mesh::PrngImpl prng, bool masked) const;
   Parts parts_;
 };
 

@@ -402,6 +402,47 @@ Status Scheduler::SetTimesteps(int num_inference_steps) {
   return OkStatus();
 }
 
+Status Scheduler::SetBeginIndex(int begin) {
+  if (!timesteps_set_) return FailedPreconditionError(name_ + ": SetBeginIndex before SetTimesteps");
+  if (run_size_ != 0) return FailedPreconditionError(name_ + ": SetBeginIndex after the run's first step");
+  if (begin < 0 || begin >= num_steps()) {
+    return InvalidArgumentError(name_ + ": begin index " + std::to_string(begin) + " outside the run's " +
+                                std::to_string(num_steps()) + " steps");
+  }
+  next_step_ = begin;
+  return OkStatus();
+}
+
+Status Scheduler::AddNoise(const float* original, const float* noise, int step_index, float* out,
+                           size_t n) const {
+  if (!timesteps_set_) return FailedPreconditionError(name_ + ": AddNoise before SetTimesteps");
+  if (step_index < 0 || step_index >= num_steps()) {
+    return InvalidArgumentError(name_ + ": AddNoise at step " + std::to_string(step_index) + " outside the run's " +
+                                std::to_string(num_steps()) + " steps");
+  }
+  DoAddNoise(original, noise, step_index, out, n);
+  return OkStatus();
+}
+
+void Scheduler::DoAddNoise(const float* original, const float* noise, int step_index, float* out,
+                           size_t n) const {
+  if (!sigmas_.empty()) {
+    // original_samples + noise * sigma (sigmas[step_indices]).
+    const float sigma = sigmas_[step_index];
+    for (size_t i = 0; i < n; ++i) out[i] = original[i] + noise[i] * sigma;
+    return;
+  }
+  // alphas_cumprod[timesteps] ** 0.5 (torch's pow by 0.5 is a sqrt) and
+  // (1 - alphas_cumprod[timesteps]) ** 0.5, then a * x + b * noise.
+  const float a = alphas_cumprod_[static_cast<size_t>(timesteps_[step_index])];
+  const float sqrt_alpha = std::sqrt(a), sqrt_one_minus = std::sqrt(1.0f - a);
+  for (size_t i = 0; i < n; ++i) {
+    const float x = sqrt_alpha * original[i];
+    const float e = sqrt_one_minus * noise[i];
+    out[i] = x + e;
+  }
+}
+
 Status Scheduler::Step(const float* model_output, int step_index, float* sample, size_t n,
                        const NoiseFn& noise) {
   if (!timesteps_set_) return FailedPreconditionError(name_ + ": Step before SetTimesteps");
@@ -414,7 +455,7 @@ Status Scheduler::Step(const float* model_output, int step_index, float* sample,
                                    std::to_string(next_step_) + " is next (steps run in order)");
   }
   if (n == 0) return InvalidArgumentError(name_ + ": Step on an empty sample");
-  if (next_step_ > 0 && n != run_size_) {
+  if (run_size_ != 0 && n != run_size_) {
     return InvalidArgumentError(name_ + ": step " + std::to_string(step_index) + " has " + std::to_string(n) +
                                 " elements, the run's history has " + std::to_string(run_size_));
   }

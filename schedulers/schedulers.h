@@ -195,6 +195,25 @@ class Scheduler {
   Status Step(const float* model_output, int step_index, float* sample, size_t n,
               const NoiseFn& noise = nullptr);
 
+  // diffusers' Scheduler.order: the model evaluations of one step (Heun's
+  // 2). img2img starts the run at step t_start * order() (get_timesteps).
+  virtual int order() const { return 1; }
+  // img2img and inpainting (diffusers' set_begin_index): the run starts at
+  // step `begin` of the timesteps, the first Step is step `begin` and the
+  // history starts empty there. After SetTimesteps, before the first Step;
+  // FailedPrecondition otherwise, InvalidArgument outside [0, num_steps()).
+  Status SetBeginIndex(int begin);
+  // diffusers' add_noise at the noise level of step `step_index` (any step
+  // of the run, 0 <= step_index < num_steps(), else InvalidArgument):
+  // out[i] <- original[i] noised with noise[i], each f32 operation as
+  // diffusers' torch code. Sigma-based schedulers (lms, euler, euler_a and
+  // those without an override): original + noise * sigma; alpha-based ones
+  // (pndm, ddim): sqrt(alphas_cumprod[t]) * original + sqrt(1 -
+  // alphas_cumprod[t]) * noise at the step's integer timestep t; DPM-Solver
+  // overrides it with alpha_t * original + sigma_t * noise (alpha_t =
+  // 1 / sqrt(sigma^2 + 1), sigma_t = sigma * alpha_t). `out` may be `original`.
+  Status AddNoise(const float* original, const float* noise, int step_index, float* out, size_t n) const;
+
   const std::vector<float>& betas() const { return betas_; }
   const std::vector<float>& alphas_cumprod() const { return alphas_cumprod_; }
   // The run's sigmas (timesteps().size() + 1 entries; Heun's interleaved as
@@ -210,6 +229,8 @@ class Scheduler {
   virtual Status DoStep(const float* model_output, int step_index, float* sample, size_t n,
                         const NoiseFn& noise) = 0;
   virtual bool needs_noise() const { return false; }
+  // AddNoise's arithmetic, step_index checked; the default is described there.
+  virtual void DoAddNoise(const float* original, const float* noise, int step_index, float* out, size_t n) const;
   // The spacing in force (the config's or this scheduler's default).
   std::string Spacing(std::string_view default_spacing) const;
 

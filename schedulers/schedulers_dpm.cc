@@ -76,6 +76,17 @@ void ToX0(Prediction pt, const AlphaSigma& s0, const float* mo, const float* sam
   }
 }
 
+// Both DPM-Solvers' add_noise: alpha_t * original + sigma_t * noise at the
+// step's sigma.
+void AddNoiseAt(float sigma, const float* original, const float* noise, float* out, size_t n) {
+  const AlphaSigma t = FromSigma(sigma);
+  for (size_t i = 0; i < n; ++i) {
+    const float x = t.alpha * original[i];
+    const float e = t.sigma * noise[i];
+    out[i] = x + e;
+  }
+}
+
 class DpmSolverMultistepScheduler final : public Scheduler {
  public:
   DpmSolverMultistepScheduler(std::string name, const SchedulerConfig& c, bool plus_plus, bool heun, bool sde,
@@ -139,6 +150,10 @@ class DpmSolverMultistepScheduler final : public Scheduler {
     model_outputs_.assign(config_.solver_order, {});
     lower_order_nums_ = 0;
     return OkStatus();
+  }
+
+  void DoAddNoise(const float* original, const float* noise, int step_index, float* out, size_t n) const override {
+    AddNoiseAt(sigmas_[step_index], original, noise, out, n);
   }
 
   bool needs_noise() const override { return sde_; }
@@ -334,6 +349,9 @@ class DpmSolverSinglestepScheduler final : public Scheduler {
   static constexpr int kOrder = 2;
 
   bool needs_noise() const override { return true; }
+  void DoAddNoise(const float* original, const float* noise, int step_index, float* out, size_t n) const override {
+    AddNoiseAt(sigmas_[step_index], original, noise, out, n);
+  }
 
   Status DoSetTimesteps(int n) override {
     const int n_train = config_.num_train_timesteps;

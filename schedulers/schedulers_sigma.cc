@@ -235,6 +235,7 @@ class HeunScheduler final : public SigmaScheduler {
     default_beta_end_ = 0.012;
   }
   using SigmaScheduler::Init;
+  int order() const override { return 2; }
 
  private:
   Status DoSetTimesteps(int n) override {

@@ -48,6 +48,7 @@ struct GenerateCmdOptions {
   pipeline::GeneratorOptions gen;
   DeviceFlags dev;
   RequestFlags req;
+  ImageInputFlags images;
   std::vector<std::string> prompts;
   std::string prompts_file;
   std::vector<std::string> negatives;
@@ -161,6 +162,7 @@ Status RunGenerate(GenerateCmdOptions o) {
   std::unique_ptr<pipeline::H5Writer> latents_out;
   const Status ready = [&]() -> Status {
     TPUMESH_ASSIGN_OR_RETURN(r, ParseRequestFlags(o.req));
+    TPUMESH_RETURN_IF_ERROR(ReadImageInputs(o.images, &r));
     TPUMESH_ASSIGN_OR_RETURN(r.seed, ParseSeed(o.seed));
     if (o.prng == "partitionable") {
       r.prng = mesh::PrngImpl::kPartitionable;
@@ -191,6 +193,8 @@ Status RunGenerate(GenerateCmdOptions o) {
                         ChipInput(o.dev.mesh.chip)};
     TPUMESH_ASSIGN_OR_RETURN(o.gen.loras, ParseLoraFlags(o.loras));
     for (const pipeline::LoraSpec& l : o.gen.loras) run_files.inputs.push_back({"--lora", l.path});
+    for (const std::string& f : o.images.init_images) run_files.inputs.emplace_back("--init-image", f);
+    for (const std::string& f : o.images.masks) run_files.inputs.emplace_back("--mask", f);
     run_files.image_dir = o.out;
     TPUMESH_RETURN_IF_ERROR(CheckRunFiles(run_files));
     // The image folder is made by the rank that writes.
@@ -360,6 +364,7 @@ void RegisterGenerate(CLI::App& app, RunFn* run) {
                   "SDXL zeroes the unconditional embeddings)");
   AddRequestFlags(cmd, &opt->req);
   AddLoraFlag(cmd, &opt->loras);
+  AddImageInputFlags(cmd, &opt->images);
   cmd->add_option("--seed", opt->seed,
                   "Seed, 0 to 18446744073709551615: image i starts from normal(split(key(seed), B)[i])")
       ->capture_default_str();

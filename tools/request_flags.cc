@@ -87,6 +87,39 @@ void AddRequestFlags(CLI::App* cmd, RequestFlags* f) {
                   "SDXL: the target_size conditioning W,H in pixels (default: the image size)");
 }
 
+void AddImageInputFlags(CLI::App* cmd, ImageInputFlags* f) {
+  cmd->add_option("--init-image", f->init_images,
+                  "img2img: start from this 8-bit RGB PNG (its size is the output size); once for every image, or "
+                  "repeated, one per image");
+  cmd->add_option("--mask", f->masks,
+                  "Inpainting (with --init-image): a PNG of the image's size, white (grey >= 128) repainted, black "
+                  "kept; an inpainting model's UNet takes it as input, other models blend after each step; once or "
+                  "one per image");
+  cmd->add_option("--strength", f->strength,
+                  "How far the init image is noised, in (0, 1]: int(steps x strength) steps run (default: the "
+                  "pipeline's, img2img 0.8 SD / 0.3 SDXL, inpainting 1.0 SD / 0.9999 SDXL)");
+}
+
+Status ReadImageInputs(const ImageInputFlags& f, pipeline::GenerateRequest* r) {
+  for (auto [flag, files, mode, out] :
+       {std::tuple{"--init-image", &f.init_images, pipeline::PngRead::kRgbOnly, &r->init_images},
+        std::tuple{"--mask", &f.masks, pipeline::PngRead::kGrey, &r->masks}}) {
+    for (const std::string& path : *files) {
+      auto image = pipeline::ReadPngAs(path, mode);
+      if (!image.ok()) {
+        const Status& st = image.status();
+        if (mode == pipeline::PngRead::kRgbOnly && st.message().find("only 8-bit RGB") != std::string::npos)
+          return InvalidArgumentError(std::string(flag) + ": " + std::string(st.message()) +
+                                      " (convert it to 8-bit RGB, e.g. PIL's image.convert(\"RGB\"))");
+        return st.WithContext(flag);
+      }
+      out->push_back({path, std::move(image).value()});
+    }
+  }
+  r->strength = f.strength;
+  return OkStatus();
+}
+
 StatusOr<pipeline::GenerateRequest> ParseRequestFlags(const RequestFlags& f) {
   pipeline::GenerateRequest r = f.request;
   if (f.guidance && !(*f.guidance >= 0 && *f.guidance <= kMaxGuidance)) {

@@ -26,6 +26,17 @@ struct RequestFlags {
 };
 
 void AddRequestFlags(CLI::App* cmd, RequestFlags* flags);
+
+// img2img and inpainting (generate): the init images, masks and strength.
+struct ImageInputFlags {
+  std::vector<std::string> init_images, masks;
+  std::optional<double> strength;
+};
+void AddImageInputFlags(CLI::App* cmd, ImageInputFlags* flags);
+// Reads the PNGs into the request (an init image must be 8-bit RGB; a mask
+// any 8-bit grey, RGB or palette PNG, read as grey levels); errors name the
+// flag and the file.
+Status ReadImageInputs(const ImageInputFlags& flags, pipeline::GenerateRequest* request);
 // Copies the parsed flags into flags->request (InvalidArgument naming the
 // flag for a malformed value) and returns it.
 StatusOr<pipeline::GenerateRequest> ParseRequestFlags(const RequestFlags& flags);
