@@ -58,6 +58,88 @@ std::string SdxlEvidence(const fs::path& root, const std::string& model_index) {
 
 }  // namespace
 
+const std::string* DiffusersTexts::Config(const std::string& component) const {
+  for (const auto& [name, text] : configs)
+    if (name == component) return &text;
+  return nullptr;
+}
+
+StatusOr<DiffusersTexts> ReadDiffusersTexts(const std::string& folder) {
+  const fs::path root(folder);
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return NotFoundError(folder + ": not a directory");
+  DiffusersTexts d;
+  d.origin = folder;
+  TPUMESH_ASSIGN_OR_RETURN(d.model_index, ReadJsonFile(root / "model_index.json"));
+  TPUMESH_ASSIGN_OR_RETURN(d.scheduler, ReadJsonFile(root / "scheduler" / "scheduler_config.json"));
+  d.sdxl_evidence = SdxlEvidence(root, d.model_index);
+  const std::string& sdxl = d.sdxl_evidence;
+  // An SDXL folder must be whole: each missing part is named with the
+  // reason the folder counts as SDXL.
+  auto need = [&](const fs::path& p) -> Status {
+    if (sdxl.empty() || fs::exists(p)) return OkStatus();
+    return NotFoundError(folder + ": an SDXL folder (" + sdxl + ") without " +
+                         fs::relative(p, root).string() + "; both text encoders and both tokenizers are needed");
+  };
+  for (const std::string tok : {"tokenizer", "tokenizer_2"}) {
+    if (tok == "tokenizer_2" && sdxl.empty()) continue;
+    for (const char* f : {"vocab.json", "merges.txt", "special_tokens_map.json", "tokenizer_config.json"}) {
+      const fs::path p = root / tok / f;
+      const bool required = std::string(f) == "vocab.json" || std::string(f) == "merges.txt";
+      if (required) TPUMESH_RETURN_IF_ERROR(need(p));
+      if (!required && !fs::exists(p)) continue;
+      TPUMESH_ASSIGN_OR_RETURN(std::string t, std::string(f) == "merges.txt" ? ReadFile(p) : ReadJsonFile(p));
+      d.texts.emplace_back(tok + "/" + f, std::move(t));
+    }
+  }
+  if (fs::exists(root / kTrainingMetadata)) {
+    TPUMESH_ASSIGN_OR_RETURN(std::string t, ReadJsonFile(root / kTrainingMetadata));
+    d.texts.emplace_back(kTrainingMetadata, std::move(t));
+  }
+  for (const Component& c : kComponents) {
+    if (c.sdxl_only && sdxl.empty()) continue;
+    TPUMESH_RETURN_IF_ERROR(need(root / c.name / "config.json"));
+    TPUMESH_ASSIGN_OR_RETURN(std::string cfg, ReadJsonFile(root / c.name / "config.json"));
+    d.configs.emplace_back(c.name, std::move(cfg));
+  }
+  return d;
+}
+
+Status CheckModelBuilds(const DiffusersTexts& d, const ManifestCheck& check_tensors) {
+  ModelConfigs cf;
+  cf.origin = d.origin;
+  cf.model_index = d.model_index;
+  cf.scheduler = d.scheduler;
+  for (const auto& [name, text] : d.configs) {
+    (name == "text_encoder"     ? cf.text_encoder
+     : name == "text_encoder_2" ? cf.text_encoder_2
+     : name == "unet"           ? cf.unet
+                                : cf.vae) = text;
+  }
+  auto tokenizer = [&](const std::string& tok) -> StatusOr<std::unique_ptr<ClipTokenizer>> {
+    ClipTokenizerTexts t;
+    for (const auto& [path, text] : d.texts) {
+      if (path == tok + "/vocab.json") t.vocab_json = text;
+      if (path == tok + "/merges.txt") t.merges_txt = text;
+      if (path == tok + "/special_tokens_map.json") t.special_tokens_map_json = text;
+      if (path == tok + "/tokenizer_config.json") t.tokenizer_config_json = text;
+    }
+    TPUMESH_ASSIGN_OR_RETURN(ClipTokenizer k, ClipTokenizer::FromStrings(t, d.origin + "/" + tok));
+    return std::make_unique<ClipTokenizer>(std::move(k));
+  };
+  TPUMESH_ASSIGN_OR_RETURN(auto tok, tokenizer("tokenizer"));
+  std::unique_ptr<ClipTokenizer> tok2;
+  if (!cf.text_encoder_2.empty()) {
+    TPUMESH_ASSIGN_OR_RETURN(tok2, tokenizer("tokenizer_2"));
+  }
+  auto shapes = [&](const std::string& component, const std::vector<models::ParamSpec>& manifest,
+                    int ranks) -> StatusOr<std::vector<models::ParamMap>> {
+    TPUMESH_RETURN_IF_ERROR(check_tensors(component, manifest));
+    return ZeroParams(component, manifest, ranks, false);
+  };
+  return BuildTextToImage(cf, shapes, std::move(tok), std::move(tok2)).status();
+}
+
 StatusOr<ConvertStats> ConvertDiffusersFolder(
     const std::string& folder, const std::string& output, mesh::DType dtype,
     const std::function<void(const std::string&, int, int)>& progress) {
@@ -68,45 +150,15 @@ StatusOr<ConvertStats> ConvertDiffusersFolder(
     return InvalidArgumentError("--dtype must be f32 or bf16");
 
   // Check and open everything before creating the output.
-  TPUMESH_ASSIGN_OR_RETURN(std::string model_index, ReadJsonFile(root / "model_index.json"));
-  TPUMESH_ASSIGN_OR_RETURN(std::string scheduler,
-                           ReadJsonFile(root / "scheduler" / "scheduler_config.json"));
-  const std::string sdxl = SdxlEvidence(root, model_index);
-  // An SDXL folder must be whole: each missing part is named with the
-  // reason the folder counts as SDXL.
-  auto need = [&](const fs::path& p) -> Status {
-    if (sdxl.empty() || fs::exists(p)) return OkStatus();
-    return NotFoundError(folder + ": an SDXL folder (" + sdxl + ") without " +
-                         fs::relative(p, root).string() + "; both text encoders and both tokenizers are needed");
-  };
-  // Texts: (dataset in the model file, file in the folder), the tokenizers'
-  // vocab and merges required, their two JSON configs optional.
-  std::vector<std::pair<std::string, std::string>> texts;
-  for (const std::string tok : {"tokenizer", "tokenizer_2"}) {
-    if (tok == "tokenizer_2" && sdxl.empty()) continue;
-    for (const char* f : {"vocab.json", "merges.txt", "special_tokens_map.json", "tokenizer_config.json"}) {
-      const fs::path p = root / tok / f;
-      const bool required = std::string(f) == "vocab.json" || std::string(f) == "merges.txt";
-      if (required) TPUMESH_RETURN_IF_ERROR(need(p));
-      if (!required && !fs::exists(p)) continue;
-      TPUMESH_ASSIGN_OR_RETURN(std::string t, std::string(f) == "merges.txt" ? ReadFile(p) : ReadJsonFile(p));
-      texts.emplace_back(tok + "/" + f, std::move(t));
-    }
-  }
-  if (fs::exists(root / kTrainingMetadata)) {
-    TPUMESH_ASSIGN_OR_RETURN(std::string t, ReadJsonFile(root / kTrainingMetadata));
-    texts.emplace_back(kTrainingMetadata, std::move(t));
-  }
+  TPUMESH_ASSIGN_OR_RETURN(DiffusersTexts d, ReadDiffusersTexts(folder));
   std::vector<const Component*> present;
-  std::vector<std::string> configs;
   std::vector<SafetensorsFile> weights;
-  for (const Component& c : kComponents) {
-    if (c.sdxl_only && sdxl.empty()) continue;
-    TPUMESH_RETURN_IF_ERROR(need(root / c.name / "config.json"));
-    present.push_back(&c);
-    TPUMESH_ASSIGN_OR_RETURN(std::string cfg, ReadJsonFile(root / c.name / "config.json"));
-    configs.push_back(cfg);
-    const fs::path w = root / c.name / c.weights;
+  for (const auto& [name, text] : d.configs) {
+    const Component* c = nullptr;
+    for (const Component& k : kComponents)
+      if (name == k.name) c = &k;
+    present.push_back(c);
+    const fs::path w = root / c->name / c->weights;
     if (!fs::exists(w))
       return NotFoundError(w.string() + ": missing (only safetensors weights are read)");
     TPUMESH_ASSIGN_OR_RETURN(SafetensorsFile f, SafetensorsFile::Open(w.string()));
@@ -116,69 +168,39 @@ StatusOr<ConvertStats> ConvertDiffusersFolder(
   // The folder must make a model that runs: the loader's own checks, on the
   // configs, the tokenizers and every tensor's presence, dtype and shape,
   // before anything is written (a converted file always loads).
-  {
-    ModelConfigs cf;
-    cf.origin = folder;
-    cf.model_index = model_index;
-    cf.scheduler = scheduler;
-    for (size_t i = 0; i < present.size(); ++i) {
-      const std::string name = present[i]->name;
-      (name == "text_encoder"     ? cf.text_encoder
-       : name == "text_encoder_2" ? cf.text_encoder_2
-       : name == "unet"           ? cf.unet
-                                  : cf.vae) = configs[i];
-    }
-    auto tokenizer = [&](const std::string& tok) -> StatusOr<std::unique_ptr<ClipTokenizer>> {
-      ClipTokenizerTexts t;
-      for (const auto& [path, text] : texts) {
-        if (path == tok + "/vocab.json") t.vocab_json = text;
-        if (path == tok + "/merges.txt") t.merges_txt = text;
-        if (path == tok + "/special_tokens_map.json") t.special_tokens_map_json = text;
-        if (path == tok + "/tokenizer_config.json") t.tokenizer_config_json = text;
-      }
-      TPUMESH_ASSIGN_OR_RETURN(ClipTokenizer k, ClipTokenizer::FromStrings(t, folder + "/" + tok));
-      return std::make_unique<ClipTokenizer>(std::move(k));
-    };
-    TPUMESH_ASSIGN_OR_RETURN(auto tok, tokenizer("tokenizer"));
-    std::unique_ptr<ClipTokenizer> tok2;
-    if (!sdxl.empty()) {
-      TPUMESH_ASSIGN_OR_RETURN(tok2, tokenizer("tokenizer_2"));
-    }
-    auto shapes = [&](const std::string& component, const std::vector<models::ParamSpec>& manifest,
-                      int ranks) -> StatusOr<std::vector<models::ParamMap>> {
-      size_t i = 0;
-      while (i < present.size() && present[i]->name != component) ++i;
-      if (i == present.size()) return NotFoundError(folder + ": no " + component + " folder");
-      const std::string file = (root / component / present[i]->weights).string();
-      std::map<std::string, const SafetensorsEntry*> by_name;
-      for (const SafetensorsEntry& e : weights[i].entries()) by_name[e.name] = &e;
-      for (const models::ParamSpec& p : manifest) {
-        auto it = by_name.find(p.name);
-        if (it == by_name.end())
-          return NotFoundError(file + ": no tensor " + p.name + " (" + component + "/config.json needs it, shape " +
-                               mesh::ShapeToString(p.shape) + ")");
-        const SafetensorsEntry& e = *it->second;
-        if (e.dtype != "F32" && e.dtype != "F16" && e.dtype != "BF16")
-          return InvalidArgumentError(file + ": tensor " + p.name + " is " + e.dtype + ", not a float (F32, F16, BF16)");
-        if (e.shape != p.shape)
-          return InvalidArgumentError(file + ": tensor " + p.name + " has shape " + mesh::ShapeToString(e.shape) +
-                                      " but " + component + "/config.json needs " + mesh::ShapeToString(p.shape));
-      }
-      return ZeroParams(component, manifest, ranks, false);
-    };
-    TPUMESH_ASSIGN_OR_RETURN(auto flow, BuildTextToImage(cf, shapes, std::move(tok), std::move(tok2)));
-    (void)flow;
-  }
+  TPUMESH_RETURN_IF_ERROR(CheckModelBuilds(
+      d, [&](const std::string& component, const std::vector<models::ParamSpec>& manifest) -> Status {
+        size_t i = 0;
+        while (i < present.size() && present[i]->name != component) ++i;
+        if (i == present.size()) return NotFoundError(folder + ": no " + component + " folder");
+        const std::string file = (root / component / present[i]->weights).string();
+        std::map<std::string, const SafetensorsEntry*> by_name;
+        for (const SafetensorsEntry& e : weights[i].entries()) by_name[e.name] = &e;
+        for (const models::ParamSpec& p : manifest) {
+          auto it = by_name.find(p.name);
+          if (it == by_name.end())
+            return NotFoundError(file + ": no tensor " + p.name + " (" + component + "/config.json needs it, shape " +
+                                 mesh::ShapeToString(p.shape) + ")");
+          const SafetensorsEntry& e = *it->second;
+          if (e.dtype != "F32" && e.dtype != "F16" && e.dtype != "BF16")
+            return InvalidArgumentError(file + ": tensor " + p.name + " is " + e.dtype +
+                                        ", not a float (F32, F16, BF16)");
+          if (e.shape != p.shape)
+            return InvalidArgumentError(file + ": tensor " + p.name + " has shape " + mesh::ShapeToString(e.shape) +
+                                        " but " + component + "/config.json needs " + mesh::ShapeToString(p.shape));
+        }
+        return OkStatus();
+      }));
 
   TPUMESH_ASSIGN_OR_RETURN(std::unique_ptr<ModelFileWriter> out, ModelFileWriter::Create(output));
-  TPUMESH_RETURN_IF_ERROR(out->WriteText("model_index.json", model_index));
-  TPUMESH_RETURN_IF_ERROR(out->WriteText("scheduler/scheduler_config.json", scheduler));
-  for (const auto& [path, text] : texts) TPUMESH_RETURN_IF_ERROR(out->WriteText(path, text));
+  TPUMESH_RETURN_IF_ERROR(out->WriteText("model_index.json", d.model_index));
+  TPUMESH_RETURN_IF_ERROR(out->WriteText("scheduler/scheduler_config.json", d.scheduler));
+  for (const auto& [path, text] : d.texts) TPUMESH_RETURN_IF_ERROR(out->WriteText(path, text));
 
   ConvertStats stats;
   for (size_t i = 0; i < present.size(); ++i) {
     const std::string comp = present[i]->name;
-    TPUMESH_RETURN_IF_ERROR(out->WriteText(comp + "/config.json", configs[i]));
+    TPUMESH_RETURN_IF_ERROR(out->WriteText(comp + "/config.json", d.configs[i].second));
     const auto& entries = weights[i].entries();
     int done = 0;
     for (const SafetensorsEntry& e : entries) {

@@ -12,9 +12,12 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "mesh/array.h"
+#include "models/configs.h"
 
 namespace tpumesh::pipeline {
 
@@ -23,6 +26,10 @@ struct ConvertStats {
   int64_t parameters = 0;  // elements
   int64_t skipped = 0;     // non-float buffers not converted
   int64_t bytes_written = 0;
+  // A single file's tensors that map to no parameter (EMA copies, the noise
+  // schedule, ...), with the first few names.
+  int64_t unused = 0;
+  std::vector<std::string> unused_examples;
 };
 
 // progress(component, tensors done in it, tensors in it) is called after
@@ -30,6 +37,33 @@ struct ConvertStats {
 StatusOr<ConvertStats> ConvertDiffusersFolder(
     const std::string& folder, const std::string& output, mesh::DType dtype,
     const std::function<void(const std::string&, int, int)>& progress = {});
+
+// Everything a diffusers folder holds besides its weights: model_index.json,
+// the scheduler config, each component's config.json (in the order
+// text_encoder, text_encoder_2 (SDXL), unet, vae), the tokenizer files
+// (vocab.json and merges.txt required, the two JSON configs optional) and a
+// training record, each checked to exist and parse. `tpumesh convert`'s
+// --config reads a folder's configs through this.
+struct DiffusersTexts {
+  std::string origin;          // the folder or architecture, for errors
+  std::string model_index;     // model_index.json
+  std::string scheduler;       // scheduler/scheduler_config.json
+  std::string sdxl_evidence;   // why the folder is SDXL; empty: it is not
+  // (component, config.json text).
+  std::vector<std::pair<std::string, std::string>> configs;
+  // (dataset, text): "tokenizer/vocab.json", ..., tpumesh_training.json.
+  std::vector<std::pair<std::string, std::string>> texts;
+  const std::string* Config(const std::string& component) const;
+};
+StatusOr<DiffusersTexts> ReadDiffusersTexts(const std::string& folder);
+
+// Checks that the texts and a component's tensors make a model that loads:
+// the loader's own checks on the configs and the tokenizers, and
+// check_tensors(component, manifest) for each component's parameters (names,
+// dtypes, shapes). Nothing is written.
+using ManifestCheck =
+    std::function<Status(const std::string& component, const std::vector<models::ParamSpec>& manifest)>;
+Status CheckModelBuilds(const DiffusersTexts& texts, const ManifestCheck& check_tensors);
 
 }  // namespace tpumesh::pipeline
 
