@@ -126,6 +126,13 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
     TPUMESH_ASSIGN_OR_RETURN(m, mesh::CreateDataModelMesh(spec));
     const int data = m->axes()[0].size;
     model_ranks = m->axes()[1].size;
+    // The LoRAs, checked against the whole model before any weight is read.
+    LoraSet loras;
+    if (!o.loras.empty()) {
+      TPUMESH_ASSIGN_OR_RETURN(LoraTargets targets, ReadLoraTargets(file));
+      TPUMESH_ASSIGN_OR_RETURN(loras, LoraSet::Open(o.loras, targets));
+    }
+    const LoraSet* fused = loras.empty() ? nullptr : &loras;
 
     auto check_batch = [&](const Array& x, const std::string& name) -> Status {
       if (x.rank() < 1 || x.dim(0) % data != 0)
@@ -140,7 +147,7 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
       return OkStatus();
     };
     if (o.component == "text_encoder") {
-      TPUMESH_ASSIGN_OR_RETURN(text_encoder, LoadTextEncoder(file, model_ranks));
+      TPUMESH_ASSIGN_OR_RETURN(text_encoder, LoadTextEncoder(file, model_ranks, fused));
       const models::ClipTextModel& model = *text_encoder;
       TPUMESH_RETURN_IF_ERROR(place("text_encoder", model, models::ClipTextParams(model.config())));
       TPUMESH_ASSIGN_OR_RETURN(Array ids, Need(o.input, "input_ids"));
@@ -159,7 +166,7 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
       };
       out_name = "last_hidden_state";
     } else if (o.component == "unet") {
-      TPUMESH_ASSIGN_OR_RETURN(unet, LoadUNet(file, model_ranks));
+      TPUMESH_ASSIGN_OR_RETURN(unet, LoadUNet(file, model_ranks, fused));
       const models::UNetModel& model = *unet;
       TPUMESH_RETURN_IF_ERROR(place("unet", model, models::UNetParams(model.config())));
       TPUMESH_ASSIGN_OR_RETURN(Array sample, Need(o.input, "sample"));

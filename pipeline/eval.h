@@ -31,6 +31,7 @@
 #include "base/status.h"
 #include "mesh/mesh.h"
 #include "models/nn.h"
+#include "pipeline/lora.h"
 #include "pipeline/report.h"
 
 namespace tpumesh::pipeline {
@@ -43,6 +44,9 @@ struct EvalOptions {
   models::Precision precision = models::Precision::kHighest;
   mesh::MeshSpec mesh;  // devices 0 and no axes: one device
   bool keep_ops = false;  // keep every op in the report (for a trace)
+  // LoRAs fused into the text encoder's or the UNet's weights at load
+  // (pipeline/lora.h), each checked against the whole model.
+  std::vector<LoraSpec> loras;
 };
 
 struct EvalStats {

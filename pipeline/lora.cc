@@ -542,7 +542,12 @@ Status LoraSet::Fuse(const std::string& component, std::map<std::string, Array>*
           auto* row = w.mutable_data<kernels::bf16>() + o * cols;
           for (int64_t j = 0; j < cols; ++j) {
             const float delta = kernels::RoundToBf16(acc[j] * scaling);
-            row[j] = kernels::F32ToBf16(kernels::Bf16ToF32(row[j]) + delta);
+            const float sum = kernels::Bf16ToF32(row[j]) + delta;
+            if (!std::isfinite(sum))
+              return InvalidArgumentError("--lora " + l.spec.path + ": key " + m.key + ": the fused " + component +
+                                          "/" + m.weight + " overflows (NaN or Inf; a scale of " +
+                                          Fmt(l.spec.scale) + " is too large for this LoRA)");
+            row[j] = kernels::F32ToBf16(sum);
           }
         } else {
           float* row = w.mutable_data<float>() + o * cols;

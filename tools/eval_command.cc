@@ -1,5 +1,5 @@
 // `tpumesh eval --model M.h5 --component C --input IN.h5 --output OUT.h5
-//  [--precision default|highest] [device flags: --mesh data=D,model=M ...]`.
+//  [--precision default|highest] [--lora FILE[:SCALE] ...] [device flags: --mesh data=D,model=M ...]`.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -11,6 +11,7 @@
 #include "tools/device_flags.h"
 #include "tools/ranks.h"
 #include "tools/report_output.h"
+#include "tools/request_flags.h"
 
 namespace tpumesh::tools {
 namespace {
@@ -19,6 +20,7 @@ struct EvalCmdOptions {
   pipeline::EvalOptions eval;
   DeviceFlags dev;
   std::string precision = "highest";
+  std::vector<std::string> loras;
 };
 
 Status RunEvalCommand(EvalCmdOptions opt) {
@@ -31,6 +33,8 @@ Status RunEvalCommand(EvalCmdOptions opt) {
     files.outputs = opt.dev.out.flags();
     files.outputs.insert(files.outputs.begin(), {"--output", opt.eval.output});
     files.inputs = {{"--model", opt.eval.model}, {"--input", opt.eval.input}, ChipInput(opt.dev.mesh.chip)};
+    TPUMESH_ASSIGN_OR_RETURN(opt.eval.loras, ParseLoraFlags(opt.loras));
+    for (const pipeline::LoraSpec& l : opt.eval.loras) files.inputs.push_back({"--lora", l.path});
     return CheckRunFiles(files);
   }();
   TPUMESH_RETURN_IF_ERROR(AgreeToStart(*cluster, ready, files.inputs));
@@ -82,6 +86,7 @@ void RegisterEval(CLI::App& app, RunFn* run) {
   cmd->add_option("--output", opt->eval.output, "HDF5 file to write (atomically)")->required();
   cmd->add_option("--precision", opt->precision, "default (bf16 operands, f32 accumulation) or highest (f32)")
       ->capture_default_str();
+  AddLoraFlag(cmd, &opt->loras);
   AddDeviceFlags(cmd, &opt->dev);
   cmd->callback([opt, run] { *run = [opt] { return RunEvalCommand(*opt); }; });
 }
