@@ -268,6 +268,13 @@ TEST(SamplerTest, HeunInterleavesItsTimesteps) {
   for (int i = 1; i < 7; i += 2) EXPECT_EQ(t[i], t[i + 1]);
   for (int i = 1; i < 7; i += 2) EXPECT_EQ(sg[i], sg[i + 1]);
   EXPECT_EQ(sg.back(), 0.0f);
+  // diffusers' scheduler.order: 2 for Heun only.
+  EXPECT_EQ((*s)->order(), 2);
+  for (const std::string& name : SchedulerNames()) {
+    auto other = MakeFrom(name, R"({"skip_prk_steps":true})");
+    ASSERT_TRUE(other.ok()) << name;
+    EXPECT_EQ((*other)->order(), name == "heun" ? 2 : 1) << name;
+  }
 }
 
 TEST(SamplerConfigTest, KeysAndDefaults) {
