@@ -312,6 +312,59 @@ TEST(LoraFuseTest, F32AndBf16Arithmetic) {
     }
 }
 
+// alpha / rank as diffusers reads it: kohya's .alpha, or rank without any;
+// the diffusers metadata's lora_alpha, alpha_pattern ("^" anchored, or a
+// name suffix) and use_rslora (alpha / sqrt(rank)); no metadata: rank.
+TEST(LoraFuseTest, AlphaOverRankAsDiffusersReadsIt) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  // rank 4: down rows (1, 0) and zeros, up column 0 = (1, 1, 1): delta[o][0] = scaling.
+  std::vector<float> down(8, 0.0f), up(12, 0.0f);
+  down[0] = 1.0f;
+  for (int o = 0; o < 3; ++o) up[o * 4] = 1.0f;
+  auto scaling = [&](const std::string& name, const std::map<std::string, std::pair<mesh::Shape, std::vector<float>>>& t,
+                     const std::map<std::string, std::string>& meta, double scale) -> double {
+    const std::string path = dir + "/" + name + ".safetensors";
+    WriteSafetensors(path, t, meta);
+    auto set = LoraSet::Open({{path, scale}}, SmallTargets());
+    EXPECT_TRUE(set.ok()) << name << ": " << set.status().ToString();
+    if (!set.ok()) return NAN;
+    std::map<std::string, Array> w = {{"time_embedding.linear_1.weight", Array::Host(mesh::DType::kF32, {3, 2})}};
+    EXPECT_TRUE(set->Fuse("unet", &w).ok());
+    return w.begin()->second.data<float>()[0];
+  };
+  const std::string kd = "lora_unet_time_embedding_linear_1.lora_down.weight",
+                    ku = "lora_unet_time_embedding_linear_1.lora_up.weight",
+                    ka = "lora_unet_time_embedding_linear_1.alpha";
+  EXPECT_EQ(scaling("kohya_alpha", {{kd, {{4, 2}, down}}, {ku, {{3, 4}, up}}, {ka, {{}, {1.0f}}}}, {}, 0.5),
+            static_cast<float>(1.0 / 4 * 0.5));
+  EXPECT_EQ(scaling("kohya_no_alpha", {{kd, {{4, 2}, down}}, {ku, {{3, 4}, up}}}, {}, 0.5), 0.5f);
+  const std::string pd = "unet.time_embedding.linear_1.lora_A.weight", pu = "unet.time_embedding.linear_1.lora_B.weight";
+  EXPECT_EQ(scaling("peft_no_meta", {{pd, {{4, 2}, down}}, {pu, {{3, 4}, up}}}, {}, 1.25), 1.25f);
+  EXPECT_EQ(scaling("peft_alpha", {{pd, {{4, 2}, down}}, {pu, {{3, 4}, up}}},
+                    {{"lora_adapter_metadata", R"({"unet.r": 4, "unet.lora_alpha": 6})"}}, 1.0),
+            1.5f);
+  EXPECT_EQ(scaling("peft_anchored", {{pd, {{4, 2}, down}}, {pu, {{3, 4}, up}}},
+                    {{"lora_adapter_metadata",
+                      R"({"unet.r": 4, "unet.lora_alpha": 6, "unet.alpha_pattern": {"^time_embedding.linear_1": 2}})"}},
+                    1.0),
+            0.5f);
+  // A pattern anchored elsewhere does not select the module; a suffix does.
+  EXPECT_EQ(scaling("peft_other", {{pd, {{4, 2}, down}}, {pu, {{3, 4}, up}}},
+                    {{"lora_adapter_metadata",
+                      R"({"unet.r": 4, "unet.lora_alpha": 6, "unet.alpha_pattern": {"^linear_1": 2}})"}},
+                    1.0),
+            1.5f);
+  EXPECT_EQ(scaling("peft_suffix", {{pd, {{4, 2}, down}}, {pu, {{3, 4}, up}}},
+                    {{"lora_adapter_metadata",
+                      R"({"unet.r": 4, "unet.lora_alpha": 6, "unet.alpha_pattern": {"linear_1": 2}})"}},
+                    1.0),
+            0.5f);
+  EXPECT_EQ(scaling("peft_rslora", {{pd, {{4, 2}, down}}, {pu, {{3, 4}, up}}},
+                    {{"lora_adapter_metadata", R"({"unet.r": 4, "unet.lora_alpha": 6, "unet.use_rslora": true})"}},
+                    1.0),
+            3.0f);
+}
+
 // Each bad input: InvalidArgument (NotFound for a missing file) naming the
 // file and, where one is at fault, the key.
 TEST(LoraErrorsTest, EachBadInputNamesTheFileAndTheKey) {
@@ -349,6 +402,11 @@ TEST(LoraErrorsTest, EachBadInputNamesTheFileAndTheKey) {
       {"alpha_shape", {{down, {{1, 2}, Ones(2)}}, {up, {{3, 1}, Ones(3)}},
                        {"lora_unet_time_embedding_linear_1.alpha", {{2}, Ones(2)}}},
        {}, "lora_unet_time_embedding_linear_1.alpha", "one number"},
+      {"partial_alpha", {{down, {{1, 2}, Ones(2)}}, {up, {{3, 1}, Ones(3)}},
+                         {"lora_unet_conv_in.lora_down.weight", {{1, 3, 3, 3}, Ones(27)}},
+                         {"lora_unet_conv_in.lora_up.weight", {{2, 1, 1, 1}, Ones(2)}},
+                         {"lora_unet_conv_in.alpha", {{}, Ones(1)}}},
+       {}, down, "has no .alpha while other modules"},
       {"dora", {{down, {{1, 2}, Ones(2)}}, {up, {{3, 1}, Ones(3)}},
                 {"lora_unet_time_embedding_linear_1.dora_scale", {{3, 1}, Ones(3)}}},
        {}, "lora_unet_time_embedding_linear_1.dora_scale", "DoRA"},
