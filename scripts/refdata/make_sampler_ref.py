@@ -42,6 +42,13 @@ Contents:
       step, and noise (S,...) for the samplers that draw it (recorded from
       diffusers' randn_tensor calls; one per step, the C++ test feeds them
       back through its NoiseFn).
+  img2img/cases (str), img2img/<case>/: the same from the middle of a run as
+      StableDiffusionImg2ImgPipeline drives it: get_timesteps(n, strength)
+      (t_start = n - int(n * strength), begin = t_start * scheduler.order),
+      set_begin_index(begin), add_noise(original, add_noise_noise,
+      timesteps[begin]) -> latents_init, then the steps from begin on:
+      scheduler, config, steps, begin (i32), original, add_noise_noise,
+      latents_init, model_output, latents, noise as above (S - begin rows).
 """
 import json
 import sys
@@ -276,6 +283,73 @@ def write_trajectories(f):
                                                             float(torch.stack(after).abs().max())))
 
 
+IMG2IMG = [
+    ("heun_karras_s06_8", "heun", sd(**KARRAS), 8, 0.6),
+    ("heun_sd_s05_7", "heun", sd(), 7, 0.5),
+    ("dpmpp_2s_a_s07_10", "dpmpp_2s_a", sd(), 10, 0.7),
+    ("dpmpp_2s_a_karras_s05_9", "dpmpp_2s_a", sd(**KARRAS), 9, 0.5),
+    ("dpmpp_2m_sde_karras_s06_10", "dpmpp_2m_sde", sd(**KARRAS), 10, 0.6),
+    ("euler_a_expo_s05_8", "euler_a", sd(**EXPO), 8, 0.5),
+    ("lms_karras_s075_8", "lms", sd(**KARRAS), 8, 0.75),
+]
+
+
+def write_img2img(f):
+    g = f.create_group("img2img")
+    g["cases"] = string_array([case for case, _, _, _, _ in IMG2IMG])
+    for case, name, config, n, strength in IMG2IMG:
+        s = make(name, config)
+        set_timesteps(name, s, config, n)
+        # StableDiffusionImg2ImgPipeline.get_timesteps
+        init_timestep = min(int(n * strength), n)
+        t_start = max(n - init_timestep, 0)
+        begin = t_start * s.order
+        timesteps = s.timesteps[begin:]
+        s.set_begin_index(begin)
+        gen = torch.Generator().manual_seed(4321)
+        original = torch.randn((2, 4, 4, 4), generator=gen, dtype=torch.float32) * 0.5
+        an_noise = torch.randn((2, 4, 4, 4), generator=gen, dtype=torch.float32)
+        latents = s.add_noise(original, an_noise, timesteps[:1].repeat(2))
+        latents_init = latents.clone()
+        drawn = []
+        modules = [euler_a_module, multistep_module, singlestep_module]
+        originals = [m.randn_tensor for m in modules]
+
+        def recording_randn(*args, _original=originals[0], **kwargs):
+            x = _original(*args, **kwargs)
+            drawn.append(x.clone())
+            return x
+
+        for m in modules:
+            m.randn_tensor = recording_randn
+        outputs, after = [], []
+        try:
+            for t in timesteps:
+                x_in = s.scale_model_input(latents, t)
+                mo = synthetic_model(x_in, t)
+                outputs.append(mo.clone())
+                extra = {"generator": gen} if name in NOISY else {}
+                latents = s.step(mo, t, latents, return_dict=False, **extra)[0]
+                after.append(latents.clone())
+        finally:
+            for m, o in zip(modules, originals):
+                m.randn_tensor = o
+        h = g.create_group(case)
+        h["scheduler"] = string_array([name])
+        h["config"] = string_array([json.dumps(config)])
+        h["steps"] = np.array([n], np.int32)
+        h["begin"] = np.array([begin], np.int32)
+        h["original"] = original.numpy()
+        h["add_noise_noise"] = an_noise.numpy()
+        h["latents_init"] = latents_init.numpy()
+        h["model_output"] = torch.stack(outputs).numpy()
+        h["latents"] = torch.stack(after).numpy()
+        if name in NOISY:
+            assert len(drawn) == len(timesteps), (case, len(drawn))
+            h["noise"] = torch.stack(drawn).numpy()
+        print("img2img %-26s %-12s begin %2d of %2d" % (case, name, begin, len(s.timesteps)))
+
+
 def main(path):
     torch.set_num_threads(1)
     with h5py.File(path, "w") as f:
@@ -286,6 +360,7 @@ def main(path):
         write_betas(f)
         write_schedules(f)
         write_trajectories(f)
+        write_img2img(f)
 
 
 if __name__ == "__main__":

@@ -256,6 +256,50 @@ TEST(SamplerRefTest, BatchStepsLikeItsImages) {
   }
 }
 
+// img2img as diffusers' pipeline drives a scheduler: SetBeginIndex(t_start *
+// order()), AddNoise at the begin step, then the steps from there (Heun and
+// the singlestep solver start with an empty history, an odd begin included).
+TEST(SamplerRefTest, Img2ImgStartsMidRun) {
+  auto cases = H5ReadStrings(kRef, "img2img/cases");
+  ASSERT_TRUE(cases.ok()) << cases.status().ToString();
+  ASSERT_GE(cases->size(), 7u);
+  for (const std::string& c : *cases) {
+    SCOPED_TRACE(c);
+    const std::string g = "img2img/" + c + "/";
+    const std::string name = ReadString(g + "scheduler");
+    auto made = MakeRef(name, ReadString(g + "config"));
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    Scheduler& s = **made;
+    ASSERT_TRUE(s.SetTimesteps(Read<int>(g + "steps")[0]).ok());
+    const int begin = Read<int>(g + "begin")[0];
+    const std::vector<float> original = Read<float>(g + "original"), an_noise = Read<float>(g + "add_noise_noise"),
+                             init = Read<float>(g + "latents_init"), output = Read<float>(g + "model_output"),
+                             latents = Read<float>(g + "latents"), draws = Read<float>(g + "noise");
+    const size_t n = original.size();
+    ASSERT_EQ(latents.size(), (s.num_steps() - begin) * n);
+    ASSERT_TRUE(s.SetBeginIndex(begin).ok());
+    std::vector<float> x(n);
+    ASSERT_TRUE(s.AddNoise(original.data(), an_noise.data(), begin, x.data(), n).ok());
+    const double e0 = RelErr(x.data(), init.data(), n);
+    EXPECT_LE(e0, kTol) << "add_noise";
+    double worst = 0;
+    for (int k = begin; k < s.num_steps(); ++k) {
+      const int r = k - begin;  // the reference's row
+      if (r > 0) std::copy_n(latents.data() + (r - 1) * n, n, x.data());
+      NoiseFn noise = [&](int step, float* out, size_t m) {
+        ASSERT_EQ(step, k);
+        ASSERT_GE(draws.size(), (r + 1) * n);
+        std::copy_n(draws.data() + r * n, m, out);
+      };
+      const Status st = s.Step(output.data() + r * n, k, x.data(), n, noise);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      worst = std::max(worst, RelErr(x.data(), latents.data() + r * n, n));
+    }
+    EXPECT_LE(worst, kTol);
+    Note("img2img step: " + name, std::max(e0, worst));
+  }
+}
+
 // Heun's 2N-1 calls alternate first and second order; its sigmas repeat.
 TEST(SamplerTest, HeunInterleavesItsTimesteps) {
   auto s = MakeFrom("heun", R"({"beta_schedule":"scaled_linear","timestep_spacing":"linspace"})");
