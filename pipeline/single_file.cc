@@ -466,26 +466,20 @@ StatusOr<LdmMapping> MapLdmCheckpoint(const SafetensorsFile& file, const Diffuse
   return out;
 }
 
-StatusOr<ConvertStats> ConvertSingleFile(const std::string& checkpoint, const std::string& output, mesh::DType dtype,
-                                         const SingleFileOptions& options,
-                                         const std::function<void(const std::string&, int, int)>& progress) {
-  if (dtype != mesh::DType::kF32 && dtype != mesh::DType::kBF16)
-    return InvalidArgumentError("--dtype must be f32 or bf16");
+StatusOr<SingleFilePlan> PlanSingleFile(const SafetensorsFile& file, const SingleFileOptions& options) {
+  const std::string& checkpoint = file.path();
   if (!options.arch.empty() && !options.config_dir.empty())
     return InvalidArgumentError("--arch and --config: give one (the architecture's configs or the folder's)");
   if (!options.prediction_type.empty() && options.prediction_type != "epsilon" &&
       options.prediction_type != "v_prediction" && options.prediction_type != "sample")
     return InvalidArgumentError("--prediction-type must be epsilon, v_prediction or sample, not '" +
                                 options.prediction_type + "'");
-  TPUMESH_RETURN_IF_ERROR(RefusePickle(checkpoint));
-  std::error_code ec;
-  if (!fs::exists(checkpoint, ec)) return NotFoundError(checkpoint + ": no such file");
-  if (!fs::is_regular_file(checkpoint, ec)) return InvalidArgumentError(checkpoint + ": not a regular file");
-  TPUMESH_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::Open(checkpoint));
   TPUMESH_ASSIGN_OR_RETURN(CheckpointLayout layout, DetectLayout(file));
 
   // The configs, tokenizers and scheduler.
-  DiffusersTexts d;
+  SingleFilePlan plan;
+  plan.layout = layout;
+  DiffusersTexts& d = plan.texts;
   std::string needs;  // whose configs need the tensors, for errors
   if (!options.config_dir.empty()) {
     TPUMESH_ASSIGN_OR_RETURN(d, ReadDiffusersTexts(options.config_dir));
@@ -545,6 +539,7 @@ StatusOr<ConvertStats> ConvertSingleFile(const std::string& checkpoint, const st
   std::map<std::string, const MappedTensor*> by_name;
   for (const MappedTensor& t : mapping.tensors) by_name[t.component + "/" + t.name] = &t;
   std::map<std::string, std::vector<const MappedTensor*>> to_write;
+  plan.unused = mapping.unused;
   TPUMESH_RETURN_IF_ERROR(CheckModelBuilds(
       d, [&](const std::string& component, const std::vector<models::ParamSpec>& manifest) -> Status {
         std::vector<const MappedTensor*>& list = to_write[component];
@@ -573,6 +568,25 @@ StatusOr<ConvertStats> ConvertSingleFile(const std::string& checkpoint, const st
         });
         return OkStatus();
       }));
+  for (const auto& [component, config] : d.configs) {
+    auto& list = plan.components.emplace_back(component, std::vector<MappedTensor>()).second;
+    for (const MappedTensor* t : to_write[component]) list.push_back(*t);
+  }
+  return plan;
+}
+
+StatusOr<ConvertStats> ConvertSingleFile(const std::string& checkpoint, const std::string& output, mesh::DType dtype,
+                                         const SingleFileOptions& options,
+                                         const std::function<void(const std::string&, int, int)>& progress) {
+  if (dtype != mesh::DType::kF32 && dtype != mesh::DType::kBF16)
+    return InvalidArgumentError("--dtype must be f32 or bf16");
+  TPUMESH_RETURN_IF_ERROR(RefusePickle(checkpoint));
+  std::error_code ec;
+  if (!fs::exists(checkpoint, ec)) return NotFoundError(checkpoint + ": no such file");
+  if (!fs::is_regular_file(checkpoint, ec)) return InvalidArgumentError(checkpoint + ": not a regular file");
+  TPUMESH_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::Open(checkpoint));
+  TPUMESH_ASSIGN_OR_RETURN(SingleFilePlan plan, PlanSingleFile(file, options));
+  const DiffusersTexts& d = plan.texts;
 
   TPUMESH_ASSIGN_OR_RETURN(std::unique_ptr<ModelFileWriter> out, ModelFileWriter::Create(output));
   TPUMESH_RETURN_IF_ERROR(out->WriteText("model_index.json", d.model_index));
@@ -580,11 +594,13 @@ StatusOr<ConvertStats> ConvertSingleFile(const std::string& checkpoint, const st
   for (const auto& [path, text] : d.texts) TPUMESH_RETURN_IF_ERROR(out->WriteText(path, text));
   ConvertStats stats;
   std::set<std::string> written_sources;
-  for (const auto& [component, config] : d.configs) {
+  for (size_t c = 0; c < d.configs.size(); ++c) {
+    const auto& [component, config] = d.configs[c];
     TPUMESH_RETURN_IF_ERROR(out->WriteText(component + "/config.json", config));
-    const auto& list = to_write[component];
+    const std::vector<MappedTensor>& list = plan.components[c].second;
     int done = 0;
-    for (const MappedTensor* t : list) {
+    for (const MappedTensor& tensor : list) {
+      const MappedTensor* t = &tensor;
       TPUMESH_ASSIGN_OR_RETURN(mesh::Array raw, file.Read(t->source, dtype));
       TPUMESH_RETURN_IF_ERROR(CheckFiniteTensor(checkpoint + ": tensor " + t->source, raw));
       TPUMESH_ASSIGN_OR_RETURN(mesh::Array a, Apply(*t, std::move(raw)));

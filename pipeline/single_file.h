@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -87,6 +88,18 @@ struct LdmMapping {
 // Maps every tensor of `file` for the components whose configs `configs`
 // holds (texts as ReadDiffusersTexts gives them).
 StatusOr<LdmMapping> MapLdmCheckpoint(const SafetensorsFile& file, const DiffusersTexts& configs);
+
+// Everything ConvertSingleFile decides and checks before it writes: the
+// layout, the texts (configs, tokenizers, scheduler) and, per component in
+// the order of texts.configs, the tensors to write (exactly its manifest, in
+// file order), all checked by the loader's checks (CheckModelBuilds).
+struct SingleFilePlan {
+  CheckpointLayout layout = CheckpointLayout::kSd1;
+  DiffusersTexts texts;
+  std::vector<std::pair<std::string, std::vector<MappedTensor>>> components;
+  std::vector<std::string> unused;  // file tensors no rule maps
+};
+StatusOr<SingleFilePlan> PlanSingleFile(const SafetensorsFile& file, const SingleFileOptions& options);
 
 StatusOr<ConvertStats> ConvertSingleFile(
     const std::string& checkpoint, const std::string& output, mesh::DType dtype, const SingleFileOptions& options,

@@ -45,8 +45,19 @@ root with the venv that has diffusers 0.42.1, transformers 5.24 and torch:
   HF_HUB_OFFLINE=1 /opt/venvs/torch-current/bin/python \\
       scripts/refdata/make_single_file_refs.py [OUT_DIR]
 
-OUT_DIR defaults to tests/data/single-file (replaced whole).
+OUT_DIR defaults to tests/data/single-file (replaced whole). It also writes
+OUT_DIR/layouts.json: the name, dtype and shape of every entry of a full-size
+SD 1.5, SD 2.1 and SDXL base single file (the built-in architectures' configs,
+read from models/architectures.cc, on torch's meta device, through the same
+inverse mapping, with the extras real files carry): single_file_test.cc makes
+sparse files of these headers to check the built-in path at real sizes.
+
+  .../python scripts/refdata/make_single_file_refs.py --from-model MODEL.h5 ARCH OUT.safetensors
+
+writes a full-size single file (F16) from a tpumesh model file of a built-in
+architecture (`tpumesh init --arch sd15 -o MODEL.h5`), for measuring convert.
 """
+import re
 import json
 import os
 import shutil
@@ -332,7 +343,88 @@ def legacy_names(saved, root, kind):
             shutil.copytree(os.path.join(root, tok), os.path.join(saved, tok))
 
 
+def builtin_configs():
+    """The built-in architectures' config texts (models/architectures.cc)."""
+    src = open(os.path.join(REPO, "models/architectures.cc")).read()
+    texts = {m.group(1): json.loads(m.group(2))
+             for m in re.finditer(r'constexpr char (k\w+)\[\] = R"\((.*?)\)";', src, re.S)}
+    return {"sd15": {"text_encoder": texts["kClipL"], "unet": texts["kUNetSd15"], "vae": texts["kVaeSd"]},
+            "sd21": {"text_encoder": texts["kClipH"], "unet": texts["kUNetSd21"], "vae": texts["kVaeSd21"]},
+            "sdxl": {"text_encoder": texts["kClipL"], "text_encoder_2": texts["kClipBigG"],
+                     "unet": texts["kUNetSdxl"], "vae": texts["kVaeSdxl"]}}
+
+
+def ldm_state(arch, cfgs, states, gen):
+    """The single file's tensors from each component's diffusers state dict."""
+    kind = {"sd15": "sd1", "sd21": "sd2", "sdxl": "sdxl"}[arch]
+    out = {}
+    out.update(unet_to_ldm(states["unet"], cfgs["unet"]))
+    out.update(vae_to_ldm(states["vae"], cfgs["vae"]))
+    te, tcfg = states["text_encoder"], cfgs["text_encoder"]
+    if kind == "sd1":
+        out.update(clip_to_ldm(te, "cond_stage_model.transformer."))
+        out["cond_stage_model.transformer.text_model.embeddings.position_ids"] = torch.arange(77)[None]
+    elif kind == "sd2":
+        # OpenCLIP ViT-H: 24 resblocks, SD 2.x uses 23 (the config's).
+        out.update(open_clip_to_ldm(te, "cond_stage_model.model.", tcfg["num_hidden_layers"] + 1,
+                                    tcfg["hidden_size"], tcfg["hidden_size"], gen))
+    else:
+        out.update(clip_to_ldm(te, "conditioner.embedders.0.transformer."))
+        t2cfg = cfgs["text_encoder_2"]
+        out.update(open_clip_to_ldm(states["text_encoder_2"], "conditioner.embedders.1.model.",
+                                    t2cfg["num_hidden_layers"], t2cfg["hidden_size"], t2cfg["projection_dim"], gen))
+    return out
+
+
+def full_size_layouts():
+    """{arch: [[name, dtype, shape], ...]} of full-size single files."""
+    from transformers import CLIPTextModelWithProjection
+    layouts = {}
+    gen = torch.Generator().manual_seed(SEED)
+    for arch, cfgs in builtin_configs().items():
+        states = {}
+        with torch.device("meta"):
+            states["unet"] = UNet2DConditionModel.from_config(cfgs["unet"]).state_dict()
+            states["vae"] = AutoencoderKL.from_config(cfgs["vae"]).state_dict()
+            for comp in ("text_encoder", "text_encoder_2"):
+                if comp in cfgs:
+                    c = CLIPTextConfig(**cfgs[comp])
+                    cls = CLIPTextModelWithProjection if comp == "text_encoder_2" else CLIPTextModel
+                    states[comp] = cls(c).state_dict()
+        sd = ldm_state(arch, cfgs, states, gen)
+        sd["betas"] = torch.zeros(1000)
+        sd["alphas_cumprod"] = torch.zeros(1000)
+        layouts[arch] = [[k, "I64" if not v.is_floating_point() else "F16", list(v.shape)]
+                         for k, v in sorted(sd.items())]
+    return layouts
+
+
+def from_model(model_h5, arch, out_path):
+    """A full-size F16 single file from a tpumesh model file (h5py)."""
+    import h5py
+    import numpy as np
+    cfgs = builtin_configs()[arch]
+    states = {}
+    with h5py.File(model_h5, "r") as f:
+        for comp in cfgs:
+            sd = {}
+            def visit(name, obj, comp=comp, sd=sd):
+                if isinstance(obj, h5py.Dataset) and obj.dtype != object and obj.dtype.kind != "S":
+                    a = obj[()]
+                    t = (torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+                         if obj.attrs.get("dtype") in (b"bfloat16", "bfloat16") else torch.from_numpy(a))
+                    sd[name] = t.to(torch.float16)
+            f[comp].visititems(visit)
+            states[comp] = sd
+    sd = ldm_state(arch, cfgs, states, torch.Generator().manual_seed(SEED))
+    sd = {k: (v.to(torch.float16) if v.is_floating_point() else v).contiguous() for k, v in sorted(sd.items())}
+    save_file(sd, out_path, metadata={"format": "pt"})
+    print(f"{out_path}: {len(sd)} tensors")
+
+
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--from-model":
+        return from_model(sys.argv[2], sys.argv[3], sys.argv[4])
     out_dir = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, "tests/data/single-file"))
     gen = torch.Generator().manual_seed(SEED)
     tmp = tempfile.mkdtemp(prefix="single-file-refs.")
@@ -373,6 +465,8 @@ def main():
         pipe.save_pretrained(saved, safe_serialization=True)
         legacy_names(saved, root, kind)
     shutil.rmtree(tmp)
+    with open(os.path.join(out_dir, "layouts.json"), "w") as f:
+        json.dump(full_size_layouts(), f, separators=(",", ":"))
     with open(os.path.join(out_dir, "README.md"), "w") as f:
         f.write(README.format(diffusers=diffusers.__version__, transformers=transformers.__version__,
                               torch=torch.__version__))
@@ -395,6 +489,10 @@ transformers {transformers} and torch {torch}.
   parameters get back the `text_model.` prefix that transformers >= 5.6 drops when saving a
   CLIPTextModel, and the tokenizer folders are the tiny folder's vocab.json/merges.txt (transformers 5
   saves tokenizer.json only); `tpumesh convert` reads folders as transformers 4.x wrote them.
+
+- `layouts.json`: {{arch: [[name, dtype, shape], ...]}} of full-size SD 1.5, SD 2.1 and SDXL base single
+  files (the built-in architectures' configs through the same inverse mapping, on torch's meta device; no
+  values): the test writes sparse files with these headers to check the built-in path at real sizes.
 
 sd1 is tests/data/tiny-sd-b with SD 1.x's conv proj_in/proj_out; sd2 is a new seeded model with an
 OpenCLIP-shaped text encoder (gelu, fused in_proj in the file), SD 2.x's UNet layout and a DDIM

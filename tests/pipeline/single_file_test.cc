@@ -17,6 +17,8 @@
 #include "io/h5io.h"
 #include "io/model_file.h"
 #include "io/safetensors.h"
+#include "models/architectures.h"
+#include "models/configs.h"
 #include "nlohmann/json.hpp"
 #include "pipeline/clip_vocab.h"
 #include "pipeline/convert.h"
@@ -318,6 +320,109 @@ TEST(SingleFileTest, MissingOrMisShapedTensorIsNamed) {
   WriteSafetensors(dir + "/shape.safetensors", reshaped);
   ExpectRefused(dir, dir + "/shape.safetensors", o,
                 "tensor first_stage_model.decoder.conv_in.bias (vae/decoder.conv_in.bias) has shape");
+}
+
+// A full-size single file's header (layouts.json) over a sparse data
+// section of zeros, with `values` (name -> little-endian bytes) written where
+// given.
+std::string WriteSparseLayout(const std::string& path, const std::string& arch,
+                              const std::map<std::string, std::string>& values = {}) {
+  const auto layouts = nlohmann::json::parse(std::ifstream(kData + "/layouts.json"));
+  nlohmann::json h = nlohmann::json::object();
+  uint64_t off = 0;
+  std::map<uint64_t, std::string> writes;
+  auto add = [&](const std::string& name, const std::string& dtype, const mesh::Shape& shape) {
+    const uint64_t size = static_cast<uint64_t>(mesh::NumElements(shape)) * (dtype == "I64" ? 8 : 2);
+    h[name] = {{"dtype", dtype}, {"shape", shape}, {"data_offsets", {off, off + size}}};
+    if (auto it = values.find(name); it != values.end()) writes[off] = it->second;
+    off += size;
+  };
+  for (const auto& e : layouts[arch]) add(e[0].get<std::string>(), e[1].get<std::string>(), e[2].get<mesh::Shape>());
+  if (values.count("global_step")) add("global_step", "I64", {});
+  std::string header = h.dump();
+  while (header.size() % 8) header += ' ';
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    const uint64_t len = header.size();
+    out.write(reinterpret_cast<const char*>(&len), 8);
+    out << header;
+    for (const auto& [at, bytes] : writes) {
+      out.seekp(static_cast<std::streamoff>(8 + len + at));
+      out << bytes;
+    }
+  }
+  fs::resize_file(path, 8 + header.size() + off);
+  return path;
+}
+
+// The built-in path at real sizes: each full-size layout plans against its
+// architecture's configs (every parameter mapped with its shape, the loader's
+// checks passed) with the embedded tokenizers, and is refused by the others.
+TEST(SingleFileTest, FullSizeLayoutsPlanAgainstTheBuiltInArchitectures) {
+  const std::string dir = Dir("full_size");
+  for (const auto& [arch, layout] : std::vector<std::pair<std::string, CheckpointLayout>>{
+           {"sd15", CheckpointLayout::kSd1}, {"sd21", CheckpointLayout::kSd2}, {"sdxl", CheckpointLayout::kSdxl}}) {
+    const std::string path = WriteSparseLayout(dir + "/" + arch + ".safetensors", arch);
+    auto f = SafetensorsFile::Open(path);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    auto plan = PlanSingleFile(*f, {});
+    ASSERT_TRUE(plan.ok()) << arch << ": " << plan.status().ToString();
+    EXPECT_EQ(plan->layout, layout);
+    EXPECT_EQ(plan->texts.origin, "built-in " + arch);
+    int64_t parameters = 0;
+    for (const auto& [component, tensors] : plan->components)
+      for (const MappedTensor& t : tensors) parameters += mesh::NumElements(t.shape);
+    auto a = models::BuiltinArchitecture(arch);
+    int64_t want = 0;
+    for (const auto& [component, text] : plan->texts.configs) {
+      if (component == "unet") want += models::CountParameters(models::UNetParams(*models::ParseUNetConfig(text, "u")));
+      else if (component == "vae") want += models::CountParameters(models::VaeParams(*models::ParseVaeConfig(text, "v")));
+      else want += models::CountParameters(models::ClipTextParams(*models::ParseClipTextConfig(text, "t")));
+    }
+    EXPECT_EQ(parameters, want) << arch;
+    // The texts are the architecture's, the tokenizers the embedded CLIP's.
+    EXPECT_EQ(*plan->texts.Config("unet"), a->unet);
+    bool has_tokenizer_2 = false;
+    for (const auto& [name, text] : plan->texts.texts) has_tokenizer_2 |= name == "tokenizer_2/vocab.json";
+    EXPECT_EQ(has_tokenizer_2, arch == "sdxl");
+    const auto scheduler = nlohmann::json::parse(plan->texts.scheduler);
+    // diffusers' default when the config has none: epsilon.
+    EXPECT_EQ(scheduler.value("prediction_type", "epsilon"), arch == "sd21" ? "v_prediction" : "epsilon") << arch;
+    // Unused: SD 2.x's last OpenCLIP layer and text_projection, the buffers.
+    for (const std::string& u : plan->unused) EXPECT_EQ(u.find("model.diffusion_model."), std::string::npos) << u;
+    if (arch == "sd21") {
+      EXPECT_NE(std::find(plan->unused.begin(), plan->unused.end(),
+                          "cond_stage_model.model.transformer.resblocks.23.attn.in_proj_weight"),
+                plan->unused.end());
+    }
+    for (const std::string other : {"sd15", "sd21", "sdxl"}) {
+      if (other == arch) continue;
+      SingleFileOptions o;
+      o.arch = other;
+      auto refused = PlanSingleFile(*f, o);
+      ASSERT_FALSE(refused.ok()) << arch << " as " << other;
+      EXPECT_THAT(refused.status().message(), HasSubstr("--arch " + other));
+    }
+  }
+}
+
+// diffusers' rule: an SD 2.x file with global_step 875000 is SD 2.x base,
+// epsilon; --prediction-type overrides either way.
+TEST(SingleFileTest, Sd2GlobalStep875000IsEpsilon) {
+  const std::string dir = Dir("global_step");
+  const int64_t step = 875000;
+  const std::string path = WriteSparseLayout(dir + "/base.safetensors", "sd21",
+                                             {{"global_step", std::string(reinterpret_cast<const char*>(&step), 8)}});
+  auto f = SafetensorsFile::Open(path);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  auto plan = PlanSingleFile(*f, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(nlohmann::json::parse(plan->texts.scheduler)["prediction_type"], "epsilon");
+  SingleFileOptions o;
+  o.prediction_type = "v_prediction";
+  auto forced = PlanSingleFile(*f, o);
+  ASSERT_TRUE(forced.ok());
+  EXPECT_EQ(nlohmann::json::parse(forced->texts.scheduler)["prediction_type"], "v_prediction");
 }
 
 // The embedded vocabulary is the published one: merges.txt byte for byte,
