@@ -27,7 +27,14 @@
 //   time_embed_N, label_emb_0_N, input_blocks_0_0 = conv_in, out_2 =
 //   conv_out), mapped as diffusers' _maybe_map_sgm_blocks_to_diffusers with
 //   the model's layers_per_block. alpha: the module's .alpha (a scalar);
-//   without any .alpha in a component, alpha = rank.
+//   without any .alpha in a component, alpha = rank. One deviation from
+//   diffusers 0.42.1, on purpose: diffusers applies a module's own alpha only
+//   where its renamed key happens to match the module (resnet convs,
+//   proj_in/out, ff, embeddings) and gives UNet attention projections
+//   (to_q/k/v/out) and transformers-5 CLIPTextModel layers the component's
+//   most common alpha instead; tpumesh uses each module's own, as kohya,
+//   A1111 and ComfyUI do. The two agree whenever those modules' alpha is the
+//   most common one (a file with one network alpha; LoCon's conv alpha).
 // - diffusers / PEFT: unet.*, text_encoder.*, text_encoder_2.* with
 //   MODULE.lora_A.weight / MODULE.lora_B.weight, and the older diffusers
 //   names (MODULE.lora.down/up.weight, ...processor.to_q_lora.down.weight,
