@@ -172,7 +172,7 @@ Status Generator::CheckMemory(const GenerateRequest& r, const Txt2ImgPlan& plan)
 }
 
 StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const ProgressFn& progress,
-                                             const std::atomic<bool>* cancel) {
+                                             const std::atomic<bool>* cancel, const PreviewFn& preview) {
   const int n = devices();
   const int data = data_size();
   const int64_t bpd = r.batch_per_device;
@@ -270,6 +270,31 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
     progress(phase, progress_done[phase] += done, per_device * mesh_->num_local());
   };
 
+  // Previews: each data index's model rank 0 device renders its images
+  // into the grid of the batch.
+  const bool previews = preview && r.preview_every > 0;
+  if (previews && !preview_) {
+    TPUMESH_ASSIGN_OR_RETURN(LatentPreview fitted, FitLatentPreview(flow_->vae()));
+    preview_ = std::move(fitted);
+  }
+  std::mutex preview_mu;
+  std::vector<Image> preview_images;
+  if (previews) {
+    Image black{res.height, res.width, std::vector<uint8_t>(3 * static_cast<size_t>(res.height) * res.width, 0)};
+    preview_images.assign(b, black);
+  }
+  auto on_latents = [&](int device, int done, int total, const float* x) {
+    const std::vector<int> at = mesh_->AxisIndices(device);
+    if (at.size() > 1 && at[1] != 0) return;  // the group's other ranks hold the same latents
+    const int scale = res.height / plan->latent_h;
+    std::lock_guard<std::mutex> lock(preview_mu);
+    for (int64_t i = 0; i < bpd; ++i)
+      preview_images[at[0] * bpd + i] = preview_->Render(x + i * per_image, plan->latent_h, plan->latent_w, scale);
+    const auto [rows, cols] = GridShape(static_cast<int>(b));
+    auto grid = MakeImageGrid(preview_images, rows, cols);
+    if (grid.ok()) preview(*grid, done, total);
+  };
+
   std::vector<std::vector<mesh::OpRecord>> records(n);
   mesh_->ResetClocks();
   const auto t_run = Clock::now();
@@ -286,6 +311,12 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
     in.mask = r.masks.empty() ? nullptr : a[3].data<float>();
     in.posterior_noise = r.posterior_noise ? a[4].data<float>() : nullptr;
     in.ids = a.subspan(5);
+    if (previews) {
+      in.every = r.preview_every;
+      in.on_latents = [&, device = dctx.device_id()](int done, int total, const float* x) {
+        on_latents(device, done, total, x);
+      };
+    }
     in.device_id = dctx.device_id();
     TPUMESH_ASSIGN_OR_RETURN(DeviceOutputs out, flow_->RunDevice(ctx, *plan, r, in, report, cancel));
     return std::vector<Array>{out.decoded, out.initial_latents, out.history};

@@ -71,6 +71,7 @@
 #include "mesh/array.h"
 #include "mesh/mesh.h"
 #include "pipeline/lora.h"
+#include "pipeline/preview.h"
 #include "pipeline/report.h"
 #include "pipeline/txt2img.h"
 
@@ -97,6 +98,13 @@ struct GeneratorOptions {
 // and decode, steps x devices for denoise); every phase also reports done = 0
 // when it starts. Called from the devices' threads, one call at a time.
 using ProgressFn = std::function<void(const std::string& phase, int done, int total)>;
+// A preview of the run (GenerateRequest::preview_every): the grid of the
+// images as they stand (pipeline/preview.h: the latents through a linear
+// map fitted to the model's VAE, an approximation), each image at its
+// latest multiple of preview_every steps (black until its first); `done` of
+// `total` steps of the device that reported. Only this rank's devices'
+// images. Called from the devices' threads, one call at a time.
+using PreviewFn = std::function<void(const Image& grid, int done, int total)>;
 
 struct GenerateResult {
   std::vector<Image> images;            // B images, H x W
@@ -144,7 +152,7 @@ class Generator {
   Status Validate(const GenerateRequest& request) const;
 
   StatusOr<GenerateResult> Generate(const GenerateRequest& request, const ProgressFn& progress = {},
-                                    const std::atomic<bool>* cancel = nullptr);
+                                    const std::atomic<bool>* cancel = nullptr, const PreviewFn& preview = {});
 
  private:
   // batch per device, height, width, steps, scheduler|overrides, precision, guided
@@ -173,6 +181,7 @@ class Generator {
   // models' rank ParamMaps, so nothing reads these arrays directly.
   PlacedParams placed_;
   std::map<PlanKey, std::unique_ptr<Txt2ImgPlan>> plans_;
+  std::optional<LatentPreview> preview_;  // fitted at the first call that asks for previews
 };
 
 // (path, bytes) of files written together (io/atomic_file.h WriteFilesAtomic).

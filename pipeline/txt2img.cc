@@ -402,6 +402,21 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
     } else if (!ctx.dry_run) {
       std::memcpy(guided_out.data(), u, nx * sizeof(float));
     }
+    const int done = s - plan.begin + 1;
+    if (in.on_latents && in.every > 0 && done % in.every == 0 && done < run_steps && !ctx.dry_run) {
+      // The step's estimate of the clean latents, x0 = (x - b eps) / a with
+      // x = a x0 + b eps the scheduler's add_noise at this step (an epsilon
+      // model's; other predictions show the noisy latents after the step).
+      if (plan.scheduler_config.prediction_type == "epsilon") {
+        const float one = 1.0f, zero = 0.0f;
+        float a = 0, b = 0;
+        TPUMESH_RETURN_IF_ERROR(sched->AddNoise(&one, &zero, s, &a, 1));
+        TPUMESH_RETURN_IF_ERROR(sched->AddNoise(&zero, &one, s, &b, 1));
+        std::vector<float> x0(nx);
+        for (size_t i = 0; i < nx; ++i) x0[i] = (x.data<float>()[i] - b * guided_out[i]) / a;
+        in.on_latents(done, run_steps, x0.data());
+      }
+    }
     if (!ctx.dry_run) TPUMESH_RETURN_IF_ERROR(sched->Step(guided_out.data(), s, x.mutable_data<float>(), nx, noise));
     if (ctx.ops) ctx.ops->push_back(SchedulerStepRecord(plan.scheduler, static_cast<int64_t>(nx), bf16_bytes));
     if (source == ImageSource::kInpaint && !ctx.dry_run) {
@@ -426,6 +441,9 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
     }
     if (keep)
       std::memcpy(out.history.mutable_data<float>() + (s - plan.begin) * nx, x.data<float>(), nx * sizeof(float));
+    if (in.on_latents && in.every > 0 && done % in.every == 0 && done < run_steps && !ctx.dry_run &&
+        plan.scheduler_config.prediction_type != "epsilon")
+      in.on_latents(done, run_steps, x.data<float>());
     if (ctx.ops) step_ops_end = ctx.ops->size();
     report("denoise", 1, run_steps);
   }

@@ -116,6 +116,7 @@ struct GenerateRequest {
   // init image's, [:, 1] the masked image's) instead of drawing it.
   std::optional<mesh::Array> posterior_noise;
   bool keep_step_latents = false;  // fill GenerateResult::latents_after_step
+  int preview_every = 0;           // > 0: a preview every N steps run (Generate's PreviewFn)
   bool keep_ops = false;           // keep every op in the report (for a trace)
 };
 
@@ -167,6 +168,12 @@ struct DeviceInputs {
   const float* image = nullptr;      // init images [b, 3, H, W] in [-1, 1] (img2img, inpainting)
   const float* mask = nullptr;       // masks [b, 1, H, W], 0 kept, 1 repainted (inpainting)
   const float* posterior_noise = nullptr;  // given [b, 2, C, h, w], or null: drawn
+  // Called at every `every`-th step run (done of total; not the last) with
+  // latents [b, C, h, w]: the step's estimate of the clean latents for an
+  // epsilon-prediction model, else the latents after the step. For previews;
+  // may be empty.
+  std::function<void(int done, int total, const float* latents)> on_latents;
+  int every = 0;
   int device_id = 0;
 };
 struct DeviceOutputs {

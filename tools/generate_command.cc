@@ -59,6 +59,7 @@ struct GenerateCmdOptions {
   std::string save_latents;
   std::vector<std::string> loras;
   int runs = 1;
+  int preview_every = 0;
   bool quiet = false;
 };
 
@@ -205,6 +206,11 @@ Status RunGenerate(GenerateCmdOptions o) {
            d = d.parent_path())
         made.dirs.push_back(d);
       TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
+      // The preview goes beside the images (a regular file or none there).
+      if (o.preview_every > 0) {
+        const Status st = CheckWritable((std::filesystem::path(o.out) / "preview.png").string());
+        if (!st.ok()) return st.WithContext("--preview-every");
+      }
     }
     o.gen.mesh = o.dev.mesh;
     o.gen.mesh.cluster = cluster;
@@ -224,6 +230,7 @@ Status RunGenerate(GenerateCmdOptions o) {
       r.initial_latents = std::move(l).value();
     }
     r.keep_step_latents = !o.save_latents.empty();
+    r.preview_every = o.preview_every;
     r.keep_ops = !o.dev.out.trace.empty();
     TPUMESH_RETURN_IF_ERROR(gen->Validate(r));
     // Created before the run so that an unwritable path fails first; the
@@ -272,10 +279,30 @@ Status RunGenerate(GenerateCmdOptions o) {
                  gen->devices(), gen->mesh().chip().name.c_str(), ranks.c_str(),
                  mesh::MeshAxesToString(gen->mesh().axes()).c_str(), gen->model_name().c_str(),
                  gen->flow().family().pipeline_class, gen->loras().empty() ? "" : ", LoRA ", gen->loras().c_str());
+  // The preview (rank 0's images), replaced whole at every update; removed
+  // again if the run writes nothing.
+  const std::string preview_path = (std::filesystem::path(o.out) / "preview.png").string();
+  struct RemovePreview {
+    const std::string* path;
+    bool keep = false;
+    ~RemovePreview() {
+      std::error_code ec;
+      if (!keep) std::filesystem::remove(*path, ec);
+    }
+  } preview_file{&preview_path, o.preview_every == 0};
+  pipeline::PreviewFn preview;
+  if (o.preview_every > 0 && root)
+    preview = [&](const pipeline::Image& grid, int done, int total) {
+      const Status st = pipeline::WritePngAtomic(
+          preview_path, grid,
+          {{"parameters", "preview (approximate: latents through a linear map fitted to the VAE) after " +
+                              std::to_string(done) + " of " + std::to_string(total) + " steps"}});
+      if (!st.ok() && !o.quiet) std::fprintf(stderr, "\ntpumesh generate: preview not written: %s\n", st.ToString().c_str());
+    };
   pipeline::GenerateResult res;
   for (int run = 0; run < o.runs; ++run) {
     ProgressBar bar(o.quiet, gen->mesh().num_local());
-    auto got = gen->Generate(r, std::ref(bar), &g_cancel);
+    auto got = gen->Generate(r, std::ref(bar), &g_cancel, preview);
     if (!got.ok()) {
       if (got.status().code() == StatusCode::kCancelled && cluster->remote_failure() < 0)
         return got.status().WithContext("interrupted; nothing written");
@@ -330,6 +357,7 @@ Status RunGenerate(GenerateCmdOptions o) {
   TPUMESH_RETURN_IF_ERROR(AgreeToFinish(*cluster, written));
   if (!root) return OkStatus();
   made.keep = true;
+  preview_file.keep = true;
   std::printf("wrote %d image(s) to %s (%s ... %s)", b, o.out.c_str(), first.c_str(), last.c_str());
   if (latents_out) std::printf(", latents to %s", o.save_latents.c_str());
   std::printf("\n");
@@ -375,6 +403,10 @@ void RegisterGenerate(CLI::App& app, RunFn* run) {
   cmd->add_option("--latents", opt->latents, "HDF5 file with 'latents' [B,4,h,w] f32 to start from");
   cmd->add_option("--save-latents", opt->save_latents,
                   "HDF5 file to write 'latents' (initial) and 'latents_after_step' [steps,B,4,h,w]");
+  cmd->add_option("--preview-every", opt->preview_every,
+                  "Write OUT/preview.png every N steps: the grid as it stands, an approximation (the latents through "
+                  "a linear map fitted to the model's VAE), replaced whole each time; kept after the run")
+      ->check(CLI::Range(1, pipeline::kMaxSteps));
   cmd->add_option("--runs", opt->runs, "Run the same generation N times, 1 to 1000 (the first compiles, as jit)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();

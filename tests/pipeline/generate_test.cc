@@ -214,7 +214,7 @@ TEST(GenerateTest, BadRequestsAreRefusedBeforeAnyCompute) {
            {[](GenerateRequest& r) { r.steps = 0; }, "--steps must be >= 1"},
            {[](GenerateRequest& r) { r.height = 62; }, "--height 62 is not a multiple of 4"},
            {[](GenerateRequest& r) { r.width = 66; }, "--width 66 is not a multiple of 4"},
-           {[](GenerateRequest& r) { r.scheduler = "heun"; }, "unknown scheduler 'heun'"},
+           {[](GenerateRequest& r) { r.scheduler = "kdpm2"; }, "unknown scheduler 'kdpm2'"},
            {[](GenerateRequest& r) { r.batch_per_device = 0; }, "--batch-per-device must be >= 1"},
            {[](GenerateRequest& r) { r.initial_latents = mesh::Array::Host(mesh::DType::kF32, {2, 4, 8, 8}); },
             "--latents"},

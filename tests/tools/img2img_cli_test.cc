@@ -65,6 +65,32 @@ TEST(Img2ImgCliTest, Img2ImgAndInpaintingWriteTheirImages) {
   EXPECT_THAT(text[0].second, HasSubstr("Strength: 1, Mask: " + in.mask));
 }
 
+// --preview-every: OUT/preview.png, replaced whole, labelled an
+// approximation; a bad N is refused; a run that fails leaves no preview.
+TEST(Img2ImgCliTest, PreviewEveryWritesAPreviewGrid) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  auto r = RunTpumesh("generate -q -p 'a red circle on a blue background' --devices 4 --steps 6 --preview-every 2 -o " +
+                      dir + "/out");
+  ASSERT_EQ(r.code, 0) << r.err;
+  tpumesh::pipeline::TextChunks text;
+  auto preview = tpumesh::pipeline::ReadPngAs(dir + "/out/preview.png", tpumesh::pipeline::PngRead::kRgbOnly, &text);
+  ASSERT_TRUE(preview.ok()) << preview.status().ToString();
+  EXPECT_EQ(preview->height, 64);  // the 2 x 2 grid of 32x32 images
+  EXPECT_EQ(preview->width, 64);
+  ASSERT_EQ(text.size(), 1u);
+  EXPECT_THAT(text[0].second, HasSubstr("approximate"));
+  EXPECT_THAT(text[0].second, HasSubstr("after 4 of 6 steps"));
+  // Not black: the images' latents went through the map.
+  int lit = 0;
+  for (uint8_t v : preview->rgb) lit += v > 16;
+  EXPECT_GT(lit, static_cast<int>(preview->rgb.size() / 4));
+
+  auto bad = RunTpumesh("generate -p 'a red circle' --preview-every 0 -o " + dir + "/bad");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("--preview-every"));
+  EXPECT_FALSE(fs::exists(dir + "/bad"));
+}
+
 TEST(Img2ImgCliTest, BadInputsAreOneLineAndWriteNothing) {
   const Inputs& in = MadeInputs();
   const std::string dir = tpumesh::testing::TestTempDir();
