@@ -518,10 +518,34 @@ StatusOr<SingleFilePlan> PlanSingleFile(const SafetensorsFile& file, const Singl
         d.texts.insert(d.texts.end(), t2.begin(), t2.end());
       }
     }
-    // diffusers' rule for SD 2.x: v-prediction unless the step says base.
+    // diffusers' infer_diffusers_model_type: a UNet of 9 input channels is
+    // an inpainting model (stable-diffusion-inpainting, -2-inpainting, SDXL
+    // inpainting 0.1): the architecture's configs with in_channels 9 (SD 2.x:
+    // 512 px) and an ...InpaintPipeline; 8 is InstructPix2Pix.
+    const SafetensorsEntry* conv_in = file.Find(std::string(kUnetPrefix) + "input_blocks.0.0.weight");
+    const int64_t in_channels = conv_in && conv_in->shape.size() == 4 ? conv_in->shape[1] : 4;
+    if (in_channels == 8)
+      return UnimplementedError(checkpoint + ": an InstructPix2Pix checkpoint (a UNet of 8 input channels); "
+                                "tpumesh runs text-to-image, img2img and inpainting models");
+    const bool inpainting = in_channels == 9;
+    if (inpainting) {
+      for (auto& [component, text] : d.configs)
+        if (component == "unet") {
+          auto j = nlohmann::json::parse(text);
+          j["in_channels"] = 9;
+          if (layout == CheckpointLayout::kSd2) j["sample_size"] = 64;
+          text = j.dump(2);
+        }
+      auto j = nlohmann::json::parse(d.model_index);
+      std::string c = j["_class_name"];
+      j["_class_name"] = c.substr(0, c.size() - std::string("Pipeline").size()) + "InpaintPipeline";
+      d.model_index = j.dump(2);
+    }
+    // diffusers' rule for SD 2.x: v-prediction unless the step says base
+    // (an inpainting SD 2.x file is not "v2" to it: epsilon).
     if (layout == CheckpointLayout::kSd2 && options.prediction_type.empty()) {
       auto j = nlohmann::json::parse(d.scheduler);
-      j["prediction_type"] = GlobalStep(file) == 875000 ? "epsilon" : "v_prediction";
+      j["prediction_type"] = inpainting || GlobalStep(file) == 875000 ? "epsilon" : "v_prediction";
       d.scheduler = j.dump(2);
     }
     needs = "the built-in " + name + "'s ";

@@ -20,10 +20,14 @@
 //   (clip_vocab.h; "tiny" uses the embedded tiny tokenizer). The file's
 //   layout must be the architecture's / folder's (SDXL or not; CLIP or
 //   OpenCLIP).
+// - A UNet of 9 input channels on the built-in path is an inpainting model,
+//   as diffusers infers it: the architecture's configs with in_channels 9
+//   (SD 2.x: sample_size 64) and an ...InpaintPipeline; 8 (InstructPix2Pix)
+//   is Unimplemented.
 // - Prediction type: options.prediction_type when set; else the config
 //   folder's scheduler; else the architecture's, with diffusers' rule for an
 //   SD 2.x file: v_prediction, epsilon when the file holds a global_step of
-//   875000 (SD 2.x base).
+//   875000 (SD 2.x base) or is an inpainting model.
 // - Mapping, as diffusers: the UNet's input/middle/output blocks by the
 //   config's layers_per_block (label_emb -> add_embedding for SDXL), the VAE's
 //   down/up blocks by its block count (its attention's 1x1 convs squeezed to

@@ -326,7 +326,8 @@ TEST(SingleFileTest, MissingOrMisShapedTensorIsNamed) {
 // section of zeros, with `values` (name -> little-endian bytes) written where
 // given.
 std::string WriteSparseLayout(const std::string& path, const std::string& arch,
-                              const std::map<std::string, std::string>& values = {}) {
+                              const std::map<std::string, std::string>& values = {},
+                              const std::map<std::string, mesh::Shape>& shapes = {}) {
   const auto layouts = nlohmann::json::parse(std::ifstream(kData + "/layouts.json"));
   nlohmann::json h = nlohmann::json::object();
   uint64_t off = 0;
@@ -337,7 +338,10 @@ std::string WriteSparseLayout(const std::string& path, const std::string& arch,
     if (auto it = values.find(name); it != values.end()) writes[off] = it->second;
     off += size;
   };
-  for (const auto& e : layouts[arch]) add(e[0].get<std::string>(), e[1].get<std::string>(), e[2].get<mesh::Shape>());
+  for (const auto& e : layouts[arch]) {
+    const std::string name = e[0].get<std::string>();
+    add(name, e[1].get<std::string>(), shapes.count(name) ? shapes.at(name) : e[2].get<mesh::Shape>());
+  }
   if (values.count("global_step")) add("global_step", "I64", {});
   std::string header = h.dump();
   while (header.size() % 8) header += ' ';
@@ -423,6 +427,32 @@ TEST(SingleFileTest, Sd2GlobalStep875000IsEpsilon) {
   auto forced = PlanSingleFile(*f, o);
   ASSERT_TRUE(forced.ok());
   EXPECT_EQ(nlohmann::json::parse(forced->texts.scheduler)["prediction_type"], "v_prediction");
+}
+
+// A UNet of 9 input channels is an inpainting model (diffusers'
+// "inpainting", "inpainting_v2", "xl_inpaint"): the architecture's configs
+// with in_channels 9, an ...InpaintPipeline, epsilon for SD 2.x; 8 input
+// channels (InstructPix2Pix) is refused.
+TEST(SingleFileTest, NineInputChannelsIsAnInpaintingModel) {
+  const std::string dir = Dir("inpainting");
+  const std::string conv_in = "model.diffusion_model.input_blocks.0.0.weight";
+  for (const std::string arch : {"sd15", "sd21", "sdxl"}) {
+    const std::string path = WriteSparseLayout(dir + "/" + arch + ".safetensors", arch, {}, {{conv_in, {320, 9, 3, 3}}});
+    auto f = SafetensorsFile::Open(path);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    auto plan = PlanSingleFile(*f, {});
+    ASSERT_TRUE(plan.ok()) << arch << ": " << plan.status().ToString();
+    const auto unet = nlohmann::json::parse(*plan->texts.Config("unet"));
+    EXPECT_EQ(unet["in_channels"], 9) << arch;
+    const std::string cls = nlohmann::json::parse(plan->texts.model_index)["_class_name"];
+    EXPECT_THAT(cls, ::testing::EndsWith("InpaintPipeline")) << arch;
+    EXPECT_EQ(nlohmann::json::parse(plan->texts.scheduler).value("prediction_type", "epsilon"), "epsilon") << arch;
+  }
+  const std::string path = WriteSparseLayout(dir + "/p2p.safetensors", "sd15", {}, {{conv_in, {320, 8, 3, 3}}});
+  auto f = SafetensorsFile::Open(path);
+  auto plan = PlanSingleFile(*f, {});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.status().message(), HasSubstr("an InstructPix2Pix checkpoint"));
 }
 
 // The embedded vocabulary is the published one: merges.txt byte for byte,
