@@ -257,7 +257,7 @@ Status ApplyKey(SchedulerConfig& c, const std::string& key, const Json& v, std::
   if (key == "use_exponential_sigmas") return r.OptionalFalse(&c.use_exponential_sigmas);
   if (key == "use_beta_sigmas") return r.OptionalFalse(&c.use_beta_sigmas);
   if (key == "sigma_min" || key == "sigma_max") {
-    // Euler's Karras/exponential bounds: null (the schedule's own) or a
+    // Euler's Karras/exponential/beta bounds: null (the schedule's own) or a
     // positive finite number.
     std::optional<double>& out = key == "sigma_min" ? c.sigma_min : c.sigma_max;
     if (v.is_null()) {
@@ -616,6 +616,69 @@ std::vector<double> ExponentialSigmas(double sigma_min, double sigma_max, int n)
   return out;
 }
 
+double RegularizedIncompleteBeta(double x, double a, double b) {
+  if (!(x > 0)) return 0.0;
+  if (!(x < 1)) return 1.0;
+  // The continued fraction converges fast for x < (a + 1) / (a + b + 2);
+  // above, I_x(a, b) = 1 - I_{1-x}(b, a).
+  if (x > (a + 1) / (a + b + 2)) return 1.0 - RegularizedIncompleteBeta(1.0 - x, b, a);
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) +
+                                 b * std::log1p(-x));
+  // Lentz's method on 1 / (1 + d1 / (1 + d2 / (1 + ...))).
+  constexpr double kTiny = 1e-300;
+  double f = 1.0, c = 1.0, d = 0.0;
+  for (int i = 0; i <= 400; ++i) {
+    const int m = i / 2;
+    double num;
+    if (i == 0) {
+      num = 1.0;
+    } else if (i % 2 == 0) {
+      num = (m * (b - m) * x) / ((a + 2.0 * m - 1.0) * (a + 2.0 * m));
+    } else {
+      num = -((a + m) * (a + b + m) * x) / ((a + 2.0 * m) * (a + 2.0 * m + 1.0));
+    }
+    d = 1.0 + num * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    d = 1.0 / d;
+    c = 1.0 + num / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    const double cd = c * d;
+    f *= cd;
+    if (std::fabs(1.0 - cd) < 1e-16) break;
+  }
+  return front * (f - 1.0) / a;
+}
+
+std::vector<double> BetaSigmas(double sigma_min, double sigma_max, int n) {
+  constexpr double kAlpha = 0.6, kBeta = 0.6;
+  std::vector<double> out;
+  for (double r : NumpyLinspace(0, 1, n)) {
+    const double p = 1 - r;
+    double ppf = p <= 0 ? 0.0 : 1.0;
+    if (p > 0 && p < 1) {
+      double lo = 0, hi = 1;  // I(lo) < p <= I(hi)
+      for (int i = 0; i < 200; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        if (mid <= lo || mid >= hi) break;
+        (RegularizedIncompleteBeta(mid, kAlpha, kBeta) < p ? lo : hi) = mid;
+      }
+      ppf = 0.5 * (lo + hi);
+    }
+    out.push_back(sigma_min + (ppf * (sigma_max - sigma_min)));
+  }
+  return out;
+}
+
+std::vector<double> ConvertSigmas(SigmaSchedule schedule, double sigma_min, double sigma_max, int n) {
+  switch (schedule) {
+    case SigmaSchedule::kKarras: return KarrasSigmas(sigma_min, sigma_max, n);
+    case SigmaSchedule::kExponential: return ExponentialSigmas(sigma_min, sigma_max, n);
+    case SigmaSchedule::kBeta: return BetaSigmas(sigma_min, sigma_max, n);
+    case SigmaSchedule::kDefault: break;
+  }
+  return {};
+}
+
 std::vector<float> LogSigmasF32(const std::vector<float>& alphas_cumprod) {
   std::vector<float> out(alphas_cumprod.size());
   for (size_t i = 0; i < out.size(); ++i) {
@@ -646,7 +709,7 @@ StatusOr<SigmaSchedule> ReadSigmaSchedule(std::string_view name, const Scheduler
     return InvalidArgumentError(std::string(name) +
                                 ": only one of use_karras_sigmas, use_exponential_sigmas and use_beta_sigmas can be "
                                 "true (as diffusers)");
-  if (c.use_beta_sigmas) return Unsupported(name, "use_beta_sigmas", "true", "use_karras_sigmas or use_exponential_sigmas");
+  if (c.use_beta_sigmas) return SigmaSchedule::kBeta;
   if (c.use_karras_sigmas) return SigmaSchedule::kKarras;
   if (c.use_exponential_sigmas) return SigmaSchedule::kExponential;
   return SigmaSchedule::kDefault;

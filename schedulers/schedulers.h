@@ -2,7 +2,7 @@
 // timesteps, the same step arithmetic, in float32 where diffusers uses float32
 // torch tensors and in float64 where it uses numpy, intermediate by
 // intermediate (betas, alphas_cumprod, sigmas and the step math are f32; the
-// timestep grids, sigma interpolation and Karras/exponential sigmas are f64
+// timestep grids, sigma interpolation and Karras/exponential/beta sigmas are f64
 // numpy). The first six were written against diffusers 0.30.0; the sigma
 // schedules and the samplers heun, dpmpp_2m_sde and dpmpp_2s_a against 0.42.1.
 //
@@ -28,11 +28,12 @@
 //                                                  "sde-dpmsolver++" (both forced),
 //                                                  midpoint and heun, noise from a
 //                                                  NoiseFn
-// Sigma schedules: use_karras_sigmas (Karras et al., rho 7) and
-// use_exponential_sigmas for lms, euler, euler_a, dpmpp_2m, dpmpp_2m_sde,
-// heun and dpmpp_2s_a, computed as each class's set_timesteps does (euler
-// also reads sigma_min/sigma_max). diffusers has no such option on
-// EulerAncestralDiscreteScheduler: euler_a's Karras/exponential schedule is
+// Sigma schedules: use_karras_sigmas (Karras et al., rho 7),
+// use_exponential_sigmas and use_beta_sigmas (Beta(0.6, 0.6) quantiles) for
+// lms, euler, euler_a, dpmpp_2m, dpmpp_2m_sde, heun and dpmpp_2s_a, computed
+// as each class's set_timesteps does (euler also reads sigma_min/sigma_max).
+// diffusers has no such option on EulerAncestralDiscreteScheduler: euler_a's
+// Karras/exponential/beta schedule is
 // the one EulerDiscreteScheduler computes from the same config, stepped by
 // EulerAncestral's step (A1111's "Euler a" with schedule type Karras).
 // dpmpp_2s_a: diffusers has no class for A1111's "DPM++ 2S a"; its docs call
@@ -55,8 +56,7 @@
 //   value, or a value diffusers itself rejects (beta_schedule "foo", two of
 //   use_karras_sigmas/use_exponential_sigmas/use_beta_sigmas), is
 //   InvalidArgument; a value diffusers accepts that tpumesh does not
-//   implement (algorithm_type "sde-dpmsolver", use_beta_sigmas true,
-//   thresholding true, skip_prk_steps false or unset, rescale_betas_zero_snr
+//   implement (algorithm_type "sde-dpmsolver", thresholding true, skip_prk_steps false or unset, rescale_betas_zero_snr
 //   true, timestep_type "continuous" with v_prediction, interpolation_type
 //   "log_linear", variance_type "learned"/"learned_range", use_lu_lambdas
 //   true, euler_a with prediction_type "sample") is Unimplemented, reported
@@ -80,7 +80,7 @@
 //   timestep, sigma, beta and alphas_cumprod is equal, and PNDM, DDIM, LMS,
 //   Euler and Euler-a steps are bit-identical. DPM differs by <= 4e-7
 //   relative: torch takes its scalar log/exp from SLEEF (1 ulp from glibc's).
-//   Karras/exponential sigmas and their timesteps (numpy's f32 log of the
+//   Karras/exponential/beta sigmas and their timesteps (numpy's f32 log of the
 //   training sigmas, f64 pow/exp, the _sigma_to_t interpolation) and the new
 //   samplers are within 1e-6 relative of diffusers 0.42.1 on torch 2.15
 //   given the same betas (tests/schedulers/samplers_test.cc,
@@ -136,8 +136,8 @@ struct SchedulerConfig {
   // Euler, LMS, Heun, DPM: the sigma schedule (at most one of the three).
   bool use_karras_sigmas = false;
   bool use_exponential_sigmas = false;
-  bool use_beta_sigmas = false;  // unimplemented
-  std::optional<double> sigma_min, sigma_max;  // Euler's Karras/exponential bounds
+  bool use_beta_sigmas = false;
+  std::optional<double> sigma_min, sigma_max;  // Euler's schedule bounds
   std::string interpolation_type = "linear";
   std::string timestep_type = "discrete";
   std::string final_sigmas_type = "zero";  // Euler, DPM: zero | sigma_min

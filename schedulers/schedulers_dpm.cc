@@ -34,7 +34,7 @@ AlphaSigma FromSigma(float sigma) {
   return r;
 }
 
-// Karras/exponential sigmas from the flipped f32 training sigmas (their
+// Karras/exponential/beta sigmas from the flipped f32 training sigmas (their
 // first and last: the DPM classes have no sigma_min/sigma_max keys), with
 // _sigma_to_t timesteps; `round` (Karras, except multistep with
 // squaredcos_cap_v2) rounds them half to even, then .astype(int64) truncates.
@@ -42,7 +42,7 @@ void DpmSigmaSchedule(SigmaSchedule schedule, bool round, int n, const std::vect
                       const std::vector<double>& train_sigmas, std::vector<double>* sigmas,
                       std::vector<int64_t>* timesteps) {
   const double lo = train_sigmas.front(), hi = train_sigmas.back();
-  *sigmas = schedule == SigmaSchedule::kKarras ? KarrasSigmas(lo, hi, n) : ExponentialSigmas(lo, hi, n);
+  *sigmas = ConvertSigmas(schedule, lo, hi, n);
   const std::vector<float> log_sigmas = LogSigmasF32(alphas_cumprod);
   timesteps->clear();
   for (double x : *sigmas) {

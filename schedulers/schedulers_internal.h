@@ -46,6 +46,13 @@ std::vector<double> TrainSigmas(const std::vector<float>& alphas_cumprod);
 std::vector<double> KarrasSigmas(double sigma_min, double sigma_max, int n);
 // _convert_to_exponential: np.exp(np.linspace(log(sigma_max), log(sigma_min), n)).
 std::vector<double> ExponentialSigmas(double sigma_min, double sigma_max, int n);
+// _convert_to_beta (alpha = beta = 0.6): sigma_min + ppf * (sigma_max -
+// sigma_min) for ppf = scipy.stats.beta.ppf(1 - np.linspace(0, 1, n), 0.6,
+// 0.6), the inverse regularized incomplete beta found by bisection to a
+// double's precision (scipy's boost ibeta_inv agrees to ~1e-15).
+std::vector<double> BetaSigmas(double sigma_min, double sigma_max, int n);
+// The regularized incomplete beta function I_x(a, b) (continued fraction).
+double RegularizedIncompleteBeta(double x, double a, double b);
 // np.log of the f32 training sigmas (numpy's f32 log; here glibc's logf).
 std::vector<float> LogSigmasF32(const std::vector<float>& alphas_cumprod);
 // diffusers' _sigma_to_t(sigma, log_sigmas): the fractional training timestep
@@ -53,10 +60,12 @@ std::vector<float> LogSigmasF32(const std::vector<float>& alphas_cumprod);
 // (numpy 2 promotion: the f32 log sigmas meet the f64 log sigma in f64, their
 // own difference is f32).
 double SigmaToT(double sigma, const std::vector<float>& log_sigmas);
-// Which of use_karras_sigmas / use_exponential_sigmas is set: InvalidArgument
-// for more than one of the three (diffusers' ValueError), Unimplemented for
-// use_beta_sigmas. `name` prefixes the error.
-enum class SigmaSchedule { kDefault, kKarras, kExponential };
+// Which of use_karras_sigmas / use_exponential_sigmas / use_beta_sigmas is
+// set: InvalidArgument for more than one (diffusers' ValueError). `name`
+// prefixes the error.
+enum class SigmaSchedule { kDefault, kKarras, kExponential, kBeta };
+// KarrasSigmas, ExponentialSigmas or BetaSigmas by `schedule` (not kDefault).
+std::vector<double> ConvertSigmas(SigmaSchedule schedule, double sigma_min, double sigma_max, int n);
 StatusOr<SigmaSchedule> ReadSigmaSchedule(std::string_view name, const SchedulerConfig& c);
 
 // The integral scipy.integrate.quad(f, a, b, epsrel=1e-4) returns for LMS's

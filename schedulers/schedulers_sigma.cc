@@ -43,8 +43,8 @@ class SigmaScheduler : public Scheduler {
   }
 
   // The timestep grid (f32) and sigmas of LMS, Euler, Euler-a and Heun (before
-  // its interleaving); the last sigma is `sigma_last`. With Karras or
-  // exponential sigmas, n of them span the grid's interpolated sigmas (or
+  // its interleaving); the last sigma is `sigma_last`. With Karras,
+  // exponential or beta sigmas, n of them span the grid's interpolated sigmas (or
   // the config's sigma_min/sigma_max when `config_bounds`, Euler's rule),
   // each timestep _sigma_to_t of its sigma.
   void SetSigmaTimesteps(int n, float sigma_last, bool config_bounds = false) {
@@ -70,7 +70,7 @@ class SigmaScheduler : public Scheduler {
       // in_sigmas[-1].item(), in_sigmas[0].item() unless the config sets them.
       const double lo = config_bounds && config_.sigma_min ? *config_.sigma_min : sig.back();
       const double hi = config_bounds && config_.sigma_max ? *config_.sigma_max : sig.front();
-      sig = schedule_ == SigmaSchedule::kKarras ? KarrasSigmas(lo, hi, n) : ExponentialSigmas(lo, hi, n);
+      sig = ConvertSigmas(schedule_, lo, hi, n);
       const std::vector<float> log_sigmas = LogSigmasF32(alphas_cumprod_);
       ts.clear();
       for (double x : sig) ts.push_back(static_cast<float>(SigmaToT(x, log_sigmas)));
@@ -196,7 +196,7 @@ class EulerAncestralScheduler final : public SigmaScheduler {
  private:
   bool needs_noise() const override { return true; }
 
-  // With Karras/exponential sigmas: EulerDiscreteScheduler's schedule
+  // With Karras/exponential/beta sigmas: EulerDiscreteScheduler's schedule
   // (final_sigmas_type "zero", sigma_min/sigma_max read), see schedulers.h.
   Status DoSetTimesteps(int n) override {
     SetSigmaTimesteps(n, 0.0f, /*config_bounds=*/true);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes tests/data/scheduler_ref_samplers.h5: what diffusers 0.42.1 computes
-for the sigma schedules and samplers added for issue 32 -- Karras and
-exponential sigmas (use_karras_sigmas, use_exponential_sigmas) on Euler, LMS,
+for the sigma schedules and samplers added for issue 32 -- Karras, exponential
+and beta sigmas (use_karras_sigmas, use_exponential_sigmas, use_beta_sigmas:
+scipy.stats.beta.ppf) on Euler, LMS,
 DPM-Solver++ 2M and Heun, HeunDiscreteScheduler, DPMSolverMultistepScheduler
 with algorithm_type "sde-dpmsolver++" (DPM++ 2M SDE) and
 DPMSolverSinglestepScheduler with solver_order 2 and algorithm_type
@@ -15,7 +16,7 @@ reference venv (diffusers 0.42.1, torch 2.15, numpy 2.4, scipy for LMS's quad):
 Nothing is transcribed: every number is what the unmodified diffusers classes
 return, built with SchedulerClass.from_config(config) as a pipeline's scheduler
 swap does. One splice, because diffusers has no such class: euler_a with
-Karras/exponential sigmas is EulerAncestralDiscreteScheduler whose sigmas and
+Karras/exponential/beta sigmas is EulerAncestralDiscreteScheduler whose sigmas and
 timesteps are replaced, after set_timesteps, by those EulerDiscreteScheduler
 computes from the same config (tpumesh's definition of that combination).
 
@@ -106,7 +107,8 @@ def make(name, config):
 
 def set_timesteps(name, s, config, n):
     s.set_timesteps(n)
-    if name == "euler_a" and (config.get("use_karras_sigmas") or config.get("use_exponential_sigmas")):
+    if name == "euler_a" and any(config.get(k) for k in ("use_karras_sigmas", "use_exponential_sigmas",
+                                                           "use_beta_sigmas")):
         e = EulerDiscreteScheduler.from_config(config)
         e.set_timesteps(n)
         s.sigmas = e.sigmas.clone()
@@ -123,12 +125,13 @@ def timesteps_f64(s):
 
 KARRAS = {"use_karras_sigmas": True}
 EXPO = {"use_exponential_sigmas": True}
+BETA = {"use_beta_sigmas": True}
 
 
 def schedule_variants():
     v = []
     for name in ["lms", "euler", "euler_a", "dpmpp_2m", "heun", "dpmpp_2m_sde", "dpmpp_2s_a"]:
-        for sig in [KARRAS, EXPO]:
+        for sig in [KARRAS, EXPO, BETA]:
             for spacing in ["leading", "linspace", "trailing"]:
                 v.append((name, sd(timestep_spacing=spacing, **sig)))
     for name in ["heun", "dpmpp_2m_sde", "dpmpp_2s_a"]:
@@ -148,6 +151,7 @@ def schedule_variants():
     v.append(("dpmpp_2s_a", sd(use_karras_sigmas=True, final_sigmas_type="sigma_min", lambda_min_clipped=-5.1)))
     v.append(("dpmpp_2s_a", sd(timestep_spacing="linspace", lambda_min_clipped=-5.1)))
     v.append(("heun", sd(use_karras_sigmas=True, beta_schedule="squaredcos_cap_v2")))
+    v.append(("euler", sd(use_beta_sigmas=True, sigma_min=0.05, sigma_max=12.0)))
     return v
 
 
@@ -225,6 +229,13 @@ TRAJECTORIES = [
     ("dpmpp_2s_a_heun_v_8", "dpmpp_2s_a", sd(solver_type="heun", prediction_type="v_prediction"), 8),
     ("dpmpp_2s_a_expo_sample_7", "dpmpp_2s_a", sd(prediction_type="sample", **EXPO), 7),
     ("dpmpp_2s_a_sigmamin_nolof_12", "dpmpp_2s_a", sd(final_sigmas_type="sigma_min", lower_order_final=False), 12),
+    ("euler_beta_10", "euler", sd(**BETA), 10),
+    ("euler_a_beta_8", "euler_a", sd(**BETA), 8),
+    ("lms_beta_8", "lms", sd(**BETA), 8),
+    ("dpmpp_2m_beta_12", "dpmpp_2m", sd(**BETA), 12),
+    ("heun_beta_6", "heun", sd(**BETA), 6),
+    ("dpmpp_2m_sde_beta_10", "dpmpp_2m_sde", sd(**BETA), 10),
+    ("dpmpp_2s_a_beta_9", "dpmpp_2s_a", sd(**BETA), 9),
 ]
 
 

@@ -136,7 +136,8 @@ TEST(SamplerRefTest, BetasAreTorch2sWithinAnUlpOrSo) {
 std::string Kind(const std::string& name, const std::string& config) {
   const bool karras = config.find("\"use_karras_sigmas\": true") != std::string::npos;
   const bool expo = config.find("\"use_exponential_sigmas\": true") != std::string::npos;
-  return name + (karras ? " karras" : expo ? " exponential" : "");
+  const bool beta = config.find("\"use_beta_sigmas\": true") != std::string::npos;
+  return name + (karras ? " karras" : expo ? " exponential" : beta ? " beta" : "");
 }
 
 TEST(SamplerRefTest, SchedulesMatchDiffusers) {
@@ -365,9 +366,8 @@ TEST(SamplerConfigTest, WhatStaysUnimplementedIsOneLine) {
     std::string message;
   };
   for (const Case& c : std::vector<Case>{
-           {"euler", R"({"use_beta_sigmas":true})", StatusCode::kUnimplemented, "euler: use_beta_sigmas true"},
-           {"heun", R"({"use_beta_sigmas":true})", StatusCode::kUnimplemented, "heun: use_beta_sigmas true"},
-           {"dpmpp_2s_a", R"({"use_beta_sigmas":true})", StatusCode::kUnimplemented, "use_beta_sigmas"},
+           {"heun", R"({"use_beta_sigmas":true,"use_karras_sigmas":true})", StatusCode::kInvalidArgument,
+            "heun: only one of"},
            {"lms", R"({"use_karras_sigmas":true,"use_exponential_sigmas":true})", StatusCode::kInvalidArgument,
             "only one of use_karras_sigmas"},
            {"dpmpp_2m", R"({"algorithm_type":"sde-dpmsolver"})", StatusCode::kUnimplemented,
@@ -394,6 +394,16 @@ TEST(SamplerNumericsTest, KarrasAndSigmaToT) {
   EXPECT_NEAR(k[2], 0.1, 1e-12);
   const std::vector<double> e = internal::ExponentialSigmas(0.1, 10.0, 3);
   EXPECT_NEAR(e[1], 1.0, 1e-12);
+  // Beta(0.6, 0.6) is symmetric: its median is 1/2, I_x + I_{1-x} = 1; and
+  // I_x(1, 1) = x, I_x(2, 1) = x^2.
+  const std::vector<double> b = internal::BetaSigmas(0.1, 10.0, 3);
+  EXPECT_DOUBLE_EQ(b[0], 10.0);
+  EXPECT_NEAR(b[1], 5.05, 1e-12);
+  EXPECT_DOUBLE_EQ(b[2], 0.1);
+  EXPECT_NEAR(internal::RegularizedIncompleteBeta(0.3, 0.6, 0.6) + internal::RegularizedIncompleteBeta(0.7, 0.6, 0.6),
+              1.0, 1e-14);
+  EXPECT_NEAR(internal::RegularizedIncompleteBeta(0.3, 1, 1), 0.3, 1e-14);
+  EXPECT_NEAR(internal::RegularizedIncompleteBeta(0.3, 2, 1), 0.09, 1e-14);
   // log sigmas 0, 1, 2: sigma e^1.5 sits halfway between t = 1 and t = 2;
   // below the first, t = 0; above the last, t = 2.
   const std::vector<float> ls{0.0f, 1.0f, 2.0f};

@@ -332,8 +332,8 @@ TEST(SchedulerConfigTest, UnimplementedValuesAreReportedByTheSchedulerThatReadsT
   ExpectError(MakeFrom("dpmpp_2m", R"({"algorithm_type":"sde-dpmsolver"})").status(),
               StatusCode::kUnimplemented, {"dpmpp_2m", "algorithm_type", "sde-dpmsolver"});
   EXPECT_TRUE(MakeFrom("euler", R"({"algorithm_type":"sde-dpmsolver"})").ok());  // not Euler's key
-  ExpectError(MakeFrom("euler", R"({"use_beta_sigmas":true})").status(), StatusCode::kUnimplemented,
-              {"euler", "use_beta_sigmas true"});
+  ExpectError(MakeFrom("euler", R"({"interpolation_type":"log_linear"})").status(), StatusCode::kUnimplemented,
+              {"euler", "interpolation_type \"log_linear\""});
   ExpectError(MakeFrom("dpmpp_2m", R"({"use_karras_sigmas":true,"use_exponential_sigmas":true})").status(),
               StatusCode::kInvalidArgument, {"dpmpp_2m", "only one of use_karras_sigmas"});
   EXPECT_TRUE(MakeFrom("pndm", R"({"use_karras_sigmas":true,"skip_prk_steps":true})").ok());
