@@ -46,6 +46,7 @@ TEST(SamplersCliTest, EverySamplerAndScheduleRuns) {
   };
   const std::string karras = " --scheduler-opt use_karras_sigmas=true";
   const std::string expo = " --scheduler-opt use_exponential_sigmas=true";
+  const std::string beta = " --scheduler-opt use_beta_sigmas=true";
   std::vector<Case> cases = {
       {"heun", "--scheduler heun", 5},
       {"dpmpp_2m_sde", "--scheduler dpmpp_2m_sde", 3},
@@ -56,6 +57,7 @@ TEST(SamplersCliTest, EverySamplerAndScheduleRuns) {
     const int calls = name == std::string("heun") ? 5 : 3;
     cases.push_back({name + "_karras", "--scheduler " + name + karras, calls});
     cases.push_back({name + "_expo", "--scheduler " + name + expo, calls});
+    cases.push_back({name + "_beta", "--scheduler " + name + beta, calls});
   }
   cases.push_back({"euler", "--scheduler euler", 3});
   cases.push_back({"euler_karras_bounds", "--scheduler euler" + karras +
@@ -78,6 +80,7 @@ TEST(SamplersCliTest, EverySamplerAndScheduleRuns) {
     const std::string own = Bytes(dir + "/" + name + "/image_00.png");
     EXPECT_NE(own, Bytes(dir + "/" + name + "_karras/image_00.png")) << name;
     EXPECT_NE(own, Bytes(dir + "/" + name + "_expo/image_00.png")) << name;
+    EXPECT_NE(own, Bytes(dir + "/" + name + "_beta/image_00.png")) << name;
   }
   EXPECT_NE(Bytes(dir + "/euler_karras/image_00.png"), Bytes(dir + "/euler_karras_bounds/image_00.png"));
   EXPECT_NE(Bytes(dir + "/dpmpp_2m/image_00.png"), Bytes(dir + "/dpmpp_2m_sde/image_00.png"));
@@ -90,12 +93,15 @@ TEST(SamplersCliTest, UnimplementedKeysAreOneLine) {
     std::string args, message;
   };
   for (const Case& c : std::vector<Case>{
-           {"--scheduler euler --scheduler-opt use_beta_sigmas=true", "euler: use_beta_sigmas true is not implemented"},
+           {"--scheduler euler --scheduler-opt interpolation_type=log_linear",
+            "euler: interpolation_type \"log_linear\" is not implemented"},
            {"--scheduler dpmpp_2m --scheduler-opt algorithm_type=sde-dpmsolver",
             "dpmpp_2m: algorithm_type \"sde-dpmsolver\" is not implemented"},
            {"--scheduler dpmpp_2s_a --scheduler-opt thresholding=true", "dpmpp_2s_a: thresholding true"},
            {"--scheduler lms --scheduler-opt use_karras_sigmas=true --scheduler-opt use_exponential_sigmas=true",
             "only one of use_karras_sigmas, use_exponential_sigmas and use_beta_sigmas"},
+           {"--scheduler heun --scheduler-opt use_beta_sigmas=true --scheduler-opt use_karras_sigmas=true",
+            "heun: only one of"},
            {"--scheduler euler --scheduler-opt sigma_min=0", "sigma_min 0 must be null or above 0"},
            {"--scheduler heun --scheduler-opt use_karras_sigmas=maybe", "use_karras_sigmas \"maybe\""},
        }) {
