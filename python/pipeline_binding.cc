@@ -51,7 +51,13 @@ pipeline::GenerateRequest RequestFrom(const py::dict& kw) {
   if (auto v = get("target_size")) f.target_size = v->cast<std::string>();
   if (auto v = get("negative_prompts")) r.negative_prompts = v->cast<std::vector<std::string>>();
   if (auto v = get("keep_ops")) r.keep_ops = v->cast<bool>();
-  return ValueOrThrow(tools::ParseRequestFlags(f));
+  tools::ImageInputFlags images;
+  if (auto v = get("init_images")) images.init_images = v->cast<std::vector<std::string>>();
+  if (auto v = get("masks")) images.masks = v->cast<std::vector<std::string>>();
+  if (auto v = get("strength")) images.strength = v->cast<double>();
+  pipeline::GenerateRequest parsed = ValueOrThrow(tools::ParseRequestFlags(f));
+  ThrowIfError(tools::ReadImageInputs(images, &parsed), ErrorKind::kFile);
+  return parsed;
 }
 
 // One generate call's outputs, with what encoding its PNGs needs.

@@ -112,3 +112,24 @@ def test_other_python_threads_run_during_generate(pipe):
     stop.set()
     t.join()
     assert len(ticks) > 10  # the GIL was released while the devices computed
+
+
+def test_img2img_and_inpainting_equal_the_cli(pipe, cli_run, tpumesh_bin, tmp_path):
+    # generate's --init-image / --mask / --strength as keywords: the same PNG bytes.
+    init = str(cli_run / "img" / "image_00.png")
+    mask = str(pathlib.Path(__file__).resolve().parents[2] / "docs" / "images" / "readme-mask.png")
+    for extra, kwargs in ((["--strength", "0.6"], {"strength": 0.6}), (["--mask", mask], {"mask": mask})):
+        out = tmp_path / ("inpaint" if "mask" in kwargs else "i2i")
+        subprocess.run([tpumesh_bin, "generate", "-p", "a white square on a blue background", "--steps", "10",
+                        "--init-image", init, *extra, "-o", str(out), "-q"], check=True, capture_output=True)
+        got = pipe.generate("a white square on a blue background", steps=10, init_image=init, **kwargs).pngs()
+        for name in sorted(p.name for p in out.iterdir()):
+            assert got[name] == (out / name).read_bytes(), name
+    with pytest.raises(ValueError, match="strength"):
+        pipe.generate(PROMPT, steps=4, init_image=init, strength=1.5)
+    with pytest.raises(ValueError, match="--mask needs --init-image"):
+        pipe.generate(PROMPT, steps=4, mask=mask)
+    with pytest.raises(FileNotFoundError):
+        pipe.generate(PROMPT, steps=4, init_image="/nonexistent.png")
+    with pytest.raises(TypeError, match="init_image"):
+        pipe.generate(PROMPT, steps=4, init_image=3)

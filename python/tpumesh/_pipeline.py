@@ -42,6 +42,22 @@ def _request(steps, guidance, scheduler, scheduler_opts, height, width, batch_pe
     }
 
 
+def _paths(name, value):
+    """None, a path, or a list of paths -> a list of str (or None)."""
+    if value is None:
+        return None
+    if isinstance(value, (str, os.PathLike)):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name} takes a PNG path or a list of them, not {type(value).__name__}")
+    out = []
+    for v in value:
+        if not isinstance(v, (str, os.PathLike)):
+            raise TypeError(f"{name} takes a PNG path or a list of them, not {type(v).__name__}")
+        out.append(_check_readable(v))
+    return out
+
+
 def _seed_text(seed):
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be a whole number from 0 to 2**64 - 1, not {seed!r}")
@@ -140,15 +156,18 @@ class Pipeline:
                  model_axis_along="x", threads_per_device=0, dataflow=None, vmem_mib=None, negative_prompts=None,
                  guidance=None, scheduler=None, scheduler_opts=None, height=None, width=None, batch_per_device=1,
                  precision="default", prng=None, latents=None, original_size=None, crops_coords_top_left=None,
-                 target_size=None, trace=False, warn_unknown_words=True):
+                 target_size=None, init_image=None, mask=None, strength=None, trace=False,
+                 warn_unknown_words=True):
         """Text to image over the mesh: `tpumesh generate`'s flow and bits.
 
         prompts: one string for every image, or one per image (devices x
         batch_per_device). mesh: "data=8" (the default: 8 devices) or
         "data=D,model=M". prng: "partitionable" or "original" (default:
         tpumesh.config). latents: float32 [B, 4, h, w] to start from.
-        trace=True keeps every op for result.trace(). The other keywords are
-        generate's flags (docs/cli.md).
+        init_image, mask: img2img and inpainting, as generate's --init-image
+        and --mask (a PNG path, or a list of one per image); strength: in
+        (0, 1] (default: the pipeline's). trace=True keeps every op for
+        result.trace(). The other keywords are generate's flags (docs/cli.md).
         """
         if isinstance(prompts, str):
             prompts = [prompts]
@@ -158,6 +177,9 @@ class Pipeline:
         spec = mesh_spec(chip, devices, mesh, topology, model_axis_along, threads_per_device, dataflow, vmem_mib)
         request = _request(steps, guidance, scheduler, scheduler_opts, height, width, batch_per_device, precision,
                            negative_prompts, original_size, crops_coords_top_left, target_size, bool(trace))
+        request["init_images"] = _paths("init_image", init_image)
+        request["masks"] = _paths("mask", mask)
+        request["strength"] = strength
         if warn_unknown_words:
             self._warn_unknown(spec, prompts + list(request["negative_prompts"] or []))
         out = self._impl.generate(spec, prompts, request, _seed_text(seed), prng or config.prng_impl(), latents)
