@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -59,7 +60,8 @@ std::string SgmResnet(const std::string& rest) {
 
 // A kohya UNet path in the SGM (LDM) layout -> the diffusers path,
 // underscored, as diffusers' _maybe_map_sgm_blocks_to_diffusers and
-// _convert_unet_lora_key map it; nullopt when `raw` is not SGM.
+// _convert_unet_lora_key map it (two candidates "A|B" where the layout
+// alone cannot tell); nullopt when `raw` is not SGM.
 // lpb: the UNet's layers_per_block (the up blocks have lpb + 1 layers).
 std::optional<std::string> SgmToDiffusers(const std::string& raw, int lpb) {
   static const std::map<std::string, std::string> kTop = {
@@ -98,7 +100,9 @@ std::optional<std::string> SgmToDiffusers(const std::string& raw, int lpb) {
   }
   const std::string b = "up_blocks_" + std::to_string(i / (lpb + 1)) + "_";
   if (j == 0) return b + "resnets_" + l + "_" + SgmResnet(rest);
-  if (j == 1) return b + "attentions_" + l + "_" + rest;
+  // In an up block without attentions (SD 1.x's first) the upsampler is
+  // layer 1: diffusers maps it to attentions (no such module); tried second.
+  if (j == 1) return b + "attentions_" + l + "_" + rest + "|" + b + "upsamplers_0_" + rest;
   if (j == 2) return b + "upsamplers_0_" + rest;
   return raw;
 }
@@ -412,13 +416,18 @@ StatusOr<LoraSet> LoraSet::Open(const std::vector<LoraSpec>& specs, const LoraTa
       // The module's weight in the model.
       std::string weight;
       if (kohya) {
-        std::string path = e.path;
+        std::string paths = e.path;
         if (e.component == "unet")
-          if (auto sgm = SgmToDiffusers(path, lpb)) path = *sgm;
-        auto it = kohya_names[e.component].find(path);
-        if (it != kohya_names[e.component].end()) weight = it->second;
-        if (it != kohya_names[e.component].end() && weight.empty())
-          return bad(any, "names more than one module of the model's " + e.component);
+          if (auto sgm = SgmToDiffusers(e.path, lpb)) paths = *sgm;
+        const auto& names = kohya_names[e.component];
+        for (size_t begin = 0; weight.empty() && begin <= paths.size();) {
+          const size_t bar = std::min(paths.find('|', begin), paths.size());
+          auto it = names.find(paths.substr(begin, bar - begin));
+          if (it != names.end() && it->second.empty())
+            return bad(any, "names more than one module of the model's " + e.component);
+          if (it != names.end()) weight = it->second;
+          begin = bar + 1;
+        }
       } else {
         for (const std::string& w : {e.path + ".weight", "text_model." + e.path + ".weight"})
           if (comp->second.count(w)) {

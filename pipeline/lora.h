@@ -26,7 +26,9 @@
 //   in_layers_2 / out_layers_3 / emb_layers_1 / skip_connection, op,
 //   time_embed_N, label_emb_0_N, input_blocks_0_0 = conv_in, out_2 =
 //   conv_out), mapped as diffusers' _maybe_map_sgm_blocks_to_diffusers with
-//   the model's layers_per_block. alpha: the module's .alpha (a scalar);
+//   the model's layers_per_block (for every family: diffusers maps them in
+//   its SDXL pipeline only; output_blocks_N_1_conv is the upsampler of an up
+//   block without attentions, as in SD 1.x's LDM layout). alpha: the module's .alpha (a scalar);
 //   without any .alpha in a component, alpha = rank. One deviation from
 //   diffusers 0.42.1, on purpose: diffusers applies a module's own alpha only
 //   where its renamed key happens to match the module (resnet convs,

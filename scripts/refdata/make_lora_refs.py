@@ -38,6 +38,9 @@ f32 [n], the scale of each LoRA in order):
               unet.*.lora.down, text_encoder.*.q_proj.lora_linear_layer.down), no
               alphas (alpha = rank); scale 0.625
   sd_two      sd_kohya_1 (scale 0.75) then sd_peft_2 (scale -0.5) on tiny-sd-b
+  sd_kohya_sgm.safetensors  sd_kohya's tensors under the SGM UNet names (its
+              up_blocks.0 upsampler as output_blocks_1_1_conv, as SD 1.x's LDM
+              layout has it): no .h5, tpumesh must fuse it as sd_kohya
   sdxl_kohya  tiny-sdxl-b, kohya's SDXL names: the UNet in the SGM layout
               (lora_unet_input_blocks_4_1_transformer_blocks_0_attn1_to_q,
               ..._in_layers_2, label_emb_0_0, out_2), lora_te1_* and
@@ -94,9 +97,10 @@ def targets(module, text):
                 out.append((name, m))
         elif isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)):
             # The data stays small: the first module of each kind (to_q,
-            # conv1, downsamplers.0.conv, ...) and an eighth of the others.
+            # conv1, ...), every down- and upsampler (their SGM names depend
+            # on the block) and an eighth of the others.
             kind = ".".join(p for p in name.split(".")[-2:] if not p.isdigit())
-            if kind not in kinds or zlib.crc32(name.encode()) % 8 == 0:
+            if kind not in kinds or "samplers" in name or zlib.crc32(name.encode()) % 8 == 0:
                 kinds.add(kind)
                 out.append((name, m))
     return out
@@ -125,8 +129,10 @@ def is_kxk(m):
     return isinstance(m, torch.nn.Conv2d) and tuple(m.weight.shape[2:]) != (1, 1)
 
 
-def sgm_name(name, lpb):
-    """A diffusers UNet module name in the SGM (LDM) layout kohya uses for SDXL."""
+def sgm_name(name, lpb, up_attn=None):
+    """A diffusers UNet module name in the SGM (LDM) layout kohya uses for SDXL
+    (up_attn: whether each up block has attentions; without, its upsampler is
+    layer 1, as in SD 1.x's LDM checkpoints)."""
     p = name.split(".")
     inner = {"conv1": "in_layers.2", "conv2": "out_layers.3", "time_emb_proj": "emb_layers.1",
              "conv_shortcut": "skip_connection"}
@@ -153,7 +159,8 @@ def sgm_name(name, lpb):
     if p[0] == "up_blocks":
         b = int(p[1])
         if p[2] == "upsamplers":
-            return f"output_blocks.{b * (lpb + 1) + lpb}.2.conv"
+            layer = 2 if up_attn is None or up_attn[b] else 1
+            return f"output_blocks.{b * (lpb + 1) + lpb}.{layer}.conv"
         i = b * (lpb + 1) + int(p[3])
         if p[2] == "resnets":
             return f"output_blocks.{i}.0." + inner[p[4]]
@@ -327,6 +334,25 @@ def run_case(out_dir, name, specs):
     print(f"{name}: {sum(len(v) for v in touched.values())} weights, diffusers vs float64 {worst:.2e}")
 
 
+def sgm_copy(out_dir, src, dst, unet):
+    """src's tensors under SGM UNet names (kohya's layout for SDXL, here for
+    the SD model): tpumesh must fuse them as src's. diffusers maps SGM names
+    only in its SDXL pipeline, so the reference is src's."""
+    from safetensors.torch import load_file
+    lpb = unet.config.layers_per_block
+    up_attn = ["CrossAttn" in t for t in unet.config.up_block_types]
+    names = {n.replace(".", "_"): sgm_name(n, lpb, up_attn).replace(".", "_")
+             for n, m in unet.named_modules() if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))}
+    out = {}
+    for k, v in load_file(os.path.join(out_dir, src)).items():
+        if k.startswith("lora_unet_"):
+            module, rest = k[len("lora_unet_"):].split(".", 1)
+            k = "lora_unet_" + names[module] + "." + rest
+        out[k] = v
+    save_file(out, os.path.join(out_dir, dst), metadata={"format": "pt"})
+    print(f"{dst}: {src} under SGM UNet names")
+
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, "tests/data/lora")
     os.makedirs(out_dir, exist_ok=True)
@@ -334,6 +360,8 @@ def main():
     for name, specs in CASES.items():
         if not only or name in only:
             run_case(out_dir, name, specs)
+    if not only or "sd_kohya" in only:
+        sgm_copy(out_dir, "sd_kohya.safetensors", "sd_kohya_sgm.safetensors", load_sd().unet)
 
 
 if __name__ == "__main__":

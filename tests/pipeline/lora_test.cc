@@ -94,6 +94,7 @@ std::map<std::string, std::vector<models::ParamMap>> Loaded(const std::string& m
 }
 
 struct Case {
+  std::string label;               // the test's
   std::string name;                // tests/data/lora/NAME.h5
   std::vector<std::string> files;  // the LoRAs, fused in order
   bool sdxl;
@@ -139,7 +140,7 @@ TEST_P(LoraParityTest, FusedWeightsMatchDiffusers) {
       for (int64_t i = 0; i < a.num_elements(); ++i)
         worst = std::max(worst, std::fabs(double(a.data<float>()[i]) - want->data<float>()[i]));
     }
-    std::printf("%s %s: %zu fused weights, max |tpumesh - diffusers| %.3g\n", c.name.c_str(), comp.c_str(),
+    std::printf("%s %s: %zu fused weights, max |tpumesh - diffusers| %.3g\n", c.label.c_str(), comp.c_str(),
                 touched.size(), worst);
     EXPECT_LE(worst, 1e-6) << c.name << " " << comp;
   }
@@ -147,13 +148,15 @@ TEST_P(LoraParityTest, FusedWeightsMatchDiffusers) {
 
 INSTANTIATE_TEST_SUITE_P(
     Formats, LoraParityTest,
-    ::testing::Values(Case{"sd_kohya", {"sd_kohya.safetensors"}, false},
-                      Case{"sd_peft", {"sd_peft.safetensors"}, false},
-                      Case{"sd_old", {"sd_old.safetensors"}, false},
-                      Case{"sd_two", {"sd_two_1.safetensors", "sd_two_2.safetensors"}, false},
-                      Case{"sdxl_kohya", {"sdxl_kohya.safetensors"}, true},
-                      Case{"sdxl_peft", {"sdxl_peft.safetensors"}, true}),
-    [](const auto& info) { return info.param.name; });
+    ::testing::Values(Case{"sd_kohya", "sd_kohya", {"sd_kohya.safetensors"}, false},
+                      Case{"sd_peft", "sd_peft", {"sd_peft.safetensors"}, false},
+                      Case{"sd_old", "sd_old", {"sd_old.safetensors"}, false},
+                      Case{"sd_two", "sd_two", {"sd_two_1.safetensors", "sd_two_2.safetensors"}, false},
+                      // sd_kohya's tensors under SGM UNet names: the same weights.
+                      Case{"sd_kohya_sgm", "sd_kohya", {"sd_kohya_sgm.safetensors"}, false},
+                      Case{"sdxl_kohya", "sdxl_kohya", {"sdxl_kohya.safetensors"}, true},
+                      Case{"sdxl_peft", "sdxl_peft", {"sdxl_peft.safetensors"}, true}),
+    [](const auto& info) { return info.param.label; });
 
 // Under model=2 each rank holds its share of the fused weight: the slices
 // the loader cuts from the whole fused weight along the split dimension.
