@@ -31,6 +31,73 @@ StatusOr<std::string> ReadJsonFile(const fs::path& p) {
   return text;
 }
 
+// A tokenizer folder as transformers >= 5 saves it (tokenizer.json, the
+// tokenizers library's file, and tokenizer_config.json without the added
+// tokens): the vocab.json, merges.txt and tokenizer_config.json (with
+// added_tokens_decoder from tokenizer.json's added_tokens) transformers 4.x
+// wrote for the same tokenizer, as (file, text) pairs.
+StatusOr<std::vector<std::pair<std::string, std::string>>> FromTokenizerJson(const fs::path& dir) {
+  const fs::path p = dir / "tokenizer.json";
+  TPUMESH_ASSIGN_OR_RETURN(std::string text, ReadJsonFile(p));
+  const auto j = nlohmann::json::parse(text);
+  const auto* model = j.is_object() && j.contains("model") && j["model"].is_object() ? &j["model"] : nullptr;
+  if (!model || model->value("type", "") != "BPE" || !model->contains("vocab") || !(*model)["vocab"].is_object() ||
+      !model->contains("merges") || !(*model)["merges"].is_array() ||
+      !(*model)["end_of_word_suffix"].is_string() || (*model)["end_of_word_suffix"] != "</w>")
+    return InvalidArgumentError(p.string() + ": not a CLIP BPE tokenizer (model.type BPE with vocab, merges and "
+                                "end_of_word_suffix \"</w>\")");
+  std::string merges = "#version: 0.2\n";
+  for (const auto& m : (*model)["merges"]) {
+    if (m.is_string()) {
+      merges += m.get<std::string>() + "\n";
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      merges += m[0].get<std::string>() + " " + m[1].get<std::string>() + "\n";
+    } else {
+      return InvalidArgumentError(p.string() + ": a merge that is neither \"a b\" nor [a, b]");
+    }
+  }
+  nlohmann::json config = nlohmann::json::object();
+  if (fs::exists(dir / "tokenizer_config.json")) {
+    TPUMESH_ASSIGN_OR_RETURN(std::string c, ReadJsonFile(dir / "tokenizer_config.json"));
+    config = nlohmann::json::parse(c);
+    if (!config.is_object()) return InvalidArgumentError((dir / "tokenizer_config.json").string() + ": not a JSON object");
+  }
+  if (!config.contains("added_tokens_decoder") && j.contains("added_tokens") && j["added_tokens"].is_array()) {
+    nlohmann::json added = nlohmann::json::object();
+    for (const auto& t : j["added_tokens"]) {
+      if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() || !t.contains("content") ||
+          !t["content"].is_string())
+        return InvalidArgumentError(p.string() + ": an added token without an integer id and a content");
+      nlohmann::json e = {{"content", t["content"]}};
+      for (const char* k : {"lstrip", "normalized", "rstrip", "single_word", "special"})
+        if (t.contains(k)) e[k] = t[k];
+      added[std::to_string(t["id"].get<int64_t>())] = e;
+    }
+    config["added_tokens_decoder"] = added;
+  }
+  return std::vector<std::pair<std::string, std::string>>{
+      {"vocab.json", (*model)["vocab"].dump()}, {"merges.txt", merges}, {"tokenizer_config.json", config.dump(2)}};
+}
+
+// transformers >= 5.6 saves a CLIPTextModel's parameters without their
+// "text_model." prefix; the model file keeps the 4.x names (the manifest's).
+// The file name -> model name of each tensor of a text encoder's weights.
+std::map<std::string, std::string> TextEncoderNames(const SafetensorsFile& f) {
+  std::map<std::string, std::string> names;
+  bool flat = false, prefixed = false;
+  for (const SafetensorsEntry& e : f.entries()) {
+    prefixed |= e.name.rfind("text_model.", 0) == 0;
+    for (const char* p : {"embeddings.", "encoder.", "final_layer_norm."}) flat |= e.name.rfind(p, 0) == 0;
+  }
+  for (const SafetensorsEntry& e : f.entries()) {
+    bool add = false;
+    if (flat && !prefixed)
+      for (const char* p : {"embeddings.", "encoder.", "final_layer_norm."}) add |= e.name.rfind(p, 0) == 0;
+    names[e.name] = add ? "text_model." + e.name : e.name;
+  }
+  return names;
+}
+
 struct Component {
   const char* name;
   const char* weights;  // file inside the component folder
@@ -83,6 +150,16 @@ StatusOr<DiffusersTexts> ReadDiffusersTexts(const std::string& folder) {
   };
   for (const std::string tok : {"tokenizer", "tokenizer_2"}) {
     if (tok == "tokenizer_2" && sdxl.empty()) continue;
+    if ((!fs::exists(root / tok / "vocab.json") || !fs::exists(root / tok / "merges.txt")) &&
+        fs::exists(root / tok / "tokenizer.json")) {
+      TPUMESH_ASSIGN_OR_RETURN(auto files, FromTokenizerJson(root / tok));
+      for (auto& [f, t] : files) d.texts.emplace_back(tok + "/" + f, std::move(t));
+      if (fs::exists(root / tok / "special_tokens_map.json")) {
+        TPUMESH_ASSIGN_OR_RETURN(std::string t, ReadJsonFile(root / tok / "special_tokens_map.json"));
+        d.texts.emplace_back(tok + "/special_tokens_map.json", std::move(t));
+      }
+      continue;
+    }
     for (const char* f : {"vocab.json", "merges.txt", "special_tokens_map.json", "tokenizer_config.json"}) {
       const fs::path p = root / tok / f;
       const bool required = std::string(f) == "vocab.json" || std::string(f) == "merges.txt";
@@ -153,6 +230,7 @@ StatusOr<ConvertStats> ConvertDiffusersFolder(
   TPUMESH_ASSIGN_OR_RETURN(DiffusersTexts d, ReadDiffusersTexts(folder));
   std::vector<const Component*> present;
   std::vector<SafetensorsFile> weights;
+  std::vector<std::map<std::string, std::string>> names;  // file -> model name, per component
   for (const auto& [name, text] : d.configs) {
     const Component* c = nullptr;
     for (const Component& k : kComponents)
@@ -162,6 +240,13 @@ StatusOr<ConvertStats> ConvertDiffusersFolder(
     if (!fs::exists(w))
       return NotFoundError(w.string() + ": missing (only safetensors weights are read)");
     TPUMESH_ASSIGN_OR_RETURN(SafetensorsFile f, SafetensorsFile::Open(w.string()));
+    std::map<std::string, std::string> n;
+    if (std::string(c->name).rfind("text_encoder", 0) == 0) {
+      n = TextEncoderNames(f);
+    } else {
+      for (const SafetensorsEntry& e : f.entries()) n[e.name] = e.name;
+    }
+    names.push_back(std::move(n));
     weights.push_back(std::move(f));
   }
 
@@ -175,7 +260,7 @@ StatusOr<ConvertStats> ConvertDiffusersFolder(
         if (i == present.size()) return NotFoundError(folder + ": no " + component + " folder");
         const std::string file = (root / component / present[i]->weights).string();
         std::map<std::string, const SafetensorsEntry*> by_name;
-        for (const SafetensorsEntry& e : weights[i].entries()) by_name[e.name] = &e;
+        for (const SafetensorsEntry& e : weights[i].entries()) by_name[names[i].at(e.name)] = &e;
         for (const models::ParamSpec& p : manifest) {
           auto it = by_name.find(p.name);
           if (it == by_name.end())
@@ -211,7 +296,7 @@ StatusOr<ConvertStats> ConvertDiffusersFolder(
       }
       TPUMESH_ASSIGN_OR_RETURN(mesh::Array a, weights[i].Read(e.name, dtype));
       TPUMESH_RETURN_IF_ERROR(CheckFiniteTensor((root / comp / present[i]->weights).string() + ": tensor " + e.name, a));
-      TPUMESH_RETURN_IF_ERROR(out->WriteTensor(comp, e.name, a, dtype));
+      TPUMESH_RETURN_IF_ERROR(out->WriteTensor(comp, names[i].at(e.name), a, dtype));
       ++stats.tensors;
       stats.parameters += a.num_elements();
       stats.bytes_written += a.size_bytes();

@@ -2,6 +2,13 @@
 // text_encoder/, unet/, vae/, tokenizer/, scheduler/) into one tpumesh model
 // file (model_file.h).
 //
+// Folders as transformers >= 5.6 saves them are read too: a CLIPTextModel's
+// parameters without their "text_model." prefix get it back (the model file
+// keeps transformers 4.x names), and a tokenizer folder holding only
+// tokenizer.json (+ tokenizer_config.json) gives the vocab.json, merges.txt
+// and tokenizer_config.json (added_tokens_decoder from tokenizer.json's
+// added_tokens) that 4.x wrote.
+//
 // Contract: every required file is checked to exist and parse before the
 // output is created; tensors stream from safetensors to HDF5 one at a time;
 // the output appears only when complete (the writer's temp-file + rename).
@@ -41,8 +48,8 @@ StatusOr<ConvertStats> ConvertDiffusersFolder(
 // Everything a diffusers folder holds besides its weights: model_index.json,
 // the scheduler config, each component's config.json (in the order
 // text_encoder, text_encoder_2 (SDXL), unet, vae), the tokenizer files
-// (vocab.json and merges.txt required, the two JSON configs optional) and a
-// training record, each checked to exist and parse. `tpumesh convert`'s
+// (vocab.json and merges.txt required, or tokenizer.json; the two JSON
+// configs optional) and a training record, each checked to exist and parse. `tpumesh convert`'s
 // --config reads a folder's configs through this.
 struct DiffusersTexts {
   std::string origin;          // the folder or architecture, for errors

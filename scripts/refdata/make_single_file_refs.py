@@ -325,24 +325,6 @@ def ldm_file(root, kind, gen):
     return out
 
 
-def legacy_names(saved, root, kind):
-    """Two renamings, no value changed. transformers >= 5.6 saves a
-    CLIPTextModel's parameters without their "text_model." prefix and a
-    tokenizer as tokenizer.json only; `tpumesh convert` reads a diffusers
-    folder as transformers 4.x wrote it (text_model.* names, vocab.json and
-    merges.txt). So the saved text_encoder's names get the prefix back (the
-    names transformers 5.24 itself loads) and the tokenizer folders are the
-    tiny folder's (the files from_single_file's tokenizer was loaded from)."""
-    p = os.path.join(saved, "text_encoder", "model.safetensors")
-    sd = load_file(p)
-    sd = {(k if k.startswith("text_model.") else "text_model." + k): v for k, v in sd.items()}
-    save_file(sd, p, metadata={"format": "pt"})
-    for tok in ("tokenizer", "tokenizer_2"):
-        if os.path.isdir(os.path.join(root, tok)):
-            shutil.rmtree(os.path.join(saved, tok))
-            shutil.copytree(os.path.join(root, tok), os.path.join(saved, tok))
-
-
 def builtin_configs():
     """The built-in architectures' config texts (models/architectures.cc)."""
     src = open(os.path.join(REPO, "models/architectures.cc")).read()
@@ -463,7 +445,6 @@ def main():
               f"{len(sd)} entries in the single file, every parameter equal")
         saved = os.path.join(out_dir, kind)
         pipe.save_pretrained(saved, safe_serialization=True)
-        legacy_names(saved, root, kind)
     shutil.rmtree(tmp)
     with open(os.path.join(out_dir, "layouts.json"), "w") as f:
         json.dump(full_size_layouts(), f, separators=(",", ":"))
@@ -485,10 +466,8 @@ transformers {transformers} and torch {torch}.
 - `sd1/`, `sd2/`, `sdxl/`: `<Pipeline>.from_single_file(<name>.safetensors, config=<tiny folder>,
   torch_dtype=<the file's dtype>)` saved with `save_pretrained`: the expected side of
   tests/pipeline/single_file_test.cc, and the `--config` folder of `tpumesh convert <name>.safetensors`.
-  Two renamings after save_pretrained, no value changed (the script's legacy_names): the text encoder's
-  parameters get back the `text_model.` prefix that transformers >= 5.6 drops when saving a
-  CLIPTextModel, and the tokenizer folders are the tiny folder's vocab.json/merges.txt (transformers 5
-  saves tokenizer.json only); `tpumesh convert` reads folders as transformers 4.x wrote them.
+  As transformers 5 saves them: the text encoder's parameters without the `text_model.` prefix (a
+  CLIPTextModel since transformers 5.6), the tokenizers as tokenizer.json + tokenizer_config.json.
 
 - `layouts.json`: {{arch: [[name, dtype, shape], ...]}} of full-size SD 1.5, SD 2.1 and SDXL base single
   files (the built-in architectures' configs through the same inverse mapping, on torch's meta device; no

@@ -455,6 +455,32 @@ TEST(SingleFileTest, NineInputChannelsIsAnInpaintingModel) {
   EXPECT_THAT(plan.status().message(), HasSubstr("an InstructPix2Pix checkpoint"));
 }
 
+// A folder as transformers 5 saves it (tests/data/single-file/sdxl: the
+// tokenizers as tokenizer.json only): the texts convert derives tokenize as
+// the files the tokenizers were loaded from (tests/data/tiny-sdxl-b), the
+// "!" of tokenizer_2 split out as an added token.
+TEST(SingleFileTest, TokenizerJsonFolderTokenizesAsItsSource) {
+  auto d = ReadDiffusersTexts(kData + "/sdxl");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  std::map<std::string, std::string> t(d->texts.begin(), d->texts.end());
+  for (const std::string tok : {"tokenizer", "tokenizer_2"}) {
+    ASSERT_TRUE(t.count(tok + "/vocab.json") && t.count(tok + "/merges.txt")) << tok;
+    auto ours = ClipTokenizer::FromStrings(ClipTokenizerTexts{t[tok + "/vocab.json"], t[tok + "/merges.txt"],
+                                                              t[tok + "/special_tokens_map.json"],
+                                                              t[tok + "/tokenizer_config.json"]},
+                                           tok);
+    ASSERT_TRUE(ours.ok()) << ours.status().ToString();
+    auto source = ClipTokenizer::FromFolder(std::string(TPUMESH_TEST_DATA_DIR) + "/tiny-sdxl-b/" + tok);
+    ASSERT_TRUE(source.ok()) << source.status().ToString();
+    for (const char* prompt : {"a red circle on a blue background", "", "hello! world!!", "Caf\u00e9 <|endoftext|> x"}) {
+      auto a = ours->EncodePadded(prompt);
+      auto b = source->EncodePadded(prompt);
+      ASSERT_TRUE(a.ok() && b.ok()) << prompt;
+      EXPECT_EQ(*a, *b) << tok << ": " << prompt;
+    }
+  }
+}
+
 // The embedded vocabulary is the published one: merges.txt byte for byte,
 // vocab.json entry for entry, and the ids transformers' CLIPTokenizer gives.
 TEST(ClipVocabTest, EmbeddedVocabularyIsOpenAiClips) {
