@@ -45,6 +45,9 @@ f32 [n], the scale of each LoRA in order):
               (lora_unet_input_blocks_4_1_transformer_blocks_0_attn1_to_q,
               ..._in_layers_2, label_emb_0_0, out_2), lora_te1_* and
               lora_te2_*; rank 4 alpha 1 / conv rank 3 alpha 6; scale 1.5
+  sdxl_kohya_bf16.h5  sdxl_kohya.safetensors at 1.5 fused by diffusers into
+              tiny-sdxl-b loaded in bfloat16 (the weights sdxl_kohya touches,
+              their bf16 bits as uint16, dtype="bfloat16", gzip'ed)
   sdxl_peft   tiny-sdxl-b, unet.*, text_encoder.*, text_encoder_2.* (with
               text_projection) and metadata (r 4, lora_alpha 2); scale 0.75
 """
@@ -98,9 +101,9 @@ def targets(module, text):
         elif isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)):
             # The data stays small: the first module of each kind (to_q,
             # conv1, ...), every down- and upsampler (their SGM names depend
-            # on the block) and an eighth of the others.
+            # on the block) and a sixteenth of the others.
             kind = ".".join(p for p in name.split(".")[-2:] if not p.isdigit())
-            if kind not in kinds or "samplers" in name or zlib.crc32(name.encode()) % 8 == 0:
+            if kind not in kinds or "samplers" in name or zlib.crc32(name.encode()) % 16 == 0:
                 kinds.add(kind)
                 out.append((name, m))
     return out
@@ -353,6 +356,36 @@ def sgm_copy(out_dir, src, dst, unet):
     print(f"{dst}: {src} under SGM UNet names")
 
 
+def bf16_case(out_dir):
+    """sdxl_kohya_bf16.h5: sdxl_kohya.safetensors (scale 1.5) fused by diffusers
+    into the tiny SDXL loaded in bfloat16 (peft fuses a bf16 layer in f32 and
+    rounds), the touched weights (those of sdxl_kohya.h5) as their bf16 bits
+    (uint16 with the attribute dtype="bfloat16", as tpumesh model files store
+    bf16), gzip'ed."""
+    from diffusers import StableDiffusionXLPipeline
+    pipe = StableDiffusionXLPipeline.from_pretrained(SDXL, torch_dtype=torch.bfloat16)
+    pipe.load_lora_weights(os.path.join(out_dir, "sdxl_kohya.safetensors"))
+    pipe.fuse_lora(lora_scale=1.5)
+    pipe.unload_lora_weights()
+    after = state(pipe)
+    with h5py.File(os.path.join(out_dir, "sdxl_kohya.h5"), "r") as ref, \
+            h5py.File(os.path.join(out_dir, "sdxl_kohya_bf16.h5"), "w") as h:
+        comps = [c.decode() if isinstance(c, bytes) else c for c in ref["components"][()]]
+        h.create_dataset("components", data=np.array(comps, dtype=h5py.string_dtype()))
+        h.create_dataset("scales", data=np.array([1.5], dtype=np.float32))
+        n = 0
+        for comp in comps:
+            names = [x.decode() if isinstance(x, bytes) else x for x in ref[f"{comp}_names"][()]]
+            h.create_dataset(f"{comp}_names", data=np.array(names, dtype=h5py.string_dtype()))
+            for k in names:
+                bits = after[comp][k].contiguous().view(torch.int16).numpy().view(np.uint16)
+                h.create_dataset(f"{comp}/{k}", data=bits, compression="gzip")
+                h[f"{comp}/{k}"].attrs["dtype"] = "bfloat16"
+                n += 1
+        h.attrs["made_by"] = "scripts/refdata/make_lora_refs.py"
+    print(f"sdxl_kohya_bf16: {n} weights fused in bfloat16")
+
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, "tests/data/lora")
     os.makedirs(out_dir, exist_ok=True)
@@ -362,6 +395,8 @@ def main():
             run_case(out_dir, name, specs)
     if not only or "sd_kohya" in only:
         sgm_copy(out_dir, "sd_kohya.safetensors", "sd_kohya_sgm.safetensors", load_sd().unet)
+    if not only or "sdxl_kohya" in only or "sdxl_kohya_bf16" in only:
+        bf16_case(out_dir)
 
 
 if __name__ == "__main__":

@@ -158,6 +158,44 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"sdxl_peft", "sdxl_peft", {"sdxl_peft.safetensors"}, true}),
     [](const auto& info) { return info.param.label; });
 
+// A bf16 model file: the fused weights against diffusers' fusion into the
+// pipeline loaded in bfloat16 (peft: the LoRA cast to bf16, the delta in f32
+// rounded to bf16, the sum rounded), bf16 bits for bf16 bits.
+TEST(LoraBf16Test, FusedBf16WeightsMatchDiffusersInBfloat16) {
+  const std::string model = tpumesh::testing::ProcessTempDir() + "/lora_tiny_sdxl_b_bf16.h5";
+  ASSERT_TRUE(ConvertDiffusersFolder(std::string(TPUMESH_TEST_DATA_DIR) + "/tiny-sdxl-b", model, mesh::DType::kBF16).ok());
+  const std::string ref = kData + "sdxl_kohya_bf16.h5";
+  auto set = OpenFor(model, {{kData + "sdxl_kohya.safetensors", 1.5}});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  const auto fused = Loaded(model, &*set);
+  auto components = H5ReadStrings(ref, "components");
+  ASSERT_TRUE(components.ok()) << components.status().ToString();
+  int64_t values = 0, off = 0;
+  for (const std::string& comp : *components) {
+    auto names = H5ReadStrings(ref, comp + "_names");
+    ASSERT_TRUE(names.ok());
+    for (const std::string& name : *names) {
+      const Array& a = fused.at(comp)[0][name];
+      ASSERT_EQ(a.dtype(), mesh::DType::kBF16) << name;
+      auto want = H5ReadRaw(ref, comp + "/" + name);
+      ASSERT_TRUE(want.ok()) << want.status().ToString();
+      ASSERT_EQ(want->dtype, "bfloat16");
+      ASSERT_EQ(static_cast<int64_t>(want->data.size()), a.size_bytes()) << name;
+      const auto* got = a.data<kernels::bf16>();
+      const auto* exp = reinterpret_cast<const uint16_t*>(want->data.data());
+      for (int64_t i = 0; i < a.num_elements(); ++i, ++values) {
+        const int d = std::abs(int(got[i].bits) - int(exp[i]));
+        EXPECT_LE(d, 1) << comp << "/" << name << "[" << i << "]";
+        off += d != 0;
+      }
+    }
+  }
+  std::printf("%lld bf16 fused values, %lld one bf16 step off diffusers'\n", static_cast<long long>(values),
+              static_cast<long long>(off));
+  EXPECT_GT(values, 10000);
+  EXPECT_LE(off * 1000, values);
+}
+
 // Under model=2 each rank holds its share of the fused weight: the slices
 // the loader cuts from the whole fused weight along the split dimension.
 TEST(LoraShardingTest, EachModelRankHoldsItsShareOfTheFusedWeights) {
