@@ -15,7 +15,9 @@
 //   euler         EulerDiscreteScheduler           s_churn = 0 (the pipeline's call)
 //   euler_a       EulerAncestralDiscreteScheduler  noise from a NoiseFn
 //   dpmpp_2m      DPMSolverMultistepScheduler      solver_order 1-3, dpmsolver++,
-//                                                  dpmsolver and sde-dpmsolver++,
+//                                                  dpmsolver, sde-dpmsolver++ and
+//                                                  sde-dpmsolver (orders 1-2; the
+//                                                  SDE ones draw from a NoiseFn),
 //                                                  midpoint and heun,
 //                                                  final_sigmas_type zero|sigma_min
 //   heun          HeunDiscreteScheduler            2N-1 model calls for N steps
@@ -56,7 +58,8 @@
 //   value, or a value diffusers itself rejects (beta_schedule "foo", two of
 //   use_karras_sigmas/use_exponential_sigmas/use_beta_sigmas), is
 //   InvalidArgument; a value diffusers accepts that tpumesh does not
-//   implement (algorithm_type "sde-dpmsolver", thresholding true, skip_prk_steps false or unset, rescale_betas_zero_snr
+//   implement (algorithm_type "sde-dpmsolver" with solver_order 3,
+//   thresholding true, skip_prk_steps false or unset, rescale_betas_zero_snr
 //   true, timestep_type "continuous" with v_prediction, interpolation_type
 //   "log_linear", variance_type "learned"/"learned_range", use_lu_lambdas
 //   true, euler_a with prediction_type "sample") is Unimplemented, reported

@@ -207,6 +207,14 @@ class DpmSolverMultistepScheduler final : public Scheduler {
     const AlphaSigma t = FromSigma(sigmas_[i + 1]), s = FromSigma(sigmas_[i]);
     const float h = t.lambda - s.lambda;
     const float* m = M(0);
+    if (sde_ && !plus_plus_) {
+      // sde-dpmsolver: (alpha_t / alpha_s) x - 2 (sigma_t (e^h - 1)) eps +
+      // (sigma_t sqrt(e^2h - 1)) noise.
+      const float a = t.alpha / s.alpha, b = 2.0f * (t.sigma * (std::exp(h) - 1.0f));
+      const float c = t.sigma * std::sqrt(std::exp(2.0f * h) - 1.0f);
+      for (size_t k = 0; k < n; ++k) x[k] = (a * x[k] - b * m[k]) + c * noise_[k];
+      return;
+    }
     if (sde_) {
       const SdeFactors f = Sde(t, s, h);
       for (size_t k = 0; k < n; ++k) x[k] = (f.a * x[k] + f.b * m[k]) + f.c * noise_[k];
@@ -229,6 +237,19 @@ class DpmSolverMultistepScheduler final : public Scheduler {
     const float r0 = h_0 / h;
     const float inv_r0 = 1.0f / r0;
     const float *m0 = M(0), *m1 = M(1);
+    if (sde_ && !plus_plus_) {
+      // sde-dpmsolver: D1's factor sigma_t (e^h - 1) (midpoint) or
+      // 2 (sigma_t ((e^h - 1) / h - 1)) (heun).
+      const float e = std::exp(h) - 1.0f;
+      const float a = t.alpha / s0.alpha, b = 2.0f * (t.sigma * e);
+      const float c = heun_ ? 2.0f * (t.sigma * (e / h - 1.0f)) : t.sigma * e;
+      const float cn = t.sigma * std::sqrt(std::exp(2.0f * h) - 1.0f);
+      for (size_t k = 0; k < n; ++k) {
+        const float d1 = inv_r0 * (m0[k] - m1[k]);
+        x[k] = ((a * x[k] - b * m0[k]) - c * d1) + cn * noise_[k];
+      }
+      return;
+    }
     if (sde_) {
       const SdeFactors f = Sde(t, s0, h);
       // midpoint: 0.5 * (alpha_t * (1 - exp(-2h))); heun: alpha_t * ((1 -
@@ -458,9 +479,9 @@ Status CheckDpm(std::string_view name, std::string_view cls, const SchedulerConf
 
 StatusOr<std::unique_ptr<Scheduler>> MakeMultistep(std::string name, const SchedulerConfig& c) {
   const std::string& alg = c.algorithm_type;
-  if (alg == "sde-dpmsolver") {
-    return Unsupported(name, "algorithm_type", "\"" + alg + "\"",
-                       "dpmsolver++, dpmsolver and sde-dpmsolver++ are");
+  if (alg == "sde-dpmsolver" && c.solver_order == 3) {
+    return Unsupported(name, "solver_order", "3", "with algorithm_type \"sde-dpmsolver\": diffusers has no "
+                                                  "third-order update for it");
   }
   if (alg != "dpmsolver++" && alg != "sde-dpmsolver++" && c.final_sigmas_type == "zero") {
     return InvalidArgumentError(name + ": final_sigmas_type \"zero\" is not supported with algorithm_type \"" + alg +
@@ -471,8 +492,8 @@ StatusOr<std::unique_ptr<Scheduler>> MakeMultistep(std::string name, const Sched
   if (c.use_lu_lambdas) return Unsupported(name, "use_lu_lambdas", "true", "");
   if (c.rescale_betas_zero_snr) return Unsupported(name, "rescale_betas_zero_snr", "true", "");
   // diffusers maps deis to dpmsolver++ and logrho/bh1/bh2 to midpoint.
-  const bool sde = alg == "sde-dpmsolver++";
-  const bool plus_plus = alg == "dpmsolver++" || alg == "deis" || sde;
+  const bool sde = alg == "sde-dpmsolver++" || alg == "sde-dpmsolver";
+  const bool plus_plus = alg == "dpmsolver++" || alg == "deis" || alg == "sde-dpmsolver++";
   const bool heun = c.solver_type == "heun";
   auto s = std::make_unique<DpmSolverMultistepScheduler>(std::move(name), c, plus_plus, heun, sde, schedule);
   TPUMESH_RETURN_IF_ERROR(s->Init());

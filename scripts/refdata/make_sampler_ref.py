@@ -4,7 +4,7 @@ for the sigma schedules and samplers added for issue 32 -- Karras, exponential
 and beta sigmas (use_karras_sigmas, use_exponential_sigmas, use_beta_sigmas:
 scipy.stats.beta.ppf) on Euler, LMS,
 DPM-Solver++ 2M and Heun, HeunDiscreteScheduler, DPMSolverMultistepScheduler
-with algorithm_type "sde-dpmsolver++" (DPM++ 2M SDE) and
+with algorithm_type "sde-dpmsolver++" (DPM++ 2M SDE) and "sde-dpmsolver", and
 DPMSolverSinglestepScheduler with solver_order 2 and algorithm_type
 "sde-dpmsolver++" (tpumesh's dpmpp_2s_a, see schedulers/schedulers.h).
 
@@ -76,6 +76,10 @@ NAMES = {
     "dpmpp_2s_a": (DPMSolverSinglestepScheduler, {"algorithm_type": "sde-dpmsolver++", "solver_order": 2}),
 }
 NOISY = {"euler_a", "dpmpp_2m_sde", "dpmpp_2s_a"}
+
+
+def noisy(name, config):
+    return name in NOISY or config.get("algorithm_type", "").startswith("sde-")
 
 SD = {
     "_class_name": "PNDMScheduler",
@@ -229,6 +233,13 @@ TRAJECTORIES = [
     ("dpmpp_2s_a_heun_v_8", "dpmpp_2s_a", sd(solver_type="heun", prediction_type="v_prediction"), 8),
     ("dpmpp_2s_a_expo_sample_7", "dpmpp_2s_a", sd(prediction_type="sample", **EXPO), 7),
     ("dpmpp_2s_a_sigmamin_nolof_12", "dpmpp_2s_a", sd(final_sigmas_type="sigma_min", lower_order_final=False), 12),
+    ("dpm_sde_midpoint_sigmamin_10", "dpmpp_2m", sd(algorithm_type="sde-dpmsolver", final_sigmas_type="sigma_min"),
+     10),
+    ("dpm_sde_heun_v_karras_12", "dpmpp_2m", sd(algorithm_type="sde-dpmsolver", solver_type="heun",
+                                                final_sigmas_type="sigma_min", prediction_type="v_prediction",
+                                                **KARRAS), 12),
+    ("dpm_sde_order1_trailing_6", "dpmpp_2m", sd(algorithm_type="sde-dpmsolver", solver_order=1,
+                                                 final_sigmas_type="sigma_min", timestep_spacing="trailing"), 6),
     ("euler_beta_10", "euler", sd(**BETA), 10),
     ("euler_a_beta_8", "euler_a", sd(**BETA), 8),
     ("lms_beta_8", "lms", sd(**BETA), 8),
@@ -267,7 +278,7 @@ def write_trajectories(f):
                 mo = synthetic_model(x_in, t)
                 inputs.append(x_in.clone())
                 outputs.append(mo.clone())
-                extra = {"generator": gen} if name in NOISY else {}
+                extra = {"generator": gen} if noisy(name, config) else {}
                 latents = s.step(mo, t, latents, return_dict=False, **extra)[0]
                 after.append(latents.clone())
         finally:
@@ -285,7 +296,7 @@ def write_trajectories(f):
         h["model_input"] = torch.stack(inputs).numpy()
         h["model_output"] = torch.stack(outputs).numpy()
         h["latents"] = torch.stack(after).numpy()
-        if name in NOISY:
+        if noisy(name, config):
             assert len(drawn) == len(s.timesteps), (case, len(drawn))
             h["noise"] = torch.stack(drawn).numpy()
         else:
@@ -339,7 +350,7 @@ def write_img2img(f):
                 x_in = s.scale_model_input(latents, t)
                 mo = synthetic_model(x_in, t)
                 outputs.append(mo.clone())
-                extra = {"generator": gen} if name in NOISY else {}
+                extra = {"generator": gen} if noisy(name, config) else {}
                 latents = s.step(mo, t, latents, return_dict=False, **extra)[0]
                 after.append(latents.clone())
         finally:
@@ -355,7 +366,7 @@ def write_img2img(f):
         h["latents_init"] = latents_init.numpy()
         h["model_output"] = torch.stack(outputs).numpy()
         h["latents"] = torch.stack(after).numpy()
-        if name in NOISY:
+        if noisy(name, config):
             assert len(drawn) == len(timesteps), (case, len(drawn))
             h["noise"] = torch.stack(drawn).numpy()
         print("img2img %-26s %-12s begin %2d of %2d" % (case, name, begin, len(s.timesteps)))

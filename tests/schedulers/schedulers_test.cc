@@ -329,8 +329,9 @@ TEST(SchedulerConfigTest, BadValuesNameKeyAndValue) {
 }
 
 TEST(SchedulerConfigTest, UnimplementedValuesAreReportedByTheSchedulerThatReadsThem) {
-  ExpectError(MakeFrom("dpmpp_2m", R"({"algorithm_type":"sde-dpmsolver"})").status(),
-              StatusCode::kUnimplemented, {"dpmpp_2m", "algorithm_type", "sde-dpmsolver"});
+  ExpectError(MakeFrom("dpmpp_2m", R"({"algorithm_type":"sde-dpmsolver","solver_order":3,
+              "final_sigmas_type":"sigma_min"})").status(),
+              StatusCode::kUnimplemented, {"dpmpp_2m", "solver_order 3", "sde-dpmsolver"});
   EXPECT_TRUE(MakeFrom("euler", R"({"algorithm_type":"sde-dpmsolver"})").ok());  // not Euler's key
   ExpectError(MakeFrom("euler", R"({"interpolation_type":"log_linear"})").status(), StatusCode::kUnimplemented,
               {"euler", "interpolation_type \"log_linear\""});

@@ -95,8 +95,9 @@ TEST(SamplersCliTest, UnimplementedKeysAreOneLine) {
   for (const Case& c : std::vector<Case>{
            {"--scheduler euler --scheduler-opt interpolation_type=log_linear",
             "euler: interpolation_type \"log_linear\" is not implemented"},
-           {"--scheduler dpmpp_2m --scheduler-opt algorithm_type=sde-dpmsolver",
-            "dpmpp_2m: algorithm_type \"sde-dpmsolver\" is not implemented"},
+           {"--scheduler dpmpp_2m --scheduler-opt algorithm_type=sde-dpmsolver --scheduler-opt solver_order=3 "
+            "--scheduler-opt final_sigmas_type=sigma_min",
+            "dpmpp_2m: solver_order 3 is not implemented (with algorithm_type \"sde-dpmsolver\""},
            {"--scheduler dpmpp_2s_a --scheduler-opt thresholding=true", "dpmpp_2s_a: thresholding true"},
            {"--scheduler lms --scheduler-opt use_karras_sigmas=true --scheduler-opt use_exponential_sigmas=true",
             "only one of use_karras_sigmas, use_exponential_sigmas and use_beta_sigmas"},
