@@ -192,6 +192,8 @@ bool Sd2Ignored(const std::string& key) {
 class Mapper {
  public:
   Mapper(const SafetensorsFile& file, LdmMapping* out) : file_(file), out_(out) {}
+  // The file tensors some rule has mapped.
+  const std::set<std::string>& used() const { return used_; }
 
   void Add(const std::string& component, const std::string& name, const SafetensorsEntry& e, Op op = Op::kCopy,
            int64_t begin = 0, int64_t end = 0) {
@@ -315,9 +317,6 @@ class Mapper {
   LdmMapping* out_;
   std::set<std::string> used_;
   std::map<std::string, size_t> index_;
-
- public:
-  const std::set<std::string>& used() const { return used_; }
 };
 
 bool HasPrefix(const SafetensorsFile& f, std::string_view prefix) {
@@ -326,8 +325,7 @@ bool HasPrefix(const SafetensorsFile& f, std::string_view prefix) {
   return false;
 }
 
-// The family of the config folder: whether it is SDXL and whether its
-// (first) text encoder is read from OpenCLIP.
+// The layout a built-in architecture's checkpoints have.
 const char* ArchLayout(const std::string& arch) {
   if (arch == "sd21") return "sd2";
   if (arch == "sdxl") return "sdxl";
