@@ -1,11 +1,12 @@
 #include "pipeline/lora.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -13,6 +14,8 @@
 #include "io/safetensors.h"
 #include "kernels/bf16.h"
 #include "nlohmann/json.hpp"
+#include "oneapi/tbb/blocked_range.h"
+#include "oneapi/tbb/parallel_for.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -539,35 +542,38 @@ Status LoraSet::Fuse(const std::string& component, std::map<std::string, Array>*
         for (float& v : up) v = kernels::RoundToBf16(v);
       }
       const float scaling = static_cast<float>(m.scaling);
-      std::vector<float> acc(static_cast<size_t>(cols));
-      for (int64_t o = 0; o < out; ++o) {
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int64_t r = 0; r < rank; ++r) {
-          const float u = up[o * rank + r];
-          const float* d = down.data() + r * cols;
-          for (int64_t j = 0; j < cols; ++j) acc[j] += u * d[j];
-        }
-        if (bf16) {
-          auto* row = w.mutable_data<kernels::bf16>() + o * cols;
-          for (int64_t j = 0; j < cols; ++j) {
-            const float delta = kernels::RoundToBf16(acc[j] * scaling);
-            const float sum = kernels::Bf16ToF32(row[j]) + delta;
-            if (!std::isfinite(sum))
-              return InvalidArgumentError("--lora " + l.spec.path + ": key " + m.key + ": the fused " + component +
-                                          "/" + m.weight + " overflows (NaN or Inf; a scale of " +
-                                          Fmt(l.spec.scale) + " is too large for this LoRA)");
-            row[j] = kernels::F32ToBf16(sum);
+      // Rows in parallel: each row's sums run in the same order whatever the
+      // thread count, so the fused bits do not depend on it.
+      std::atomic<int64_t> overflow{-1};
+      tbb::parallel_for(tbb::blocked_range<int64_t>(0, out, 8), [&](const tbb::blocked_range<int64_t>& rows) {
+        std::vector<float> acc(static_cast<size_t>(cols));
+        for (int64_t o = rows.begin(); o < rows.end(); ++o) {
+          std::fill(acc.begin(), acc.end(), 0.0f);
+          for (int64_t r = 0; r < rank; ++r) {
+            const float u = up[o * rank + r];
+            const float* d = down.data() + r * cols;
+            for (int64_t j = 0; j < cols; ++j) acc[j] += u * d[j];
           }
-        } else {
-          float* row = w.mutable_data<float>() + o * cols;
-          for (int64_t j = 0; j < cols; ++j) row[j] += acc[j] * scaling;
-          for (int64_t j = 0; j < cols; ++j)
-            if (!std::isfinite(row[j]))
-              return InvalidArgumentError("--lora " + l.spec.path + ": key " + m.key + ": the fused " + component +
-                                          "/" + m.weight + " overflows (NaN or Inf; a scale of " +
-                                          Fmt(l.spec.scale) + " is too large for this LoRA)");
+          bool finite = true;
+          if (bf16) {
+            auto* row = w.mutable_data<kernels::bf16>() + o * cols;
+            for (int64_t j = 0; j < cols; ++j) {
+              const float sum = kernels::Bf16ToF32(row[j]) + kernels::RoundToBf16(acc[j] * scaling);
+              finite = finite && std::isfinite(sum);
+              row[j] = kernels::F32ToBf16(sum);
+            }
+          } else {
+            float* row = w.mutable_data<float>() + o * cols;
+            for (int64_t j = 0; j < cols; ++j) row[j] += acc[j] * scaling;
+            for (int64_t j = 0; j < cols; ++j) finite = finite && std::isfinite(row[j]);
+          }
+          if (!finite) overflow.store(o);
         }
-      }
+      });
+      if (overflow.load() >= 0)
+        return InvalidArgumentError("--lora " + l.spec.path + ": key " + m.key + ": the fused " + component + "/" +
+                                    m.weight + " overflows (NaN or Inf; a scale of " + Fmt(l.spec.scale) +
+                                    " is too large for this LoRA)");
     }
   }
   return OkStatus();

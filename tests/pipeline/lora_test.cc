@@ -351,6 +351,15 @@ TEST(LoraFuseTest, F32AndBf16Arithmetic) {
       const float want = kernels::RoundToBf16(kernels::RoundToBf16(w0[o * 2 + i]) + d);
       EXPECT_EQ(kernels::Bf16ToF32(bf.begin()->second.data<kernels::bf16>()[o * 2 + i]), want) << o << i;
     }
+  // A scale that overflows f32 is refused, naming the file, the key and the weight.
+  auto huge = LoraSet::Open({{path, 1e39}}, SmallTargets());
+  ASSERT_TRUE(huge.ok()) << huge.status().ToString();
+  for (std::map<std::string, Array>* w : {&f32, &bf}) {
+    const Status st = huge->Fuse("unet", w);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(st.message(), HasSubstr("--lora " + path + ": key lora_unet_time_embedding_linear_1.lora_down.weight: "
+                                        "the fused unet/time_embedding.linear_1.weight overflows"));
+  }
 }
 
 // alpha / rank as diffusers reads it: kohya's .alpha, or rank without any;
