@@ -295,7 +295,7 @@ Status RunGenerate(GenerateCmdOptions o) {
     preview = [&](const pipeline::Image& grid, int done, int total) {
       const Status st = pipeline::WritePngAtomic(
           preview_path, grid,
-          {{"parameters", "preview (approximate: latents through a linear map fitted to the VAE) after " +
+          {{"parameters", "preview (approximate: the denoised estimate through a linear map fitted to the VAE) after " +
                               std::to_string(done) + " of " + std::to_string(total) + " steps"}});
       if (!st.ok() && !o.quiet) std::fprintf(stderr, "\ntpumesh generate: preview not written: %s\n", st.ToString().c_str());
     };
@@ -404,8 +404,9 @@ void RegisterGenerate(CLI::App& app, RunFn* run) {
   cmd->add_option("--save-latents", opt->save_latents,
                   "HDF5 file to write 'latents' (initial) and 'latents_after_step' [steps,B,4,h,w]");
   cmd->add_option("--preview-every", opt->preview_every,
-                  "Write OUT/preview.png every N steps: the grid as it stands, an approximation (the latents through "
-                  "a linear map fitted to the model's VAE), replaced whole each time; kept after the run")
+                  "Write OUT/preview.png every N steps: the grid as it stands, an approximation (each image's "
+                  "denoised estimate through a linear latent-to-RGB map fitted to the model's VAE), replaced whole "
+                  "each time; kept after the run")
       ->check(CLI::Range(1, pipeline::kMaxSteps));
   cmd->add_option("--runs", opt->runs, "Run the same generation N times, 1 to 1000 (the first compiles, as jit)")
       ->check(CLI::Range(1, 1000))
