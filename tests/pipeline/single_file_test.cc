@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -204,6 +205,43 @@ void WriteSafetensors(const std::string& path, const std::vector<std::pair<std::
   const uint64_t len = header.size();
   out.write(reinterpret_cast<const char*>(&len), 8);
   out << header << data;
+}
+
+// A copy of a safetensors file's float tensors as F32, each name passed
+// through `rename`.
+void CopyRenamed(const std::string& from, const std::string& to,
+                 const std::function<std::string(const std::string&)>& rename) {
+  auto f = SafetensorsFile::Open(from);
+  ASSERT_TRUE(f.ok());
+  nlohmann::json h = nlohmann::json::object();
+  std::string data;
+  for (const SafetensorsEntry& e : f->entries()) {
+    if (e.dtype == "I64") continue;
+    auto a = f->Read(e.name, mesh::DType::kF32);
+    ASSERT_TRUE(a.ok());
+    h[rename(e.name)] = {{"dtype", "F32"}, {"shape", e.shape}, {"data_offsets", {data.size(), data.size() + a->size_bytes()}}};
+    data.append(static_cast<const char*>(a->raw()), a->size_bytes());
+  }
+  std::string header = h.dump();
+  while (header.size() % 8) header += ' ';
+  std::ofstream out(to, std::ios::binary);
+  const uint64_t len = header.size();
+  out.write(reinterpret_cast<const char*>(&len), 8);
+  out << header << data;
+}
+
+// The VAE under "vae." (diffusers' other LDM_VAE_KEYS prefix) maps as under
+// "first_stage_model.".
+TEST(SingleFileTest, VaePrefixVaeMapsAsFirstStageModel) {
+  const std::string dir = Dir("vae_prefix");
+  CopyRenamed(kData + "/sd1.safetensors", dir + "/vae.safetensors", [](const std::string& n) {
+    return n.rfind("first_stage_model.", 0) == 0 ? "vae." + n.substr(18) : n;
+  });
+  SingleFileOptions o;
+  o.config_dir = kData + "/sd1";
+  ASSERT_TRUE(ConvertSingleFile(dir + "/vae.safetensors", dir + "/a.h5", mesh::DType::kF32, o).ok());
+  ASSERT_TRUE(ConvertSingleFile(kData + "/sd1.safetensors", dir + "/b.h5", mesh::DType::kF32, o).ok());
+  ExpectSameModelFiles(dir + "/a.h5", dir + "/b.h5", mesh::DType::kF32);
 }
 
 // Each bad input: one error naming the problem, and no output (nor a
