@@ -21,6 +21,7 @@ void RegisterDevices(pybind11::module_& m);    // devices, MeshSpec
 void RegisterRandom(pybind11::module_& m);     // threefry keys and draws
 void RegisterPipeline(pybind11::module_& m);   // Pipeline, simulate, sweeps
 void RegisterStableHlo(pybind11::module_& m);  // run / price a module; HDF5 datasets; PNG
+void RegisterEval(pybind11::module_& m);       // one component on inputs; HDF5 writers
 
 // Elements as a dataset holds them (pipeline::H5Raw: class, width, shape,
 // dtype tag "bfloat16" / "float16" / "bool", bytes) <-> a numpy array and

@@ -12,4 +12,5 @@ PYBIND11_MODULE(_tpumesh, m) {
   tpumesh::python::RegisterRandom(m);
   tpumesh::python::RegisterPipeline(m);
   tpumesh::python::RegisterStableHlo(m);
+  tpumesh::python::RegisterEval(m);
 }

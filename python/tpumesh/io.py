@@ -14,7 +14,7 @@ import numpy as np
 from tpumesh import _tpumesh
 from tpumesh._mesh import _check_readable
 
-__all__ = ["encode_png", "has_dataset", "read_dataset", "write_png"]
+__all__ = ["encode_png", "has_dataset", "read_dataset", "write_datasets", "write_png"]
 
 
 def _bf16_dtype():
@@ -50,6 +50,29 @@ def has_dataset(path, name):
 def read_dataset(path, name):
     """Dataset `name` of the HDF5 file at `path`, with its dtype as stored."""
     return from_tagged(*_tpumesh.h5_read(_check_readable(path), name))
+
+
+def write_datasets(path, datasets):
+    """A new HDF5 file at `path` holding `datasets` ({name: numpy array}, or
+    {name: list of str}, alone in its file: the tokenizer's "prompts"), as
+    `tpumesh eval --input` and `run --input` read them; written whole or not
+    at all."""
+    path = os.fspath(path)
+    strings = {k: v for k, v in datasets.items() if isinstance(v, (list, tuple)) and v and
+               all(isinstance(x, str) for x in v)}
+    if strings:
+        if len(datasets) != 1:
+            raise ValueError(f"write_datasets: a list of str ({', '.join(map(repr, strings))}) goes in a file of its own")
+        (name, values), = strings.items()
+        _tpumesh.h5_write_strings(path, name, list(values))
+        return
+    out = []
+    for name, value in datasets.items():
+        if not isinstance(name, str):
+            raise TypeError(f"write_datasets: names must be str, not {type(name).__name__}")
+        array, tag = to_tagged(value)
+        out.append((name, np.ascontiguousarray(array), tag))
+    _tpumesh.h5_write(path, out)
 
 
 def encode_png(rgb, text=None):
