@@ -97,14 +97,16 @@ void RegisterConvert(CLI::App& app, RunFn* run) {
   cmd->add_option("--dtype", opt->dtype, "Parameter storage: f32 or bf16")->capture_default_str();
   cmd->add_option("--arch", opt->single.arch,
                   "Single file: the built-in architecture whose configs to use (sd15, sd21, sdxl, tiny); default: "
-                  "detected from the tensors (SD 1.x -> sd15, SD 2.x -> sd21, SDXL -> sdxl). The tokenizer is then "
-                  "the OpenAI CLIP vocabulary built into tpumesh");
+                  "detected from the tensors (SD 1.x -> sd15, SD 2.x -> sd21, SDXL -> sdxl; a 9-channel UNet is an "
+                  "inpainting model). The tokenizer is then the OpenAI CLIP vocabulary built into tpumesh (tiny: "
+                  "the tiny one)");
   cmd->add_option("--config", opt->single.config_dir,
                   "Single file: a diffusers folder whose configs, tokenizer(s) and scheduler to use instead (as "
                   "from_single_file(config=DIR)); its weights are not read");
   cmd->add_option("--prediction-type", opt->single.prediction_type,
                   "Single file: the scheduler's prediction_type (epsilon, v_prediction, sample); default: the "
-                  "config's, for an SD 2.x file v_prediction unless its global_step is 875000 (SD 2.x base)");
+                  "config's, for an SD 2.x file v_prediction unless its global_step is 875000 (SD 2.x base) or it "
+                  "is an inpainting model");
   cmd->add_flag("-q,--quiet", opt->quiet, "No progress on stderr");
   cmd->callback([opt, run] { *run = [opt] { return RunConvert(*opt); }; });
 }
