@@ -1,6 +1,8 @@
 #include "models/params.h"
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 
 namespace tpumesh::models {
 
@@ -88,44 +90,89 @@ std::vector<ParamSpec> ShardManifest(const std::vector<ParamSpec>& manifest, int
   return out;
 }
 
-StatusOr<std::vector<ParamMap>> ShardParams(const ParamMap& full, const std::vector<ParamSpec>& manifest, int m) {
-  if (m <= 1) return std::vector<ParamMap>{full};
-  std::vector<std::map<std::string, mesh::Array>> maps(m);
-  for (const ParamSpec& p : manifest) {
-    const mesh::Array& a = full[p.name];
-    if (!p.split.SplitsOver(m)) {
-      for (auto& mp : maps) mp.emplace(p.name, a);
+bool ModelRanks::all_local() const {
+  for (int r = 0; r < count; ++r)
+    if (!is_local(r)) return false;
+  return true;
+}
+
+namespace {
+
+// Rank r of m's share of `a` along p.split: copies of the runs of each
+// part's units [u0, u1).
+mesh::Array ShareOf(const ParamSpec& p, const mesh::Array& a, int m, int r) {
+  const ParamSplit& s = p.split;
+  const int64_t dim_size = a.dim(s.dim), part = dim_size / s.parts, unit = part / s.units;
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < s.dim; ++i) outer *= a.dim(i);
+  for (int i = s.dim + 1; i < a.rank(); ++i) inner *= a.dim(i);
+  const size_t elem = mesh::DTypeSize(a.dtype());
+  const std::byte* src = static_cast<const std::byte*>(a.raw());
+  const auto [u0, u1] = ShardUnits(s.units, m, r);
+  mesh::Shape shape = a.shape();
+  shape[s.dim] = s.parts * (u1 - u0) * unit;
+  mesh::Array out = mesh::Array::Host(a.dtype(), shape);
+  std::byte* dst = static_cast<std::byte*>(out.mutable_raw());
+  const size_t run = static_cast<size_t>((u1 - u0) * unit * inner) * elem;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int q = 0; q < s.parts; ++q) {
+      std::memcpy(dst, src + static_cast<size_t>((o * dim_size + q * part + u0 * unit) * inner) * elem, run);
+      dst += run;
+    }
+  return out;
+}
+
+}  // namespace
+
+ShardBuilder::ShardBuilder(std::vector<ParamSpec> manifest, ModelRanks ranks)
+    : manifest_(std::move(manifest)), ranks_(std::move(ranks)), maps_(std::max(1, ranks_.count)) {
+  for (const ParamSpec& p : manifest_) by_name_.emplace(p.name, &p);
+}
+
+void ShardBuilder::Add(const std::string& name, const mesh::Array& whole) {
+  const int m = ranks_.count;
+  const ParamSpec& p = *by_name_.at(name);
+  if (m <= 1 || !p.split.SplitsOver(m)) {
+    std::optional<mesh::Array> zeros;  // one array of lazy zeros for every other rank
+    for (int r = 0; r < static_cast<int>(maps_.size()); ++r) {
+      if (ranks_.is_local(r)) {
+        maps_[r].emplace(name, whole);
+        continue;
+      }
+      if (!zeros) zeros = mesh::Array::LazyZeros(whole.dtype(), whole.shape());
+      maps_[r].emplace(name, *zeros);
+    }
+    return;
+  }
+  for (int r = 0; r < m; ++r) {
+    if (ranks_.is_local(r)) {
+      maps_[r].emplace(name, ShareOf(p, whole, m, r));
       continue;
     }
-    const ParamSplit& s = p.split;
-    const int64_t dim_size = a.dim(s.dim), part = dim_size / s.parts, unit = part / s.units;
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < s.dim; ++i) outer *= a.dim(i);
-    for (int i = s.dim + 1; i < a.rank(); ++i) inner *= a.dim(i);
-    const size_t elem = mesh::DTypeSize(a.dtype());
-    const std::byte* src = static_cast<const std::byte*>(a.raw());
-    for (int r = 0; r < m; ++r) {
-      const auto [u0, u1] = ShardUnits(s.units, m, r);
-      mesh::Shape shape = a.shape();
-      shape[s.dim] = s.parts * (u1 - u0) * unit;
-      mesh::Array out = mesh::Array::Host(a.dtype(), shape);
-      std::byte* dst = static_cast<std::byte*>(out.mutable_raw());
-      const size_t run = static_cast<size_t>((u1 - u0) * unit * inner) * elem;
-      for (int64_t o = 0; o < outer; ++o)
-        for (int q = 0; q < s.parts; ++q) {
-          std::memcpy(dst, src + static_cast<size_t>((o * dim_size + q * part + u0 * unit) * inner) * elem, run);
-          dst += run;
-        }
-      maps[r].emplace(p.name, std::move(out));
-    }
+    const auto [u0, u1] = ShardUnits(p.split.units, m, r);
+    mesh::Shape shape = whole.shape();
+    shape[p.split.dim] = p.split.parts * (u1 - u0) * (whole.dim(p.split.dim) / (p.split.parts * p.split.units));
+    maps_[r].emplace(name, mesh::Array::LazyZeros(whole.dtype(), shape));
   }
+}
+
+std::vector<ParamMap> ShardBuilder::Finish() && {
   std::vector<ParamMap> ranks;
+  const int m = static_cast<int>(maps_.size());
   for (int r = 0; r < m; ++r) {
-    ranks.emplace_back(std::move(maps[r]));
-    ranks.back().SetShard(manifest, m, r);
+    ranks.emplace_back(std::move(maps_[r]));
+    if (m > 1) ranks.back().SetShard(manifest_, m, r);
     if (r > 0) ranks.back().SharePacks(ranks.front());
   }
   return ranks;
+}
+
+StatusOr<std::vector<ParamMap>> ShardParams(const ParamMap& full, const std::vector<ParamSpec>& manifest,
+                                            const ModelRanks& ranks) {
+  if (ranks.count <= 1) return std::vector<ParamMap>{full};
+  ShardBuilder b(manifest, ranks);
+  for (const ParamSpec& p : manifest) b.Add(p.name, full[p.name]);
+  return std::move(b).Finish();
 }
 
 Status CheckShards(const std::vector<ParamMap>& ranks, const std::vector<ParamSpec>& manifest,

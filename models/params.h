@@ -81,15 +81,56 @@ class ParamMap {
   std::map<std::string, std::pair<int64_t, int64_t>> split_;
 };
 
+// Which model ranks' shares a process holds. One process holds them all
+// (an int converts: `count` ranks, every one local). Under MPI a process
+// holds only the model ranks of its own devices (mesh::Mesh::is_local,
+// AxisIndices(d)[1]); each other model rank's map then holds lazy zeros
+// (mesh::Array::LazyZeros) of that rank's shapes and dtypes: no host pages,
+// never read and never packed (no device of this process computes with
+// them), but their size_bytes() are the real share's, so HBM accounting and
+// the report's param_bytes count every device as before.
+struct ModelRanks {
+  ModelRanks(int count = 1) : count(count) {}  // NOLINT: every rank local
+  ModelRanks(int count, std::vector<bool> local) : count(count), local(std::move(local)) {}
+  bool is_local(int r) const { return local.empty() || local[r]; }
+  bool all_local() const;
+  int count = 1;
+  std::vector<bool> local;  // [count], or empty: every rank local
+};
+
+// Builds every model rank's ParamMap of a component one parameter at a time,
+// so that a whole tensor is held only while its local shares are cut from it
+// (the loader streams a model file through it: a process's peak is its own
+// shares, not the whole component). Split parameters (ParamSpec::split over
+// count ranks) are sliced into copies (dtype kept) for the local ranks; whole
+// ones are shared by the local ranks; the other ranks get lazy zeros.
+class ShardBuilder {
+ public:
+  ShardBuilder(std::vector<ParamSpec> manifest, ModelRanks ranks);
+  // `whole`: the manifest's parameter `name` at its full shape.
+  void Add(const std::string& name, const mesh::Array& whole);
+  // The maps (SetShard done, packs shared between them); count 1: the one
+  // map of the arrays as added.
+  std::vector<ParamMap> Finish() &&;
+
+ private:
+  std::vector<ParamSpec> manifest_;
+  std::map<std::string, const ParamSpec*> by_name_;
+  ModelRanks ranks_;
+  std::vector<std::map<std::string, mesh::Array>> maps_;
+};
+
 // Units [first, second) of `units` that rank r of m holds: units r / m to
 // units (r + 1) / m (balanced; the last ranks hold the larger shares).
 std::pair<int64_t, int64_t> ShardUnits(int64_t units, int m, int r);
 // The shapes rank r of m holds: each split parameter's dim cut to its share.
 std::vector<ParamSpec> ShardManifest(const std::vector<ParamSpec>& manifest, int m, int r);
-// Every rank's parameters (m maps, SetShard done): split parameters sliced
-// (copies on the host, dtype kept), whole ones shared with `full`. m = 1
+// Every rank's parameters (ranks.count maps, SetShard done): split
+// parameters sliced (copies on the host, dtype kept), whole ones shared with
+// `full`, the ranks that are not local lazy zeros (ShardBuilder). One rank
 // returns `full` itself.
-StatusOr<std::vector<ParamMap>> ShardParams(const ParamMap& full, const std::vector<ParamSpec>& manifest, int m);
+StatusOr<std::vector<ParamMap>> ShardParams(const ParamMap& full, const std::vector<ParamSpec>& manifest,
+                                            const ModelRanks& ranks);
 // Checks `ranks` against `manifest`: as many as ranks()[0].ranks(), each
 // rank's shapes as ShardManifest says.
 Status CheckShards(const std::vector<ParamMap>& ranks, const std::vector<ParamSpec>& manifest,

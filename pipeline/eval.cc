@@ -147,7 +147,7 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
       return OkStatus();
     };
     if (o.component == "text_encoder") {
-      TPUMESH_ASSIGN_OR_RETURN(text_encoder, LoadTextEncoder(file, model_ranks, fused));
+      TPUMESH_ASSIGN_OR_RETURN(text_encoder, LoadTextEncoder(file, LocalModelRanks(*m), fused));
       const models::ClipTextModel& model = *text_encoder;
       TPUMESH_RETURN_IF_ERROR(place("text_encoder", model, models::ClipTextParams(model.config())));
       TPUMESH_ASSIGN_OR_RETURN(Array ids, Need(o.input, "input_ids"));
@@ -166,7 +166,7 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
       };
       out_name = "last_hidden_state";
     } else if (o.component == "unet") {
-      TPUMESH_ASSIGN_OR_RETURN(unet, LoadUNet(file, model_ranks, fused));
+      TPUMESH_ASSIGN_OR_RETURN(unet, LoadUNet(file, LocalModelRanks(*m), fused));
       const models::UNetModel& model = *unet;
       TPUMESH_RETURN_IF_ERROR(place("unet", model, models::UNetParams(model.config())));
       TPUMESH_ASSIGN_OR_RETURN(Array sample, Need(o.input, "sample"));
@@ -202,7 +202,7 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
       };
       out_name = "out_sample";
     } else if (o.component == "vae_decoder" || o.component == "vae_encoder") {
-      TPUMESH_ASSIGN_OR_RETURN(vae, LoadVae(file, model_ranks));
+      TPUMESH_ASSIGN_OR_RETURN(vae, LoadVae(file, LocalModelRanks(*m)));
       const models::VaeModel& model = *vae;
       TPUMESH_RETURN_IF_ERROR(place("vae", model, models::VaeParams(model.config())));
       const bool decode = o.component == "vae_decoder";

@@ -85,7 +85,9 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
       for (const auto& w : j["vocabulary"])
         if (w.is_string()) g->vocabulary_.push_back(w.get<std::string>());
   }
-  TPUMESH_ASSIGN_OR_RETURN(g->flow_, LoadTextToImage(*file, g->model_size(), loras.empty() ? nullptr : &loras));
+  // Only the shares of this rank's devices' model ranks are kept (loader.h).
+  TPUMESH_ASSIGN_OR_RETURN(g->flow_,
+                           LoadTextToImage(*file, LocalModelRanks(*g->mesh_), loras.empty() ? nullptr : &loras));
   return g;
 }
 

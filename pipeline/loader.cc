@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 
 namespace tpumesh::pipeline {
 namespace {
@@ -26,8 +27,15 @@ int64_t FirstNonFinite(const T* v, int64_t n, Bad bad) {
   return -1;
 }
 
-StatusOr<models::ParamMap> ReadParams(const ModelFile& file, const std::string& component,
-                                      const std::vector<models::ParamSpec>& manifest, const LoraSet* loras) {
+// A component's parameters, one map per model rank (models::ShardBuilder):
+// each tensor read whole (bf16 where stored so and MayHoldBf16, else f32),
+// checked (shape, finite) and cut into the local model ranks' shares before
+// the next is read, so a process never holds more than its shares and one
+// whole tensor. The weights the LoRAs change are held whole until every
+// tensor is read, then fused and cut.
+StatusOr<std::vector<models::ParamMap>> ReadSharded(const ModelFile& file, const std::string& component,
+                                                   const std::vector<models::ParamSpec>& manifest,
+                                                   const models::ModelRanks& ranks, const LoraSet* loras) {
   // What the config declares, against what the file can hold (2 bytes a
   // parameter at the least, bf16, compressed at most kMaxCompression times),
   // before any tensor is read: a config of a huge model in a small file is
@@ -43,7 +51,11 @@ StatusOr<models::ParamMap> ReadParams(const ModelFile& file, const std::string& 
                                 " bytes can hold (2 bytes each, compressed " + std::to_string(kMaxCompression) +
                                 " times at most)");
   }
-  std::map<std::string, mesh::Array> params;
+  std::set<std::string> fused_names;
+  if (loras != nullptr)
+    for (std::string& name : loras->Touched(component)) fused_names.insert(std::move(name));
+  models::ShardBuilder shards(manifest, ranks);
+  std::map<std::string, mesh::Array> fused;
   for (const models::ParamSpec& p : manifest) {
     // Stored bf16: kept bf16 where the models allow it (no f32 copy).
     TPUMESH_ASSIGN_OR_RETURN(TensorInfo info, file.Info(component, p.name));
@@ -56,10 +68,17 @@ StatusOr<models::ParamMap> ReadParams(const ModelFile& file, const std::string& 
       return InvalidArgumentError(file.path() + ": tensor " + component + "/" + p.name + " has shape " +
                                   mesh::ShapeToString(a.shape()) + " but " + component +
                                   "/config.json needs " + mesh::ShapeToString(p.shape));
-    params.emplace(p.name, std::move(a));
+    if (fused_names.count(p.name)) {
+      fused.emplace(p.name, std::move(a));
+    } else {
+      shards.Add(p.name, a);
+    }
   }
-  if (loras != nullptr) TPUMESH_RETURN_IF_ERROR(loras->Fuse(component, &params));
-  return models::ParamMap(std::move(params));
+  if (loras != nullptr && !fused_names.empty()) {
+    TPUMESH_RETURN_IF_ERROR(loras->Fuse(component, &fused));
+    for (const auto& [name, a] : fused) shards.Add(name, a);
+  }
+  return std::move(shards).Finish();
 }
 
 StatusOr<std::string> Config(const ModelFile& file, const std::string& component) {
@@ -139,21 +158,18 @@ StatusOr<ModelConfigs> ReadModelConfigs(const ModelFile& file) {
   return c;
 }
 
-namespace {
-
-// A component read whole, then split into the model ranks' shares (the
-// whole copy is released on return).
-StatusOr<std::vector<models::ParamMap>> ReadSharded(const ModelFile& file, const std::string& component,
-                                                   const std::vector<models::ParamSpec>& manifest, int ranks,
-                                                   const LoraSet* loras) {
-  TPUMESH_ASSIGN_OR_RETURN(models::ParamMap full, ReadParams(file, component, manifest, loras));
-  TPUMESH_RETURN_IF_ERROR(full.Check(manifest, component));
-  return models::ShardParams(full, manifest, ranks);
+models::ModelRanks LocalModelRanks(const mesh::Mesh& mesh) {
+  const int m = mesh.axes().size() > 1 ? mesh.axes()[1].size : 1;
+  std::vector<bool> local(m, false);
+  for (int d = mesh.first_local(); d < mesh.first_local() + mesh.num_local(); ++d) {
+    const std::vector<int> at = mesh.AxisIndices(d);
+    local[at.size() > 1 ? at[1] : 0] = true;
+  }
+  return models::ModelRanks(m, std::move(local));
 }
 
-}  // namespace
-
-StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file, int model_ranks,
+StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file,
+                                                       const models::ModelRanks& model_ranks,
                                                        const LoraSet* loras) {
   TPUMESH_ASSIGN_OR_RETURN(ModelConfigs configs, ReadModelConfigs(file));
   TPUMESH_ASSIGN_OR_RETURN(ClipTokenizer tok, LoadTokenizer(file, "tokenizer"));
@@ -163,26 +179,31 @@ StatusOr<std::unique_ptr<TextToImage>> LoadTextToImage(const ModelFile& file, in
     tok2 = std::make_unique<ClipTokenizer>(std::move(t));
   }
   auto read = [&](const std::string& component, const std::vector<models::ParamSpec>& manifest,
-                  int ranks) { return ReadSharded(file, component, manifest, ranks, loras); };
+                  int ranks) -> StatusOr<std::vector<models::ParamMap>> {
+    if (ranks != model_ranks.count)
+      return InternalError(component + ": split " + std::to_string(ranks) + " ways, loaded for " +
+                           std::to_string(model_ranks.count) + " model ranks");
+    return ReadSharded(file, component, manifest, model_ranks, loras);
+  };
   return BuildTextToImage(configs, read, std::make_unique<ClipTokenizer>(std::move(tok)), std::move(tok2),
-                          model_ranks);
+                          model_ranks.count);
 }
 
-StatusOr<models::ClipTextModel> LoadTextEncoder(const ModelFile& file, int model_ranks, const LoraSet* loras) {
+StatusOr<models::ClipTextModel> LoadTextEncoder(const ModelFile& file, const models::ModelRanks& model_ranks, const LoraSet* loras) {
   TPUMESH_ASSIGN_OR_RETURN(std::string text, Config(file, "text_encoder"));
   TPUMESH_ASSIGN_OR_RETURN(auto cfg, models::ParseClipTextConfig(text, file.path() + ": text_encoder/config.json"));
   TPUMESH_ASSIGN_OR_RETURN(auto ranks, ReadSharded(file, "text_encoder", models::ClipTextParams(cfg), model_ranks, loras));
   return models::ClipTextModel::Create(cfg, std::move(ranks));
 }
 
-StatusOr<models::UNetModel> LoadUNet(const ModelFile& file, int model_ranks, const LoraSet* loras) {
+StatusOr<models::UNetModel> LoadUNet(const ModelFile& file, const models::ModelRanks& model_ranks, const LoraSet* loras) {
   TPUMESH_ASSIGN_OR_RETURN(std::string text, Config(file, "unet"));
   TPUMESH_ASSIGN_OR_RETURN(auto cfg, models::ParseUNetConfig(text, file.path() + ": unet/config.json"));
   TPUMESH_ASSIGN_OR_RETURN(auto ranks, ReadSharded(file, "unet", models::UNetParams(cfg), model_ranks, loras));
   return models::UNetModel::Create(cfg, std::move(ranks));
 }
 
-StatusOr<models::VaeModel> LoadVae(const ModelFile& file, int model_ranks) {
+StatusOr<models::VaeModel> LoadVae(const ModelFile& file, const models::ModelRanks& model_ranks) {
   TPUMESH_ASSIGN_OR_RETURN(std::string text, Config(file, "vae"));
   TPUMESH_ASSIGN_OR_RETURN(auto cfg, models::ParseVaeConfig(text, file.path() + ": vae/config.json"));
   TPUMESH_ASSIGN_OR_RETURN(auto ranks, ReadSharded(file, "vae", models::VaeParams(cfg), model_ranks, nullptr));
