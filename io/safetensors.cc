@@ -173,6 +173,14 @@ StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
   TPUMESH_RETURN_IF_ERROR(ReadFully(f.fd_, len_bytes, 8, 0, path));
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
+  // A length no header has, and no JSON after it: another kind of file (a
+  // PNG, a pickle) rather than a damaged safetensors one.
+  if (n > kMaxHeader || n > size - 8) {
+    unsigned char first = 0;
+    if (size > 8) TPUMESH_RETURN_IF_ERROR(ReadFully(f.fd_, &first, 1, 8, path));
+    if (first != '{')
+      return InvalidArgumentError(path + ": not a safetensors file (no JSON header after the 8-byte length)");
+  }
   if (n > kMaxHeader) return InvalidArgumentError(path + ": header length " + std::to_string(n) + " exceeds the 100 MiB limit");
   if (n > size - 8)
     return InvalidArgumentError(path + ": header length " + std::to_string(n) + " runs past the end of the " +

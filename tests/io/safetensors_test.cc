@@ -101,6 +101,12 @@ TEST(SafetensorsTest, BadLengthsAndMissingFiles) {
   EXPECT_THAT(past.status().message(), HasSubstr("runs past the end"));
   auto huge = SafetensorsFile::Open(WriteFile("huge.safetensors", header, "", uint64_t{1} << 40));
   EXPECT_THAT(huge.status().message(), HasSubstr("exceeds the 100 MiB limit"));
+  // Another kind of file (a PNG's first bytes): named as not safetensors.
+  {
+    std::ofstream(TempPath("image.png"), std::ios::binary) << std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16);
+  }
+  EXPECT_THAT(SafetensorsFile::Open(TempPath("image.png")).status().message(),
+              HasSubstr("image.png: not a safetensors file"));
   // Truncated: the header promises 8 data bytes, the file has 4.
   auto trunc = SafetensorsFile::Open(WriteFile("trunc.safetensors", header, Floats({1})));
   EXPECT_THAT(trunc.status().message(), HasSubstr("truncated"));
