@@ -178,3 +178,52 @@ def test_bad_arguments_carry_the_cli_message(models, tpumesh_bin, tmp_path):
     with pytest.raises(TypeError):
         tpumesh.eval(model, "unet", 3)
     assert not pathlib.Path(out).exists()
+
+
+@pytest.fixture(scope="module")
+def sdxl_model(tpumesh_bin, data_dir, tmp_path_factory):
+    """tests/data/tiny-sdxl-b converted by the CLI (its LoRAs are tests/data/lora/sdxl_*)."""
+    path = tmp_path_factory.mktemp("sdxl") / "tiny-sdxl-b.h5"
+    subprocess.run([tpumesh_bin, "convert", str(data_dir / "tiny-sdxl-b"), "-o", str(path)], check=True,
+                   capture_output=True)
+    return str(path)
+
+
+def test_lora_equals_the_cli(sdxl_model, data_dir, tpumesh_bin, tmp_path):
+    """lora= fuses the LoRAs as --lora does: the same bits, and not the plain text encoder's."""
+    ids = np.full((1, 77), 999, np.int32)
+    ids[0, :5] = np.arange(300, 305)
+    loras = [str(data_dir / "lora" / "sdxl_kohya.safetensors") + ":1.5",
+             str(data_dir / "lora" / "sdxl_peft.safetensors")]
+    flags = [a for l in loras for a in ("--lora", l)]
+    want, want_report = cli_eval(tpumesh_bin, tmp_path / "cli", sdxl_model, "text_encoder", {"input_ids": ids},
+                                 *flags)
+    got = tpumesh.eval(sdxl_model, "text_encoder", {"input_ids": ids}, lora=loras)
+    assert got["last_hidden_state"].tobytes() == want.tobytes()
+    assert without_host_times(got.report) == without_host_times(want_report)
+    plain = tpumesh.eval(sdxl_model, "text_encoder", {"input_ids": ids})["last_hidden_state"]
+    assert np.abs(plain - want).max() > 1e-3
+    one = tpumesh.eval(sdxl_model, "text_encoder", {"input_ids": ids}, lora=loras[0])["last_hidden_state"]
+    want_one, _ = cli_eval(tpumesh_bin, tmp_path / "cli1", sdxl_model, "text_encoder", {"input_ids": ids},
+                           "--lora", loras[0])
+    assert one.tobytes() == want_one.tobytes()
+    msg = cli_error(tpumesh_bin, "--model", sdxl_model, "--component", "text_encoder", "--input",
+                    str(tmp_path / "cli" / "in.h5"), "--output", str(tmp_path / "o.h5"), "--lora", loras[1] + ":x")
+    with pytest.raises(ValueError) as e:
+        tpumesh.eval(sdxl_model, "text_encoder", {"input_ids": ids}, lora=loras[1] + ":x")
+    assert str(e.value) == msg
+
+
+def test_temporary_files_are_removed(models, tmp_path, monkeypatch):
+    """The inputs, the embedded model's copy and the output go in a private folder, gone after the call,
+    whether it succeeded or failed."""
+    import tempfile
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    ids = tpumesh.eval(None, "tokenizer", {"prompts": PROMPTS[0]})["input_ids"]  # one str is one prompt
+    assert ids.shape == (1, 77)
+    assert list(scratch.iterdir()) == []
+    with pytest.raises(ValueError):
+        tpumesh.eval(models["tiny"], "text_encoder", {"input_ids": np.ones((3, 77), np.int32)}, mesh="data=2")
+    assert list(scratch.iterdir()) == []
