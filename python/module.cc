@@ -4,7 +4,7 @@
 #include "mesh/array.h"
 
 PYBIND11_MODULE(_tpumesh, m) {
-  m.doc() = "tpumesh's library from Python: devices, PRNG, text-to-image, pricing, StableHLO (docs/python.md)";
+  m.doc() = "tpumesh's library from Python: devices, PRNG, text-to-image, one component (eval), pricing, StableHLO (docs/python.md)";
   // The host heap's policy for a process running virtual devices, as the
   // CLI sets it first thing (mesh/array.h).
   tpumesh::mesh::BoundHostHeap();
