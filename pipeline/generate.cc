@@ -63,7 +63,8 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
     g->loras_ = loras.Label();
   }
   // Refused before loading when the weights cannot fit in the host's memory.
-  TPUMESH_ASSIGN_OR_RETURN(HostMemoryEstimate need, EstimateHostMemory(*file));
+  // (This rank's share of it: only its devices' model ranks are loaded.)
+  TPUMESH_ASSIGN_OR_RETURN(HostMemoryEstimate need, EstimateHostMemory(*file, LocalModelRanks(*g->mesh_)));
   const int64_t have = HostMemoryAvailable();
   if (have > 0 && need.total() > have) {
     auto gib = [](int64_t b) { return mesh::FormatBytes(b); };

@@ -124,14 +124,60 @@ StatusOr<ClipTokenizer> LoadTokenizer(const ModelFile& file, const std::string& 
   return ClipTokenizer::FromStrings(texts, file.path() + ": " + c);
 }
 
-StatusOr<HostMemoryEstimate> EstimateHostMemory(const ModelFile& file) {
+namespace {
+
+// component/name -> the part of a parameter the local model ranks hold
+// (numerator, denominator): its split units they hold, or all of it.
+using HeldParts = std::map<std::string, std::pair<int64_t, int64_t>>;
+StatusOr<HeldParts> HeldByLocalRanks(const ModelFile& file, const models::ModelRanks& ranks) {
+  TPUMESH_ASSIGN_OR_RETURN(ModelConfigs c, ReadModelConfigs(file));
+  std::vector<std::pair<std::string, std::vector<models::ParamSpec>>> manifests;
+  for (const auto& [component, text] : {std::pair<std::string, const std::string*>{"text_encoder", &c.text_encoder},
+                                        {"text_encoder_2", &c.text_encoder_2}}) {
+    if (text->empty()) continue;
+    TPUMESH_ASSIGN_OR_RETURN(auto cfg, models::ParseClipTextConfig(*text, file.path() + ": " + component));
+    manifests.emplace_back(component, models::ClipTextParams(cfg));
+  }
+  TPUMESH_ASSIGN_OR_RETURN(auto uc, models::ParseUNetConfig(c.unet, file.path() + ": unet"));
+  manifests.emplace_back("unet", models::UNetParams(uc));
+  TPUMESH_ASSIGN_OR_RETURN(auto vc, models::ParseVaeConfig(c.vae, file.path() + ": vae"));
+  manifests.emplace_back("vae", models::VaeParams(vc));
+  HeldParts held;
+  const int m = ranks.count;
+  for (const auto& [component, manifest] : manifests)
+    for (const models::ParamSpec& p : manifest) {
+      int64_t units = 0;
+      for (int r = 0; r < m; ++r) {
+        if (!ranks.is_local(r)) continue;
+        const auto [u0, u1] = models::ShardUnits(p.split.units, m, r);
+        units += p.split.SplitsOver(m) ? u1 - u0 : 0;
+      }
+      held[component + "/" + p.name] = p.split.SplitsOver(m) ? std::pair<int64_t, int64_t>{units, p.split.units}
+                                                             : std::pair<int64_t, int64_t>{1, 1};
+    }
+  return held;
+}
+
+}  // namespace
+
+StatusOr<HostMemoryEstimate> EstimateHostMemory(const ModelFile& file, const models::ModelRanks& ranks) {
+  // Only some model ranks here: each split parameter counted for the units
+  // they hold. A config that does not parse is left to the loader to report
+  // (the whole model is counted).
+  HeldParts held;
+  if (!ranks.all_local()) {
+    auto parts = HeldByLocalRanks(file, ranks);
+    if (parts.ok()) held = std::move(parts).value();
+  }
   HostMemoryEstimate e;
   for (const char* component : {"text_encoder", "text_encoder_2", "unet", "vae"}) {
     if (!file.Has(std::string(component) + "/config.json")) continue;
     TPUMESH_ASSIGN_OR_RETURN(std::vector<std::string> names, file.TensorNames(component));
     for (const std::string& name : names) {
       TPUMESH_ASSIGN_OR_RETURN(TensorInfo info, file.Info(component, name));
-      const int64_t n = mesh::NumElements(info.shape);
+      const auto it = held.find(std::string(component) + "/" + name);
+      const auto [num, den] = it == held.end() ? std::pair<int64_t, int64_t>{1, 1} : it->second;
+      const int64_t n = mesh::NumElements(info.shape) / den * num;
       if (info.stored == mesh::DType::kBF16 && models::MayHoldBf16(name, info.shape)) e.bf16_bytes += 2 * n;
       else e.f32_bytes += 4 * n;
       if (models::OnlyPacked(name, info.shape)) e.packed_bytes += 2 * n;

@@ -67,7 +67,10 @@ struct HostMemoryEstimate {
   int64_t f32_bytes = 0, bf16_bytes = 0, packed_bytes = 0;
   int64_t total() const { return f32_bytes + bf16_bytes + packed_bytes; }
 };
-StatusOr<HostMemoryEstimate> EstimateHostMemory(const ModelFile& file);
+// With model_ranks (LocalModelRanks under MPI): what this process holds of
+// it, each split parameter for the units of its local model ranks (the
+// unsplit ones whole); a model whose configs do not parse is counted whole.
+StatusOr<HostMemoryEstimate> EstimateHostMemory(const ModelFile& file, const models::ModelRanks& model_ranks = 1);
 // NaN or Inf anywhere in a f32 or bf16 tensor: InvalidArgument naming
 // `where` (e.g. "model.h5: tensor unet/conv_in.weight") and the index.
 Status CheckFiniteTensor(const std::string& where, const mesh::Array& a);

@@ -9,6 +9,7 @@
 // - The model ranks it does not keep have the shapes, dtypes and byte counts
 //   of the real shares (so HBM accounting and param_bytes are unchanged) but
 //   no host page mapped (mincore), while the kept ones are resident.
+// - The host-memory estimate before loading counts those kept bytes.
 // - LocalModelRanks is the set of the model ranks of the mesh's local
 //   devices: every rank for one process; under mpirun, data=2,model=4 over 4
 //   ranks of 2 devices keeps 2 of the 4 on each rank.
@@ -111,6 +112,36 @@ TEST(RankSharesTest, KeepsOnlyTheLocalModelRanksShares) {
   auto all = LoadTextToImage(*file, models::ModelRanks(4, {true, true, true, true}));
   ASSERT_TRUE(all.ok()) << all.status().ToString();
   EXPECT_EQ(ExpectLocalSharesOnly(**whole, **all, 4), 0);
+}
+
+// The host-memory estimate before loading (generate refuses a model that
+// cannot fit) counts what this process will hold: the distinct bytes of the
+// kept shares, exactly; every rank: the whole model's estimate.
+TEST(RankSharesTest, HostMemoryEstimateCountsTheKeptShares) {
+  auto file = DefaultModel();
+  ASSERT_NE(file, nullptr);
+  auto whole = EstimateHostMemory(*file);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  auto all = EstimateHostMemory(*file, models::ModelRanks(4, {true, true, true, true}));
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->total(), whole->total());
+  for (const std::vector<bool>& local : {std::vector<bool>{true, false, false, false},
+                                         std::vector<bool>{false, true, false, true}}) {
+    const models::ModelRanks ranks(4, local);
+    auto est = EstimateHostMemory(*file, ranks);
+    ASSERT_TRUE(est.ok()) << est.status().ToString();
+    EXPECT_LT(est->total(), whole->total());
+    auto part = LoadTextToImage(*file, ranks);
+    ASSERT_TRUE(part.ok()) << part.status().ToString();
+    std::set<const void*> seen;
+    int64_t kept = 0;
+    for (const ComponentParams& c : (*part)->components())
+      for (int r = 0; r < ranks.count; ++r)
+        if (ranks.is_local(r))
+          for (const auto& [name, a] : (*c.ranks)[r].all())
+            if (seen.insert(a.raw()).second) kept += a.size_bytes();
+    EXPECT_EQ(est->f32_bytes + est->bf16_bytes, kept);
+  }
 }
 
 // A LoRA is fused into the whole weight before the split, also when the
