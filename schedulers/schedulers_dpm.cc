@@ -87,12 +87,12 @@ void AddNoiseAt(float sigma, const float* original, const float* noise, float* o
   }
 }
 
-class DpmSolverMultistepScheduler final : public Scheduler {
+// What both DPM-Solvers share: the training schedule's sigmas and
+// half-log-SNRs, lambda_min_clipped, the sigmas of a run's timesteps (the
+// training sigmas interpolated, or Karras/exponential/beta ones), the final
+// sigma, and add_noise.
+class DpmScheduler : public Scheduler {
  public:
-  DpmSolverMultistepScheduler(std::string name, const SchedulerConfig& c, bool plus_plus, bool heun, bool sde,
-                              SigmaSchedule schedule)
-      : Scheduler(std::move(name), c), plus_plus_(plus_plus), heun_(heun), sde_(sde), schedule_(schedule) {}
-
   Status Init() {
     TPUMESH_RETURN_IF_ERROR(InitSchedule());
     train_sigmas_ = TrainSigmas(alphas_cumprod_);
@@ -105,18 +105,62 @@ class DpmSolverMultistepScheduler final : public Scheduler {
     return OkStatus();
   }
 
- private:
-  Status DoSetTimesteps(int n) override {
-    const int n_train = config_.num_train_timesteps;
-    // torch.searchsorted(torch.flip(lambda_t, [0]), lambda_min_clipped): the
-    // first index whose value is >= the bound.
+ protected:
+  DpmScheduler(std::string name, const SchedulerConfig& c, SigmaSchedule schedule)
+      : Scheduler(std::move(name), c), schedule_(schedule) {}
+
+  // torch.searchsorted(torch.flip(lambda_t, [0]), lambda_min_clipped): the
+  // first index whose value is >= the bound.
+  int64_t ClippedIndex() const {
     int64_t clipped_idx = 0;
     const int64_t len = static_cast<int64_t>(lambda_t_.size());
     while (clipped_idx < len &&
            static_cast<double>(lambda_t_[len - 1 - clipped_idx]) < config_.lambda_min_clipped) {
       ++clipped_idx;
     }
-    const int64_t last_timestep = n_train - clipped_idx;
+    return clipped_idx;
+  }
+
+  // timesteps_ and sigmas_ (with the final sigma) for the run's timesteps
+  // `ts`, which a sigma schedule may replace. karras_from_sigmas: the Karras
+  // timesteps come from the schedule's sigmas (DpmSigmaSchedule).
+  void SetSigmas(int n, std::vector<int64_t> ts, bool karras_from_sigmas) {
+    sigmas_.clear();
+    if (schedule_ == SigmaSchedule::kDefault) {
+      for (int64_t t : ts) sigmas_.push_back(static_cast<float>(InterpUnitGrid(static_cast<double>(t), train_sigmas_)));
+    } else {
+      std::vector<double> sig;
+      DpmSigmaSchedule(schedule_, karras_from_sigmas, n, alphas_cumprod_, train_sigmas_, &sig, &ts);
+      for (double x : sig) sigmas_.push_back(static_cast<float>(x));
+    }
+    timesteps_.assign(ts.begin(), ts.end());
+    float sigma_last = 0.0f;
+    if (config_.final_sigmas_type == "sigma_min") {
+      const float a0 = alphas_cumprod_[0];
+      sigma_last = std::sqrt((1.0f - a0) / a0);
+    }
+    sigmas_.push_back(sigma_last);
+  }
+
+  void DoAddNoise(const float* original, const float* noise, int step_index, float* out, size_t n) const override {
+    AddNoiseAt(sigmas_[step_index], original, noise, out, n);
+  }
+
+  SigmaSchedule schedule_;
+  std::vector<double> train_sigmas_;
+  std::vector<float> lambda_t_;
+};
+
+class DpmSolverMultistepScheduler final : public DpmScheduler {
+ public:
+  DpmSolverMultistepScheduler(std::string name, const SchedulerConfig& c, bool plus_plus, bool heun, bool sde,
+                              SigmaSchedule schedule)
+      : DpmScheduler(std::move(name), c, schedule), plus_plus_(plus_plus), heun_(heun), sde_(sde) {}
+
+ private:
+  Status DoSetTimesteps(int n) override {
+    const int n_train = config_.num_train_timesteps;
+    const int64_t last_timestep = n_train - ClippedIndex();
     const std::string spacing = Spacing("linspace");
     std::vector<int64_t> ts;
     if (spacing == "linspace") {
@@ -131,29 +175,10 @@ class DpmSolverMultistepScheduler final : public Scheduler {
         ts.push_back(static_cast<int64_t>(NumpyRound(x)) - 1);
       }
     }
-    sigmas_.clear();
-    if (schedule_ == SigmaSchedule::kDefault) {
-      for (int64_t t : ts) sigmas_.push_back(static_cast<float>(InterpUnitGrid(static_cast<double>(t), train_sigmas_)));
-    } else {
-      std::vector<double> sig;
-      DpmSigmaSchedule(schedule_, schedule_ == SigmaSchedule::kKarras && config_.beta_schedule != "squaredcos_cap_v2",
-                       n, alphas_cumprod_, train_sigmas_, &sig, &ts);
-      for (double x : sig) sigmas_.push_back(static_cast<float>(x));
-    }
-    timesteps_.assign(ts.begin(), ts.end());
-    float sigma_last = 0.0f;
-    if (config_.final_sigmas_type == "sigma_min") {
-      const float a0 = alphas_cumprod_[0];
-      sigma_last = std::sqrt((1.0f - a0) / a0);
-    }
-    sigmas_.push_back(sigma_last);
+    SetSigmas(n, std::move(ts), schedule_ == SigmaSchedule::kKarras && config_.beta_schedule != "squaredcos_cap_v2");
     model_outputs_.assign(config_.solver_order, {});
     lower_order_nums_ = 0;
     return OkStatus();
-  }
-
-  void DoAddNoise(const float* original, const float* noise, int step_index, float* out, size_t n) const override {
-    AddNoiseAt(sigmas_[step_index], original, noise, out, n);
   }
 
   bool needs_noise() const override { return sde_; }
@@ -335,9 +360,6 @@ class DpmSolverMultistepScheduler final : public Scheduler {
   }
 
   bool plus_plus_, heun_, sde_;
-  SigmaSchedule schedule_;
-  std::vector<double> train_sigmas_;
-  std::vector<float> lambda_t_;
   std::vector<std::vector<float>> model_outputs_;  // oldest first, solver_order slots
   std::vector<float> noise_;                       // this step's draw (sde)
   int lower_order_nums_ = 0;
@@ -349,59 +371,25 @@ class DpmSolverMultistepScheduler final : public Scheduler {
 // order list [1, 2, 1, 2, ..., 1] pairs the steps; a first-order step keeps
 // its starting sample, the second-order step after it restarts from that
 // sample with both model outputs (diffusers' self.sample), fresh noise each.
-class DpmSolverSinglestepScheduler final : public Scheduler {
+class DpmSolverSinglestepScheduler final : public DpmScheduler {
  public:
   DpmSolverSinglestepScheduler(const SchedulerConfig& c, bool heun, SigmaSchedule schedule)
-      : Scheduler("dpmpp_2s_a", c), heun_(heun), schedule_(schedule) {}
-
-  Status Init() {
-    TPUMESH_RETURN_IF_ERROR(InitSchedule());
-    train_sigmas_ = TrainSigmas(alphas_cumprod_);
-    lambda_t_.resize(alphas_cumprod_.size());
-    for (size_t i = 0; i < alphas_cumprod_.size(); ++i) {
-      const float a = alphas_cumprod_[i];
-      lambda_t_[i] = std::log(std::sqrt(a)) - std::log(std::sqrt(1.0f - a));
-    }
-    init_noise_sigma_ = 1.0f;
-    return OkStatus();
-  }
+      : DpmScheduler("dpmpp_2s_a", c, schedule), heun_(heun) {}
 
  private:
   static constexpr int kOrder = 2;
 
   bool needs_noise() const override { return true; }
-  void DoAddNoise(const float* original, const float* noise, int step_index, float* out, size_t n) const override {
-    AddNoiseAt(sigmas_[step_index], original, noise, out, n);
-  }
 
   Status DoSetTimesteps(int n) override {
     const int n_train = config_.num_train_timesteps;
-    int64_t clipped_idx = 0;
-    const int64_t len = static_cast<int64_t>(lambda_t_.size());
-    while (clipped_idx < len &&
-           static_cast<double>(lambda_t_[len - 1 - clipped_idx]) < config_.lambda_min_clipped) {
-      ++clipped_idx;
-    }
+    const int64_t clipped_idx = ClippedIndex();
     // np.linspace(0, n_train - 1 - clipped_idx, n + 1).round()[::-1][:-1]
     // whatever timestep_spacing says.
     std::vector<int64_t> ts;
     const std::vector<double> y = NumpyLinspace(0, static_cast<double>(n_train - 1 - clipped_idx), n + 1);
     for (int64_t i = n; i >= 1; --i) ts.push_back(static_cast<int64_t>(NumpyRound(y[i])));
-    sigmas_.clear();
-    if (schedule_ == SigmaSchedule::kDefault) {
-      for (int64_t t : ts) sigmas_.push_back(static_cast<float>(InterpUnitGrid(static_cast<double>(t), train_sigmas_)));
-    } else {
-      std::vector<double> sig;
-      DpmSigmaSchedule(schedule_, schedule_ == SigmaSchedule::kKarras, n, alphas_cumprod_, train_sigmas_, &sig, &ts);
-      for (double x : sig) sigmas_.push_back(static_cast<float>(x));
-    }
-    timesteps_.assign(ts.begin(), ts.end());
-    float sigma_last = 0.0f;
-    if (config_.final_sigmas_type == "sigma_min") {
-      const float a0 = alphas_cumprod_[0];
-      sigma_last = std::sqrt((1.0f - a0) / a0);
-    }
-    sigmas_.push_back(sigma_last);
+    SetSigmas(n, std::move(ts), schedule_ == SigmaSchedule::kKarras);
     // diffusers turns lower_order_final on (in its config, for good) for an
     // odd step count or final_sigmas_type "zero".
     bool lof = config_.lower_order_final.value_or(false);
@@ -456,9 +444,6 @@ class DpmSolverSinglestepScheduler final : public Scheduler {
   }
 
   bool heun_;
-  SigmaSchedule schedule_;
-  std::vector<double> train_sigmas_;
-  std::vector<float> lambda_t_;
   std::vector<int> orders_;
   std::vector<float> m0_, m1_;  // the newest and the previous x0 prediction (empty: None)
   std::vector<float> start_;    // the sample the current pair started from
