@@ -378,6 +378,8 @@ class Interpreter {
           for (int res : b.ops[k].results) env.erase(res);
         return out;
       }
+      if (o_.cancel != nullptr && o_.cancel->load(std::memory_order_relaxed))
+        return CancelledError("interrupted after " + std::to_string(executed_) + " ops");
       if (++executed_ > o_.max_executed_ops)
         return Fail(op, "more than " + std::to_string(o_.max_executed_ops) +
                             " ops executed (a loop whose trip count depends on data cannot be priced without computing it: use `tpumesh run`)");

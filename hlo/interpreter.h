@@ -30,6 +30,7 @@
 #ifndef TPUMESH_HLO_INTERPRETER_H_
 #define TPUMESH_HLO_INTERPRETER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -84,6 +85,9 @@ struct Options {
   // Called after each op device 0 executes, with the count so far (progress
   // for a long run; from device 0's thread). Null: none.
   std::function<void(int64_t executed)> on_op;
+  // Polled before each op: once it reads true, the run stops with
+  // Cancelled (Ctrl-C in the Python module). Null: never.
+  const std::atomic<bool>* cancel = nullptr;
   // Ops executed at most (loops included) before the run stops with an
   // error: a dry run of a data-dependent loop never ends otherwise.
   int64_t max_executed_ops = int64_t{1} << 32;

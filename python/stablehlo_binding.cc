@@ -3,6 +3,7 @@
 // --stablehlo` share (tools/run_command.h RunStableHloModule), numpy arrays
 // in and out; and the small file helpers the tests and examples use (HDF5
 // datasets as the commands read them, PNG as generate writes it).
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -111,7 +112,8 @@ py::tuple RunModule(const std::string& text_or_path, bool is_path, const std::st
     return args;
   };
   StatusOr<tools::StableHloResult> ran = InternalError("not run");
-  RunReleased([&] { ran = tools::RunStableHloModule(m, o, from_arrays); });
+  std::atomic<bool> cancel{false};
+  RunReleased([&] { ran = tools::RunStableHloModule(m, o, from_arrays, {}, &cancel); }, &cancel);
   tools::StableHloResult result = ValueOrThrow(std::move(ran));
   py::list outputs;
   for (const auto& [unused, raw] : hlo::OutputDatasets(result.run.outputs)) outputs.append(NumpyFromRaw(raw));

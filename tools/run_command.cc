@@ -29,7 +29,8 @@ void PrintOpTable() {
 }
 
 StatusOr<StableHloResult> RunStableHloModule(const hlo::Module& m, const StableHloRun& o,
-                                             const StableHloInputsFn& inputs, std::function<void(int64_t)> on_op) {
+                                             const StableHloInputsFn& inputs, std::function<void(int64_t)> on_op,
+                                             const std::atomic<bool>* cancel) {
   TPUMESH_RETURN_IF_ERROR(hlo::Verify(m));
   StableHloResult result;
   TPUMESH_ASSIGN_OR_RETURN(result.layout, hlo::LayoutOf(m));
@@ -53,6 +54,7 @@ StatusOr<StableHloResult> RunStableHloModule(const hlo::Module& m, const StableH
   std::vector<mesh::OpRecord> unused;
   opt.ops = &unused;  // set per device by RunProgram
   opt.on_op = std::move(on_op);
+  opt.cancel = cancel;
   TPUMESH_ASSIGN_OR_RETURN(result.run, hlo::RunProgram(m, layout, *mesh, std::move(args), opt));
   const hlo::ProgramRun& run = result.run;
   pipeline::RunReport& r = result.report;

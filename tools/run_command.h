@@ -6,6 +6,7 @@
 #ifndef TPUMESH_TOOLS_RUN_COMMAND_H_
 #define TPUMESH_TOOLS_RUN_COMMAND_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -45,9 +46,11 @@ struct StableHloResult {
   pipeline::RunReport report;
 };
 using StableHloInputsFn = std::function<StatusOr<std::vector<hlo::Tensor>>(const hlo::Layout&)>;
+// `cancel`, when given, stops the run with Cancelled (hlo::Options::cancel).
 StatusOr<StableHloResult> RunStableHloModule(const hlo::Module& m, const StableHloRun& o,
                                              const StableHloInputsFn& inputs,
-                                             std::function<void(int64_t)> on_op = {});
+                                             std::function<void(int64_t)> on_op = {},
+                                             const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace tpumesh::tools
 

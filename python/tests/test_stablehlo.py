@@ -126,3 +126,38 @@ def test_trace_goes_through_the_output_guard(data_dir, tmp_path):
     stablehlo.price(str(program), trace=str(trace))
     assert json.loads(trace.read_text())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "trace.json"]
+
+
+LONG_LOOP = """
+func.func public @main(%arg0: tensor<i32>) -> tensor<i32> {
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %arg0) : tensor<i32>, tensor<i32>
+   cond {
+    %lim = stablehlo.constant dense<2000000000> : tensor<i32>
+    %1 = stablehlo.compare  LT, %iterArg, %lim,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  } do {
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %1 = stablehlo.add %iterArg, %one : tensor<i32>
+    %2 = stablehlo.add %iterArg_0, %one : tensor<i32>
+    stablehlo.return %1, %2 : tensor<i32>, tensor<i32>
+  }
+  return %0#1 : tensor<i32>
+}
+"""
+
+
+def test_ctrl_c_interrupts_a_run_between_ops():
+    # A loop of 2e9 trips: Ctrl-C stops it at the next op, and a run after it works.
+    import signal
+    import threading
+    import time
+    timer = threading.Timer(0.3, lambda: signal.raise_signal(signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        stablehlo.run(LONG_LOOP, np.int32(5), devices=1)
+    timer.join()
+    assert time.monotonic() - start < 30
+    short = LONG_LOOP.replace("2000000000", "3")
+    assert int(stablehlo.run(short, np.int32(5), devices=1).outputs[0]) == 8
