@@ -274,7 +274,11 @@ StatusOr<std::map<std::string, Meta>> ReadMeta(const SafetensorsFile& st, const 
   };
   const auto j = nlohmann::json::parse(it->second, nullptr, false);
   if (!j.is_object()) return bad("not a JSON object");
-  for (const auto& [k, v] : j.items()) {
+  for (const auto& item : j.items()) {
+    // Named copies, not structured bindings: the lambdas below capture them
+    // (clang 14 cannot capture a structured binding).
+    const std::string k = item.key();
+    const nlohmann::json& v = item.value();
     std::string component;
     for (const char* c : {"text_encoder_2", "text_encoder", "unet"})
       if (StartsWith(k, std::string(c) + ".")) {
