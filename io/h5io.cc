@@ -321,6 +321,24 @@ Status H5Writer::WriteRaw(const std::string& name, const H5Raw& raw) {
   return st;
 }
 
+Status H5Writer::WriteStrings(const std::string& name, const std::vector<std::string>& values) {
+  const hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, H5T_CSET_UTF8);
+  const hsize_t dims[1] = {values.size()};
+  const hid_t space = H5Screate_simple(1, dims, nullptr);
+  const hid_t dcpl = UntimedDatasets();
+  const hid_t ds = H5Dcreate2(file_, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  H5Pclose(dcpl);
+  std::vector<const char*> ptrs;
+  for (const std::string& v : values) ptrs.push_back(v.c_str());
+  const bool ok = ds >= 0 && (values.empty() || H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) >= 0);
+  if (ds >= 0) H5Dclose(ds);
+  H5Sclose(space);
+  H5Tclose(type);
+  return ok ? OkStatus() : InternalError(path_ + ": cannot write dataset '" + name + "'");
+}
+
 StatusOr<std::string> H5Writer::Finish() {
   if (file_ < 0) return FailedPreconditionError(path_ + ": the HDF5 image is already finished");
   if (H5Fflush(file_, H5F_SCOPE_GLOBAL) < 0) return InternalError(path_ + ": cannot finish the HDF5 image");

@@ -48,6 +48,9 @@ class H5Writer {
   // A dataset of the class and width of `raw` (its data and dims), with the
   // attribute dtype = raw.dtype when that is not empty.
   Status WriteRaw(const std::string& name, const H5Raw& raw);
+  // A 1-D dataset of variable-length UTF-8 strings (what h5py writes for a
+  // list of str; eval's tokenizer reads its "prompts" so).
+  Status WriteStrings(const std::string& name, const std::vector<std::string>& values);
   // The finished file's bytes (the writer is closed), for a caller that
   // writes several outputs together (io/atomic_file.h WriteFilesAtomic).
   StatusOr<std::string> Finish();

@@ -1,7 +1,7 @@
 // tpumesh.eval: one model component on inputs, `tpumesh eval`'s run
 // (pipeline/eval.h RunEval) from Python; and the HDF5 writers it and the
-// tests use (numeric datasets through io/h5io.h H5Writer, a list of strings
-// as the tokenizer's "prompts").
+// tests use (io/h5io.h H5Writer: numeric datasets, or a list of strings as
+// the tokenizer's "prompts").
 //
 // Contract: eval_component reads the input file, runs RunEval with the GIL
 // released, writes the output file's bytes to the caller's output path
@@ -12,13 +12,11 @@
 // caller's `input_label` replaces the input path in messages (a dict's
 // temporary file is named "inputs"). RunEval polls no cancel flag: Ctrl-C
 // raises KeyboardInterrupt when the run returns.
-#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "bindings.h"
-#include "hdf5.h"
 #include "io/atomic_file.h"
 #include "io/h5io.h"
 #include "pipeline/default_model.h"
@@ -49,39 +47,6 @@ Status Relabel(const Status& status, const std::string& from, const std::string&
   for (size_t at = msg.find(from); at != std::string::npos; at = msg.find(from, at + to.size()))
     msg.replace(at, from.size(), to);
   return Status(status.code(), msg);
-}
-
-// A one-dimensional dataset of variable-length UTF-8 strings, as h5py
-// writes a list of str, in a file of its own: built at `path`.partial and
-// renamed over `path` (never a partial file at `path`).
-Status WriteStringsFile(const std::string& path, const std::string& name, const std::vector<std::string>& values) {
-  const std::string tmp = path + ".partial";
-  const hid_t f = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (f < 0) return FailedPreconditionError(path + ": cannot create the HDF5 file");
-  const hid_t t = H5Tcopy(H5T_C_S1);
-  H5Tset_size(t, H5T_VARIABLE);
-  H5Tset_cset(t, H5T_CSET_UTF8);
-  const hsize_t dims[1] = {values.size()};
-  const hid_t space = H5Screate_simple(1, dims, nullptr);
-  const hid_t ds = H5Dcreate2(f, name.c_str(), t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  std::vector<const char*> ptrs;
-  for (const std::string& v : values) ptrs.push_back(v.c_str());
-  const bool ok = ds >= 0 && (values.empty() || H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) >= 0);
-  if (ds >= 0) H5Dclose(ds);
-  H5Sclose(space);
-  H5Tclose(t);
-  const bool closed = H5Fclose(f) >= 0;
-  std::error_code ec;
-  if (!ok || !closed) {
-    std::filesystem::remove(tmp, ec);
-    return DataLossError(path + ": cannot write dataset '" + name + "'");
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return FailedPreconditionError(path + ": " + ec.message());
-  }
-  return OkStatus();
 }
 
 // (dataset name, numpy array, report JSON or "" for the tokenizer, trace
@@ -156,8 +121,15 @@ void RegisterEval(py::module_& m) {
     }
     ThrowIfError(done, ErrorKind::kFile);
   });
+  // A list of str as one dataset in a file of its own, the same way.
   m.def("h5_write_strings", [](const std::string& path, const std::string& name, const std::vector<std::string>& v) {
-    ThrowIfError(WriteStringsFile(path, name, v), ErrorKind::kFile);
+    ThrowIfError(
+        [&]() -> Status {
+          TPUMESH_ASSIGN_OR_RETURN(auto w, pipeline::H5Writer::Create(path));
+          TPUMESH_RETURN_IF_ERROR(w->WriteStrings(name, v));
+          return w->Commit();
+        }(),
+        ErrorKind::kFile);
   });
 }
 
