@@ -197,6 +197,7 @@ Status RunGenerate(GenerateCmdOptions o) {
     for (const std::string& f : o.images.init_images) run_files.inputs.emplace_back("--init-image", f);
     for (const std::string& f : o.images.masks) run_files.inputs.emplace_back("--mask", f);
     run_files.image_dir = o.out;
+    run_files.preview = o.preview_every > 0;
     TPUMESH_RETURN_IF_ERROR(CheckRunFiles(run_files));
     // The image folder is made by the rank that writes.
     if (root) {
@@ -206,11 +207,6 @@ Status RunGenerate(GenerateCmdOptions o) {
            d = d.parent_path())
         made.dirs.push_back(d);
       TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
-      // The preview goes beside the images (a regular file or none there).
-      if (o.preview_every > 0) {
-        const Status st = CheckWritable((std::filesystem::path(o.out) / "preview.png").string());
-        if (!st.ok()) return st.WithContext("--preview-every");
-      }
     }
     o.gen.mesh = o.dev.mesh;
     o.gen.mesh.cluster = cluster;

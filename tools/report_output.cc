@@ -42,8 +42,8 @@ std::filesystem::path Canonical(const std::string& path) {
 namespace {
 
 // generate's image names: image_NN.png (two digits or more) and grid.png.
-bool IsImageName(const std::string& name) {
-  if (name == "grid.png") return true;
+bool IsImageName(const std::string& name, bool preview) {
+  if (name == "grid.png" || (preview && name == "preview.png")) return true;
   if (name.size() < 12 || name.rfind("image_", 0) != 0 || name.compare(name.size() - 4, 4, ".png") != 0) return false;
   return name.find_first_not_of("0123456789", 6) == name.size() - 4;
 }
@@ -97,7 +97,7 @@ Status CheckRunFiles(const RunFiles& files) {
       if (!dir.empty() && IsInside(path, dir))
         return InvalidArgumentError(what + ": inside " + dir + ", the folder " + dir_flag +
                                     " reads (an input is never overwritten)");
-    if (!image_dir.empty() && c.parent_path() == image_dir && IsImageName(c.filename().string()))
+    if (!image_dir.empty() && c.parent_path() == image_dir && IsImageName(c.filename().string(), files.preview))
       return InvalidArgumentError(what + ": in the image folder, where generate writes " + c.filename().string() +
                                   " (two outputs cannot share a file)");
     seen.push_back({flag, c, false});
@@ -111,7 +111,7 @@ Status CheckRunFiles(const RunFiles& files) {
     for (const auto& [flag, path] : files.inputs) {
       if (path.empty()) continue;
       const std::filesystem::path c = Canonical(path);
-      if (c.parent_path() == image_dir && IsImageName(c.filename().string()))
+      if (c.parent_path() == image_dir && IsImageName(c.filename().string(), files.preview))
         return InvalidArgumentError(flag + " " + path + ": in the image folder, where generate writes " +
                                     c.filename().string() + " (an input is never overwritten)");
     }
@@ -119,7 +119,7 @@ Status CheckRunFiles(const RunFiles& files) {
     std::error_code ec;
     for (std::filesystem::directory_iterator it(files.image_dir, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
-      if (!IsImageName(name)) continue;
+      if (!IsImageName(name, files.preview)) continue;
       const auto status = std::filesystem::symlink_status(it->path(), ec);
       if (std::filesystem::is_regular_file(status) || std::filesystem::is_symlink(status)) continue;
       return InvalidArgumentError(it->path().string() + ": " +

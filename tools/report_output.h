@@ -42,8 +42,10 @@ struct RunFiles {
   // Folders read whole (convert's diffusers folder, init's --tokenizer): no
   // output may be inside one.
   std::vector<std::pair<std::string, std::string>> input_dirs;
-  // generate's image folder: its image_NN.png and grid.png are outputs too.
+  // generate's image folder: its image_NN.png and grid.png are outputs too,
+  // and preview.png when `preview` (--preview-every).
   std::string image_dir;
+  bool preview = false;
 };
 
 // The one guard every command that writes runs before any work: each output

@@ -85,6 +85,12 @@ TEST(Img2ImgCliTest, PreviewEveryWritesAPreviewGrid) {
   for (uint8_t v : preview->rgb) lit += v > 16;
   EXPECT_GT(lit, static_cast<int>(preview->rgb.size() / 4));
 
+  // The preview is an output: an input of that name is refused, not overwritten.
+  auto clobber = RunTpumesh("generate -p 'a red circle' --steps 4 --preview-every 2 --init-image " + dir +
+                            "/out/preview.png -o " + dir + "/out");
+  EXPECT_NE(clobber.code, 0);
+  EXPECT_THAT(clobber.err, HasSubstr("where generate writes preview.png (an input is never overwritten)"));
+
   auto bad = RunTpumesh("generate -p 'a red circle' --preview-every 0 -o " + dir + "/bad");
   EXPECT_NE(bad.code, 0);
   EXPECT_THAT(bad.err, HasSubstr("--preview-every"));
