@@ -37,8 +37,26 @@ struct Slot {
   char path[kPathMax];
 };
 Slot g_slots[kSlots];
+char g_sigterm_line[256];  // set before any handler runs
+
+void WriteAll(const char* text) {
+  size_t n = std::strlen(text);
+  while (n > 0) {
+    const ssize_t k = ::write(STDERR_FILENO, text, n);
+    if (k <= 0) return;
+    text += k;
+    n -= static_cast<size_t>(k);
+  }
+}
 
 }  // namespace
+
+void SetSigtermLine(const std::string& line) {
+  const size_t n = std::min(line.size(), sizeof g_sigterm_line - 2);
+  std::memcpy(g_sigterm_line, line.data(), n);
+  g_sigterm_line[n] = n > 0 ? '\n' : '\0';
+  g_sigterm_line[n + 1] = '\0';
+}
 
 void RegisterTempFile(const std::string& path) {
   if (path.size() >= kPathMax) return;
@@ -63,6 +81,7 @@ void UnregisterTempFile(const std::string& path) {
 extern "C" void RemoveTempFilesAndDie(int sig) {
   for (Slot& s : g_slots)
     if (s.state.load() == 2) ::unlink(s.path);
+  if (sig == SIGTERM) WriteAll(g_sigterm_line);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }

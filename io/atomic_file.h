@@ -53,6 +53,11 @@ void InstallTempFileCleanup();
 // The handler itself, for a command that installs its own SIGINT handler
 // (generate's graceful stop) and hands the second signal back to it.
 extern "C" void RemoveTempFilesAndDie(int sig);
+// The line the handler writes to stderr before it ends the process on
+// SIGTERM (the newline added; up to 255 bytes). Empty (the default): none.
+// For rank 0 of several, whose launcher ends it with SIGTERM when the user
+// presses Ctrl-C or another rank dies (tools/ranks).
+void SetSigtermLine(const std::string& line);
 // "<what>: <strerror(e)>" with the code that says what kind of failure it
 // was: NotFound (ENOENT, ENOTDIR), ResourceExhausted (ENOSPC, EDQUOT),
 // DataLoss (EIO), ResourceExhausted also for EFBIG (a file size limit),

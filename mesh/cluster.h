@@ -16,6 +16,19 @@
 //   rank out of band (their waits end with its message), and the process
 //   exits with status 1. A rank whose error came from another rank exits 1
 //   without a line of its own: the cause was printed once, where it arose.
+//   Ranks that fail on their own at about the same time (every rank
+//   interrupted at once) print one line between them: rank R > 0 first
+//   waits up to min(R, 4) / 2 seconds for another rank's notice and stays
+//   quiet if one comes.
+// - CheckFailures() returns at once: the failure another rank reported, if
+//   one came (then as Exchange would fail), else OK. Not collective.
+// - fail_fast() (off unless set; the commands set it, since any error ends
+//   them): a pmap (Mesh::Pmap) whose device fails on its own ends the job
+//   at once through Fail, without waiting for the other ranks' devices to
+//   come to the pmap's last round, and a pmap whose devices are computing
+//   notices another rank's failure within 0.1 s and ends quietly through
+//   Fail. Off, a pmap returns the error on every rank once every device of
+//   every rank has returned (the library's contract: collectives.h).
 // - Agree(mine) is how ranks settle a step that may fail on some of them
 //   (inputs read, checks before work): collective; every rank learns every
 //   rank's status, and the lowest failing rank's error is the step's. That
@@ -71,6 +84,9 @@ class Cluster {
   // `to` has size() entries. See the contract above.
   virtual StatusOr<std::vector<Bytes>> Exchange(std::span<const Outgoing> to) = 0;
   virtual Status Barrier() = 0;
+  virtual Status CheckFailures() { return OkStatus(); }
+  bool fail_fast() const { return fail_fast_; }
+  void set_fail_fast(bool on) { fail_fast_ = on; }
   // Prints, tells the others, exits 1 (see the contract).
   [[noreturn]] virtual void Fail(const Status& status) = 0;
 
@@ -101,6 +117,7 @@ class Cluster {
 
  private:
   int remote_failure_ = -1;
+  bool fail_fast_ = false;
   double timeout_s_;
 };
 

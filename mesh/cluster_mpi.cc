@@ -207,8 +207,22 @@ class MpiCluster final : public Cluster {
     return Wait(reqs, "a barrier", [] { return StatusOr<bool>(true); });
   }
 
+  Status CheckFailures() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return FailedElsewhere();
+  }
+
   [[noreturn]] void Fail(const Status& status) override {
-    // Called after the pmaps have returned (no exchange is under way).
+    // Called with no exchange under way (after a pmap, or from a pmap's
+    // Serve between rounds).
+    std::unique_lock<std::mutex> lock(mu_);
+    if (remote_failure() < 0 && rank_ > 0) {
+      // Another rank failing at the same moment (an interrupt to every
+      // rank) may be the one to print: lower ranks first.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500 * std::min(rank_, 4));
+      while (FailedElsewhere().ok() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     if (remote_failure() < 0) {
       const std::string line = FailureLine(status);
       std::fprintf(stderr, "%s\n", line.c_str());

@@ -1,6 +1,7 @@
 #include "mesh/collective_hub.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <type_traits>
 
@@ -501,11 +502,32 @@ void CollectiveHub::Serve() {
     Slot& s = slots_[seq];
     if (s.calls.empty()) s.calls.resize(n, nullptr);
     // This thread holds no host core: it waits without giving one back.
-    cv_.wait(lock, [&] {
+    // With fail_fast, a device of this rank failing on its own, or another
+    // rank's failure notice, ends the job now (Cluster::Fail): the other
+    // ranks' devices may compute for a long time before the next round.
+    const auto round_ready = [&] {
       for (int d = begin; d < end; ++d)
         if (s.calls[d] == nullptr && finished_[d] < 0) return false;
       return true;
-    });
+    };
+    while (true) {
+      if (!cluster.fail_fast()) {
+        cv_.wait(lock, round_ready);
+        break;
+      }
+      const bool ready = cv_.wait_for(lock, std::chrono::milliseconds(100), round_ready);
+      for (int d = begin; d < end; ++d) {
+        if (finished_[d] < 0 || finished_status_[d].ok() || secondary_[d]) continue;
+        const Status failed = finished_status_[d].WithContext("pmap: device " + std::to_string(d));
+        lock.unlock();
+        cluster.Fail(failed);
+      }
+      if (ready) break;
+      lock.unlock();
+      Status elsewhere = cluster.CheckFailures();
+      if (!elsewhere.ok()) cluster.Fail(elsewhere);
+      lock.lock();
+    }
     std::vector<std::pair<int, std::span<const std::byte>>> inputs;
     const Bytes header = EncodeRoundLocked(seq, &inputs);
     // Every rank gets the header; a device's input goes only to the ranks

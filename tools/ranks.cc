@@ -8,6 +8,7 @@
 
 #include "base/input_file.h"
 #include "base/printable.h"
+#include "io/atomic_file.h"
 
 namespace tpumesh::tools {
 namespace {
@@ -29,6 +30,13 @@ void Fnv(uint64_t& h, const char* p, size_t n) {
 StatusOr<mesh::Cluster*> JoinCluster() {
   if (g_cluster == nullptr) {
     TPUMESH_ASSIGN_OR_RETURN(g_cluster, mesh::ConnectCluster());
+    g_cluster->set_fail_fast(true);  // any error ends a command: end every rank at once
+    // Ctrl-C at mpirun's terminal reaches mpirun alone, which ends every
+    // rank with SIGTERM: rank 0 says so, once.
+    if (g_cluster->size() > 1 && g_cluster->rank() == 0)
+      SetSigtermLine("tpumesh: rank 0 of " + std::to_string(g_cluster->size()) +
+                     ": ended by SIGTERM (the launcher ends every rank on Ctrl-C, or when a rank dies); nothing "
+                     "written");
   }
   return g_cluster;
 }

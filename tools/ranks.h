@@ -8,7 +8,10 @@
 // Contract:
 // - JoinCluster() connects (mesh::ConnectCluster) once per process and
 //   remembers the cluster for main: a command's error under several ranks
-//   ends through Cluster::Fail (EndOnError). One process: the local cluster.
+//   ends through Cluster::Fail (EndOnError), at once when it arises inside
+//   a pmap (Cluster::fail_fast: a rank interrupted or failing mid-run does
+//   not wait for the others to finish their steps). One process: the local
+//   cluster.
 // - AgreeToStart is collective: every rank calls it once its checks and
 //   reads are done, with their status. It returns OK on every rank only
 //   when every rank's status is OK and every input file has the same

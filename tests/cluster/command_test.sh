@@ -15,10 +15,18 @@
 #              non-zero within 30 s, one line names rank 1, nothing written
 #   sigkill    rank 1 is killed with SIGKILL mid-run: every rank exits
 #              non-zero within 30 s, mpirun names the signal, nothing written
+#   sigint     rank 1 alone gets SIGINT mid-run (its graceful stop), while
+#              the other ranks' devices compute on (a run of over a minute):
+#              every rank exits non-zero within 30 s, one line from rank 1
+#              naming the step it stopped at, nothing written
+#   sigterm    rank 1 alone gets SIGTERM mid-run: the same, mpirun names
+#              the signal; at most one line of ours (rank 0's, when mpirun
+#              ends it with SIGTERM)
 #
 # (`command_test.sh --rank-wrapper CMD...` is how the script runs each rank
 # for the last two: @RANK@ in an argument becomes the rank; rank
-# $KILL_RANK kills itself after $KILL_AFTER seconds.)
+# $KILL_RANK sends itself $KILL_SIGNAL (default KILL) after $KILL_AFTER
+# seconds.)
 set -u
 if [ "${1:-}" = "--rank-wrapper" ]; then
   shift
@@ -28,7 +36,7 @@ if [ "${1:-}" = "--rank-wrapper" ]; then
   shift "$n"
   if [ -n "${KILL_RANK:-}" ] && [ "$r" = "$KILL_RANK" ]; then
     me=$$
-    (sleep "${KILL_AFTER:-1}"; kill -9 "$me") &
+    (sleep "${KILL_AFTER:-1}"; kill -s "${KILL_SIGNAL:-KILL}" "$me") &
   fi
   exec "$@"
 fi
@@ -124,6 +132,32 @@ case "$mode" in
     [ "$rc" -ne 0 ] || no "exit status 0"
     [ "$elapsed_ms" -lt 30000 ] || no "took ${elapsed_ms} ms (limit 30 s)"
     grep -qE "rank 1 .*exited on signal 9" mpi.log || no "no line naming rank 1 and SIGKILL"
+    [ -z "$(ls -A out)" ] && [ ! -e out.json ] || no "files written: $(ls -A out) $(ls)"
+    ;;
+  sigint | sigterm)
+    # 128x128 over 300 steps: over a minute of work per rank here, so that
+    # waiting for the others to finish their steps would show.
+    mkdir out
+    sig=INT
+    [ "$mode" = sigterm ] && sig=TERM
+    KILL_SIGNAL=$sig KILL_RANK=1 KILL_AFTER=3 run_mpi "$self" --rank-wrapper "$tpumesh" generate -p "a red circle" \
+      --devices 8 --mesh "$mesh" --width 128 --height 128 --steps 300 -o out --report out.json -q
+    cat mpi.log
+    [ "$rc" -ne 0 ] || no "exit status 0"
+    [ "$elapsed_ms" -lt 30000 ] || no "took ${elapsed_ms} ms (limit 30 s)"
+    lines=$(grep -cE '^tpumesh: rank ' mpi.log)
+    if [ "$mode" = sigint ]; then
+      # Rank 1 stops at its next step (or, if the signal came before its
+      # steps began, dies of it: mpirun names the signal).
+      if ! grep -qE "rank 1 .*exited on signal 2" mpi.log; then
+        [ "$lines" -eq 1 ] || no "want exactly one 'tpumesh: rank' line, got $lines"
+        grep -qE "^tpumesh: rank 1 of $np: CANCELLED: pmap: device [0-9]+: cancelled at step [0-9]+" mpi.log ||
+          no "no line from rank 1 naming the step it stopped at"
+      fi
+    else
+      grep -qE "rank 1 .*exited on signal 15" mpi.log || no "no line naming rank 1 and SIGTERM"
+      [ "$lines" -le 1 ] || no "want at most one 'tpumesh: rank' line, got $lines"
+    fi
     [ -z "$(ls -A out)" ] && [ ! -e out.json ] || no "files written: $(ls -A out) $(ls)"
     ;;
   *)
