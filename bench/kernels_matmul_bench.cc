@@ -9,6 +9,14 @@
 // Matmul call. BM_Pack times that plan-time packing alone. Counters: FLOP/s (2MNK per second, a rate), and the cost
 // model's time on a v5e (4 MXUs of 128x128 at 1.5 GHz) and MXU utilisation.
 // BM_BlisSgemm is the f32 peer: BLIS's own multi-threaded sgemm, unwrapped.
+// BM_Onednn (built where Debian's libdnnl-dev is installed) is the peer
+// issue 31 names: oneDNN's matmul primitive with C in f32 and B reordered
+// once into the layout the primitive picks (format_tag::any, as a plan
+// packs), OpenMP threads as asked, in four forms: bf16 (A and B in bf16; A
+// given already converted, oneDNN's best case), bf16_from_f32 (the same
+// with A's f32 -> bf16 reorder in the timed loop: what our kDefault call
+// does, f32 activations in), f32_as_bf16 (A and B f32 with
+// fpmath_mode::bf16, which lets oneDNN compute in bf16) and f32.
 //
 //   build-kernels/bench/kernels_matmul_bench --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true --benchmark_filter='bf16/default'
@@ -19,6 +27,11 @@
 
 #include "benchmark/benchmark.h"
 #include "blis.h"
+#ifdef TPUMESH_HAVE_DNNL
+#include <omp.h>
+
+#include "oneapi/dnnl/dnnl.hpp"
+#endif
 #include "kernels/matmul.h"
 #include "kernels/matmul_cost.h"
 
@@ -90,6 +103,45 @@ void BM_BlisSgemm(benchmark::State& state, int threads) {
       benchmark::Counter(2.0 * static_cast<double>(m) * n * k, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+#ifdef TPUMESH_HAVE_DNNL
+// oneDNN's matmul: A [M,K] and B [K,N] in `dt` (bf16 or f32), C f32;
+// `fpmath_bf16`: f32 operands that oneDNN may round to bf16; `convert_a`:
+// A's reorder from f32 runs in the timed loop.
+void BM_Onednn(benchmark::State& state, dnnl::memory::data_type dt, bool fpmath_bf16, bool convert_a,
+               int threads) {
+  using dnnl::memory;
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  omp_set_num_threads(threads);
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  std::vector<float> a = Random(m * k, 1), b = Random(k * n, 2);
+  const memory::desc a_f32({m, k}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc b_f32({k, n}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc a_md({m, k}, dt, memory::format_tag::ab);
+  const memory::desc b_any({k, n}, dt, memory::format_tag::any);
+  const memory::desc c_md({m, n}, memory::data_type::f32, memory::format_tag::ab);
+  dnnl::primitive_attr attr;
+  if (fpmath_bf16) attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_any, c_md), attr, eng);
+  memory a_src(a_f32, eng, a.data()), b_src(b_f32, eng, b.data());
+  memory a_mem(a_md, eng), b_mem(pd.weights_desc(), eng), c_mem(c_md, eng);
+  dnnl::reorder(a_src, a_mem).execute(strm, a_src, a_mem);
+  dnnl::reorder(b_src, b_mem).execute(strm, b_src, b_mem);
+  strm.wait();
+  dnnl::matmul mm(pd);
+  dnnl::reorder convert(a_src, a_mem);
+  for (auto _ : state) {
+    if (convert_a) convert.execute(strm, a_src, a_mem);
+    mm.execute(strm, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    strm.wait();
+    benchmark::ClobberMemory();
+  }
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(m) * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(pd.impl_info_str());
+}
+#endif
+
 // Plan time: packing B (K x N) once, per layout.
 void BM_Pack(benchmark::State& state, Provider provider, Precision precision) {
   const int64_t n = state.range(1), k = state.range(2);
@@ -113,6 +165,24 @@ void RegisterAll() {
     bm->ArgNames({"M", "N", "K"})->Unit(benchmark::kMillisecond)->UseRealTime();
     for (const BenchShape& s : kShapes) bm->Args({s.m, s.n, s.k});
   }
+#ifdef TPUMESH_HAVE_DNNL
+  struct OnednnForm {
+    const char* name;
+    dnnl::memory::data_type dt;
+    bool fpmath_bf16, convert_a;
+  };
+  for (const OnednnForm& f : {OnednnForm{"bf16", dnnl::memory::data_type::bf16, false, false},
+                              OnednnForm{"bf16_from_f32", dnnl::memory::data_type::bf16, false, true},
+                              OnednnForm{"f32_as_bf16", dnnl::memory::data_type::f32, true, false},
+                              OnednnForm{"f32", dnnl::memory::data_type::f32, false, false}}) {
+    for (int threads : {1, 2}) {
+      const std::string name = "BM_Onednn/" + std::string(f.name) + "/t" + std::to_string(threads);
+      auto* bm = benchmark::RegisterBenchmark(name.c_str(), BM_Onednn, f.dt, f.fpmath_bf16, f.convert_a, threads);
+      bm->ArgNames({"M", "N", "K"})->Unit(benchmark::kMillisecond)->UseRealTime();
+      for (const BenchShape& s : kShapes) bm->Args({s.m, s.n, s.k});
+    }
+  }
+#endif
   struct Config {
     Provider provider;
     Precision precision;

@@ -15,6 +15,7 @@ PACKAGES=(
   libpng-dev        # image output
   libgtest-dev libgmock-dev  # GoogleTest
   libbenchmark-dev  # Google Benchmark
+  libdnnl-dev       # oneDNN 2.6: a matmul peer in bench/kernels_matmul_bench (issue 31); never linked by tpumesh
   libcli11-dev      # command-line parsing
   nlohmann-json3-dev  # JSON (chip files, configs, reports)
   libicu-dev        # Unicode categories, case mapping, NFC (tokenizer)
