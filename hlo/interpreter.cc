@@ -1684,7 +1684,7 @@ class Interpreter {
           sel.blocks[0].ops[1].operands == std::vector<int>{c.results[0]})
         compare = &c;
     }
-    const Type scalar{Type::Kind::kTensor, et, {}};
+    const Type scalar{Type::Kind::kTensor, et, {}, {}};
     auto select = [&](const uint8_t* a, const uint8_t* b) -> StatusOr<bool> {
       bool keep = false;
       if (compare) {

@@ -122,7 +122,7 @@ TEST(Partition, ShardingsGiveTheDevicesOfEachPiece) {
   EXPECT_EQ(split.dim(0).ways, 2);
   EXPECT_EQ(*split.dim(0).group, (std::vector<int>{1, 5}));
   EXPECT_FALSE(split.dim(1).split());
-  EXPECT_EQ(split.Local(Type{Type::Kind::kTensor, ElementType::kF32, {4, 6}}).dims, (std::vector<int64_t>{2, 6}));
+  EXPECT_EQ(split.Local(Type{Type::Kind::kTensor, ElementType::kF32, {4, 6}, {}}).dims, (std::vector<int64_t>{2, 6}));
   // Not divisible: left whole.
   EXPECT_TRUE(SplitOf(*s, 5, {3, 6}).replicated());
 }

@@ -38,6 +38,7 @@ Array MakeInput(DType t, const Shape& shape, int device) {
       case DType::kBF16: a.mutable_data<kernels::bf16>()[i] = kernels::F32ToBf16(static_cast<float>(v) * 0.37f); break;
       case DType::kI32: a.mutable_data<int32_t>()[i] = static_cast<int32_t>(v * 1000003); break;
       case DType::kU32: a.mutable_data<uint32_t>()[i] = static_cast<uint32_t>(v) * 2654435761u; break;
+      case DType::kU8: a.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(v * 31); break;
     }
   }
   return a;

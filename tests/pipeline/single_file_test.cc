@@ -53,7 +53,9 @@ void ExpectSameModelFiles(const std::string& a_path, const std::string& b_path, 
                         "text_encoder/config.json", "text_encoder_2/config.json", "tokenizer/vocab.json",
                         "tokenizer/merges.txt", "tokenizer_2/vocab.json"}) {
     ASSERT_EQ((*a)->Has(t), (*b)->Has(t)) << t;
-    if ((*a)->Has(t)) EXPECT_EQ(*(*a)->ReadText(t), *(*b)->ReadText(t)) << t;
+    if ((*a)->Has(t)) {
+      EXPECT_EQ(*(*a)->ReadText(t), *(*b)->ReadText(t)) << t;
+    }
   }
   int64_t compared = 0;
   for (const char* comp : {"text_encoder", "text_encoder_2", "unet", "vae"}) {

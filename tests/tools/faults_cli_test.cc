@@ -483,7 +483,9 @@ TEST(FaultsCliTest, EveryOutputOfEveryCommandIsCheckedBeforeTheRun) {
   ASSERT_EQ(mkfifo((dir + "/fifo").c_str(), 0600), 0);
   // A character device like /dev/null (1, 3), made here, never the host's.
   const bool root = geteuid() == 0;
-  if (root) ASSERT_EQ(mknod((dir + "/null").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  if (root) {
+    ASSERT_EQ(mknod((dir + "/null").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  }
   {
     const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     sockaddr_un addr{};
