@@ -1,5 +1,7 @@
 // The packed-weight conv on AVX512-BF16: an implicit GEMM on the matmul's
-// micro-kernel bf16_gemm_14x32c2 and block driver (matmul_bf16_kernel.h).
+// micro-kernel bf16_gemm_14x32c2 and block driver (matmul_bf16_kernel.h),
+// or, for a weight packed for kAmx, on the AMX driver (matmul_amx_kernel.h)
+// with the same Source.
 //
 //   y^T[pixels, C_out] = col^T[pixels, K] x W^T[K, C_out],  K = (dy, dx, c)
 //
@@ -14,13 +16,13 @@
 //    contiguous pixels of xt), copied into the packed row. No im2col matrix
 //    exists; the gather reads xt from cache (2.6 MB for SD's 64x64x320)
 //    where the matmul's packing streams a 47 MB f32 im2col from DRAM.
-// 3. The last K block's 14 x 32 tile (pixels x channels) is transposed in
-//    registers and stored into NCHW, 14 contiguous pixels per channel, with
-//    the bias added.
+// 3. The last K block's 14 x 32 tile (pixels x channels; AMX: 32 x 32, handed
+//    over 16 rows at a time) is transposed in registers and stored into
+//    NCHW, up to 16 contiguous pixels per channel, with the bias added.
 //
 // Tasks: phase 1 one per (image, padded row); phase 2 a grid of row ranges
-// (whole 14-row micro-tiles) x column ranges (whole 32-column panels) sized
-// to the thread team. K is never split, so every element is the same f32
+// (whole 14-row micro-tiles, 32 on AMX) x column ranges (whole 32-column
+// panels) sized to the thread team. K is never split, so every element is the same f32
 // chain whatever the grid: y is bit-identical for every thread count.
 #include <immintrin.h>
 
@@ -32,6 +34,7 @@
 
 #include "kernels/conv2d.h"
 #include "kernels/conv2d_internal.h"
+#include "kernels/matmul_amx_kernel.h"
 #include "kernels/matmul_bf16_kernel.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/ops_parallel.h"
@@ -216,7 +219,7 @@ struct ConvSource {
     }
   }
 
-  // tile[r][j] (row stride 32) is pixel row + r, channel col + j.
+  // tile[r][j] (row stride 32) is pixel row + r, channel col + j; rows <= 16.
   TPUMESH_TARGET_BF16 void StoreTile(const float* tile, int64_t row, int64_t rows, int64_t col,
                                      int64_t cols) const {
     const int64_t img = row / g.pix, p0 = row - img * g.pix;
@@ -291,8 +294,12 @@ Status Bf16Conv2d(const Conv2dShape& s, const float* x, const PackedMatrix& w, c
   if (xt == nullptr) return ResourceExhaustedError("conv2d: out of memory for the channels-last copy of x");
 
   const matmul_internal::PackedData& wt = *w.internal_data();
+  // A weight packed for kAmx runs the AMX driver (the caller checked that it
+  // may: AmxMatmulActive()).
+  const bool amx = wt.provider == Provider::kAmx;
+  const int64_t mr = amx ? matmul_internal::amx_kernel::kMr : bk::kMr;
   const int64_t m = s.batch * g.pix;
-  const int64_t row_units = (m + bk::kMr - 1) / bk::kMr, col_units = (g.o + bk::kNr - 1) / bk::kNr;
+  const int64_t row_units = (m + mr - 1) / mr, col_units = (g.o + bk::kNr - 1) / bk::kNr;
   const Grid grid = ChooseGrid(row_units, col_units, ParallelConcurrency(num_threads));
   const ConvSource src{g, xt.get(), bias, y};
   RunPhases(num_threads, [&](int inner) {
@@ -305,11 +312,17 @@ Status Bf16Conv2d(const Conv2dShape& s, const float* x, const PackedMatrix& w, c
     ParallelForTasks(grid.mt * grid.nt, inner, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
         const int64_t im = t / grid.nt, jn = t % grid.nt;
-        const int64_t i0 = std::min(m, im * row_units / grid.mt * bk::kMr);
-        const int64_t i1 = std::min(m, (im + 1) * row_units / grid.mt * bk::kMr);
+        const int64_t i0 = std::min(m, im * row_units / grid.mt * mr);
+        const int64_t i1 = std::min(m, (im + 1) * row_units / grid.mt * mr);
         const int64_t j0 = std::min(g.o, jn * col_units / grid.nt * bk::kNr);
         const int64_t j1 = std::min(g.o, (jn + 1) * col_units / grid.nt * bk::kNr);
-        if (i0 < i1 && j0 < j1) bk::Bf16Driver(src, wt, i0, i1, j0, j1);
+        if (i0 >= i1 || j0 >= j1) continue;
+        if (amx) {
+          namespace ak = matmul_internal::amx_kernel;
+          ak::AmxDriver(src, wt, i0, i1, j0, j1, ak::ThreadScratchFor(wt));
+        } else {
+          bk::Bf16Driver(src, wt, i0, i1, j0, j1);
+        }
       }
     });
   });

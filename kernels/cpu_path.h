@@ -9,14 +9,16 @@
 //   avx512bf16  AVX-512 with AVX512_BF16's vdpbf16ps (the kBf16 matmul
 //               provider, kernels/matmul.h)
 //   amx         the AMX tile unit's bf16 tdpbf16ps, above avx512bf16 (Intel
-//               Xeons since Sapphire Rapids). Only `bench peak`'s probe runs
-//               it (kernels/peak.h); no matmul provider uses it yet.
+//               Xeons since Sapphire Rapids): `bench peak`'s probe
+//               (kernels/peak.h) and the kAmx matmul provider
+//               (kernels/matmul.h), which also runs only once its known-answer
+//               self-check has passed (AmxMatmulActive).
 //
 // HostCpuPath() is the highest path the CPU reports in CPUID and the OS
 // enables in XCR0. TPUMESH_SIMD=<path> in the environment caps what the
 // process uses, ActiveCpuPath(): Highway's dispatch (hwy::DisableTargets),
-// the kBf16 provider (Avx512Bf16Active), AMX (TPUMESH_SIMD=avx512bf16 or
-// lower turns it off) and BLIS's kernel set (BLIS_ARCH_TYPE, unless the
+// the kBf16 provider (Avx512Bf16Active), AMX and the kAmx provider
+// (TPUMESH_SIMD=avx512bf16 or lower turns them off) and BLIS's kernel set (BLIS_ARCH_TYPE, unless the
 // environment already sets it) all stay at or below it. A cap above the
 // host's path is the host's path. The cap is read and applied once, during
 // static initialisation (every program that links tpumesh_kernels links this

@@ -1,6 +1,7 @@
 // The matmul frame: argument checks, B packing, provider choice, and the split
 // of C into blocks run on TBB (kernels/ops_parallel.h). The arithmetic lives in the providers
-// (matmul_bf16.cc, matmul-inl.h via matmul_highway.cc, matmul_blis.cc).
+// (matmul_bf16.cc, matmul_amx.cc, matmul-inl.h via matmul_highway.cc,
+// matmul_blis.cc).
 #include "kernels/matmul.h"
 
 #include <algorithm>
@@ -41,6 +42,7 @@ std::string_view ProviderName(Provider p) {
     case Provider::kHighway: return "highway";
     case Provider::kBf16: return "bf16";
     case Provider::kBlis: return "blis";
+    case Provider::kAmx: return "amx";
   }
   return "?";
 }
@@ -58,6 +60,8 @@ StatusOr<Provider> ResolveProvider(Provider requested, Precision precision) {
   switch (requested) {
     case Provider::kAuto:
       if (precision == Precision::kHighest) return Provider::kBlis;
+      // AMX first where it may run (the self-check runs here, once).
+      if (AmxMatmulActive()) return Provider::kAmx;
       return Avx512Bf16Active() && Bf16DotOutrunsFma() ? Provider::kBf16 : Provider::kHighway;
     case Provider::kBf16:
       if (precision == Precision::kHighest) {
@@ -69,6 +73,13 @@ StatusOr<Provider> ResolveProvider(Provider requested, Precision precision) {
                                   (HostCpuPath() >= CpuPath::kAvx512Bf16 ? "TPUMESH_SIMD turns off" : "this CPU or OS lacks"));
       }
       return Provider::kBf16;
+    case Provider::kAmx:
+      if (precision == Precision::kHighest) {
+        return UnimplementedError(
+            "matmul provider amx does not implement precision highest (use highway or blis)");
+      }
+      if (!AmxMatmulActive()) return UnimplementedError("matmul provider amx is off here: " + AmxMatmulNote());
+      return Provider::kAmx;
     case Provider::kHighway:
     case Provider::kBlis:
       return requested;
@@ -93,6 +104,7 @@ template AlignedArray<bf16> AllocateAligned<bf16>(size_t);
 DriverShape DriverShapeOf(Provider provider) {
   switch (provider) {
     case Provider::kBf16: return Bf16DriverShape();
+    case Provider::kAmx: return AmxDriverShape();
     case Provider::kBlis: return BlisDriverShape();
     case Provider::kHighway:
     case Provider::kAuto: break;
@@ -444,6 +456,12 @@ Status MatmulImpl(int64_t batch, int64_t m, const TA* a, int64_t lda, int64_t st
         return UnimplementedError("Matmul: B was packed for provider bf16, which this CPU lacks");
       }
       block = &matmul_internal::Bf16Block;
+      break;
+    case Provider::kAmx:
+      if (!AmxMatmulActive()) {
+        return UnimplementedError("Matmul: B was packed for provider amx, which is off here: " + AmxMatmulNote());
+      }
+      block = &matmul_internal::AmxBlock;
       break;
     case Provider::kHighway:
       block = matmul_internal::HighwayBlockFn();

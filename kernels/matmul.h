@@ -15,16 +15,25 @@
 //   kHighest  f32 operands and f32 accumulation (an f32 GEMM).
 //
 // Providers:
+//   kAmx      AMX tile micro-kernel (tdpbf16ps on 16x16 f32 accumulator
+//             tiles; matmul_amx_kernel.h), kDefault and kHigh, on the same
+//             packed layout as kBf16, only where AmxMatmulActive(): the amx
+//             path is active (AmxActive in kernels/cpu_path.h; TPUMESH_SIMD=
+//             avx512bf16 or lower turns it off) and the process's known-answer
+//             self-check passed (run once, in a forked child, on the first
+//             ResolveProvider of kAuto or kAmx at kDefault/kHigh; a failure
+//             prints one warning line and leaves AMX off). kAuto's choice for
+//             kDefault and kHigh wherever it is active.
 //   kBf16     AVX512-BF16 micro-kernel (vdpbf16ps), kDefault and kHigh, only
 //             where the avx512bf16 path is active (Avx512Bf16Active in
 //             kernels/cpu_path.h: the CPU and OS have it and TPUMESH_SIMD
-//             does not cap below it). The kAuto choice
-//             for kDefault and kHigh where vdpbf16ps also outruns f32 FMAs
+//             does not cap below it). The kAuto choice for kDefault and
+//             kHigh where kAmx is not and vdpbf16ps outruns f32 FMAs
 //             (Bf16DotOutrunsFma in kernels/peak.h, probed once per process:
 //             yes on Zen 4, no on Sapphire/Emerald Rapids Xeons).
 //   kHighway  portable Highway SIMD, every precision, every CPU; the
 //             reference for the others; kAuto's choice for kDefault and
-//             kHigh where kBf16 is not.
+//             kHigh where kAmx and kBf16 are not.
 //   kBlis     BLIS sgemm, every precision (kDefault/kHigh by multiplying the
 //             bf16-rounded pieces in f32); the kAuto choice for kHighest.
 // For kDefault and kHigh, kBf16 and kHighway produce the same bits: both
@@ -33,7 +42,12 @@
 // bf16 values is exact in f32. The one exception is denormals: vdpbf16ps
 // treats denormal operands and partial sums as zero (so does a TPU's MXU),
 // Highway keeps them. kBlis sums in BLIS's own order (differences of a few
-// f32 ulps of the sum of |products|).
+// f32 ulps of the sum of |products|). kAmx multiplies the same bf16 operands
+// but sums them as tdpbf16ps does (per 16 pairs: an even-k and an odd-k f32
+// chain, added, then added to C; denormals flushed), so it differs from the
+// others by f32 rounding only, within matmul_internal::AmxDifferenceBound
+// (docs/kernels.md, "The kAmx provider"); it is deterministic, and the same
+// for every thread count, as the others.
 //
 // Threads: `threads` = 1 computes on the calling thread; n > 1 in a private
 // TBB arena of n threads (at most the host's cores); 0 in the caller's current
@@ -44,7 +58,8 @@
 //
 // Errors: every shape and argument check runs before any compute and returns
 // InvalidArgument naming the dimension; a provider that cannot do the request
-// (kBf16 without AVX512-BF16, kBf16 with kHighest) returns Unimplemented.
+// (kBf16 without AVX512-BF16, kAmx where AmxMatmulActive() is false, either
+// with kHighest) returns Unimplemented.
 // All functions are thread-safe; a PackedMatrix is immutable once built and
 // may be shared by concurrent calls.
 #ifndef TPUMESH_KERNELS_MATMUL_H_
@@ -53,6 +68,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "base/status.h"
@@ -62,10 +78,10 @@
 namespace tpumesh::kernels {
 
 enum class Precision { kDefault, kHigh, kHighest };
-enum class Provider { kAuto, kHighway, kBf16, kBlis };
+enum class Provider { kAuto, kHighway, kBf16, kBlis, kAmx };
 
 std::string_view PrecisionName(Precision p);  // "default", "high", "highest"
-std::string_view ProviderName(Provider p);    // "auto", "highway", "bf16", "blis"
+std::string_view ProviderName(Provider p);    // "auto", "highway", "bf16", "blis", "amx"
 
 // Number of MXU-style passes a precision costs: 1, 3, or (kHighest, which a
 // TPU runs as bf16x6) 6.
@@ -74,6 +90,16 @@ int PrecisionPasses(Precision p);
 // The provider that `requested` means for `precision` on this CPU (kAuto
 // resolved as above), or Unimplemented when it cannot run here.
 StatusOr<Provider> ResolveProvider(Provider requested, Precision precision);
+
+// Whether the kAmx provider may run in this process: AmxActive() and the
+// AMX self-check passed (it runs here on the first call where AmxActive();
+// thread-safe, once per process). False without running anything where
+// AMX is not active.
+bool AmxMatmulActive();
+// Empty when AmxMatmulActive(); else why not, in one phrase: "AMX not on
+// this CPU (CPUID lacks amx_bf16, amx_tile)" (the AMX decision's note,
+// kernels/cpu_path.h) or "AMX matmul self-check failed (<what failed>)".
+std::string AmxMatmulNote();
 
 // Name of the Highway target the kHighway provider dispatches to now
 // (e.g. "AVX3_DL").
@@ -89,7 +115,7 @@ struct PackedData;
 }
 
 // B[K,N] in the layout of one provider and precision: bf16 (or bf16 hi/lo)
-// pairs in 32-column panels for kBf16/kHighway at kDefault/kHigh, f32
+// pairs in 32-column panels for kAmx/kBf16/kHighway at kDefault/kHigh, f32
 // 32-column panels for kHighway at kHighest, a plain (expanded) f32 matrix
 // for kBlis. Owns its storage; move-only; immutable after Pack.
 class PackedMatrix {

@@ -1,6 +1,6 @@
 // The kBf16 provider's matmul: the packing of A (f32 or
-// bf16, rounded to bf16, or split into hi/lo pieces for kHigh) and the block
-// entry point. The micro-kernel bf16_gemm_14x32c2 and the block driver live
+// bf16, rounded to bf16, or split into hi/lo pieces for kHigh; the kAmx
+// provider packs its A with the same PackMatmulA) and the block entry point. The micro-kernel bf16_gemm_14x32c2 and the block driver live
 // in kernels/matmul_bf16_kernel.h, shared with the packed-weight conv. Raw
 // intrinsics under a target attribute, so the binary stays portable (no
 // -march): Highway 1.0.3 has no vdpbf16ps (its bf16 dot product is emulated
@@ -53,9 +53,11 @@ TPUMESH_TARGET_BF16 inline __m512i Interleave3(__m512i hi, __m512i cross, __m512
   return _mm512_mask_permutexvar_epi32(hl, cross_words, idx, cross);
 }
 
-// Packs rows [i0, i0 + rows) of A, expanded pairs [p0, p0 + np), into
-// dst (row r at dst + r*kAStride), rounding to bf16 as the precision says.
-TPUMESH_TARGET_BF16 void PackARows(const CallArgs& args, int64_t i0, int64_t rows, int64_t p0,
+}  // namespace
+
+namespace bf16_kernel {
+
+TPUMESH_TARGET_BF16 void PackMatmulA(const CallArgs& args, int64_t i0, int64_t rows, int64_t p0,
                                    int64_t np, uint32_t* dst) {
   const int64_t k = args.b->k;
   const bool high = args.b->precision == Precision::kHigh;
@@ -146,32 +148,12 @@ TPUMESH_TARGET_BF16 void PackARows(const CallArgs& args, int64_t i0, int64_t row
   }
 }
 
-// A from a matrix (f32 or bf16, leading dimension lda); C a matrix (ldc).
-struct MatmulSource {
-  static constexpr bool kWritesC = true;
-  const CallArgs& args;
-  float* c;
-  int64_t ldc;
-  const float* bias;
-
-  void PackA(int64_t i0, int64_t rows, int64_t p0, int64_t np, uint32_t* dst) const {
-    PackARows(args, i0, rows, p0, np, dst);
-  }
-  void PrefetchRow(int64_t row, int64_t e0, int64_t ne) const {
-    const int64_t elem = args.a_f32 != nullptr ? 4 : 2;
-    const char* base = args.a_f32 != nullptr ? reinterpret_cast<const char*>(args.a_f32)
-                                             : reinterpret_cast<const char*>(args.a_bf16);
-    const char* p = base + (row * args.lda + e0) * elem;
-    for (int64_t byte = 0; byte < ne * elem + 64; byte += 64) _mm_prefetch(p + byte, _MM_HINT_T1);
-  }
-};
-
-}  // namespace
+}  // namespace bf16_kernel
 
 DriverShape Bf16DriverShape() { return {kMr, kMc}; }
 
 void Bf16Block(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  Bf16Driver(MatmulSource{args, args.c, args.ldc, args.bias}, *args.b, i0, i1, j0, j1);
+  Bf16Driver(bf16_kernel::MatmulSource{args, args.c, args.ldc, args.bias}, *args.b, i0, i1, j0, j1);
 }
 
 }  // namespace matmul_internal

@@ -270,6 +270,33 @@ TPUMESH_TARGET_BF16 void Bf16Driver(const Source& src, const PackedData& b, int6
   }
 }
 
+// A matmul's A (args.a_f32 or args.a_bf16, leading dimension lda), rows
+// [i0, i0 + rows) and expanded pairs [p0, p0 + np), packed into dst (row r
+// at dst + r*kAStride): rounded to bf16 at kDefault, split into (hi, cross,
+// lo) at kHigh. Defined in matmul_bf16.cc; writes exactly np words a row.
+void PackMatmulA(const CallArgs& args, int64_t i0, int64_t rows, int64_t p0, int64_t np, uint32_t* dst);
+
+// The matmul's Source (Bf16Driver's contract, also amx_kernel::AmxDriver's):
+// A from a matrix, C a matrix (ldc) with the optional bias.
+struct MatmulSource {
+  static constexpr bool kWritesC = true;
+  const CallArgs& args;
+  float* c;
+  int64_t ldc;
+  const float* bias;
+
+  void PackA(int64_t i0, int64_t rows, int64_t p0, int64_t np, uint32_t* dst) const {
+    PackMatmulA(args, i0, rows, p0, np, dst);
+  }
+  void PrefetchRow(int64_t row, int64_t e0, int64_t ne) const {
+    const int64_t elem = args.a_f32 != nullptr ? 4 : 2;
+    const char* base = args.a_f32 != nullptr ? reinterpret_cast<const char*>(args.a_f32)
+                                             : reinterpret_cast<const char*>(args.a_bf16);
+    const char* p = base + (row * args.lda + e0) * elem;
+    for (int64_t byte = 0; byte < ne * elem + 64; byte += 64) _mm_prefetch(p + byte, _MM_HINT_T1);
+  }
+};
+
 }  // namespace tpumesh::kernels::matmul_internal::bf16_kernel
 
 #endif  // TPUMESH_KERNELS_MATMUL_BF16_KERNEL_H_

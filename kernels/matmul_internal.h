@@ -2,7 +2,7 @@
 // B, the per-call arguments, and each provider's block driver. Not part of
 // the public API; docs/kernels.md describes the layouts.
 //
-// Pair layout (kDefault/kHigh, shared by kBf16 and kHighway). The K axis is
+// Pair layout (kDefault/kHigh, shared by kBf16, kAmx and kHighway). The K axis is
 // first "expanded": kDefault keeps K, padded with one zero row when odd, so
 // there are P = ceil(K/2) pairs of k; kHigh turns each original pair q
 // (k = 2q, 2q+1) into three expanded pairs 3q, 3q+1, 3q+2 holding
@@ -25,7 +25,10 @@
 // whole of K and writes them (beta = 0). j0 is a multiple of 32 for the panel
 // layouts. Drivers accumulate each C element in one chain over expanded k in
 // increasing pair order, k+1 before k inside a pair, so how rows, columns or
-// K are blocked never changes a result.
+// K are blocked never changes a result. kAmx's driver (matmul_amx_kernel.h)
+// sums each group of 16 pairs in tdpbf16ps's own order instead, with the
+// groups fixed by K alone, so its results do not depend on the blocking
+// either.
 #ifndef TPUMESH_KERNELS_MATMUL_INTERNAL_H_
 #define TPUMESH_KERNELS_MATMUL_INTERNAL_H_
 
@@ -136,6 +139,11 @@ using BlockFn = void (*)(const CallArgs& args, int64_t i0, int64_t i1, int64_t j
 // kBf16: AVX512-BF16 (matmul_bf16.cc). Only call when Avx512Bf16Active().
 DriverShape Bf16DriverShape();
 void Bf16Block(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+
+// kAmx: AMX tiles on the same pair panels (matmul_amx.cc; the self-check in
+// matmul_amx.h). Only call when AmxMatmulActive().
+DriverShape AmxDriverShape();
+void AmxBlock(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
 // kHighway (matmul_highway.cc): the function of the target Highway picks now.
 DriverShape HighwayDriverShape();

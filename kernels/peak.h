@@ -67,7 +67,8 @@ struct PeakProbes {
 // Rapids) whose vdpbf16ps issues at a quarter of their FMA rate.
 double Bf16DotToFmaRatio();
 
-// Whether the kAuto provider uses vdpbf16ps (kBf16) for kDefault and kHigh:
+// Whether the kAuto provider uses vdpbf16ps (kBf16) for kDefault and kHigh
+// where the AMX provider is not active (AmxMatmulActive, kernels/matmul.h):
 // Bf16DotToFmaRatio() > 1, measured once per process (thread-safe) and then
 // fixed, so every later matmul and conv of the process uses one provider.
 bool Bf16DotOutrunsFma();

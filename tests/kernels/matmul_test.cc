@@ -639,7 +639,10 @@ TEST(MatmulErrorTest, UnsupportedCasesAreUnimplemented) {
 
 TEST(MatmulErrorTest, AutoResolvesToAProviderThatRuns) {
   EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kHighest), Provider::kBlis);
-  const Provider mxu = HaveBf16() && Bf16DotOutrunsFma() ? Provider::kBf16 : Provider::kHighway;
+  // AMX first where it may run (tests/kernels/matmul_amx_test.cc).
+  const Provider mxu = AmxMatmulActive()                      ? Provider::kAmx
+                       : HaveBf16() && Bf16DotOutrunsFma() ? Provider::kBf16
+                                                           : Provider::kHighway;
   EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kDefault), mxu);
   EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kHigh), mxu);
   const std::vector<float> b(12, 1.0f);
@@ -665,8 +668,10 @@ TEST(MatmulErrorTest, AutoProviderProbeIsSaneAndFixedForTheProcess) {
   }
   const bool first = Bf16DotOutrunsFma();
   for (int i = 0; i < 3; ++i) EXPECT_EQ(Bf16DotOutrunsFma(), first);
-  EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kDefault), first ? Provider::kBf16 : Provider::kHighway);
-  std::printf("vdpbf16ps / FMA flops here: %.2f; kAuto at default: %s\n", ratio, first ? "bf16" : "highway");
+  const Provider expected = AmxMatmulActive() ? Provider::kAmx : first ? Provider::kBf16 : Provider::kHighway;
+  EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kDefault), expected);
+  std::printf("vdpbf16ps / FMA flops here: %.2f; kAuto at default: %s\n", ratio,
+              std::string(ProviderName(expected)).c_str());
 }
 
 // ---------------------------------------------------------- cost model
