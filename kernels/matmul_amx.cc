@@ -51,7 +51,7 @@ void AmxBlock(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t 
                 ak::ThreadScratchFor(*args.b));
 }
 
-void AmxDriverKernel(const CallArgs& args, int64_t m, int64_t n, const ak::Scratch& scratch) {
+void AmxDriverKernel(const CallArgs& args, int64_t m, int64_t n, const AmxScratch& scratch) {
   ak::AmxDriver(bf16_kernel::MatmulSource{args, args.c, args.ldc, args.bias}, *args.b, 0, m, 0, n, scratch);
 }
 
@@ -95,7 +95,7 @@ float ModelB(const PackedData& b, int64_t e, int64_t j) {
 
 }  // namespace
 
-void AmxModelKernel(const CallArgs& args, int64_t m, int64_t n, const ak::Scratch&) {
+void AmxModelKernel(const CallArgs& args, int64_t m, int64_t n, const AmxScratch&) {
   const PackedData& b = *args.b;
   const int64_t pairs = b.pairs, groups = (pairs + ak::kTile - 1) / ak::kTile;
   for (int64_t i = 0; i < m; ++i) {
@@ -177,7 +177,7 @@ struct CheckData {
   std::vector<CaseData> cases;
   AlignedArray<uint32_t> a_blocks[2];
   AlignedArray<float> partial;
-  ak::Scratch scratch;
+  AmxScratch scratch;
 };
 
 // A deterministic stream of values: integers in [-4, 4] or uniform in [-1, 1).

@@ -34,20 +34,19 @@
 #include <string>
 #include <string_view>
 
-#include "kernels/matmul_amx_kernel.h"
 #include "kernels/matmul_internal.h"
 
 namespace tpumesh::kernels::matmul_internal {
 
 // A kernel under check: C rows [0, m) x columns [0, n) of `args` (A, packed
 // B, C with ldc, optional bias) over the whole of K, using only `scratch`
-// (amx_kernel::Scratch: two A blocks and the partial sums) and the stack. It
+// (AmxScratch: two A blocks and the partial sums) and the stack. It
 // runs in the forked child, which must not allocate.
-using AmxCheckKernel = void (*)(const CallArgs& args, int64_t m, int64_t n, const amx_kernel::Scratch& scratch);
+using AmxCheckKernel = void (*)(const CallArgs& args, int64_t m, int64_t n, const AmxScratch& scratch);
 
 // The kernel the process checks: amx_kernel::AmxDriver on the matmul's
 // Source (what AmxBlock runs). Only runs where AMX is active.
-void AmxDriverKernel(const CallArgs& args, int64_t m, int64_t n, const amx_kernel::Scratch& scratch);
+void AmxDriverKernel(const CallArgs& args, int64_t m, int64_t n, const AmxScratch& scratch);
 
 // The scalar model of the kAmx provider's arithmetic, as Intel's SDM
 // specifies TDPBF16PS (docs/kernels.md): per group g of 16 expanded pairs
@@ -59,7 +58,7 @@ void AmxDriverKernel(const CallArgs& args, int64_t m, int64_t n, const amx_kerne
 // flushed the same way; then the bias, one ordinary f32 add. A is rounded
 // (or split) as PackMatmulA does (vcvtne2ps2bf16: denormal inputs read as
 // zero). Runs on any CPU; no allocation.
-void AmxModelKernel(const CallArgs& args, int64_t m, int64_t n, const amx_kernel::Scratch& scratch);
+void AmxModelKernel(const CallArgs& args, int64_t m, int64_t n, const AmxScratch& scratch);
 
 // The bound on |C_amx - C_portable| for one element whose expanded K has
 // `pairs` pairs and whose products have absolute values summing to

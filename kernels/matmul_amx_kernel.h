@@ -32,6 +32,9 @@
 // sums the pairs [16g, 16g + 16) of expanded K, whatever the rows, columns,
 // blocks or threads: C is bit-identical for every thread count.
 //
+// A test may define TPUMESH_AMX_EMULATION before including this header (see
+// the #else below) to run this driver on a software model of the tiles.
+//
 // Tile instructions are inline assembly with "memory" clobbers on loads and
 // stores; GCC 12's _tile_loadd does not tell the compiler it reads memory
 // (so stores into the buffers it reads could be moved past it). The tile
@@ -52,10 +55,13 @@
 #include "kernels/matmul_bf16_kernel.h"
 #include "kernels/matmul_internal.h"
 
+#if !defined(TPUMESH_AMX_EMULATION)
+#define TPUMESH_AMX_NAMESPACE amx_kernel
 #define TPUMESH_TARGET_AMX \
   __attribute__((target("avx512f,avx512bf16,avx512bw,avx512vl,avx512dq,amx-tile,amx-bf16")))
-
 // One tile instruction each; T, C, A, B are tile numbers (literals).
+#define TPUMESH_AMX_CONFIGURE(config) _tile_loadconfig(config)
+#define TPUMESH_AMX_RELEASE() _tile_release()
 #define TPUMESH_AMX_LOAD(T, ptr, stride_bytes)                                                   \
   asm volatile("tileloadd (%0,%1,1), %%tmm" #T : : "r"(ptr), "r"(static_cast<int64_t>(stride_bytes)) \
                : "memory")
@@ -65,10 +71,26 @@
 #define TPUMESH_AMX_ZERO(T) asm volatile("tilezero %%tmm" #T ::)
 // C += A x B (AT&T order: B, A, C).
 #define TPUMESH_AMX_DOT(C, A, B) asm volatile("tdpbf16ps %%tmm" #B ", %%tmm" #A ", %%tmm" #C ::)
+#else
+// The test seam (tests/kernels/matmul_amx_emulated_test.cc): the same driver
+// in namespace amx_emulated, every tile instruction a call into a software
+// model of the tiles that the including file defines first, in namespace
+// ::tpumesh_amx_emulation (Configure, Release, Load, Store, Zero, Dot), so
+// the driver's indexing, edges and blocking run on any CPU.
+#define TPUMESH_AMX_NAMESPACE amx_emulated
+#define TPUMESH_TARGET_AMX
+#define TPUMESH_AMX_CONFIGURE(config) ::tpumesh_amx_emulation::Configure(config)
+#define TPUMESH_AMX_RELEASE() ::tpumesh_amx_emulation::Release()
+#define TPUMESH_AMX_LOAD(T, ptr, stride_bytes) ::tpumesh_amx_emulation::Load(T, ptr, stride_bytes)
+#define TPUMESH_AMX_STORE(T, ptr, stride_bytes) ::tpumesh_amx_emulation::Store(T, ptr, stride_bytes)
+#define TPUMESH_AMX_ZERO(T) ::tpumesh_amx_emulation::Zero(T)
+#define TPUMESH_AMX_DOT(C, A, B) ::tpumesh_amx_emulation::Dot(C, A, B)
+#endif
 
-namespace tpumesh::kernels::matmul_internal::amx_kernel {
+namespace tpumesh::kernels::matmul_internal::TPUMESH_AMX_NAMESPACE {
 
 using bf16_kernel::kAStride;
+using Scratch = AmxScratch;
 
 inline constexpr int64_t kTile = 16;          // rows, pairs and f32 columns of a tile
 inline constexpr int64_t kMr = 2 * kTile;     // rows per micro-tile: two A tiles
@@ -105,14 +127,6 @@ inline constexpr TileConfig kTileConfig = {
 inline int64_t AmxPairBlock(const PackedData& b) {
   return PairBlockSize(b.pairs, kKcPairs, b.precision == Precision::kHigh ? 3 * kTile : kTile);
 }
-
-// Buffers of one driver call, owned by the caller: two A blocks of kMc x
-// kAStride words, and kMc x kNc floats of partial sums (only read when K
-// has more than one block; may be null then).
-struct Scratch {
-  uint32_t* a_blocks[2] = {nullptr, nullptr};
-  float* partial = nullptr;
-};
 
 // Per-thread Scratch for a call on `b` (ThreadScratch's slots; the partial
 // sums only when K has more than one block). Defined in matmul_amx.cc.
@@ -242,7 +256,7 @@ TPUMESH_TARGET_AMX void AmxDriver(const Source& src, const PackedData& b, int64_
     for (int64_t row = r; row < r + n; ++row) std::memset(block + row * kAStride + s.np, 0, pad * sizeof(uint32_t));
   };
 
-  _tile_loadconfig(&kTileConfig);
+  TPUMESH_AMX_CONFIGURE(&kTileConfig);
   Step s = make_step(j0, i0, 0);
   pack(s, 0, s.rows, scratch.a_blocks[0]);
   for (int64_t si = 0;; ++si) {
@@ -307,9 +321,9 @@ TPUMESH_TARGET_AMX void AmxDriver(const Source& src, const PackedData& b, int64_
     if (!has_next) break;
     s = next;
   }
-  _tile_release();
+  TPUMESH_AMX_RELEASE();
 }
 
-}  // namespace tpumesh::kernels::matmul_internal::amx_kernel
+}  // namespace tpumesh::kernels::matmul_internal::TPUMESH_AMX_NAMESPACE
 
 #endif  // TPUMESH_KERNELS_MATMUL_AMX_KERNEL_H_

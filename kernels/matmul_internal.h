@@ -142,6 +142,13 @@ void Bf16Block(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t
 
 // kAmx: AMX tiles on the same pair panels (matmul_amx.cc; the self-check in
 // matmul_amx.h). Only call when AmxMatmulActive().
+// The buffers of one AMX driver call, owned by the caller: two A blocks of
+// amx_kernel::kMc x bf16_kernel::kAStride words, and kMc x kNc floats of
+// partial sums (only read when K has more than one block; may be null then).
+struct AmxScratch {
+  uint32_t* a_blocks[2] = {nullptr, nullptr};
+  float* partial = nullptr;
+};
 DriverShape AmxDriverShape();
 void AmxBlock(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 

@@ -49,15 +49,15 @@ using matmul_internal::AmxModelKernel;
 using matmul_internal::AmxSelfCheck;
 using matmul_internal::CallArgs;
 using matmul_internal::RunAmxSelfCheck;
-namespace ak = matmul_internal::amx_kernel;
+using matmul_internal::AmxScratch;
 
 constexpr double kU = 1.0 / (1 << 24);
 
 // ------------------------------------------------ the self-check, any host
 
-void DiesOfSigill(const CallArgs&, int64_t, int64_t, const ak::Scratch&) { __builtin_trap(); }
+void DiesOfSigill(const CallArgs&, int64_t, int64_t, const AmxScratch&) { __builtin_trap(); }
 
-void DiesOfSigsegv(const CallArgs&, int64_t, int64_t, const ak::Scratch&) {
+void DiesOfSigsegv(const CallArgs&, int64_t, int64_t, const AmxScratch&) {
   // A read of page 0: what a tile load from a bad address does.
   uintptr_t address = 8;
   asm volatile("" : "+r"(address));  // opaque to the compiler's bounds warnings
@@ -65,22 +65,22 @@ void DiesOfSigsegv(const CallArgs&, int64_t, int64_t, const ak::Scratch&) {
   raise(SIGSEGV);  // in case the read was not a fault here
 }
 
-void Hangs(const CallArgs&, int64_t, int64_t, const ak::Scratch&) {
+void Hangs(const CallArgs&, int64_t, int64_t, const AmxScratch&) {
   for (;;) pause();
 }
 
-void WritesNothing(const CallArgs&, int64_t, int64_t, const ak::Scratch&) {}
+void WritesNothing(const CallArgs&, int64_t, int64_t, const AmxScratch&) {}
 
 // The model, then element (5, 3) off by 1 in the first case of at least
 // 17 x 33 (the check's second case, integers: bound 0).
-void OffByOneInCase2(const CallArgs& args, int64_t m, int64_t n, const ak::Scratch& s) {
+void OffByOneInCase2(const CallArgs& args, int64_t m, int64_t n, const AmxScratch& s) {
   AmxModelKernel(args, m, n, s);
   if (m >= 17 && n >= 33) args.c[5 * args.ldc + 3] += 1.0f;
 }
 
 // The model, then element (7, 9) off by 0.1 in the 40 x 70 x 600 random case
 // (bound about 0.02 there).
-void OffByATenthInCase4(const CallArgs& args, int64_t m, int64_t n, const ak::Scratch& s) {
+void OffByATenthInCase4(const CallArgs& args, int64_t m, int64_t n, const AmxScratch& s) {
   AmxModelKernel(args, m, n, s);
   if (m == 40 && n == 70) args.c[7 * args.ldc + 9] += 0.1f;
 }
@@ -314,7 +314,7 @@ TEST(AmxModelTest, TheModelIsWithinTheBoundsOfTheExactSumAndThePortablePath) {
     args.c = model.data();
     args.ldc = p.n;
     args.bias = p.bias ? p.bias_v.data() : nullptr;
-    AmxModelKernel(args, p.m, p.n, ak::Scratch{});
+    AmxModelKernel(args, p.m, p.n, AmxScratch{});
     const Reference r = MakeReference(p);
     std::vector<float> exact(r.sum.size());
     for (size_t e = 0; e < exact.size(); ++e) {
@@ -380,7 +380,7 @@ TEST(AmxMatmulTest, MatchesTheExactSumThePortablePathAvx512Bf16AndTheModel) {
     args.c = model.data();
     args.ldc = p.n;
     args.bias = p.bias ? p.bias_v.data() : nullptr;
-    AmxModelKernel(args, p.m, p.n, ak::Scratch{});
+    AmxModelKernel(args, p.m, p.n, AmxScratch{});
     ExpectClose(p, *amx, model, versus_chain(model), "amx vs model");
     for (size_t e = 0; e < model.size(); ++e) model_bit_differences += std::memcmp(&model[e], &(*amx)[e], 4) != 0;
     elements += static_cast<int64_t>(model.size());
