@@ -7,7 +7,13 @@ The same work as tpumesh's `bench/models_bench MODEL COMPONENT 3 B S default T`:
   vae-decode  AutoencoderKL.decode of B latents S x S (64 -> 512 x 512 px);
   text        CLIPTextModel (SD 1.5's, ViT-L/14 text tower) on B x 77 ids;
   matmul      torch's `a @ b` on N x N x N (--size, default 2048), beside
-              `tpumesh bench matmul` (torch backends only).
+              `tpumesh bench matmul` (torch backends only);
+  pipeline    diffusers' StableDiffusionPipeline, --images prompts (default 8)
+              at --steps (default 1), 512 x 512, guidance 7.5, PNDM as SD
+              1.5 configures it, the text encoder run on token ids inside the
+              timed call (tokenizing is left out: no tokenizer files are
+              downloaded), output_type "np"; beside `tpumesh generate --model
+              MODEL --devices 8` with 8 images (torch backends only).
 Random weights (speed does not depend on them; nothing is downloaded). Not part
 of the build or the tests; see bench/peers/README.md.
 
@@ -57,7 +63,8 @@ SD15_CLIP = dict(
 TINY_CLIP = dict(
     vocab_size=1000, hidden_size=32, intermediate_size=37, num_hidden_layers=2,
     num_attention_heads=4, max_position_embeddings=77, hidden_act="quick_gelu")
-CONFIGS = {("unet", "sd15"): SD15_UNET, ("unet", "tiny"): TINY_UNET,
+CONFIGS = {("pipeline", "sd15"): (SD15_UNET, SD15_VAE, SD15_CLIP), ("pipeline", "tiny"): (TINY_UNET, TINY_VAE, TINY_CLIP),
+           ("unet", "sd15"): SD15_UNET, ("unet", "tiny"): TINY_UNET,
            ("vae-decode", "sd15"): SD15_VAE, ("vae-decode", "tiny"): TINY_VAE,
            ("text", "sd15"): SD15_CLIP, ("text", "tiny"): TINY_CLIP}
 # tpumesh's matmul GFLOP of one call per batch entry at the sd15 config
@@ -148,11 +155,49 @@ def torch_call(cfg, args, dtype, channels_last=False):
   return Call().eval(), inputs
 
 
+def torch_pipeline(cfg, args, dtype, compile_unet):
+  """diffusers' StableDiffusionPipeline from random components; returns a
+  call that makes args.images images at args.steps steps."""
+  import torch
+  import diffusers
+  import transformers
+  from diffusers import AutoencoderKL, PNDMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+  from transformers import CLIPTextConfig, CLIPTextModel
+  diffusers.utils.logging.set_verbosity_error()
+  transformers.utils.logging.set_verbosity_error()
+  unet_cfg, vae_cfg, clip_cfg = cfg
+  torch.manual_seed(0)
+  unet = UNet2DConditionModel(**unet_cfg).eval().to(dtype)
+  vae = AutoencoderKL(**vae_cfg).eval().to(dtype)
+  text = CLIPTextModel(CLIPTextConfig(**clip_cfg)).eval().to(dtype)
+  # SD 1.5's scheduler_config.json.
+  scheduler = PNDMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
+                            num_train_timesteps=1000, skip_prk_steps=True, steps_offset=1, set_alpha_to_one=False)
+  if compile_unet:
+    unet = torch.compile(unet)
+  pipe = StableDiffusionPipeline(vae=vae, text_encoder=text, tokenizer=None, unet=unet, scheduler=scheduler,
+                                 safety_checker=None, feature_extractor=None, requires_safety_checker=False)
+  pipe.set_progress_bar_config(disable=True)
+  ids = torch.arange(77).remainder(clip_cfg["vocab_size"]).repeat(args.images, 1)
+  empty = torch.full((args.images, 77), clip_cfg["vocab_size"] - 1)
+  side = 8 * unet_cfg["sample_size"]
+  generator = torch.Generator().manual_seed(0)
+
+  def call():
+    cond = text(input_ids=ids, return_dict=False)[0]
+    uncond = text(input_ids=empty, return_dict=False)[0]
+    pipe(prompt_embeds=cond, negative_prompt_embeds=uncond, num_inference_steps=args.steps, guidance_scale=7.5,
+         height=side, width=side, generator=generator, output_type="np")
+  return call
+
+
 def run_torch(cfg, args, backend):
   import torch
   torch.set_num_threads(args.threads)
   dtype = torch.bfloat16 if backend.endswith("bf16") else torch.float32
-  if args.component == "matmul":
+  if args.component == "pipeline":
+    fn = torch_pipeline(cfg, args, dtype, compile_unet="compile" in backend)
+  elif args.component == "matmul":
     torch.manual_seed(0)
     a = torch.randn(args.size, args.size).to(dtype)
     b = torch.randn(args.size, args.size).to(dtype)
@@ -226,7 +271,7 @@ def run_flax(cfg, args):
 
 def main():
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  ap.add_argument("--component", default="unet", choices=["unet", "vae-decode", "text", "matmul"])
+  ap.add_argument("--component", default="unet", choices=["unet", "vae-decode", "text", "matmul", "pipeline"])
   ap.add_argument("--backend", default="all",
                   help="all, or a comma list of " + ", ".join(BACKENDS) +
                        " (torch-bf16 runs at a small fraction of f32's speed on hosts without AVX512-BF16)")
@@ -234,6 +279,8 @@ def main():
   ap.add_argument("--config", default="sd15", choices=["sd15", "tiny"])
   ap.add_argument("--batch", type=int, default=0, help="default: 2 (unet, text), 1 (vae-decode)")
   ap.add_argument("--latent", type=int, default=0, help="latent side (default 64; 8 for --config tiny)")
+  ap.add_argument("--images", type=int, default=8, help="pipeline: images (prompts) per call")
+  ap.add_argument("--steps", type=int, default=1, help="pipeline: denoising steps")
   ap.add_argument("--threads", type=int, default=2)
   ap.add_argument("--runs", type=int, default=3)
   ap.add_argument("--gflop", type=float, default=0,
@@ -246,7 +293,7 @@ def main():
   args.latent = args.latent or (64 if args.config == "sd15" else 8)
   if matmul:
     args.gflop = args.gflop or 2 * args.size ** 3 / 1e9
-  elif not args.gflop and args.config == "sd15" and args.latent == 64:
+  elif not args.gflop and args.config == "sd15" and args.latent == 64 and args.component in GFLOP_PER_ITEM:
     args.gflop = GFLOP_PER_ITEM[args.component] * args.batch
   wanted = BACKENDS if args.backend == "all" else args.backend.split(",")
   unknown = [b for b in wanted if b not in BACKENDS]
@@ -254,8 +301,10 @@ def main():
     ap.error(f"--backend: unknown backend(s) {', '.join(unknown)}")
   # channels_last is a conv layout: the text encoder has no convs; the matmul
   # peer is torch's eager `a @ b` alone.
+  pipeline = args.component == "pipeline"
   backends = [b for b in BACKENDS if b in wanted and not (b == "torch-f32-cl" and args.component == "text")
-              and not (matmul and b not in ("torch-f32", "torch-bf16"))]
+              and not (matmul and b not in ("torch-f32", "torch-bf16"))
+              and not (pipeline and b not in ("torch-f32", "torch-bf16", "torch-compile-bf16"))]
   results = []
   for b in backends:
     try:

@@ -8,7 +8,9 @@
 #   MODEL_H5:   e.g. from `build/release/tools/tpumesh init --arch sd15 --dtype bf16 -o sd15.h5`
 #   THREADS:    default 2;  VENV_DIR: Debian's torch 1.13 + Flax, from bench/peers/setup.sh,
 #               default /opt/peers-venv
-#   COMPONENT:  unet, vae-decode, text, matmul (default: all four)
+#   COMPONENT:  unet, vae-decode, text, matmul (default: these four), pipeline (the
+#               whole text-to-image run: `tpumesh generate --devices 8`, 8 images, 1 step,
+#               beside diffusers' StableDiffusionPipeline with 8 prompts at 1 step)
 # Environment:
 #   TORCH_VENV      the venv with PyPI's current torch and OpenVINO (setup.sh),
 #                   default /opt/venvs/torch-current; skipped with one line if absent
@@ -73,7 +75,20 @@ for c in "${COMPONENTS[@]}"; do
       done
       peers matmul 1 "${PEERS_RUNS:-10}"
       continue ;;
-    *) echo "run.sh: unknown component '$c' (unet, vae-decode, text, matmul)" >&2; exit 2 ;;
+    pipeline)
+      # Ours: 8 images over 8 devices (data=8), 1 step, the run's host wall
+      # ("run K: X s host wall"), the median of the runs after the first
+      # (which compiles, as the peers' warm-up call does).
+      "$TPUMESH" generate --model "$MODEL" --devices 8 --steps 1 -p "a photo of a cat" -q -o "$work/images" \
+          --runs $((RUNS + 1)) | tee "$work/ours-pipeline.log"
+      sed -n 's/^run \([0-9]*\): \([0-9.]*\) s host wall.*/\1 \2/p' "$work/ours-pipeline.log" |
+        awk '$1 > 1 {print $2}' | sort -g |
+        awk '{a[NR] = $1} END {if (NR) print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}' \
+        > "$work/ours-pipeline"
+      [ -s "$work/ours-pipeline" ] || { echo "run.sh: no run times in generate's output" >&2; exit 1; }
+      peers pipeline 1 "$RUNS"
+      continue ;;
+    *) echo "run.sh: unknown component '$c' (unet, vae-decode, text, matmul, pipeline)" >&2; exit 2 ;;
   esac
   build/release/bench/models_bench "$MODEL" "$c" 3 "$batch" 64 default "$THREADS" | tee "$work/ours-$c.log"
   ours=$(sed -n 's/.*; median \([0-9.]*\) s.*/\1/p' "$work/ours-$c.log")
