@@ -173,6 +173,8 @@ Status CheckConv2dPacked(const Conv2dShape& s, const float* x, const PackedMatri
   if (y == nullptr) return InvalidArgumentError("conv2d: y is null");
   if (wt.provider() == Provider::kBf16 && !Avx512Bf16Active())
     return UnimplementedError("conv2d: the weight was packed for provider bf16, which this CPU lacks");
+  if (wt.provider() == Provider::kAmx && !AmxMatmulActive())
+    return UnimplementedError("conv2d: the weight was packed for provider amx, which is off here: " + AmxMatmulNote());
   return OkStatus();
 }
 
@@ -228,7 +230,9 @@ Status Conv2dPacked(const Conv2dShape& s, const float* x, const PackedConv2dWeig
 Status Conv2dPacked(const Conv2dShape& s, const float* x, const PackedMatrix& wt, const float* bias, float* y,
                     int num_threads) {
   TPUMESH_RETURN_IF_ERROR(CheckConv2dPacked(s, x, wt, y));
-  if (wt.provider() == Provider::kBf16 && wt.precision() == Precision::kDefault)
+  // kBf16 and kAmx weights at kDefault: the implicit GEMM on their pair
+  // panels (vdpbf16ps, or AMX tiles for kAmx); otherwise gather and matmul.
+  if ((wt.provider() == Provider::kBf16 || wt.provider() == Provider::kAmx) && wt.precision() == Precision::kDefault)
     return conv_internal::Bf16Conv2d(s, x, wt, bias, y, num_threads);
   if (wt.precision() == Precision::kDefault) return GatherConv<bf16>(s, x, wt, bias, y, num_threads);
   return GatherConv<float>(s, x, wt, bias, y, num_threads);

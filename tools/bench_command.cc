@@ -53,9 +53,9 @@ StatusOr<kernels::Precision> ParseKernelPrecision(const std::string& s) {
 
 StatusOr<kernels::Provider> ParseProvider(const std::string& s) {
   for (auto p : {kernels::Provider::kAuto, kernels::Provider::kHighway, kernels::Provider::kBf16,
-                 kernels::Provider::kBlis})
+                 kernels::Provider::kBlis, kernels::Provider::kAmx})
     if (kernels::ProviderName(p) == s) return p;
-  return InvalidArgumentError("--provider must be auto, highway, bf16 or blis, not '" + s + "'");
+  return InvalidArgumentError("--provider must be auto, highway, bf16, blis or amx, not '" + s + "'");
 }
 
 // "a,b,c" -> numbers; exactly `min`..`max` of them, each >= 1 (or >= 0 for
@@ -354,11 +354,23 @@ Status BenchPeak(const BenchOptions& o) {
   }
   std::printf("best peak: %.1f GFLOP/s (%s); the other benches report against it\n", best.flops / 1e9,
               std::string(kernels::CpuPathName(best.path)).c_str());
-  if (kernels::Avx512Bf16Active()) {
-    const double ratio = kernels::Bf16DotToFmaRatio();
-    std::printf("vdpbf16ps / FMA flops on one thread: %.2f, so the matmul's auto provider at default/high is %s\n",
-                ratio, kernels::Bf16DotOutrunsFma() ? "bf16 (vdpbf16ps)" : "highway (f32 FMAs on bf16 values)");
+  // What kAuto picks at default/high (resolving it runs AMX's self-check
+  // where AMX is active), and why.
+  TPUMESH_ASSIGN_OR_RETURN(const kernels::Provider chosen,
+                           kernels::ResolveProvider(kernels::Provider::kAuto, kernels::Precision::kDefault));
+  std::string why;
+  if (chosen == kernels::Provider::kAmx) {
+    why = "AMX tiles, self-check passed";
+  } else if (kernels::Avx512Bf16Active()) {
+    char ratio[96];
+    std::snprintf(ratio, sizeof ratio, "vdpbf16ps / FMA flops on one thread: %.2f", kernels::Bf16DotToFmaRatio());
+    why = ratio;
   }
+  if (kernels::CpuPathActive(kernels::CpuPath::kAmx) && chosen != kernels::Provider::kAmx)
+    why += (why.empty() ? "" : "; ") + std::string("amx ") + kernels::AmxMatmulNote();
+  std::printf("the matmul's auto provider at default/high: %s%s%s%s\n",
+              std::string(kernels::ProviderName(chosen)).c_str(), why.empty() ? "" : " (", why.c_str(),
+              why.empty() ? "" : ")");
   return OkStatus();
 }
 
@@ -410,18 +422,19 @@ void RegisterBench(CLI::App& app, RunFn* run) {
   CLI::Option* k_opt = mm->add_option("--k", opt->k, "Columns of A, rows of B, 1 to 1048576")->capture_default_str();
   mm->add_option("--shape", opt->shape, "M,N,K (instead of --m --n --k)")->excludes(m_opt, n_opt, k_opt);
   mm->add_option("--dtype", opt->dtype, "Operand storage: bf16 or f32")->capture_default_str();
-  mm->add_option("--provider", opt->provider, "auto, highway, bf16 (AVX512-BF16) or blis")->capture_default_str();
+  mm->add_option("--provider", opt->provider, "auto, highway, bf16 (AVX512-BF16), blis or amx (AMX tiles)")
+      ->capture_default_str();
   common(mm);
   CLI::App* conv = cmd->add_subcommand(
       "conv", "2-D convolution as the models run it (kernels::Conv2dPacked, the weight packed once)");
   conv->add_option("--shape", opt->shape, "N,C_in,H,W,C_out,kernel[,stride[,pad]] (default 1,320,64,64,320,3,1,1)");
-  conv->add_option("--provider", opt->provider, "auto, highway, bf16 (AVX512-BF16: an implicit GEMM) or blis")
+  conv->add_option("--provider", opt->provider, "auto, highway, bf16 (AVX512-BF16: an implicit GEMM), blis or amx (the implicit GEMM on AMX tiles)")
       ->capture_default_str();
   common(conv);
   CLI::App* att = cmd->add_subcommand(
       "attention", "Multi-head attention as the models run it (matmul kernels; f32 flash kernel at highest)");
   att->add_option("--shape", opt->shape, "B,Lq,Lk,heads,head_dim (default 2,4096,4096,8,40: SD1.5's first level)");
-  att->add_option("--provider", opt->provider, "Matmul provider at default/high: auto, highway, bf16 or blis")
+  att->add_option("--provider", opt->provider, "Matmul provider at default/high: auto, highway, bf16, blis or amx")
       ->capture_default_str();
   common(att);
   CLI::App* peak = cmd->add_subcommand(

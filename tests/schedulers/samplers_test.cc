@@ -351,7 +351,7 @@ TEST(SamplerConfigTest, KeysAndDefaults) {
 
   // Names that force diffusers keys: the model's algorithm_type/solver_order
   // do not change them.
-  for (const std::string& name : {"dpmpp_2m_sde", "dpmpp_2s_a"}) {
+  for (const char* name : {"dpmpp_2m_sde", "dpmpp_2s_a"}) {
     auto s = MakeFrom(name, R"({"algorithm_type":"dpmsolver++","solver_order":3})");
     ASSERT_TRUE(s.ok()) << name << ": " << s.status().ToString();
     EXPECT_EQ((*s)->config().algorithm_type, "sde-dpmsolver++");

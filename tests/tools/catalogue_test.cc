@@ -334,7 +334,9 @@ TEST_P(CatalogueTest, HoldsTheRules) {
       {"T", Binary()}, {"FIX", Fixtures()}, {"TMPDIR", dir + "/tmp"}};
   std::string setup;
   for (const std::string& s : c.setup) setup += s + "\n";
-  if (!setup.empty()) ASSERT_EQ(Shell(setup, dir, env), 0) << "setup failed:\n" << setup;
+  if (!setup.empty()) {
+    ASSERT_EQ(Shell(setup, dir, env), 0) << "setup failed:\n" << setup;
+  }
   const auto before = Snapshot(dir, c.watch);
 
   const std::string out_file = base + "/stdout", err_file = base + "/stderr";
@@ -384,9 +386,10 @@ TEST_P(CatalogueTest, HoldsTheRules) {
       if (before.count(path) == 0 && what.find("size 0 ") != std::string::npos)
         ADD_FAILURE() << "an empty output: " << path;
     }
-    if (!c.check.empty())
+    if (!c.check.empty()) {
       EXPECT_EQ(Shell(c.check, dir, {{"T", Binary()}, {"OUT", out_file}, {"ERR", err_file}}), 0)
           << "the case's check failed: " << c.check << "\nstdout: " << out.substr(0, 4000);
+    }
     return;
   }
   EXPECT_NE(c.expect, "ok") << "exit " << code << "; stderr: " << err;

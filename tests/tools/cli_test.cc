@@ -234,7 +234,9 @@ TEST(CliTest, BenchRunsOnEverySimdPathTheHostHas) {
   ASSERT_EQ(setenv("TPUMESH_SIMD", "amx", 1), 0);
   Result above = RunTpumesh("bench peak --threads 1 --seconds 0.02");
   EXPECT_THAT(above.out, HasSubstr("host path " + host + ", active path "));
-  if (host != "amx") EXPECT_THAT(above.out, HasSubstr("active path " + host + " (TPUMESH_SIMD=amx)"));
+  if (host != "amx") {
+    EXPECT_THAT(above.out, HasSubstr("active path " + host + " (TPUMESH_SIMD=amx)"));
+  }
   ASSERT_EQ(setenv("TPUMESH_SIMD", "avx3", 1), 0);
   Result bad = RunTpumesh("devices");
   unsetenv("TPUMESH_SIMD");
@@ -342,12 +344,12 @@ TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
            {"bench matmul --m 0", "--m, --n and --k must be >= 1 and at most 1048576, got 0,2048,2048"},
            {"bench matmul --n 1048577", "--m, --n and --k must be >= 1 and at most 1048576, got 2048,1048577,2048"},
            {"bench matmul --shape 1,1,-1", "--shape '1,1,-1'"},
-           {"bench matmul --provider mkl", "--provider must be auto, highway, bf16 or blis"},
+           {"bench matmul --provider mkl", "--provider must be auto, highway, bf16, blis or amx"},
            {"bench matmul --precision fast", "--precision must be default, high or highest"},
            {"bench conv --shape 1,2,3", "--shape '1,2,3': expected N,C_in,H,W,C_out,kernel"},
            {"bench matmul --provider bf16 --precision highest", "bf16"},
            {"bench conv --provider bf16 --precision highest", "bf16"},
-           {"bench conv --provider cudnn", "--provider must be auto, highway, bf16 or blis"},
+           {"bench conv --provider cudnn", "--provider must be auto, highway, bf16, blis or amx"},
            {"bench matmul --shape 64,48", "--shape '64,48': expected M,N,K"},
            {"bench matmul --dtype f16", "--dtype must be bf16 or f32"},
        }) {
@@ -362,9 +364,17 @@ TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
   ASSERT_EQ(peak.code, 0) << peak.err;
   EXPECT_THAT(peak.out,
               ::testing::ContainsRegex("best peak: [0-9.]+ GFLOP/s \\((baseline|avx2|avx512|avx512bf16|amx)\\)"));
+  // The provider kAuto resolves to at default/high, with why: on an
+  // avx512bf16 host the measured vdpbf16ps / FMA ratio; on an AMX host amx
+  // with its self-check passed, or the one below and the self-check's note.
+  EXPECT_THAT(peak.out, ::testing::ContainsRegex("the matmul's auto provider at default/high: (bf16|highway|amx)"));
   if (peak.out.find("host path avx512bf16") != std::string::npos) {
-    EXPECT_THAT(peak.out, ::testing::ContainsRegex("vdpbf16ps / FMA flops on one thread: [0-9.]+, so the matmul's auto "
-                                                   "provider at default/high is (bf16|highway)"));
+    EXPECT_THAT(peak.out, ::testing::ContainsRegex("the matmul's auto provider at default/high: (bf16|highway) "
+                                                   "\\(vdpbf16ps / FMA flops on one thread: [0-9.]+\\)"));
+  }
+  if (peak.out.find("host path amx") != std::string::npos) {
+    EXPECT_THAT(peak.out, ::testing::ContainsRegex("auto provider at default/high: (amx \\(AMX tiles, self-check "
+                                                   "passed\\)|(bf16|highway) .*amx )"));
   }
   // Counts outside their documented ranges: the command line is wrong (2).
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
