@@ -29,6 +29,7 @@
 #include "kernels/matmul.h"
 #include "kernels/matmul_amx.h"
 #include "kernels/matmul_internal.h"
+#include "tests/kernels/matmul_problem.h"
 
 // ------------------------------------------------------- the model of tiles
 
@@ -201,47 +202,20 @@ struct TileSinkSource {
   }
 };
 
-struct Problem {
-  int64_t m = 0, n = 0, k = 0;
-  Precision precision = Precision::kDefault;
-  bool bf16_a = false, bias = false;
-  std::vector<float> a, b, bias_v;
-  std::vector<bf16> a16;
+// A problem with B packed for the driver (kHighway's pair panels).
+struct Problem : MatmulProblem {
   PackedMatrix packed;
 };
 
 Problem MakeProblem(int64_t m, int64_t n, int64_t k, Precision q, bool bf16_a, bool bias, uint32_t seed) {
-  Problem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.precision = q;
-  p.bf16_a = bf16_a;
-  p.bias = bias;
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  p.a.resize(static_cast<size_t>(m * k));
-  p.b.resize(static_cast<size_t>(k * n));
-  p.bias_v.resize(static_cast<size_t>(n));
-  for (float& v : p.a) v = u(rng);
-  for (float& v : p.b) v = u(rng);
-  for (float& v : p.bias_v) v = u(rng);
-  // Every fifth value of A an integer, some zeros and an exact tie.
-  for (size_t i = 0; i < p.a.size(); i += 5) p.a[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
-  if (bf16_a) {
-    p.a16.resize(p.a.size());
-    for (size_t i = 0; i < p.a.size(); ++i) p.a16[i] = F32ToBf16(p.a[i]);
-  }
+  Problem p{MakeMatmulProblem(m, n, k, q, bf16_a, bias, seed), PackedMatrix()};
   StatusOr<PackedMatrix> packed = PackedMatrix::Pack(k, n, p.b.data(), n, {q, Provider::kHighway});
   EXPECT_TRUE(packed.ok()) << packed.status().ToString();
   if (packed.ok()) p.packed = std::move(*packed);
   return p;
 }
 
-std::string Name(const Problem& p) {
-  return std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) + " " +
-         std::string(PrecisionName(p.precision)) + (p.bf16_a ? " bf16 A" : "") + (p.bias ? " bias" : "");
-}
+constexpr auto Name = MatmulProblemName;
 
 CallArgs Args(const Problem& p, float* c) {
   CallArgs args;

@@ -39,6 +39,7 @@
 #include "kernels/cpu_path.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_internal.h"
+#include "tests/kernels/matmul_problem.h"
 
 namespace tpumesh::kernels {
 namespace {
@@ -160,42 +161,9 @@ TEST(AmxSelfCheckTest, TheProcessDecisionFollowsThisHost) {
 
 // -------------------------------------------------------- data and references
 
-struct Problem {
-  int64_t m = 0, n = 0, k = 0;
-  Precision precision = Precision::kDefault;
-  bool bf16_a = false;
-  bool bias = false;
-  std::vector<float> a, b, bias_v;
-  std::vector<bf16> a16;
-};
-
-Problem MakeProblem(int64_t m, int64_t n, int64_t k, Precision precision, bool bf16_a, bool bias, uint32_t seed) {
-  Problem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.precision = precision;
-  p.bf16_a = bf16_a;
-  p.bias = bias;
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  p.a.resize(static_cast<size_t>(m * k));
-  p.b.resize(static_cast<size_t>(k * n));
-  p.bias_v.resize(static_cast<size_t>(n));
-  for (float& v : p.a) v = u(rng);
-  for (float& v : p.b) v = u(rng);
-  for (float& v : p.bias_v) v = u(rng);
-  if (bf16_a) {
-    p.a16.resize(p.a.size());
-    for (size_t i = 0; i < p.a.size(); ++i) p.a16[i] = F32ToBf16(p.a[i]);
-  }
-  return p;
-}
-
-std::string Name(const Problem& p) {
-  return std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) + " " +
-         std::string(PrecisionName(p.precision)) + (p.bf16_a ? " bf16 A" : "") + (p.bias ? " bias" : "");
-}
+using Problem = MatmulProblem;
+constexpr auto MakeProblem = MakeMatmulProblem;
+constexpr auto Name = MatmulProblemName;
 
 // The exact sum (double) of the products the MXU sees and the sum of their
 // magnitudes, from the operands as packed (B read back from `packed`).
