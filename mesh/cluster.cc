@@ -9,10 +9,6 @@
 #include "mesh/cluster_mpi.h"
 
 namespace tpumesh::mesh {
-namespace {
-
-// The rank count the launcher (mpirun, srun, mpiexec) gave this process, or
-// 0 when it was not started by one.
 int LaunchedRanks() {
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS", "MPI_LOCALNRANKS"}) {
     const char* v = std::getenv(var);
@@ -20,6 +16,8 @@ int LaunchedRanks() {
   }
   return 0;
 }
+
+namespace {
 
 class OneProcess final : public Cluster {
  public:

@@ -131,6 +131,10 @@ StatusOr<Cluster*> ConnectCluster();
 // Whether this build can span processes (built with MPI).
 bool ClusterHasMpi();
 
+// The rank count the launcher (mpirun, srun, mpiexec) gave this process,
+// from its environment, or 0 when it was not started by one.
+int LaunchedRanks();
+
 }  // namespace tpumesh::mesh
 
 #endif  // TPUMESH_MESH_CLUSTER_H_

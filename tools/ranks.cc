@@ -9,6 +9,7 @@
 #include "base/input_file.h"
 #include "base/printable.h"
 #include "io/atomic_file.h"
+#include "kernels/matmul.h"
 
 namespace tpumesh::tools {
 namespace {
@@ -29,6 +30,13 @@ void Fnv(uint64_t& h, const char* p, size_t n) {
 
 StatusOr<mesh::Cluster*> JoinCluster() {
   if (g_cluster == nullptr) {
+    // The matmul's provider choice runs AMX's self-check in a forked child
+    // where AMX is active (kernels/matmul.h): settle it before MPI starts,
+    // as some MPI transports warn of (or break on) fork() after MPI_Init.
+    if (mesh::LaunchedRanks() > 1) {
+      TPUMESH_RETURN_IF_ERROR(
+          kernels::ResolveProvider(kernels::Provider::kAuto, kernels::Precision::kDefault).status());
+    }
     TPUMESH_ASSIGN_OR_RETURN(g_cluster, mesh::ConnectCluster());
     g_cluster->set_fail_fast(true);  // any error ends a command: end every rank at once
     // Ctrl-C at mpirun's terminal reaches mpirun alone, which ends every
