@@ -2,6 +2,8 @@
 
 #include "io/atomic_file.h"
 
+#include "base/input_file.h"
+
 #include <fcntl.h>
 #include <png.h>
 #include <unistd.h>
@@ -197,10 +199,17 @@ bool ReadHeader(png_structp png, png_infop info, Source* src) {
   return true;
 }
 
-bool ReadBody(png_structp png, png_infop info, png_bytepp rows) {
+// The transforms set so far take effect; the decoded row size is known
+// after this.
+bool UpdateInfo(png_structp png, png_infop info) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
+  return true;
+}
+
+bool ReadBody(png_structp png, png_infop info, png_bytepp rows) {
+  if (setjmp(png_jmpbuf(png))) return false;
   png_read_image(png, rows);
   png_read_end(png, info);  // text chunks after the image data
   return true;
@@ -330,8 +339,11 @@ uint8_t Luma(const uint8_t* rgb) {
 StatusOr<Image> ReadPng(const std::string& path, TextChunks* text) { return ReadPngAs(path, PngRead::kRgbOnly, text); }
 
 StatusOr<Image> ReadPngAs(const std::string& path, PngRead mode, TextChunks* text) {
-  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  TPUMESH_ASSIGN_OR_RETURN(InputFile input, InputFile::Open(path));
+  const int64_t input_size = input.size();
+  std::unique_ptr<FILE, FileCloser> file(::fdopen(input.fd(), "rb"));
   if (!file) return ErrnoStatus("cannot read " + path, errno);
+  input.Release();  // the FILE owns the descriptor now
   png_byte signature[8];
   if (std::fread(signature, 1, 8, file.get()) != 8 || png_sig_cmp(signature, 0, 8) != 0)
     return InvalidArgumentError(path + ": not a PNG file");
@@ -346,7 +358,6 @@ StatusOr<Image> ReadPngAs(const std::string& path, PngRead mode, TextChunks* tex
 
   const png_uint_32 width = png_get_image_width(s.png, s.info), height = png_get_image_height(s.png, s.info);
   const int depth = png_get_bit_depth(s.png, s.info), color = png_get_color_type(s.png, s.info);
-  int channels = 3;
   if (mode == PngRead::kRgbOnly) {
     if (depth != 8 || color != PNG_COLOR_TYPE_RGB)
       return InvalidArgumentError(path + ": a " + std::to_string(depth) + "-bit " + ColorTypeName(color) +
@@ -356,21 +367,40 @@ StatusOr<Image> ReadPngAs(const std::string& path, PngRead mode, TextChunks* tex
       return InvalidArgumentError(path + ": a " + std::to_string(depth) + "-bit " + ColorTypeName(color) +
                                   " PNG; masks are read from 8-bit (or fewer) grey, RGB or palette PNGs");
     // Every kind to 8-bit grey or RGB, alpha dropped (PIL's convert("L")
-    // ignores it too).
+    // ignores it too). Expanding a palette also turns a tRNS chunk into an
+    // alpha channel, so alpha is stripped whatever the colour type says.
     if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(s.png);
     if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(s.png);
-    if (color & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(s.png);
-    channels = (color & PNG_COLOR_MASK_COLOR) ? 3 : 1;
+    png_set_strip_alpha(s.png);
   }
   if (uint64_t{width} * height * 3 > kMaxReadBytes)
     return InvalidArgumentError(path + ": " + std::to_string(height) + "x" + std::to_string(width) +
                                 " pixels is more than ReadPng reads");
+  // Deflate packs at most 1032 bytes into one: a file too small to hold its
+  // declared pixels is refused before they are allocated (a PNG bomb or a
+  // truncated file).
+  const uint64_t stored_row = (uint64_t{width} * png_get_channels(s.png, s.info) * depth + 7) / 8 + 1;
+  if (static_cast<uint64_t>(input_size) * 1032 < stored_row * height)
+    return InvalidArgumentError(path + ": declares " + std::to_string(height) + "x" + std::to_string(width) +
+                                " pixels but holds only " + std::to_string(input_size) +
+                                " bytes, too few for them even at deflate's best (truncated, or a PNG bomb)");
+  if (!UpdateInfo(s.png, s.info)) return DataLossError(path + ": " + err.message);
+  // Rows are sized by what libpng will write after its transforms, and the
+  // result must be 8-bit grey or RGB: anything else is refused, never read
+  // into a buffer of another size.
+  const int channels = png_get_channels(s.png, s.info);
+  const size_t row_bytes = png_get_rowbytes(s.png, s.info);
+  if (png_get_bit_depth(s.png, s.info) != 8 || (channels != 1 && channels != 3) ||
+      (mode == PngRead::kRgbOnly && channels != 3) || row_bytes != static_cast<size_t>(width) * channels)
+    return InvalidArgumentError(path + ": a " + std::to_string(depth) + "-bit " + ColorTypeName(color) +
+                                " PNG decodes to " + std::to_string(channels) + " channels of " +
+                                std::to_string(png_get_bit_depth(s.png, s.info)) + " bits; not read");
   Image img;
   img.height = static_cast<int>(height);
   img.width = static_cast<int>(width);
-  std::vector<uint8_t> pixels(static_cast<size_t>(width) * height * channels);
+  std::vector<uint8_t> pixels(row_bytes * height);
   std::vector<png_bytep> rows(height);
-  for (png_uint_32 y = 0; y < height; ++y) rows[y] = pixels.data() + static_cast<size_t>(y) * width * channels;
+  for (png_uint_32 y = 0; y < height; ++y) rows[y] = pixels.data() + static_cast<size_t>(y) * row_bytes;
   if (!ReadBody(s.png, s.info, rows.data())) return DataLossError(path + ": " + err.message);
   if (mode == PngRead::kRgbOnly) {
     img.rgb = std::move(pixels);

@@ -1,9 +1,5 @@
 #include "io/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -51,22 +47,6 @@ float HalfToFloat(uint16_t h) {
     bits = sign | ((exp - 15 + 127) << 23) | (man << 13);
   }
   return std::bit_cast<float>(bits);
-}
-
-Status ReadFully(int fd, void* buf, uint64_t n, uint64_t offset, const std::string& path) {
-  auto* p = static_cast<char*>(buf);
-  while (n > 0) {
-    ssize_t r = pread(fd, p, std::min<uint64_t>(n, 1 << 30), static_cast<off_t>(offset));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return DataLossError(path + ": read failed: " + std::strerror(errno));
-    }
-    if (r == 0) return DataLossError(path + ": file ends early (truncated?)");
-    p += r;
-    n -= static_cast<uint64_t>(r);
-    offset += static_cast<uint64_t>(r);
-  }
-  return OkStatus();
 }
 
 }  // namespace
@@ -163,21 +143,19 @@ StatusOr<std::vector<SafetensorsEntry>> SafetensorsFile::ParseHeader(
 StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
   SafetensorsFile f;
   f.path_ = path;
-  f.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f.fd_ < 0) return NotFoundError(path + ": cannot open: " + std::strerror(errno));
-  struct stat st;
-  if (fstat(f.fd_, &st) != 0 || !S_ISREG(st.st_mode)) return InvalidArgumentError(path + ": not a regular file");
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  TPUMESH_ASSIGN_OR_RETURN(InputFile in, InputFile::Open(path));
+  const InputFile& file = f.file_.emplace(std::move(in));
+  const uint64_t size = static_cast<uint64_t>(file.size());
   if (size < 8) return InvalidArgumentError(path + ": " + std::to_string(size) + " bytes is too short for a safetensors file");
   unsigned char len_bytes[8];
-  TPUMESH_RETURN_IF_ERROR(ReadFully(f.fd_, len_bytes, 8, 0, path));
+  TPUMESH_RETURN_IF_ERROR(file.ReadAt(len_bytes, 8, 0));
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
   // A length no header has, and no JSON after it: another kind of file (a
   // PNG, a pickle) rather than a damaged safetensors one.
   if (n > kMaxHeader || n > size - 8) {
     unsigned char first = 0;
-    if (size > 8) TPUMESH_RETURN_IF_ERROR(ReadFully(f.fd_, &first, 1, 8, path));
+    if (size > 8) TPUMESH_RETURN_IF_ERROR(file.ReadAt(&first, 1, 8));
     if (first != '{')
       return InvalidArgumentError(path + ": not a safetensors file (no JSON header after the 8-byte length)");
   }
@@ -186,36 +164,11 @@ StatusOr<SafetensorsFile> SafetensorsFile::Open(const std::string& path) {
     return InvalidArgumentError(path + ": header length " + std::to_string(n) + " runs past the end of the " +
                                 std::to_string(size) + "-byte file");
   std::string header(n, '\0');
-  TPUMESH_RETURN_IF_ERROR(ReadFully(f.fd_, header.data(), n, 8, path));
+  TPUMESH_RETURN_IF_ERROR(file.ReadAt(header.data(), static_cast<int64_t>(n), 8));
   f.data_offset_ = 8 + n;
   TPUMESH_ASSIGN_OR_RETURN(f.entries_, ParseHeader(header, size - 8 - n, path, &f.metadata_));
   for (size_t i = 0; i < f.entries_.size(); ++i) f.index_[f.entries_[i].name] = i;
   return f;
-}
-
-SafetensorsFile::SafetensorsFile(SafetensorsFile&& o) noexcept
-    : path_(std::move(o.path_)),
-      fd_(std::exchange(o.fd_, -1)),
-      data_offset_(o.data_offset_),
-      entries_(std::move(o.entries_)),
-      index_(std::move(o.index_)),
-      metadata_(std::move(o.metadata_)) {}
-
-SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    path_ = std::move(o.path_);
-    fd_ = std::exchange(o.fd_, -1);
-    data_offset_ = o.data_offset_;
-    entries_ = std::move(o.entries_);
-    index_ = std::move(o.index_);
-    metadata_ = std::move(o.metadata_);
-  }
-  return *this;
-}
-
-SafetensorsFile::~SafetensorsFile() {
-  if (fd_ >= 0) ::close(fd_);
 }
 
 const SafetensorsEntry* SafetensorsFile::Find(const std::string& name) const {
@@ -231,19 +184,20 @@ StatusOr<mesh::Array> SafetensorsFile::Read(const std::string& name, mesh::DType
   if (e->dtype != "F32" && e->dtype != "F16" && e->dtype != "BF16")
     return UnimplementedError(path_ + ": tensor '" + name + "' has dtype " + e->dtype +
                               "; only F32, F16 and BF16 are read");
-  const uint64_t bytes = e->end - e->begin;
+  const int64_t bytes = static_cast<int64_t>(e->end - e->begin);
+  const int64_t at = static_cast<int64_t>(data_offset_ + e->begin);
   mesh::Array out = mesh::Array::Host(dtype, e->shape);
   const int64_t n = out.num_elements();
   if (e->dtype == "F32" && dtype == mesh::DType::kF32) {
-    TPUMESH_RETURN_IF_ERROR(ReadFully(fd_, out.mutable_raw(), bytes, data_offset_ + e->begin, path_));
+    TPUMESH_RETURN_IF_ERROR(file_->ReadAt(out.mutable_raw(), bytes, at));
     return out;
   }
   if (e->dtype == "BF16" && dtype == mesh::DType::kBF16) {
-    TPUMESH_RETURN_IF_ERROR(ReadFully(fd_, out.mutable_raw(), bytes, data_offset_ + e->begin, path_));
+    TPUMESH_RETURN_IF_ERROR(file_->ReadAt(out.mutable_raw(), bytes, at));
     return out;
   }
-  std::vector<unsigned char> raw(bytes);
-  TPUMESH_RETURN_IF_ERROR(ReadFully(fd_, raw.data(), bytes, data_offset_ + e->begin, path_));
+  std::vector<unsigned char> raw(static_cast<size_t>(bytes));
+  TPUMESH_RETURN_IF_ERROR(file_->ReadAt(raw.data(), bytes, at));
   for (int64_t i = 0; i < n; ++i) {
     float v;
     if (e->dtype == "F32") {

@@ -18,9 +18,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/input_file.h"
 #include "base/status.h"
 #include "mesh/array.h"
 
@@ -43,9 +45,8 @@ class SafetensorsFile {
       const std::string& header, uint64_t data_size, const std::string& origin,
       std::map<std::string, std::string>* metadata);
 
-  SafetensorsFile(SafetensorsFile&&) noexcept;
-  SafetensorsFile& operator=(SafetensorsFile&&) noexcept;
-  ~SafetensorsFile();
+  SafetensorsFile(SafetensorsFile&&) noexcept = default;
+  SafetensorsFile& operator=(SafetensorsFile&&) noexcept = default;
 
   const std::string& path() const { return path_; }
   // In file order of their data.
@@ -62,7 +63,7 @@ class SafetensorsFile {
  private:
   SafetensorsFile() = default;
   std::string path_;
-  int fd_ = -1;
+  std::optional<InputFile> file_;  // base/input_file.h: never a FIFO or device
   uint64_t data_offset_ = 0;  // 8 + header length
   std::vector<SafetensorsEntry> entries_;
   std::map<std::string, size_t> index_;

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "base/input_file.h"
 #include "io/model_file.h"
 #include "models/architectures.h"
 #include "models/configs.h"
@@ -406,11 +407,11 @@ Status RefusePickle(const std::string& path) {
       "convert it to .safetensors first";
   for (const char* p : {".ckpt", ".pt", ".pth", ".bin", ".pkl", ".pickle"})
     if (ext == p) return InvalidArgumentError(path + ": a pickle checkpoint (" + ext + ")" + refuse);
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return OkStatus();  // a FIFO is not opened
-  std::ifstream in(path, std::ios::binary);
+  // What cannot be opened (a FIFO, a missing file) is refused with its own
+  // line where the checkpoint is opened.
+  StatusOr<InputFile> in = InputFile::Open(path);
   unsigned char magic[4] = {0, 0, 0, 0};
-  if (!in || !in.read(reinterpret_cast<char*>(magic), 4)) return OkStatus();
+  if (!in.ok() || in->size() < 4 || !in->ReadAt(magic, 4, 0).ok()) return OkStatus();
   if (magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4)
     return InvalidArgumentError(path + ": a zip archive (torch.save's pickle format)" + refuse);
   if (magic[0] == 0x80 && magic[1] >= 2 && magic[1] <= 5)

@@ -3,8 +3,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "base/input_file.h"
 #include "base/printable.h"
@@ -15,6 +17,7 @@ namespace tpumesh::tools {
 namespace {
 
 mesh::Cluster* g_cluster = nullptr;
+std::vector<std::string> g_command_line;
 
 constexpr int64_t kWholeUpTo = int64_t{64} << 20;
 constexpr int64_t kEnds = int64_t{4} << 20;
@@ -26,7 +29,57 @@ void Fnv(uint64_t& h, const char* p, size_t n) {
   }
 }
 
+// Argument i of a command line as a user would read it: with its flag when
+// it is a flag's value ("--seed 2"), "nothing" past the end.
+std::string DescribeArgument(const std::vector<std::string>& args, size_t i) {
+  if (i >= args.size()) return "nothing more";
+  std::string what = Printable(args[i]);
+  if (i > 0 && args[i - 1].size() > 1 && args[i - 1][0] == '-' && (args[i].empty() || args[i][0] != '-'))
+    what = Printable(args[i - 1]) + " " + what;
+  return "'" + what + "'";
+}
+
+std::vector<std::string> SplitNul(const mesh::Bytes& b) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (std::byte c : b) {
+    if (c == std::byte{0}) {
+      out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+// Every rank was started with the same arguments (mpirun and srun start
+// the same command on every rank; a rank given another --seed, prompt or
+// --mesh would compute something else under rank 0's labels).
+Status AgreeOnCommandLine(mesh::Cluster& cluster) {
+  std::string mine;
+  for (const std::string& a : g_command_line) mine.append(a).push_back('\0');
+  TPUMESH_ASSIGN_OR_RETURN(std::vector<mesh::Bytes> all,
+                           cluster.AllGatherBytes(std::as_bytes(std::span<const char>(mine.data(), mine.size()))));
+  Status same;
+  if (cluster.rank() == 0) {
+    for (int r = 1; r < cluster.size() && same.ok(); ++r) {
+      const std::vector<std::string> theirs = SplitNul(all[r]);
+      if (theirs == g_command_line) continue;
+      size_t i = 0;
+      while (i < theirs.size() && i < g_command_line.size() && theirs[i] == g_command_line[i]) ++i;
+      same = InvalidArgumentError("rank " + std::to_string(r) + " was started with " +
+                                  DescribeArgument(theirs, i) + " where rank 0 has " +
+                                  DescribeArgument(g_command_line, i) +
+                                  ": every rank must run the same command, with the same flags and values");
+    }
+  }
+  return cluster.Agree(same);
+}
+
 }  // namespace
+
+void RememberCommandLine(int argc, char** argv) { g_command_line.assign(argv + 1, argv + argc); }
 
 StatusOr<mesh::Cluster*> JoinCluster() {
   if (g_cluster == nullptr) {
@@ -39,6 +92,7 @@ StatusOr<mesh::Cluster*> JoinCluster() {
     }
     TPUMESH_ASSIGN_OR_RETURN(g_cluster, mesh::ConnectCluster());
     g_cluster->set_fail_fast(true);  // any error ends a command: end every rank at once
+    if (g_cluster->size() > 1) TPUMESH_RETURN_IF_ERROR(AgreeOnCommandLine(*g_cluster));
     // Ctrl-C at mpirun's terminal reaches mpirun alone, which ends every
     // rank with SIGTERM: rank 0 says so, once.
     if (g_cluster->size() > 1 && g_cluster->rank() == 0)
@@ -54,17 +108,16 @@ mesh::Cluster* JoinedCluster() { return g_cluster; }
 bool IsRootRank() { return g_cluster == nullptr || g_cluster->rank() == 0; }
 
 StatusOr<std::string> InputDigest(const std::string& path) {
-  TPUMESH_ASSIGN_OR_RETURN(const int64_t size, CheckInputFile(path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(Printable(path) + ": cannot open");
+  TPUMESH_ASSIGN_OR_RETURN(const InputFile in, InputFile::Open(path));
+  const int64_t size = in.size();
   uint64_t h = 14695981039346656037ull;
   std::vector<char> buf(1 << 20);
   auto hash = [&](int64_t from, int64_t n) -> Status {
-    in.seekg(from);
     while (n > 0) {
       const int64_t k = std::min<int64_t>(n, static_cast<int64_t>(buf.size()));
-      if (!in.read(buf.data(), k)) return InvalidArgumentError(Printable(path) + ": cannot read");
+      TPUMESH_RETURN_IF_ERROR(in.ReadAt(buf.data(), k, from));
       Fnv(h, buf.data(), static_cast<size_t>(k));
+      from += k;
       n -= k;
     }
     return OkStatus();

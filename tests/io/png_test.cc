@@ -291,7 +291,75 @@ TEST(PngTest, ReadPngRejectsOtherPngsAndDamagedFiles) {
   EXPECT_EQ(ReadPng(dir + "/not.png").status().message(), dir + "/not.png: not a PNG file");
   s = ReadPng(dir + "/missing.png");
   EXPECT_EQ(s.status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(s.status().message(), "cannot read " + dir + "/missing.png: No such file or directory");
+  EXPECT_EQ(s.status().message(), dir + "/missing.png: no such file");
+}
+
+// Every colour type, bit depth and transparency kind as a mask
+// (tests/data/png, made by scripts/tools/make_png_cases.py: a white 16x16
+// square at (8, 8) on black, 32x32). A palette with tRNS once overflowed the
+// row buffer: libpng's palette expansion adds an alpha byte a pixel.
+TEST(PngTest, MasksOfEveryColourTypeReadAsGreyOrAreRefused) {
+  const std::string data = std::string(TPUMESH_SOURCE_DIR) + "/tests/data/png";
+  int read = 0;
+  for (const auto& e : std::filesystem::directory_iterator(data)) {
+    const std::string name = e.path().filename().string();
+    SCOPED_TRACE(name);
+    auto img = ReadPngAs(e.path().string(), PngRead::kGrey);
+    if (name.find("16bit") != std::string::npos) {
+      EXPECT_EQ(img.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_THAT(img.status().message(), HasSubstr("16-bit"));
+      continue;
+    }
+    ASSERT_TRUE(img.ok()) << img.status().message();
+    ASSERT_EQ(img->height, 32);
+    ASSERT_EQ(img->width, 32);
+    ASSERT_EQ(img->rgb.size(), 32u * 32 * 3);
+    for (int y = 0; y < 32; ++y)
+      for (int x = 0; x < 32; ++x)
+        for (int c = 0; c < 3; ++c) {
+          const bool inside = x >= 8 && x < 24 && y >= 8 && y < 24;
+          ASSERT_EQ(img->rgb[(static_cast<size_t>(y) * 32 + x) * 3 + c], inside ? 255 : 0) << x << "," << y;
+        }
+    ++read;
+  }
+  EXPECT_EQ(read, 13);
+  // As an init image (8-bit RGB only): a palette is refused; RGB with a
+  // tRNS chunk is read as its RGB (the chunk ignored).
+  EXPECT_THAT(ReadPng(data + "/palette_trns.png").status().message(), HasSubstr("only 8-bit RGB PNGs are read"));
+  auto rgb = ReadPng(data + "/rgb_trns.png");
+  ASSERT_TRUE(rgb.ok()) << rgb.status().message();
+  ASSERT_EQ(rgb->rgb.size(), 32u * 32 * 3);
+  EXPECT_EQ(rgb->rgb[(10 * 32 + 10) * 3], 255);
+  EXPECT_EQ(rgb->rgb[0], 0);
+}
+
+TEST(PngTest, AFifoOrDeviceIsRefusedWithoutBlocking) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  ASSERT_EQ(mkfifo((dir + "/fifo.png").c_str(), 0600), 0);
+  for (PngRead mode : {PngRead::kRgbOnly, PngRead::kGrey}) {
+    auto s = ReadPngAs(dir + "/fifo.png", mode);  // blocked forever in open() before
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.status().message(), dir + "/fifo.png: not a regular file (a FIFO, device or socket is never read)");
+  }
+  EXPECT_EQ(ReadPng("/dev/zero").status().code(), StatusCode::kInvalidArgument);
+}
+
+// An 80-byte PNG declaring 16384x16384 pixels: refused before the 805 MB
+// the pixels would take are allocated.
+TEST(PngTest, PixelsTheFileCannotHoldAreRefusedBeforeAllocating) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  auto png = EncodePng(Noise(32, 32, 7), {});
+  ASSERT_TRUE(png.ok());
+  std::string big = *png;
+  for (int i = 0; i < 4; ++i) big[16 + i] = big[20 + i] = static_cast<char>((16384u >> (24 - 8 * i)) & 0xff);
+  const uint32_t crc = Crc32(big, 12, 29);
+  for (int i = 0; i < 4; ++i) big[29 + i] = static_cast<char>(crc >> (24 - 8 * i));
+  Spit(dir + "/bomb.png", big);
+  for (PngRead mode : {PngRead::kRgbOnly, PngRead::kGrey}) {
+    auto s = ReadPngAs(dir + "/bomb.png", mode);
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.status().message(), HasSubstr("declares 16384x16384 pixels but holds only"));
+  }
 }
 
 TEST(PngTest, WriteErrorsNameThePathAndLeaveNoFile) {

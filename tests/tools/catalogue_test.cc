@@ -188,6 +188,8 @@ std::string Fixtures() {
     const std::string tiny = d + "/tiny.h5";
     fs::copy_file(tpumesh::testing::TinyModelFile(), tiny);
     fs::copy_file(std::string(TPUMESH_SOURCE_DIR) + "/docs/examples/custom_chip.json", d + "/chip.json");
+    // Every PNG colour type (scripts/tools/make_png_cases.py): $FIX/png/*.png.
+    fs::copy(std::string(TPUMESH_SOURCE_DIR) + "/tests/data/png", d + "/png", fs::copy_options::recursive);
     using tpumesh::mesh::Array;
     using tpumesh::mesh::DType;
     {
