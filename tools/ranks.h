@@ -6,7 +6,8 @@
 // rank ends every rank with one line.
 //
 // Contract:
-// - JoinCluster() connects (mesh::ConnectCluster) once per process and
+// - JoinCluster() connects (mesh::ConnectCluster) once per process, checks
+//   that every rank runs the same command line (RememberCommandLine), and
 //   remembers the cluster for main: a command's error under several ranks
 //   ends through Cluster::Fail (EndOnError), at once when it arises inside
 //   a pmap (Cluster::fail_fast: a rank interrupted or failing mid-run does
@@ -35,6 +36,10 @@
 
 namespace tpumesh::tools {
 
+// main's arguments (after the program name), which JoinCluster compares
+// across ranks: a rank started with other arguments is refused before any
+// work, naming the first that differs.
+void RememberCommandLine(int argc, char** argv);
 StatusOr<mesh::Cluster*> JoinCluster();
 // The cluster JoinCluster joined; null when no command joined one.
 mesh::Cluster* JoinedCluster();

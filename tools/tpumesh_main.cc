@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   tpumesh::mesh::BoundHostHeap();
   tpumesh::pipeline::DisableHdf5ExitHandler();
   tpumesh::InstallTempFileCleanup();
+  tpumesh::tools::RememberCommandLine(argc, argv);
   // A file size limit (`ulimit -f`, `prlimit --fsize`) makes a write past it
   // fail with EFBIG, reported like a full disk, instead of killing the
   // process with SIGXFSZ and leaving its temporaries behind.

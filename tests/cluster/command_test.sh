@@ -11,8 +11,12 @@
 #   eval       `eval --component vae_decoder` of a tiny model on 8 latents:
 #              the same HDF5 bytes and report (host times aside)
 #   simulate   `simulate --arch tiny`: the same report and CSV
-#   bad-input  rank 1 alone reads an empty --prompts-file: every rank exits
-#              non-zero within 30 s, one line names rank 1, nothing written
+#   bad-input  rank 1 alone reads an empty --prompts-file (the same path,
+#              each rank in its own folder, as on separate hosts): every
+#              rank exits non-zero within 30 s, one line names rank 1,
+#              nothing written
+#   other-args rank 1 is started with another --seed: refused before any
+#              work, one line naming rank 1 and the argument, nothing written
 #   sigkill    rank 1 is killed with SIGKILL mid-run: every rank exits
 #              non-zero within 30 s, mpirun names the signal, nothing written
 #   sigint     rank 1 alone gets SIGINT mid-run (its graceful stop), while
@@ -24,9 +28,9 @@
 #              ends it with SIGTERM)
 #
 # (`command_test.sh --rank-wrapper CMD...` is how the script runs each rank
-# for the last two: @RANK@ in an argument becomes the rank; rank
-# $KILL_RANK sends itself $KILL_SIGNAL (default KILL) after $KILL_AFTER
-# seconds.)
+# for the last ones: @RANK@ in an argument becomes the rank; with
+# RANK_DIRS=1 each rank runs in the folder rank_R; rank $KILL_RANK sends
+# itself $KILL_SIGNAL (default KILL) after $KILL_AFTER seconds.)
 set -u
 if [ "${1:-}" = "--rank-wrapper" ]; then
   shift
@@ -34,6 +38,7 @@ if [ "${1:-}" = "--rank-wrapper" ]; then
   n=$#
   for a in "$@"; do set -- "$@" "${a//@RANK@/$r}"; done
   shift "$n"
+  [ -n "${RANK_DIRS:-}" ] && { cd "rank_$r" || exit 1; }
   if [ -n "${KILL_RANK:-}" ] && [ "$r" = "$KILL_RANK" ]; then
     me=$$
     (sleep "${KILL_AFTER:-1}"; kill -s "${KILL_SIGNAL:-KILL}" "$me") &
@@ -112,16 +117,26 @@ case "$mode" in
     [ "$(grep -c '^simulated ' mpi.log)" -eq 1 ] || { cat mpi.log; no "want one 'simulated' line (rank 0 prints)"; }
     ;;
   bad-input)
-    printf 'a red circle\n' >prompts_0.txt
-    for ((k = 2; k < np; ++k)); do cp prompts_0.txt "prompts_$k.txt"; done
-    : >prompts_1.txt  # rank 1's copy is empty
-    run_mpi "$self" --rank-wrapper "$tpumesh" generate --prompts-file "prompts_@RANK@.txt" --devices 8 --mesh "$mesh" \
-      --steps 2 -o out --report out.json -q
+    for ((k = 0; k < np; ++k)); do mkdir "rank_$k" && printf 'a red circle\n' >"rank_$k/prompts.txt"; done
+    : >rank_1/prompts.txt  # rank 1's copy is empty
+    RANK_DIRS=1 run_mpi "$self" --rank-wrapper "$tpumesh" generate --prompts-file prompts.txt --devices 8 \
+      --mesh "$mesh" --steps 2 -o out --report out.json -q
     cat mpi.log
     [ "$rc" -ne 0 ] || no "exit status 0"
     [ "$elapsed_ms" -lt 30000 ] || no "took ${elapsed_ms} ms (limit 30 s)"
     [ "$(grep -cE '^tpumesh: ' mpi.log)" -eq 1 ] || no "want exactly one tpumesh line"
-    grep -qE "^tpumesh: rank 1 of $np: INVALID_ARGUMENT: prompts_1.txt: no prompts" mpi.log || no "no line from rank 1 naming its file"
+    grep -qE "^tpumesh: rank 1 of $np: INVALID_ARGUMENT: prompts.txt: no prompts" mpi.log || no "no line from rank 1 naming its file"
+    [ -z "$(ls rank_*/out rank_*/out.json 2>/dev/null)" ] || no "files written: $(ls rank_*)"
+    ;;
+  other-args)
+    run_mpi "$self" --rank-wrapper "$tpumesh" generate -p "a red circle" --seed "@RANK@" --devices 8 \
+      --mesh "$mesh" --steps 2 -o out --report out.json -q
+    cat mpi.log
+    [ "$rc" -ne 0 ] || no "exit status 0"
+    [ "$elapsed_ms" -lt 30000 ] || no "took ${elapsed_ms} ms (limit 30 s)"
+    [ "$(grep -cE '^tpumesh: ' mpi.log)" -eq 1 ] || no "want exactly one tpumesh line"
+    grep -qE "^tpumesh: rank 0 of $np: INVALID_ARGUMENT: rank 1 was started with '--seed 1' where rank 0 has '--seed 0'" \
+      mpi.log || no "no line naming rank 1 and its --seed"
     [ ! -e out ] && [ ! -e out.json ] || no "files written: $(ls)"
     ;;
   sigkill)
