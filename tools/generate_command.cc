@@ -275,24 +275,33 @@ Status RunGenerate(GenerateCmdOptions o) {
                  gen->devices(), gen->mesh().chip().name.c_str(), ranks.c_str(),
                  mesh::MeshAxesToString(gen->mesh().axes()).c_str(), gen->model_name().c_str(),
                  gen->flow().family().pipeline_class, gen->loras().empty() ? "" : ", LoRA ", gen->loras().c_str());
-  // The preview (rank 0's images), replaced whole at every update; removed
-  // again if the run writes nothing.
-  const std::string preview_path = (std::filesystem::path(o.out) / "preview.png").string();
-  struct RemovePreview {
-    const std::string* path;
+  // The preview (rank 0's images), replaced whole at every update. Once this
+  // run has written it, it is one of the run's outputs: removed again if the
+  // run writes nothing (an error, Ctrl-C, or SIGTERM: the signal handler
+  // unlinks it as it does temporaries); a preview.png the run never wrote
+  // (a user's file) is never removed.
+  struct PreviewFile {
+    std::string path;
+    bool written = false;
     bool keep = false;
-    ~RemovePreview() {
+    ~PreviewFile() {
+      if (!written) return;
+      UnregisterTempFile(path);
       std::error_code ec;
-      if (!keep) std::filesystem::remove(*path, ec);
+      if (!keep) std::filesystem::remove(path, ec);
     }
-  } preview_file{&preview_path, o.preview_every == 0};
+  } preview_file{(std::filesystem::path(o.out) / "preview.png").string()};
   pipeline::PreviewFn preview;
   if (o.preview_every > 0 && root)
     preview = [&](const pipeline::Image& grid, int done, int total) {
       const Status st = pipeline::WritePngAtomic(
-          preview_path, grid,
+          preview_file.path, grid,
           {{"parameters", "preview (approximate: the denoised estimate through a linear map fitted to the VAE) after " +
                               std::to_string(done) + " of " + std::to_string(total) + " steps"}});
+      if (st.ok() && !preview_file.written) {
+        RegisterTempFile(preview_file.path);
+        preview_file.written = true;
+      }
       if (!st.ok() && !o.quiet) std::fprintf(stderr, "\ntpumesh generate: preview not written: %s\n", st.ToString().c_str());
     };
   pipeline::GenerateResult res;

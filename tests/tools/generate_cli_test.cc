@@ -181,4 +181,46 @@ TEST(GenerateCliTest, CtrlCStopsCleanly) {
   EXPECT_TRUE(ListDir(out).empty());
 }
 
+// --preview-every and signals: once the run has written OUT/preview.png,
+// SIGTERM (the signal handler) and SIGINT (the graceful stop) remove it with
+// the rest of the run's outputs; a preview.png the run never wrote (a
+// user's file) is never removed.
+TEST(GenerateCliTest, PreviewGoesWithAnInterruptedRunAndAUsersPreviewStays) {
+  auto run_and_signal = [](const std::string& out, const char* every, int sig, bool wait_for_preview) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      FILE* f = freopen("/dev/null", "w", stderr);
+      (void)f;
+      execl(TPUMESH_BIN, TPUMESH_BIN, "generate", "-p", "a long run", "--steps", "500", "--preview-every", every, "-o",
+            out.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    bool seen = false;
+    for (int i = 0; i < 600 && !seen; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      // The run has started its steps once its progress shows in the folder
+      // (a preview) or, without one, after a second.
+      seen = wait_for_preview ? fs::exists(out + "/preview.png") : i >= 20;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    kill(pid, sig);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return seen;
+  };
+  for (const int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(sig);
+    const std::string out = tpumesh::testing::TestTempDir() + "/out" + std::to_string(sig);
+    EXPECT_TRUE(run_and_signal(out, "1", sig, /*wait_for_preview=*/true));
+    EXPECT_TRUE(ListDir(out).empty()) << ::testing::PrintToString(ListDir(out));
+  }
+  // A user's preview.png in the folder, a run interrupted before it wrote
+  // one (every 1000 steps): the file stays as it was.
+  const std::string out = tpumesh::testing::TestTempDir() + "/mine";
+  fs::create_directories(out);
+  fs::copy_file(std::string(TPUMESH_SOURCE_DIR) + "/tests/data/png/rgb.png", out + "/preview.png");
+  EXPECT_TRUE(run_and_signal(out, "1000", SIGINT, /*wait_for_preview=*/false));
+  EXPECT_EQ(fs::file_size(out + "/preview.png"), fs::file_size(std::string(TPUMESH_SOURCE_DIR) + "/tests/data/png/rgb.png"));
+}
+
 }  // namespace
