@@ -49,6 +49,32 @@ float HalfToFloat(uint16_t h) {
   return std::bit_cast<float>(bits);
 }
 
+// The keys of a JSON document's top-level object, and the first one named
+// twice (nlohmann's SAX interface: every event, nothing kept but the keys).
+struct TopLevelKeys {
+  using json = nlohmann::json;
+  std::set<std::string> seen;
+  std::string duplicate;
+  int depth = 0;
+  bool ok = true;
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const json::string_t&) { return true; }
+  bool string(json::string_t&) { return true; }
+  bool binary(json::binary_t&) { return true; }
+  bool start_object(std::size_t) { return ++depth, true; }
+  bool end_object() { return --depth, true; }
+  bool start_array(std::size_t) { return ++depth, true; }
+  bool end_array() { return --depth, true; }
+  bool key(json::string_t& k) {
+    if (depth == 1 && !seen.insert(k).second && duplicate.empty()) duplicate = k;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const json::exception&) { return ok = false; }
+};
+
 }  // namespace
 
 StatusOr<std::vector<SafetensorsEntry>> SafetensorsFile::ParseHeader(
@@ -57,18 +83,13 @@ StatusOr<std::vector<SafetensorsEntry>> SafetensorsFile::ParseHeader(
   auto bad = [&](const std::string& why) { return InvalidArgumentError(origin + ": " + why); };
   if (header.empty() || header[0] != '{') return bad("header does not start with '{'");
   // Reject duplicate top-level keys: a hostile file could otherwise show one
-  // tensor to a checker and another to a reader.
-  std::set<std::string> keys;
-  std::string duplicate;
-  nlohmann::json::parser_callback_t cb = [&](int depth, nlohmann::json::parse_event_t event,
-                                             nlohmann::json& parsed) {
-    if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed.is_string()) {
-      if (!keys.insert(parsed.get<std::string>()).second && duplicate.empty())
-        duplicate = parsed.get<std::string>();
-    }
-    return true;
-  };
-  nlohmann::json j = nlohmann::json::parse(header, cb, /*allow_exceptions=*/false);
+  // tensor to a checker and another to a reader. A SAX pass of its own
+  // (linear: nlohmann's callback parser rescans each object as it closes,
+  // quadratic in the number of tensors).
+  TopLevelKeys keys;
+  if (!nlohmann::json::sax_parse(header, &keys) || !keys.ok) return bad("header is not valid JSON");
+  const std::string& duplicate = keys.duplicate;
+  nlohmann::json j = nlohmann::json::parse(header, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return bad("header is not valid JSON");
   if (!j.is_object()) return bad("header is not a JSON object");
   if (!duplicate.empty()) return bad("header names '" + duplicate + "' twice");
