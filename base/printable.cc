@@ -1,6 +1,8 @@
 #include "base/printable.h"
 
+#include <charconv>
 #include <cstdint>
+#include <system_error>
 
 namespace tpumesh {
 namespace {
@@ -92,5 +94,11 @@ std::string ValidUtf8(std::string_view s) {
 }
 
 std::string Quoted(std::string_view s) { return "'" + Printable(s) + "'"; }
+
+std::string ShortestNumber(double v) {
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::string("?");
+}
 
 }  // namespace tpumesh

@@ -25,6 +25,10 @@ std::string Quoted(std::string_view s);
 // second time (the CLI's last step before stderr).
 std::string OneLine(std::string_view s);
 
+// The shortest text that reads back as exactly v ("1.0000001", not "%g"'s
+// "1"; "inf", "nan"): how a message shows a number the user gave.
+std::string ShortestNumber(double v);
+
 // s with every byte that is not part of a well-formed UTF-8 sequence
 // replaced by U+FFFD, as nlohmann's dump does with error_handler_t::replace:
 // for text written into a file that must be UTF-8 (a report's CSV).

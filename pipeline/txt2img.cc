@@ -1,5 +1,7 @@
 #include "pipeline/txt2img.h"
 
+#include "base/printable.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -8,6 +10,7 @@
 #include <map>
 #include <tuple>
 
+#include "base/printable.h"
 #include "nlohmann/json.hpp"
 #include "pipeline/report.h"
 
@@ -189,8 +192,7 @@ Status TextToImage::ValidateImages(const GenerateRequest& r, int64_t b) const {
     return InvalidArgumentError("this is an inpainting model (its UNet takes " +
                                 std::to_string(unet().config().in_channels) +
                                 " channels): --init-image needs a --mask");
-  char strength[32] = "";
-  if (r.strength) std::snprintf(strength, sizeof strength, "%g", *r.strength);
+  const std::string strength = r.strength ? ShortestNumber(*r.strength) : "";
   if (r.strength && !(*r.strength > 0.0 && *r.strength <= 1.0))
     return InvalidArgumentError(std::string("--strength ") + strength + ": must be in (0, 1]");
   if (r.strength && InitTimesteps(r.steps, *r.strength) < 1)

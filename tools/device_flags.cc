@@ -1,10 +1,30 @@
 #include "tools/device_flags.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <sstream>
 
 namespace tpumesh::tools {
 namespace {
+
+// VMEM: 0 (not modelled) or 1 KiB to 1 TiB; below 1 KiB a size rounds to no
+// bytes and would silently mean "not modelled".
+constexpr double kMinVmemMib = 1.0 / 1024, kMaxVmemMib = 1 << 20;
+
+}  // namespace
+
+CLI::Validator RealNumber() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0') return "Value '" + value + "' is not a number";
+        if (errno == ERANGE) return "Value " + value + " is outside a double's range";
+        return "";
+      },
+      "NUMBER");
+}
 
 // A number within [lo, hi] (NaN and infinities refused too; CLI11's Range
 // lets NaN through), for a flag whose omission means its default: a value
@@ -23,12 +43,6 @@ CLI::Validator Within(double lo, double hi) {
       },
       "FROM " + text);
 }
-
-// VMEM: 0 (not modelled) or 1 KiB to 1 TiB; below 1 KiB a size rounds to no
-// bytes and would silently mean "not modelled".
-constexpr double kMinVmemMib = 1.0 / 1024, kMaxVmemMib = 1 << 20;
-
-}  // namespace
 
 void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
   if (which & kMeshFlags) {

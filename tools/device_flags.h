@@ -27,6 +27,14 @@ enum DeviceFlagSet : unsigned {
 };
 void AddDeviceFlags(CLI::App* cmd, DeviceFlags* flags, unsigned which = kAllDeviceFlags);
 
+// A real number as written, for a flag whose range is checked after
+// parsing: refuses an empty value (which CLI11 would take as "not given")
+// and one a double cannot hold (1e309, 1e-400: strtod's ERANGE), naming the
+// text given. Within(lo, hi) also checks [lo, hi] (NaN and infinities
+// refused).
+CLI::Validator RealNumber();
+CLI::Validator Within(double lo, double hi);
+
 }  // namespace tpumesh::tools
 
 #endif  // TPUMESH_TOOLS_DEVICE_FLAGS_H_

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "base/printable.h"
+#include "tools/device_flags.h"
 namespace tpumesh::tools {
 namespace {
 
@@ -59,7 +60,8 @@ void AddRequestFlags(CLI::App* cmd, RequestFlags* f) {
       ->capture_default_str();
   cmd->add_option("--guidance", f->guidance,
                   "Classifier-free guidance scale, " + GuidanceRange() +
-                      "; <= 1: none (default: the model family's, 7.5 SD, 5.0 SDXL)");
+                      "; <= 1: none (default: the model family's, 7.5 SD, 5.0 SDXL)")
+      ->check(RealNumber());
   std::string names;
   for (const std::string& n : pipeline::SchedulerNames()) names += (names.empty() ? "" : " | ") + n;
   cmd->add_option("--scheduler", r.scheduler, names + " (default: the model's scheduler config)");
@@ -97,7 +99,8 @@ void AddImageInputFlags(CLI::App* cmd, ImageInputFlags* f) {
                   "one per image");
   cmd->add_option("--strength", f->strength,
                   "How far the init image is noised, in (0, 1]: int(steps x strength) steps run (default: the "
-                  "pipeline's, img2img 0.8 SD / 0.3 SDXL, inpainting 1.0 SD / 0.9999 SDXL)");
+                  "pipeline's, img2img 0.8 SD / 0.3 SDXL, inpainting 1.0 SD / 0.9999 SDXL)")
+      ->check(RealNumber());
 }
 
 Status ReadImageInputs(const ImageInputFlags& f, pipeline::GenerateRequest* r) {
@@ -123,10 +126,8 @@ Status ReadImageInputs(const ImageInputFlags& f, pipeline::GenerateRequest* r) {
 StatusOr<pipeline::GenerateRequest> ParseRequestFlags(const RequestFlags& f) {
   pipeline::GenerateRequest r = f.request;
   if (f.guidance && !(*f.guidance >= 0 && *f.guidance <= kMaxGuidance)) {
-    char value[32];
-    std::snprintf(value, sizeof value, "%g", *f.guidance);
     return InvalidArgumentError(std::string("--guidance must be a finite number, ") + GuidanceRange() + ", got " +
-                                value);
+                                ShortestNumber(*f.guidance));
   }
   r.guidance = f.guidance;
   TPUMESH_ASSIGN_OR_RETURN(r.precision, models::ParsePrecision(f.precision));
@@ -155,6 +156,14 @@ StatusOr<uint64_t> ParseSeed(const std::string& text) {
   const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
   if (errno == ERANGE) return bad;
   return static_cast<uint64_t>(v);
+}
+
+CLI::Validator SeedNumber() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        return ParseSeed(value).ok() ? "" : "expected a whole number from 0 to 18446744073709551615, got " + Quoted(value);
+      },
+      "0 TO 18446744073709551615");
 }
 
 void AddLoraFlag(CLI::App* cmd, std::vector<std::string>* loras) {

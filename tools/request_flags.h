@@ -41,10 +41,12 @@ Status ReadImageInputs(const ImageInputFlags& flags, pipeline::GenerateRequest* 
 // flag for a malformed value) and returns it.
 StatusOr<pipeline::GenerateRequest> ParseRequestFlags(const RequestFlags& flags);
 
-// A seed as JAX takes it (generate's and init's --seed): a whole number from
+// A seed as JAX takes it (generate's, init's and run's --seed): a whole number from
 // 0 to 2^64 - 1, nothing else (strtoull, and CLI11's own parsing, would wrap
 // "-1" to 2^64 - 1 and clamp 2^64 silently).
 StatusOr<uint64_t> ParseSeed(const std::string& text);
+// ParseSeed as a CLI11 check, for a --seed held as uint64_t (run's).
+CLI::Validator SeedNumber();
 
 // --lora FILE[:SCALE], repeatable: the LoRAs a command that loads a model's
 // weights (generate, eval) fuses into them (pipeline/lora.h).

@@ -18,6 +18,7 @@
 #include "tools/commands.h"
 #include "tools/ranks.h"
 #include "tools/report_output.h"
+#include "tools/request_flags.h"
 
 namespace tpumesh::tools {
 
@@ -173,7 +174,9 @@ void RegisterRun(CLI::App& app, RunFn* run) {
   cmd->add_option("--outputs", opt->outputs, "HDF5 file to write output_0 ... to (atomically); required");
   cmd->add_flag("--list-ops", opt->list_ops, "Print the supported ops and how each is priced, and stop");
   cmd->add_flag("-q,--quiet", opt->quiet, "No progress on stderr");
-  cmd->add_option("--seed", opt->seed, "Seed of the random inputs when --inputs is absent")->capture_default_str();
+  cmd->add_option("--seed", opt->seed, "Seed of the random inputs when --inputs is absent, 0 to 18446744073709551615")
+      ->check(SeedNumber())
+      ->capture_default_str();
   cmd->add_flag("--mxu-precision", opt->mxu_precision,
                 "Compute f32 dot_general and convolution as a TPU's MXU does for their precision_config (DEFAULT: "
                 "bf16 operands, one pass) instead of in f32 as XLA on a CPU");
