@@ -2,7 +2,11 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,6 +41,11 @@ struct Slot {
   char path[kPathMax];
 };
 Slot g_slots[kSlots];
+
+// The thread inside a CommitSection (its kernel thread id), or 0.
+std::atomic<pid_t> g_committing{0};
+
+pid_t ThreadId() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
 char g_sigterm_line[256];  // set before any handler runs
 
 void WriteAll(const char* text) {
@@ -78,7 +87,33 @@ void UnregisterTempFile(const std::string& path) {
     }
 }
 
+CommitSection::CommitSection() {
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &block, &old_mask_);
+  const pid_t me = ThreadId();
+  nested_ = g_committing.load() == me;  // a commit inside this thread's own: one section
+  if (nested_) return;
+  for (pid_t expected = 0; !g_committing.compare_exchange_weak(expected, me); expected = 0) sched_yield();
+}
+
+CommitSection::~CommitSection() {
+  if (!nested_) g_committing.store(0);
+  pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);  // a pending signal runs the handler now
+}
+
 extern "C" void RemoveTempFilesAndDie(int sig) {
+  // An open commit (on another thread: the committing one blocks these
+  // signals) finishes first; nanosleep is async-signal-safe.
+  const pid_t me = ThreadId();
+  for (int i = 0; i < 5000; ++i) {
+    const pid_t c = g_committing.load();
+    if (c == 0 || c == me) break;
+    const struct timespec ms = {0, 1000000};
+    ::nanosleep(&ms, nullptr);
+  }
   for (Slot& s : g_slots)
     if (s.state.load() == 2) ::unlink(s.path);
   if (sig == SIGTERM) WriteAll(g_sigterm_line);
@@ -205,6 +240,7 @@ Status WriteFilesAtomic(const std::vector<std::pair<std::string, std::string>>& 
         UnregisterTempFile(b);
       }
   };
+  const CommitSection commit;  // no signal between the renames
   for (size_t i = 0; i < files.size(); ++i) {
     struct stat st;
     if (::lstat(files[i].first.c_str(), &st) != 0) continue;

@@ -7,6 +7,8 @@
 #ifndef TPUMESH_IO_ATOMIC_FILE_H_
 #define TPUMESH_IO_ATOMIC_FILE_H_
 
+#include <signal.h>
+
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,6 +49,26 @@ Status CheckWritable(const std::string& path, const std::string& flag = "");
 // InstallTempFileCleanup has run (the CLI's main does it first), those
 // signals unlink every registered file and then end the process with the
 // signal's own status. Up to 64 files at once; async-signal-safe.
+//
+// Renaming outputs into place is one commit that a signal never splits: a
+// CommitSection blocks SIGINT and SIGTERM on its thread, and the handler,
+// run on any other thread, waits (up to 5 s) for an open section to close
+// before it unlinks anything. So a signal during WriteFilesAtomic's renames
+// leaves the whole new set or the whole old one, never a mix, and a file
+// registered here (a run's preview) cannot be renamed back into place after
+// the handler removed it. Sections nest on one thread (the outer one
+// counts).
+class CommitSection {
+ public:
+  CommitSection();
+  ~CommitSection();
+  CommitSection(const CommitSection&) = delete;
+  CommitSection& operator=(const CommitSection&) = delete;
+
+ private:
+  sigset_t old_mask_;
+  bool nested_ = false;  // inside a section this thread already holds
+};
 void RegisterTempFile(const std::string& path);
 void UnregisterTempFile(const std::string& path);
 void InstallTempFileCleanup();

@@ -204,6 +204,7 @@ Status ModelFileWriter::Commit() {
   if (fd >= 0) ::close(fd);
   if (e != 0) return ErrnoStatus("cannot write " + path_, e);
   std::error_code ec;
+  const CommitSection commit;  // the signal handler waits for the rename
   std::filesystem::rename(temp_path_, path_, ec);
   if (ec) return InvalidArgumentError(path_ + ": cannot move the finished file into place: " + ec.message());
   SyncDirectories({path_});  // the rename itself durable

@@ -294,6 +294,7 @@ Status RunGenerate(GenerateCmdOptions o) {
   pipeline::PreviewFn preview;
   if (o.preview_every > 0 && root)
     preview = [&](const pipeline::Image& grid, int done, int total) {
+      const CommitSection commit;  // written and registered before a signal's handler looks
       const Status st = pipeline::WritePngAtomic(
           preview_file.path, grid,
           {{"parameters", "preview (approximate: the denoised estimate through a linear map fitted to the VAE) after " +

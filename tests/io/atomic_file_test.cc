@@ -2,9 +2,15 @@
 // temporaries, and the output check.
 #include "io/atomic_file.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -82,4 +88,39 @@ TEST(AtomicFileTest, LongestNamesAreWrittenAndLongerOnesRefusedUpFront) {
 }
 
 }  // namespace
+// SIGTERM while another thread is inside a CommitSection (a set of outputs
+// being renamed into place): the handler waits for the commit to close, so
+// the new file is whole in place and no temporary is left; before, it
+// unlinked the temporaries mid-commit (a mixed set, or a preview renamed
+// back after it was removed).
+TEST(AtomicFileTest, ASignalWaitsForAnOpenCommit) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  const std::string target = dir + "/out.txt", temp = dir + "/.tpumesh-commit-test";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    InstallTempFileCleanup();
+    std::ofstream(temp) << "new";
+    RegisterTempFile(temp);
+    std::thread committer([&] {
+      const CommitSection commit;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the signal arrives meanwhile
+      if (std::rename(temp.c_str(), target.c_str()) == 0) UnregisterTempFile(temp);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    kill(getpid(), SIGTERM);  // handled on this thread: it waits for the commit
+    committer.join();
+    _exit(0);  // not reached: the handler ends the process with SIGTERM
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  std::ifstream in(target);
+  std::string text;
+  in >> text;
+  EXPECT_EQ(text, "new");
+  EXPECT_FALSE(std::filesystem::exists(temp));
+}
+
 }  // namespace tpumesh
