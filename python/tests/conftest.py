@@ -73,18 +73,23 @@ def pytest_collection_modifyitems(config, items):
         config._tpumesh_deselected.append(f"{len(wanted)} test(s) deselected: {why}")
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    for line in getattr(config, "_tpumesh_deselected", []):
-        terminalreporter.write_line(f"tpumesh: {line}")
+def _versions():
+    import importlib.metadata
+    import numpy
+    jax = "not importable"
+    if HAVE_JAX:  # its version without importing it (test_jax.py sets XLA_FLAGS before jax's first import)
+        jax = importlib.metadata.version("jax")
+    return f"tpumesh: numpy {numpy.__version__} ({os.path.dirname(numpy.__file__)}), jax {jax}"
 
 
 def pytest_report_header(config):
-    import numpy
-    jax = "not importable"
-    if HAVE_JAX:
-        import jax as j
-        jax = j.__version__
-    return f"tpumesh: numpy {numpy.__version__} ({os.path.dirname(numpy.__file__)}), jax {jax}"
+    return _versions()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    terminalreporter.write_line(_versions())  # also under -q, which hides the header
+    for line in getattr(config, "_tpumesh_deselected", []):
+        terminalreporter.write_line(f"tpumesh: {line}")
 
 
 @pytest.hookimpl(hookwrapper=True)
