@@ -137,3 +137,14 @@ def test_generate_takes_big_endian_and_strided_latents():
         got = pipe.generate("a red circle on a blue background", latents=x, **kw)
         np.testing.assert_array_equal(got.initial_latents, z)
         assert got.images.tobytes() == want.images.tobytes()
+
+
+def test_no_binding_reads_numpy_structs():
+    """Every array goes through python/ndarray.h: pybind11/numpy.h (py::array) reads numpy's C structs with
+    the layout of the numpy pybind11 was written for, wrong under numpy 2 with Debian's pybind11 2.10."""
+    import pathlib
+    src = pathlib.Path(__file__).resolve().parents[1]
+    sources = sorted(src.glob("*.cc")) + sorted(src.glob("*.h"))
+    assert len(sources) >= 10
+    banned = ('#include "pybind11/numpy.h"', "py::array")
+    assert [p.name for p in sources if any(b in p.read_text() for b in banned)] == []
