@@ -106,7 +106,7 @@ void RegisterEval(py::module_& m) {
     std::vector<std::pair<std::string, pipeline::H5Raw>> raws;
     for (const py::tuple& t : datasets) {
       const std::string name = t[0].cast<std::string>();
-      StatusOr<pipeline::H5Raw> raw = RawFromNumpy(t[1].cast<py::array>(), t[2].cast<std::string>());
+      StatusOr<pipeline::H5Raw> raw = RawFromNumpy(t[1], t[2].cast<std::string>());
       ThrowIfError(raw.status().WithContext("dataset '" + name + "'"));
       raws.emplace_back(name, std::move(raw).value());
     }

@@ -66,17 +66,16 @@ struct GenerateOutput {
   pipeline::GenerateRequest request;
   std::string model_name;
 
-  py::array_t<uint8_t> Images() const {
+  py::object Images() const {
     const auto& images = result.images;
-    const py::ssize_t b = static_cast<py::ssize_t>(images.size());
-    const py::ssize_t h = b ? images[0].height : result.height, w = b ? images[0].width : result.width;
-    py::array_t<uint8_t> out({b, h, w, py::ssize_t{3}});
-    uint8_t* p = out.mutable_data();
-    for (const auto& img : images) {
-      std::memcpy(p, img.rgb.data(), img.rgb.size());
-      p += img.rgb.size();
-    }
-    return out;
+    const int64_t b = static_cast<int64_t>(images.size());
+    const int64_t h = b ? images[0].height : result.height, w = b ? images[0].width : result.width;
+    return NewArray("|u1", {b, h, w, 3}, [&images](uint8_t* p, size_t) {
+      for (const auto& img : images) {
+        std::memcpy(p, img.rgb.data(), img.rgb.size());
+        p += img.rgb.size();
+      }
+    });
   }
   // The PNGs `tpumesh generate` writes for the same request, byte for byte:
   // [(name, bytes)], image_00.png ... then grid.png.
@@ -90,12 +89,11 @@ struct GenerateOutput {
   std::vector<std::string> Save(const std::string& dir) const {
     return ValueOrThrow(pipeline::WriteImages(dir, result, request, model_name), ErrorKind::kFile);
   }
-  py::array_t<float> InitialLatents() const {
+  py::object InitialLatents() const {
     const mesh::Array& a = result.initial_latents;
-    std::vector<py::ssize_t> dims(a.shape().begin(), a.shape().end());
-    py::array_t<float> out(dims);
-    if (a.num_elements() > 0) std::memcpy(out.mutable_data(), a.data<float>(), a.num_elements() * sizeof(float));
-    return out;
+    return NewArray("=f4", a.shape(), [&a](uint8_t* p, size_t n) {
+      if (a.num_elements() > 0) std::memcpy(p, a.data<float>(), n);
+    });
   }
 };
 
@@ -115,8 +113,7 @@ class PyPipeline {
 
   std::unique_ptr<GenerateOutput> Generate(const mesh::MeshSpec& spec, std::vector<std::string> prompts,
                                            const py::dict& kw, const std::string& seed, const std::string& prng,
-                                           std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>>
-                                               latents) {
+                                           std::optional<py::object> latents) {
     auto out = std::make_unique<GenerateOutput>();
     pipeline::GenerateRequest& r = out->request;
     r = RequestFrom(kw);
@@ -130,9 +127,10 @@ class PyPipeline {
       ThrowIfError(InvalidArgumentError("prng must be 'partitionable' or 'original', not '" + prng + "'"));
     }
     if (latents) {
-      mesh::Shape shape(latents->shape(), latents->shape() + latents->ndim());
+      const pipeline::H5Raw z = ValueOrThrow(RawAs(*latents, "float32"));
       r.initial_latents = mesh::Array::HostFrom<float>(
-          shape, std::span<const float>(latents->data(), static_cast<size_t>(latents->size())));
+          z.dims,
+          std::span<const float>(reinterpret_cast<const float*>(z.data.data()), z.data.size() / sizeof(float)));
     }
     Status status;
     std::atomic<bool> cancel{false};

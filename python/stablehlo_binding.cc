@@ -21,58 +21,6 @@
 namespace tpumesh::python {
 namespace py = pybind11;
 
-py::tuple NumpyFromRaw(const pipeline::H5Raw& raw) {
-  std::string format;
-  std::string tag = raw.dtype;
-  if (tag == "bool") {
-    format = "?";
-  } else if (tag == "float16") {
-    format = "e";
-  } else if (raw.cls == 'f') {
-    format = raw.width == 8 ? "d" : raw.width == 2 ? "e" : "f";
-  } else {
-    const bool s = raw.cls == 'i';
-    switch (raw.width) {
-      case 1: format = s ? "b" : "B"; break;
-      case 2: format = s ? "h" : "H"; break;
-      case 4: format = s ? "i" : "I"; break;
-      default: format = s ? "q" : "Q"; break;
-    }
-  }
-  if (tag != "bfloat16") tag.clear();
-  std::vector<py::ssize_t> dims(raw.dims.begin(), raw.dims.end());
-  py::array out(py::dtype(format), dims);
-  if (!raw.data.empty()) std::memcpy(out.mutable_data(), raw.data.data(), raw.data.size());
-  return py::make_tuple(out, tag);
-}
-
-StatusOr<pipeline::H5Raw> RawFromNumpy(const py::array& in, const std::string& tag) {
-  py::array a = py::array::ensure(in, py::array::c_style);
-  if (!a) return InvalidArgumentError("an input is not an array numpy can read");
-  pipeline::H5Raw raw;
-  const char kind = a.dtype().kind();
-  raw.width = static_cast<int>(a.itemsize());
-  if (kind == 'b') {
-    raw.cls = 'u';
-    raw.dtype = "bool";
-  } else if (kind == 'f' && raw.width != 2) {
-    raw.cls = 'f';
-  } else if (kind == 'f') {
-    raw.cls = 'u';
-    raw.dtype = "float16";
-  } else if (kind == 'i' || kind == 'u') {
-    raw.cls = kind;
-    if (tag == "bfloat16" && kind == 'u' && raw.width == 2) raw.dtype = "bfloat16";
-  } else {
-    return InvalidArgumentError("an input of numpy dtype " + py::str(a.dtype()).cast<std::string>() +
-                                ": StableHLO takes bool, integer and float arrays");
-  }
-  raw.dims.assign(a.shape(), a.shape() + a.ndim());
-  const uint8_t* p = static_cast<const uint8_t*>(a.data());
-  raw.data.assign(p, p + a.nbytes());
-  return raw;
-}
-
 namespace {
 
 // A module from its text (`name` in messages) or from the file at `path`,
@@ -92,7 +40,7 @@ py::tuple RunModule(const std::string& text_or_path, bool is_path, const std::st
   const hlo::Module m = ReadModule(text_or_path, is_path, name);
   std::vector<pipeline::H5Raw> raws;
   for (const py::tuple& t : inputs)
-    raws.push_back(ValueOrThrow(RawFromNumpy(t[0].cast<py::array>(), t[1].cast<std::string>())));
+    raws.push_back(ValueOrThrow(RawFromNumpy(t[0], t[1].cast<std::string>())));
   tools::StableHloRun o;
   o.program = name;
   o.dry_run = dry_run;
@@ -142,14 +90,14 @@ void RegisterStableHlo(py::module_& m) {
   m.def("h5_read", [](const std::string& file, const std::string& name) {
     return NumpyFromRaw(ValueOrThrow(pipeline::H5ReadRaw(file, name), ErrorKind::kFile));
   });
-  m.def("encode_png", [](py::array_t<uint8_t, py::array::c_style | py::array::forcecast> rgb,
-                         const std::vector<std::pair<std::string, std::string>>& text) {
-    if (rgb.ndim() != 3 || rgb.shape(2) != 3)
+  m.def("encode_png", [](const py::object& array, const std::vector<std::pair<std::string, std::string>>& text) {
+    pipeline::H5Raw rgb = ValueOrThrow(RawAs(array, "uint8"));
+    if (rgb.dims.size() != 3 || rgb.dims[2] != 3)
       ThrowIfError(InvalidArgumentError("encode_png takes uint8 [height, width, 3]"));
     pipeline::Image img;
-    img.height = static_cast<int>(rgb.shape(0));
-    img.width = static_cast<int>(rgb.shape(1));
-    img.rgb.assign(rgb.data(), rgb.data() + rgb.size());
+    img.height = static_cast<int>(rgb.dims[0]);
+    img.width = static_cast<int>(rgb.dims[1]);
+    img.rgb = std::move(rgb.data);
     return py::bytes(ValueOrThrow(pipeline::EncodePng(img, text)));
   });
   // A file the module writes (a trace, a PNG) goes through the commands' one

@@ -22,6 +22,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin  # MPI: the mesh across processes and hosts (docs/cluster.md); optional in CMake
   python3-dev pybind11-dev python3-numpy  # the Python module `import tpumesh` (docs/python.md); optional in CMake
   python3-pytest    # its test suite (python/tests, run by .ci/run)
+  python3-venv      # scripts/make-venv.sh: the suite again with jax and numpy 2 from PyPI
 )
 
 missing=()

@@ -6,7 +6,12 @@
 # Exit codes are pytest's, except 5 ("no tests collected"), which means the
 # suite's setup is broken: a failure here, not a pass. Under CI=true a
 # skipped test fails (python/tests/conftest.py).
-# Usage: scripts/pytest.sh [pytest args]     (TPUMESH_BUILD_DIR: default build/release)
+# TPUMESH_PY=venv runs the suite with the venv of scripts/make-venv.sh
+# instead (made first when missing or stale: the current jax and numpy 2
+# from PyPI, on the same interpreter), where the jax tests must run
+# (TPUMESH_REQUIRE_JAX=1: jax missing is an error, not a deselection).
+# Usage: scripts/pytest.sh [pytest args]     (TPUMESH_BUILD_DIR: default build/release;
+#        TPUMESH_PY=venv; TPUMESH_VENV: the venv's folder, default build/venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=$(realpath "${TPUMESH_BUILD_DIR:-build/release}")
@@ -16,6 +21,14 @@ if ! grep -q '^TPUMESH_PYTHON:BOOL=ON' "$CACHE" 2>/dev/null; then
   exit 1
 fi
 PY=$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' "$CACHE")
+case "${TPUMESH_PY:-}" in
+  "") ;;
+  venv)
+    PY=$(TPUMESH_VENV_PYTHON="$PY" ./scripts/make-venv.sh | tail -n 1)
+    export TPUMESH_REQUIRE_JAX=1
+    ;;
+  *) echo "pytest.sh: TPUMESH_PY is 'venv' or unset, not '$TPUMESH_PY'" >&2; exit 1 ;;
+esac
 export PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
 export TPUMESH_BUILD_DIR="$BUILD"
 set +e

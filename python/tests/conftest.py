@@ -6,9 +6,16 @@ and whose tools/tpumesh is the CLI the tests compare with.
 
 Under CI=true nothing may be skipped: a skip (a missing binary or data file)
 fails the test instead. The tests of tpumesh.jax need jax, an optional
-dependency CI does not install: where jax is not importable they are
-deselected (not skipped) and the summary says so; the stored StableHLO
-programs and JAX outputs in tests/data test the same path without it.
+dependency: where jax is not importable they are deselected (not skipped)
+and the summary says so; the stored StableHLO programs and JAX outputs in
+tests/data test the same path without it. CI runs the suite twice
+(.ci/run): with Debian's python and numpy 1.x, no jax, so deselected there;
+and in the venv of scripts/make-venv.sh (current jax, numpy 2), where
+scripts/pytest.sh sets TPUMESH_REQUIRE_JAX=1: there a missing jax is an
+error, not a deselection. The Flax UNet test needs diffusers' Flax UNet,
+which current diffusers no longer has: deselected where it is not
+importable, in either run (a plain-jax block of the same ops runs instead).
+The header names the numpy and jax in use.
 """
 
 import importlib.util
@@ -22,28 +29,67 @@ BUILD = pathlib.Path(os.environ.get("TPUMESH_BUILD_DIR", REPO / "build" / "relea
 DATA = REPO / "tests" / "data"
 CI = os.environ.get("CI", "").lower() == "true"
 HAVE_JAX = importlib.util.find_spec("jax") is not None
+REQUIRE_JAX = os.environ.get("TPUMESH_REQUIRE_JAX", "") == "1"
+
+
+def _have_flax_unet():
+    """diffusers' Flax UNet, which diffusers dropped (0.42 has none): importable only in an older stack."""
+    if not HAVE_JAX or importlib.util.find_spec("diffusers") is None:
+        return False
+    try:
+        return importlib.util.find_spec("diffusers.models.unets.unet_2d_condition_flax") is not None
+    except ImportError:
+        return False
+
+
+# marker: (available here?, why not)
+OPTIONAL = {
+    "needs_jax": (HAVE_JAX, "jax is not importable here (optional; the stored StableHLO programs test the same run)"),
+    "needs_flax_unet": (None, "diffusers' Flax UNet is not importable here (diffusers 0.42 has none; "
+                              "test_jitted_conv_block and the stored tiny_unet program run its ops)"),
+}
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "needs_jax: runs only where jax is importable")
+    config.addinivalue_line("markers", "needs_flax_unet: runs only where diffusers' Flax UNet is importable")
+    if REQUIRE_JAX and not HAVE_JAX:
+        raise pytest.UsageError("TPUMESH_REQUIRE_JAX=1 but jax is not importable by this python "
+                                "(scripts/make-venv.sh makes the venv that has it)")
 
 
 def pytest_collection_modifyitems(config, items):
-    if HAVE_JAX:
-        return
-    deselected = [i for i in items if i.get_closest_marker("needs_jax")]
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
-        items[:] = [i for i in items if not i.get_closest_marker("needs_jax")]
-        config._tpumesh_jax_deselected = len(deselected)
+    config._tpumesh_deselected = []
+    for marker, (available, why) in OPTIONAL.items():
+        wanted = [i for i in items if i.get_closest_marker(marker)]
+        if not wanted:
+            continue
+        if available is None:  # looked up only when a collected test needs it (diffusers imports slowly)
+            available = _have_flax_unet()
+        if available:
+            continue
+        config.hook.pytest_deselected(items=wanted)
+        items[:] = [i for i in items if not i.get_closest_marker(marker)]
+        config._tpumesh_deselected.append(f"{len(wanted)} test(s) deselected: {why}")
+
+
+def _versions():
+    import importlib.metadata
+    import numpy
+    jax = "not importable"
+    if HAVE_JAX:  # its version without importing it (test_jax.py sets XLA_FLAGS before jax's first import)
+        jax = importlib.metadata.version("jax")
+    return f"tpumesh: numpy {numpy.__version__} ({os.path.dirname(numpy.__file__)}), jax {jax}"
+
+
+def pytest_report_header(config):
+    return _versions()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    n = getattr(config, "_tpumesh_jax_deselected", 0)
-    if n:
-        terminalreporter.write_line(
-            f"tpumesh: {n} test(s) of tpumesh.jax deselected: jax is not importable here "
-            "(optional; the stored StableHLO programs test the same run)")
+    terminalreporter.write_line(_versions())  # also under -q, which hides the header
+    for line in getattr(config, "_tpumesh_deselected", []):
+        terminalreporter.write_line(f"tpumesh: {line}")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -90,8 +90,41 @@ def test_outputs_keep_the_function_structure():
 
 
 @needs_jax
+def test_jitted_conv_block():
+    """A UNet block's ops in plain jax (convolutions, a group norm, attention over a context, a strided
+    conv and a nearest upsample): what the Flax UNet below runs, with no diffusers."""
+    import jax
+    import jax.numpy as jnp
+
+    k = jax.random.split(jax.random.key(3), 4)
+    x = jax.random.normal(k[0], (2, 4, 16, 16))
+    w1 = jax.random.normal(k[1], (8, 4, 3, 3)) * 0.2
+    w2 = jax.random.normal(k[2], (4, 8, 3, 3)) * 0.2
+    ctx = jax.random.normal(k[3], (2, 7, 8))
+    dims = ("NCHW", "OIHW", "NCHW")
+
+    def f(x, w1, w2, ctx):
+        h = jax.lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dims)
+        g = h.reshape(2, 2, 4, 16, 16)
+        g = (g - g.mean((2, 3, 4), keepdims=True)) * jax.lax.rsqrt(g.var((2, 3, 4), keepdims=True) + 1e-5)
+        h = jax.nn.silu(g.reshape(h.shape))
+        q = h.reshape(2, 8, 256).transpose(0, 2, 1)
+        a = jax.nn.softmax(q @ ctx.transpose(0, 2, 1) / jnp.sqrt(8.0), axis=-1) @ ctx
+        h = h + a.transpose(0, 2, 1).reshape(h.shape)
+        h = jax.lax.conv_general_dilated(h, w2, (2, 2), ((1, 1), (1, 1)), dimension_numbers=dims)
+        return jnp.repeat(jnp.repeat(h, 2, axis=2), 2, axis=3) + x
+
+    out, report = tpumesh.jax.run(f, x, w1, w2, ctx)
+    want = jax.jit(f)(x, w1, w2, ctx)
+    assert np.abs(np.asarray(want)).max() > 0.1
+    close(out, want)
+    assert report["summary"]["devices"] == 1
+
+
+@needs_jax
+@pytest.mark.needs_flax_unet
 def test_tiny_flax_unet():
-    flax = pytest.importorskip("diffusers.models.unets.unet_2d_condition_flax")
+    import diffusers.models.unets.unet_2d_condition_flax as flax
     import jax
     import jax.numpy as jnp
 

@@ -36,7 +36,9 @@ def from_tagged(array, tag):
 
 
 def to_tagged(x):
-    """The user's array as (numpy array, tag): bfloat16 (ml_dtypes) as its uint16 bits."""
+    """The user's array as (numpy array, tag): bfloat16 (ml_dtypes) as its uint16 bits. Any byte order
+    and layout: the extension reads the array's buffer (python/ndarray.h), swapping big-endian
+    elements and copying a strided view in C order."""
     a = np.asarray(x)
     if a.dtype.name == "bfloat16":
         return np.ascontiguousarray(a).view(np.uint16), "bfloat16"
@@ -71,7 +73,7 @@ def write_datasets(path, datasets):
         if not isinstance(name, str):
             raise TypeError(f"write_datasets: names must be str, not {type(name).__name__}")
         array, tag = to_tagged(value)
-        out.append((name, np.ascontiguousarray(array), tag))
+        out.append((name, array, tag))
     _tpumesh.h5_write(path, out)
 
 

@@ -26,7 +26,7 @@ def _impl(impl):
 
 def _key(key):
     k = np.asarray(key)
-    if k.dtype != np.uint32:
+    if k.dtype.kind != "u" or k.dtype.itemsize != 4:  # uint32 in either byte order
         raise ValueError(f"a key is uint32[2] (jax.random.key_data), got dtype {k.dtype}")
     return k
 
