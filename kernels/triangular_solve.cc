@@ -62,9 +62,32 @@ struct OpA {
   }
 };
 
-// op(a) x = b for columns [c0, c1) of b [m, n]: row i of x is row i of b
-// minus op(a)[i][j] times the rows j already solved (j < i ascending when
-// op(a) is lower, j > i when upper), then divided by the diagonal.
+// The substitution both sides share: w [k, width] holds `width` systems as
+// columns, and g w' = w is solved in place, g k x k triangular (lower when
+// g_lower). Row i of the solution is row i of w minus g(i, j) times each
+// solved row j (j ascending), then divided by g(i, i) unless unit: an axpy
+// over the width per (i, j), so g is read once per task, not per system.
+template <typename C, typename G>
+void Sweep(const G& g, bool g_lower, bool unit, int64_t k, int64_t width,
+           C* w) {
+  for (int64_t step = 0; step < k; ++step) {
+    const int64_t i = g_lower ? step : k - 1 - step;
+    C* wi = w + i * width;
+    const int64_t j_begin = g_lower ? 0 : i + 1;
+    const int64_t j_end = g_lower ? i : k;
+    for (int64_t j = j_begin; j < j_end; ++j) {
+      const C gij = g(i, j);
+      const C* wj = w + j * width;
+      for (int64_t c = 0; c < width; ++c) wi[c] -= gij * wj[c];
+    }
+    if (!unit) {
+      const C d = g(i, i);
+      for (int64_t c = 0; c < width; ++c) wi[c] /= d;
+    }
+  }
+}
+
+// op(a) x = b for columns [c0, c1) of b [m, n].
 template <typename S, typename C>
 void SolveLeft(const TriangularSolveShape& s, const OpA<S, C>& op,
                bool op_lower, const S* b, S* x, int64_t c0, int64_t c1,
@@ -72,50 +95,38 @@ void SolveLeft(const TriangularSolveShape& s, const OpA<S, C>& op,
   const int64_t m = s.m, n = s.n, width = c1 - c0;
   w.resize(static_cast<size_t>(m * width));
   for (int64_t i = 0; i < m; ++i) {
-    for (int64_t c = 0; c < width; ++c)
+    for (int64_t c = 0; c < width; ++c) {
       w[i * width + c] = Load<S, C>(b, i * n + c0 + c);
-  }
-  for (int64_t step = 0; step < m; ++step) {
-    const int64_t i = op_lower ? step : m - 1 - step;
-    C* xi = w.data() + i * width;
-    const int64_t j_begin = op_lower ? 0 : i + 1;
-    const int64_t j_end = op_lower ? i : m;
-    for (int64_t j = j_begin; j < j_end; ++j) {
-      const C aij = op(i, j);
-      const C* xj = w.data() + j * width;
-      for (int64_t c = 0; c < width; ++c) xi[c] -= aij * xj[c];
-    }
-    if (!s.unit_diagonal) {
-      const C d = op(i, i);
-      for (int64_t c = 0; c < width; ++c) xi[c] /= d;
     }
   }
+  Sweep(op, op_lower, s.unit_diagonal, m, width, w.data());
   for (int64_t i = 0; i < m; ++i) {
-    for (int64_t c = 0; c < width; ++c)
+    for (int64_t c = 0; c < width; ++c) {
       Store<S, C>(x, i * n + c0 + c, w[i * width + c]);
+    }
   }
 }
 
-// x op(a) = b for rows [r0, r1) of b [m, n]: per row,
-// x_j = (b_j - sum_i x_i op(a)[i][j]) / op(a)[j][j], j ascending with i < j
-// when op(a) is upper, j descending with i > j when lower.
+// x op(a) = b for rows [r0, r1) of b [m, n], as op(a)^T x^T = b^T: the
+// rows are loaded transposed (w [n, rows]) and swept with g(i, j) =
+// op(a)[j][i], lower when op(a) is upper. Each x[r][j] is
+// (b[r][j] - sum_i x[r][i] op(a)[i][j]) / op(a)[j][j], i in the sweep's
+// order.
 template <typename S, typename C>
 void SolveRight(const TriangularSolveShape& s, const OpA<S, C>& op,
                 bool op_lower, const S* b, S* x, int64_t r0, int64_t r1,
                 std::vector<C>& w) {
-  const int64_t n = s.n;
-  w.resize(static_cast<size_t>(n));
-  for (int64_t r = r0; r < r1; ++r) {
-    for (int64_t c = 0; c < n; ++c) w[c] = Load<S, C>(b, r * n + c);
-    for (int64_t step = 0; step < n; ++step) {
-      const int64_t j = op_lower ? n - 1 - step : step;
-      const int64_t i_begin = op_lower ? j + 1 : 0;
-      const int64_t i_end = op_lower ? n : j;
-      C acc = w[j];
-      for (int64_t i = i_begin; i < i_end; ++i) acc -= w[i] * op(i, j);
-      w[j] = s.unit_diagonal ? acc : acc / op(j, j);
-    }
-    for (int64_t c = 0; c < n; ++c) Store<S, C>(x, r * n + c, w[c]);
+  const int64_t n = s.n, rows = r1 - r0;
+  w.resize(static_cast<size_t>(n * rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < n; ++c)
+      w[c * rows + r] = Load<S, C>(b, (r0 + r) * n + c);
+  }
+  const auto op_t = [&op](int64_t i, int64_t j) { return op(j, i); };
+  Sweep(op_t, !op_lower, s.unit_diagonal, n, rows, w.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < n; ++c)
+      Store<S, C>(x, (r0 + r) * n + c, w[c * rows + r]);
   }
 }
 
