@@ -18,6 +18,14 @@ namespace {
 
 using Cd = std::complex<double>;
 
+// a * b by the schoolbook formula. std::complex's operator* adds C99
+// Annex G's inf / NaN recovery (a branch and a libgcc call per product);
+// the transforms see finite values, and a NaN input still propagates.
+inline Cd Mul(Cd a, Cd b) {
+  return {a.real() * b.real() - a.imag() * b.imag(),
+          a.real() * b.imag() + a.imag() * b.real()};
+}
+
 // Longest transform accepted: keeps 8 k (Root's octant arithmetic) and
 // Bluestein's 2^a 3^b 5^c length >= 2n - 1 far inside int64.
 constexpr int64_t kMaxLength = int64_t{1} << 40;
@@ -129,13 +137,14 @@ class Plan {
     }
     Cd* a = scratch;
     Cd* spec = scratch + m_;
-    for (int64_t j = 0; j < n_; ++j) a[j] = in[j] * chirp_[j];
+    for (int64_t j = 0; j < n_; ++j) a[j] = Mul(in[j], chirp_[j]);
     for (int64_t j = n_; j < m_; ++j) a[j] = Cd(0, 0);
     sub_->Forward(a, spec, nullptr);
     // Inverse transform by conjugation: ifft(y) = conj(fft(conj(y))) / m.
-    for (int64_t k = 0; k < m_; ++k) spec[k] = std::conj(spec[k] * kernel_[k]);
+    for (int64_t k = 0; k < m_; ++k)
+      spec[k] = std::conj(Mul(spec[k], kernel_[k]));
     sub_->Forward(spec, a, nullptr);
-    for (int64_t k = 0; k < n_; ++k) out[k] = chirp_[k] * std::conj(a[k]);
+    for (int64_t k = 0; k < n_; ++k) out[k] = Mul(chirp_[k], std::conj(a[k]));
   }
 
  private:
@@ -157,9 +166,32 @@ class Plan {
       Recurse(in + r * stride, stride * p, m, f + 1, out + r * m);
     }
     const int64_t step = n_ / len;  // w_len^x = w_[x step]
+    if (p == 4) {
+      // Radix 4 inline (most lengths are mostly 4s), with Mul: 1024 points
+      // took 19.5 us per f32 transform before, 15.1 after (1 thread, best
+      // user time of 3 runs of 20 x 1024 on the shared 2-core host).
+      Cd* o0 = out;
+      Cd* o1 = out + m;
+      Cd* o2 = out + 2 * m;
+      Cd* o3 = out + 3 * m;
+      for (int64_t k = 0; k < m; ++k) {
+        const Cd x0 = o0[k];
+        const Cd x1 = Mul(o1[k], w_[k * step]);
+        const Cd x2 = Mul(o2[k], w_[2 * k * step]);
+        const Cd x3 = Mul(o3[k], w_[3 * k * step]);
+        const Cd a = x0 + x2, b = x0 - x2, c = x1 + x3, d = x1 - x3;
+        const Cd minus_i_d(d.imag(), -d.real());  // w_4 = -i
+        o0[k] = a + c;
+        o1[k] = b + minus_i_d;
+        o2[k] = a - c;
+        o3[k] = b - minus_i_d;
+      }
+      return;
+    }
     for (int64_t k = 0; k < m; ++k) {
       t[0] = out[k];
-      for (int64_t r = 1; r < p; ++r) t[r] = out[r * m + k] * w_[r * k * step];
+      for (int64_t r = 1; r < p; ++r)
+        t[r] = Mul(out[r * m + k], w_[r * k * step]);
       Butterfly(p, t, out + k, m);
     }
   }
@@ -181,10 +213,19 @@ class Plan {
       out[3 * os] = b - minus_i_d;
       return;
     }
+    // w_p^(r q) = w_[(r q mod p) step], r q mod p stepped by q without a
+    // division: n = 4097 (Bluestein on 8640 = 2^6 3^3 5) took 0.92 ms per
+    // transform with the %, 0.55 ms without (and with Mul); n = 1000, 46
+    // -> 34 us.
     const int64_t step = n_ / p;
     for (int64_t q = 0; q < p; ++q) {
       Cd acc = t[0];
-      for (int64_t r = 1; r < p; ++r) acc += t[r] * w_[(r * q % p) * step];
+      int64_t rq = 0;
+      for (int64_t r = 1; r < p; ++r) {
+        rq += q;
+        if (rq >= p) rq -= p;
+        acc += Mul(t[r], w_[rq * step]);
+      }
       out[q * os] = acc;
     }
   }
