@@ -14,13 +14,14 @@
 // left_side, n otherwise. Complex buffers are interleaved (re, im) pairs.
 // x may equal b (in place); otherwise no overlap.
 //
-// Precision: the substitution is a plain sweep (rows of x in order for the
-// left side, columns for the right, each element's sum in the order of the
-// triangle) computed in double (std::complex<double> for the complex
-// types), rounded once to the output type, so f32 results carry the
-// rounding of the answer plus cond(a) times double's, not f32's (XLA:CPU's
-// Eigen trsm works in f32; tests/kernels/triangular_solve_test.cc checks
-// op(a) x against b).
+// Precision: the substitution is a plain sweep (rows of x in order, 64
+// right-hand sides at a time; the right side as op(a)^T x^T = b^T, each
+// element's sum in the order of the triangle) computed in double
+// (std::complex<double> for the complex types), rounded once to the output
+// type, so f32 results carry the rounding of the answer plus cond(a) times
+// double's, not f32's (XLA:CPU's Eigen trsm works in f32).
+// tests/kernels/triangular_solve_test.cc checks op(a) x against b;
+// tests/kernels/jax_parity_test.cc checks x against JAX's.
 //
 // Threads as kernels/ops_parallel.h: tasks are (batch entry, block of 64
 // right-hand sides: columns of b for the left side, rows for the right),
