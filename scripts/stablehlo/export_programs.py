@@ -800,6 +800,257 @@ def build_sd15_bf16(name):
 
 
 # --------------------------------------------------------------------------
+# 14. What JAX users run that tpumesh refused or got wrong when these were added (issue 40). Each
+# entry's manifest "needs" names what tpumesh lacked then (tests/hlo/programs_test.cc lists them).
+
+
+@program("cnn_train_step", "jit", "one SGD step of a small NHWC CNN (f32): a grouped conv (feature_group_count 2), "
+         "a depthwise conv (feature_group_count 8), relu, mean pool, dense, softmax cross-entropy; returns the loss "
+         "and the updated params. The kernel gradients are convolutions with batch_group_count > 1",
+         extra={"needs": "convolution with batch_group_count > 1 (the grouped/depthwise kernel gradients)",
+                "module_compiled_flops": True})
+def build_cnn_train_step(name):
+    r = rs(name)
+    params = {"w1": normal(r, 3, 3, 2, 8, scale=0.3),   # HWIO, 2 groups: 4 -> 8 channels
+              "b1": f32(r, 8, lo=-0.1, hi=0.1),
+              "w2": normal(r, 3, 3, 1, 8, scale=0.3),   # depthwise: 8 groups of 1
+              "b2": f32(r, 8, lo=-0.1, hi=0.1),
+              "wd": normal(r, 8, 5, scale=0.3),
+              "bd": f32(r, 5, lo=-0.1, hi=0.1)}
+    x = f32(r, 4, 8, 8, 4)
+    labels = r.randint(0, 5, size=(4,)).astype(np.int32)
+    nhwc = ("NHWC", "HWIO", "NHWC")
+
+    def loss_fn(p, x, labels):
+        h = lax.conv_general_dilated(x, p["w1"], (1, 1), "SAME", dimension_numbers=nhwc, feature_group_count=2)
+        h = jax.nn.relu(h + p["b1"])
+        h = lax.conv_general_dilated(h, p["w2"], (2, 2), "SAME", dimension_numbers=nhwc, feature_group_count=8)
+        h = jax.nn.relu(h + p["b2"])
+        logits = jnp.mean(h, axis=(1, 2)) @ p["wd"] + p["bd"]
+        logp = jax.nn.log_softmax(logits)
+        return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+
+    def step(p, x, labels):
+        loss, g = jax.value_and_grad(loss_fn)(p, x, labels)
+        return loss, jax.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g)
+
+    return jit(step), (params, x, labels)
+
+
+def _complex(r, *shape, scale=1.0):
+    return (normal(r, *shape, scale=scale) + 1j * normal(r, *shape, scale=scale)).astype(np.complex64)
+
+
+@program("fft", "jit", "jnp.fft round trips: fft/ifft (complex64 [4,8]), rfft/irfft ([4,16] f32), fft2/ifft2 "
+         "([4,8] complex64); complex arrays are stored as h5py writes them (compound {r, i})",
+         extra={"needs": "stablehlo.fft, complex64 tensors and the h5 compound {r, i} datasets"})
+def build_fft(name):
+    r = rs(name)
+    z = _complex(r, 4, 8)
+    x = f32(r, 4, 16)
+    w = _complex(r, 4, 8)
+
+    def f(z, x, w):
+        fz = jnp.fft.fft(z)
+        rx = jnp.fft.rfft(x)
+        f2 = jnp.fft.fft2(w)
+        return fz, jnp.fft.ifft(fz), rx, jnp.fft.irfft(rx, n=16), f2, jnp.fft.ifft2(f2)
+
+    return jit(f), (z, x, w)
+
+
+def _complex_ops(z, w, x, y):
+    c = lax.complex(x, y)
+    return (c, jnp.real(z), jnp.imag(z), z + w, z - w, z * w, z / w, jnp.abs(z), jnp.exp(z), jnp.conj(z),
+            c * z + w)
+
+
+@program("complex_arith", "jit", "complex64: lax.complex(x, y), real, imag, + - * /, abs, exp, conj, c*z+w; "
+         "complex arrays stored as h5py writes them (compound {r, i})",
+         extra={"needs": "complex64 tensors (stablehlo.complex/real/imag, complex arithmetic) and the h5 compound "
+                         "{r, i} datasets"})
+def build_complex_arith(name):
+    r = rs(name)
+    z = _complex(r, 16)
+    w = _complex(r, 16)
+    w[0] = 0.0 + 0.0j  # a zero divisor
+    w[1] = 1e-20 + 3e-21j  # a tiny one (the scaled division)
+    x, y = f32(r, 16, lo=-2, hi=2), f32(r, 16, lo=-2, hi=2)
+    return jit(_complex_ops), (z, w, x, y)
+
+
+@program("complex128_arith", "jit", "the complex_arith ops on complex128/f64 under jax_enable_x64 (set only while "
+         "this program is built, lowered and run)",
+         extra={"needs": "complex128 and f64 tensors and the h5 compound {r, i} datasets", "x64": True})
+def build_complex128_arith(name):
+    r = rs(name)
+    z = _complex(r, 16).astype(np.complex128) * (1 + 1e-9)
+    w = _complex(r, 16).astype(np.complex128)
+    x = r.uniform(-2, 2, size=16)
+    y = r.uniform(-2, 2, size=16)
+    return jit(_complex_ops), (z, w, x, y)
+
+
+@program("scatter_slices", "jit", "x.at[1:4, 2:5].add(u), x.at[1:].set(v) (scatter with a 1-D index vector, "
+         "index_vector_dim 0, no scatter dims), jnp.unique(n, size=8, fill_value=-1) (sort)",
+         extra={"needs": "scatter of a slice: a 1-D index vector (index_vector_dim 0), no scatter dims, every "
+                         "operand dim a window dim"})
+def build_scatter_slices(name):
+    r = rs(name)
+    x = f32(r, 6, 7)
+    u = f32(r, 3, 3)
+    v = f32(r, 5, 7)
+    n = r.randint(0, 6, size=(12,)).astype(np.int32)
+
+    def f(x, u, v, n):
+        return x.at[1:4, 2:5].add(u), x.at[1:].set(v), jnp.unique(n, size=8, fill_value=-1)
+
+    return jit(f), (x, u, v, n)
+
+
+@program("reduce_precision", "jit", "lax.reduce_precision to e5m10 (f16) and e8m7 (bf16) of f32 values that round "
+         "(ties, f16 overflow to inf, f16 denormals and underflow, NaN, inf)",
+         extra={"needs": "stablehlo.reduce_precision's pretty form (format = e5m10)"})
+def build_reduce_precision(name):
+    r = rs(name)
+    x = f32(r, 64, lo=-4, hi=4) * np.float32(1 + 2**-12)
+    x[:16] = [1 + 2**-11, 1 + 3 * 2**-11, 1 + 2**-8, 1 + 3 * 2**-8, 65504.0, 65520.0, 70000.0, -1e6,
+              1e-5, 6e-8, 2e-8, 1e-9, np.nan, np.inf, -np.inf, -0.0]
+    x = x.astype(np.float32)
+
+    def f(x):
+        return lax.reduce_precision(x, exponent_bits=5, mantissa_bits=10), \
+            lax.reduce_precision(x, exponent_bits=8, mantissa_bits=7)
+
+    return jit(f), (x,)
+
+
+@program("f16_inputs", "jit", "float16 arguments (stored as native float16 datasets): f16 add/mul/exp, a convert to "
+         "f32 and back, an f16 sum, an f16 matmul with f32 accumulation",
+         extra={"needs": "native float16 h5 datasets (as h5py writes float16)"})
+def build_f16_inputs(name):
+    r = rs(name)
+    a = f32(r, 8, 16, lo=-2, hi=2).astype(np.float16)
+    b = f32(r, 8, 16, lo=-2, hi=2).astype(np.float16)
+    w = f32(r, 16, 4).astype(np.float16)
+
+    def f(a, b, w):
+        return (a * b + a, jnp.exp(a), a.astype(jnp.float32) * 3.0, (a.astype(jnp.float32) / 3.0).astype(jnp.float16),
+                jnp.sum(a, axis=1), jnp.dot(a, w, preferred_element_type=jnp.float32), jnp.dot(b, w))
+
+    return jit(f), (a, b, w)
+
+
+def _uniform_range_fn(key):
+    return (jax.random.uniform(key, (16,), minval=-1.0, maxval=2.0),
+            jax.random.uniform(key, (1024,), minval=-1.0, maxval=2.0),
+            jax.random.uniform(key, (16,)),
+            3.0 + 0.5 * jax.random.normal(key, (256,)))
+
+
+@program("uniform_range", "jit", "jax.random.uniform(PRNGKey(1234), (16,), minval=-1.0, maxval=2.0), the same "
+         "with shape (1024,), the default [0,1) range (16,), and 3 + 0.5*normal (256,): where XLA:CPU "
+         "contracts x*(max-min)+min into an fma",
+         extra={"needs": "XLA:CPU's fused multiply-add (LLVM fp-contract=fast) of a multiply feeding an add: 1 ulp"})
+def build_uniform_range(name):
+    return jit(_uniform_range_fn), (np.asarray(jax.random.PRNGKey(1234)),)
+
+
+@program("sign_denormal", "jit", "stablehlo.sign (jnp.sign) of f32 denormals, +-0, NaN, +-inf, normals, and "
+         "sign(x)*x", extra={"needs": "XLA:CPU's denormal flushing (FTZ/DAZ): the sign of an f32 denormal is 0"})
+def build_sign_denormal(name):
+    tiny = np.float32(1.4e-45)
+    x = np.array([tiny, -tiny, np.float32(1e-40), np.float32(-1e-40), np.float32(1.1754942e-38),
+                  np.float32(-1.1754942e-38), np.float32(1.17549435e-38), 0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf,
+                  1.0, -2.5, 3e38], np.float32)
+    return jit(lambda x: (jnp.sign(x), jnp.sign(x) * x)), (x,)
+
+
+def _collatz_steps(n):
+    def cond(s):
+        return jnp.any(s[0] != 1)
+
+    def body(s):
+        n, steps, trips = s
+        done = n == 1
+        nxt = jnp.where(n % 2 == 0, n // 2, 3 * n + 1)
+        return jnp.where(done, n, nxt), steps + jnp.where(done, 0, 1), trips + 1
+
+    return lax.while_loop(cond, body, (n, jnp.zeros_like(n), jnp.int32(0)))
+
+
+@program("while_dynamic", "jit", "data-dependent while loops: x <- x*1.0001 + 1 until x >= limit (an input; 38,000 "
+         "trips), a vectorised Collatz step count (trips = the longest orbit), and a static fori_loop of tanh(a @ w) "
+         "(10 trips)",
+         extra={"trip_counts": lambda outs: {"while x*1.0001+1 < limit": int(outs[1]),
+                                             "while any(collatz n != 1)": int(outs[3]),
+                                             "fori_loop(0, 10) tanh(a @ w)": 10}})
+def build_while_dynamic(name):
+    r = rs(name)
+    limit = np.float32(4.37e5)
+    n = np.array([27, 1, 7, 97, 871, 6171, 12, 3], np.int32)
+    a = f32(r, 4, 8)
+    w = normal(r, 8, 8, scale=0.4)
+
+    def f(limit, n, a, w):
+        x, trips = lax.while_loop(lambda s: s[0] < limit, lambda s: (s[0] * 1.0001 + 1.0, s[1] + 1),
+                                  (jnp.float32(0.0), jnp.int32(0)))
+        m, steps, ctrips = _collatz_steps(n)
+        b = lax.fori_loop(0, 10, lambda i, c: jnp.tanh(c @ w), a)
+        return x, trips, steps, ctrips, b
+
+    return jit(f), (limit, n, a, w)
+
+
+@program("linalg_custom_call", "jit", "jnp.linalg.cholesky and jnp.linalg.solve (f32 [4,4]): on CPU LAPACK "
+         "custom_calls (@lapack_*_ffi in current jax); MLIR only (no .h5), for the refusal test",
+         shapes_only=True, extra={"needs": "custom_call @lapack_* (LAPACK on the host): refused"})
+def build_linalg_custom_call(name):
+    r = rs(name)
+    m = f32(r, 4, 4)
+    spd = (m @ m.T + 4 * np.eye(4, dtype=np.float32)).astype(np.float32)
+    b = f32(r, 4, 2)
+    return jit(lambda a, b: (jnp.linalg.cholesky(a), jnp.linalg.solve(a, b))), (spd, b)
+
+
+def _triangular_solve_needs(text):
+    targets = sorted(set(re.findall(r"custom_call @(lapack_[a-z_]+)", text)))
+    if targets:
+        return "custom_call " + ", ".join("@" + t for t in targets) + " (LAPACK on the host): refused"
+    return "stablehlo.triangular_solve"
+
+
+@program("triangular_solve", "jit", "lax.linalg.triangular_solve (f32) on a batch of 2: left/right side, lower/upper, "
+         "transpose_a, unit_diagonal. jax 0.4.38 lowers a batched solve to stablehlo.triangular_solve; current jax "
+         "lowers every f32 solve on CPU to custom_call @lapack_strsm_ffi",
+         extra={"needs": _triangular_solve_needs})
+def build_triangular_solve(name):
+    r = rs(name)
+    a = (f32(r, 2, 4, 4, lo=-0.5, hi=0.5) + 3 * np.eye(4, dtype=np.float32)).astype(np.float32)
+    b = f32(r, 2, 4, 3)
+    c = f32(r, 2, 3, 4)
+    ts = lax.linalg.triangular_solve
+
+    def f(a, b, c):
+        return (ts(a, b, left_side=True, lower=True),
+                ts(a, b, left_side=True, lower=False, transpose_a=True),
+                ts(a, c, left_side=False, lower=True),
+                ts(a, c, left_side=False, lower=False, transpose_a=True, unit_diagonal=True))
+
+    return jit(f), (a, b, c)
+
+
+@program("gelu_exact", "jit", "jax.nn.gelu(approximate=False) (JAX writes 0.5*x*erfc(-x/sqrt(2)): chlo.erfc) "
+         "and jax.scipy.special.erfinv (chlo.erf_inv), f32")
+def build_gelu_exact(name):
+    r = rs(name)
+    x = f32(r, 256, lo=-6, hi=6)
+    x[:4] = [0.0, -0.0, 10.0, -10.0]
+    u = f32(r, 256, lo=-0.999, hi=0.999)
+    return jit(lambda x, u: (jax.nn.gelu(x, approximate=False), jax.scipy.special.erfinv(u))), (x, u)
+
+
+# --------------------------------------------------------------------------
 # Export machinery
 
 
@@ -923,17 +1174,23 @@ def spec(a):
     return {"shape": list(np.shape(a)), "dtype": dtype_name(a.dtype)}
 
 
-class flipped_threefry:
-    def __init__(self, on):
-        self.on = on
+class program_config:
+    """The per-program jax config: the non-default jax_threefry_partitionable, jax_enable_x64."""
+
+    def __init__(self, prog):
+        self.flip = prog.extra.get("flip_threefry_partitionable", False)
+        self.x64 = prog.extra.get("x64", False)
 
     def __enter__(self):
-        self.old = jax.config.jax_threefry_partitionable
-        if self.on:
-            jax.config.update("jax_threefry_partitionable", not self.old)
+        self.old = (jax.config.jax_threefry_partitionable, jax.config.jax_enable_x64)
+        if self.flip:
+            jax.config.update("jax_threefry_partitionable", not self.old[0])
+        if self.x64:
+            jax.config.update("jax_enable_x64", True)
 
     def __exit__(self, *a):
-        jax.config.update("jax_threefry_partitionable", self.old)
+        jax.config.update("jax_threefry_partitionable", self.old[0])
+        jax.config.update("jax_enable_x64", self.old[1])
 
 
 def build(prog):
@@ -950,7 +1207,7 @@ def place(args, shardings):
 
 
 def export(prog, outdir, log):
-    with flipped_threefry(prog.extra.get("flip_threefry_partitionable", False)):
+    with program_config(prog):
         fn, args, shardings = build(prog)
         tpart = bool(jax.config.jax_threefry_partitionable)
         lowered = fn.lower(*args)
@@ -969,6 +1226,16 @@ def export(prog, outdir, log):
             "flops": flops, "lowered_flops": lowered_flops, "cost_analysis": cost, "description": prog.desc,
             "mlir_text_method": method,
         }
+        if "needs" in prog.extra:
+            needs = prog.extra["needs"]
+            entry["needs"] = needs(text) if callable(needs) else needs
+        if prog.extra.get("x64"):
+            entry["jax_enable_x64"] = True
+        if prog.extra.get("module_compiled_flops"):
+            # XLA:CPU's count of the module text as stored (scripts/stablehlo/xla_compiled_flops.py)
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import xla_compiled_flops
+            entry["module_compiled_flops"] = float(xla_compiled_flops.compiled_flops(text))
         if len(in_types) != len(in_leaves):
             raise RuntimeError(f"{prog.name}: @main has {len(in_types)} args, pytree has {len(in_leaves)} leaves")
         entry["main_arg_types"] = in_types if len(in_types) <= 64 else f"{len(in_types)} arguments"
@@ -1009,6 +1276,8 @@ def export(prog, outdir, log):
         entry["num_inputs"] = len(in_np)
         entry["inputs"] = [dict(spec(a), path=p) for a, p in zip(in_np, in_paths)]
         entry["outputs"] = [dict(spec(a), path=p) for a, p in zip(out_leaves, out_paths)]
+        if "trip_counts" in prog.extra:
+            entry["trip_counts"] = prog.extra["trip_counts"](out_leaves)
         entry["files"] = files
         return entry, text
 
@@ -1031,7 +1300,7 @@ def check(prog, outdir, entry):
         parse_module(text)  # raises on a bad file
     if prog.shapes_only:
         return problems
-    with flipped_threefry(prog.extra.get("flip_threefry_partitionable", False)):
+    with program_config(prog):
         fn, args, shardings = build(prog)
         leaves = jax.tree_util.tree_leaves(args)
         with h5py.File(os.path.join(outdir, entry["files"]["h5"]), "r") as h:
@@ -1052,7 +1321,7 @@ def check(prog, outdir, entry):
             continue
         if not bits_equal(a, b):
             print(f"    output_{i}: not bit-identical", flush=True)
-            if a.dtype.kind == "f" or a.dtype == jnp.bfloat16:
+            if a.dtype.kind in "fc" or a.dtype == jnp.bfloat16:
                 d = np.nanmax(np.abs(a.astype(np.float64) - b.astype(np.float64)))
                 scale = max(1.0, float(np.nanmax(np.abs(b.astype(np.float64)))))
                 if not d <= 1e-5 * scale:
