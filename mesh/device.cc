@@ -1,11 +1,35 @@
 #include "mesh/device.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <memory>
+#include <mutex>
 #include <string>
 
+#include "oneapi/tbb/global_control.h"
+#include "oneapi/tbb/info.h"
 #include "oneapi/tbb/task_arena.h"
 
 namespace tpumesh::mesh {
+namespace {
+
+// TBB's shared worker pool holds (host threads - 1) workers by default. A
+// device asked for more threads than that (--threads-per-device above the
+// host's cores: oversubscription on purpose) raises the pool to what it
+// asks, rather than TBB's stderr warning and an arena silently smaller.
+void EnsureWorkerPool(int threads) {
+  static std::mutex mu;
+  static std::unique_ptr<tbb::global_control> control;
+  static int allowed = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  if (threads <= std::max(allowed, tbb::info::default_concurrency())) return;
+  // The newest control takes effect once the old one (more restrictive) goes.
+  auto raised = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, threads);
+  control = std::move(raised);
+  allowed = threads;
+}
+
+}  // namespace
 
 HbmReservation& HbmReservation::operator=(HbmReservation&& o) noexcept {
   if (this != &o) {
@@ -39,6 +63,7 @@ Device::Device(int id, const ChipSpec& chip, const DeviceCoords& coords, int thr
   // first execute(): the devices' threads of a pmap would otherwise set up
   // their arenas concurrently inside TBB (TSan reports it as a race, libtbb
   // not being instrumented), and the cost moves out of the first pmap.
+  EnsureWorkerPool(threads_);
   arena_->initialize();
 }
 

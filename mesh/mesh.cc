@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "base/printable.h"
 #include "mesh/collectives.h"
 
 namespace tpumesh::mesh {
@@ -17,7 +18,7 @@ namespace tpumesh::mesh {
 StatusOr<std::vector<MeshAxis>> ParseMeshAxes(std::string_view text) {
   std::vector<MeshAxis> axes;
   auto bad = [&](const std::string& why) {
-    return InvalidArgumentError("mesh axes '" + std::string(text) + "': " + why +
+    return InvalidArgumentError("mesh axes " + Quoted(text) + ": " + why +
                                 " (expected e.g. data=8 or x=2,y=4)");
   };
   if (text.empty()) return bad("empty");
@@ -38,6 +39,10 @@ StatusOr<std::vector<MeshAxis>> ParseMeshAxes(std::string_view text) {
     const bool number = !num.empty() && ec == std::errc() && ptr == num.data() + num.size();
     if (!named && !number) return bad("'" + std::string(part) + "' is neither NAME=SIZE nor a size");
     if (name.empty()) return bad("an axis has no name");
+    // A name goes into reports, traces and JSON as it is: UTF-8 text
+    // without control characters or spaces, as a JAX axis name is written.
+    if (Printable(name) != name || name.find(' ') != std::string::npos)
+      return bad("axis name " + Quoted(name) + " is not printable UTF-8 text without spaces");
     if (!number || size < 1) return bad("axis '" + name + "' needs a whole size >= 1, got '" + std::string(num) + "'");
     for (const auto& a : axes)
       if (a.name == name) return bad("axis '" + name + "' appears twice");

@@ -33,6 +33,16 @@ Status RunEvalCommand(EvalCmdOptions opt) {
     files.outputs = opt.dev.out.flags();
     files.outputs.insert(files.outputs.begin(), {"--output", opt.eval.output});
     files.inputs = {{"--model", opt.eval.model}, {"--input", opt.eval.input}, ChipInput(opt.dev.mesh.chip)};
+    // The tokenizer runs on the host: no weights, no chip. Flags that only
+    // mean something for a model's forward pass are refused, never ignored.
+    if (opt.eval.component == "tokenizer") {
+      if (!opt.loras.empty())
+        return InvalidArgumentError("--lora: the tokenizer has no weights to fuse a LoRA into (eval --component "
+                                    "text_encoder, unet, vae_decoder or vae_encoder takes one)");
+      for (const auto& [flag, path] : opt.dev.out.flags())
+        if (!path.empty())
+          return InvalidArgumentError(flag + ": the tokenizer runs on the host, with no chip work to report");
+    }
     TPUMESH_ASSIGN_OR_RETURN(opt.eval.loras, ParseLoraFlags(opt.loras));
     for (const pipeline::LoraSpec& l : opt.eval.loras) files.inputs.push_back({"--lora", l.path});
     return CheckRunFiles(files);
