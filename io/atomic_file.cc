@@ -116,6 +116,10 @@ extern "C" void RemoveTempFilesAndDie(int sig) {
   }
   for (Slot& s : g_slots)
     if (s.state.load() == 2) ::unlink(s.path);
+  // Then the folders registered (a run's output folder it made), in the
+  // order registered (innermost first), each only if now empty.
+  for (Slot& s : g_slots)
+    if (s.state.load() == 2) ::rmdir(s.path);
   if (sig == SIGTERM) WriteAll(g_sigterm_line);
   ::signal(sig, SIG_DFL);
   ::raise(sig);

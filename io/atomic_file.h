@@ -48,7 +48,9 @@ Status CheckWritable(const std::string& path, const std::string& flag = "");
 // model file writer's) is registered while it exists; once
 // InstallTempFileCleanup has run (the CLI's main does it first), those
 // signals unlink every registered file and then end the process with the
-// signal's own status. Up to 64 files at once; async-signal-safe.
+// signal's own status. Up to 64 files at once; async-signal-safe. A folder
+// may be registered too (one a run made for its outputs): after the files,
+// each registered folder that is empty then is removed.
 //
 // Renaming outputs into place is one commit that a signal never splits: a
 // CommitSection blocks SIGINT and SIGTERM on its thread, and the handler,

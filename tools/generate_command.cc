@@ -148,15 +148,18 @@ Status RunGenerate(GenerateCmdOptions o) {
   pipeline::GenerateRequest r;
   RunFiles run_files;
   // The folders this run makes (-o new/deeper/out: all three) are removed
-  // again, innermost first and only while empty, if the run writes nothing.
+  // again, innermost first and only while empty, if the run writes nothing
+  // (an error, Ctrl-C, or SIGTERM: registered with the signal handler).
   struct RemoveIfEmpty {
     std::vector<std::filesystem::path> dirs;  // innermost first
     bool keep = false;
     ~RemoveIfEmpty() {
       std::error_code ec;
-      if (!keep)
-        for (const auto& d : dirs)
-          if (!std::filesystem::remove(d, ec)) break;  // not empty, or not ours
+      bool removing = !keep;
+      for (const auto& d : dirs) {
+        UnregisterTempFile(d.string());
+        if (removing && !std::filesystem::remove(d, ec)) removing = false;  // not empty, or not ours
+      }
     }
   } made;
   std::unique_ptr<pipeline::Generator> gen;
@@ -206,6 +209,7 @@ Status RunGenerate(GenerateCmdOptions o) {
            !d.empty() && d != d.root_path() && !std::filesystem::exists(std::filesystem::symlink_status(d, ec));
            d = d.parent_path())
         made.dirs.push_back(d);
+      for (const auto& d : made.dirs) RegisterTempFile(d.string());
       TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
     }
     o.gen.mesh = o.dev.mesh;

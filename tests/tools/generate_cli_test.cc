@@ -183,7 +183,7 @@ TEST(GenerateCliTest, CtrlCStopsCleanly) {
 
 // --preview-every and signals: once the run has written OUT/preview.png,
 // SIGTERM (the signal handler) and SIGINT (the graceful stop) remove it with
-// the rest of the run's outputs; a preview.png the run never wrote (a
+// the rest of the run's outputs and the folder the run made; a preview.png the run never wrote (a
 // user's file) is never removed.
 TEST(GenerateCliTest, PreviewGoesWithAnInterruptedRunAndAUsersPreviewStays) {
   auto run_and_signal = [](const std::string& out, const char* every, int sig, bool wait_for_preview) {
@@ -212,7 +212,8 @@ TEST(GenerateCliTest, PreviewGoesWithAnInterruptedRunAndAUsersPreviewStays) {
     SCOPED_TRACE(sig);
     const std::string out = tpumesh::testing::TestTempDir() + "/out" + std::to_string(sig);
     EXPECT_TRUE(run_and_signal(out, "1", sig, /*wait_for_preview=*/true));
-    EXPECT_TRUE(ListDir(out).empty()) << ::testing::PrintToString(ListDir(out));
+    // The folder the run made goes too (SIGTERM left it empty once).
+    EXPECT_FALSE(fs::exists(out)) << ::testing::PrintToString(ListDir(out));
   }
   // A user's preview.png in the folder, a run interrupted before it wrote
   // one (every 1000 steps): the file stays as it was.
