@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "io/stablehlo_module.h"
+#include "hlo/module.h"
 
 namespace tpumesh::hlo {
 

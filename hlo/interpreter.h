@@ -1,4 +1,4 @@
-// Running a StableHLO module (io/stablehlo_module.h) on one emulated device:
+// Running a StableHLO module (hlo/module.h) on one emulated device:
 // an interpreter over the module's ops, each computed for real on the host
 // (dot_general and convolution on kernels/'s MXU matmul) and priced as the
 // chip would run it (mesh/cost_model.h). hlo/program.h runs a module over a
@@ -39,7 +39,7 @@
 #include "base/status.h"
 #include "hlo/elementwise.h"
 #include "hlo/partition.h"
-#include "io/stablehlo_module.h"
+#include "hlo/module.h"
 #include "mesh/array.h"
 #include "mesh/collectives.h"
 #include "mesh/cost_model.h"
