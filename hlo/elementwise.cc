@@ -5,11 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <map>
-#include <set>
 #include <string>
 #include <type_traits>
 
+#include "hlo/ops.h"
 #include "hlo/special_functions.h"
 #include "kernels/bf16.h"
 
@@ -67,56 +66,6 @@ Status Visit(ElementType t, F&& f) {
 
 template <typename C> constexpr bool kFloat = std::is_floating_point_v<C>;
 template <typename C> constexpr bool kInt = std::is_integral_v<C> && !std::is_same_v<C, bool>;
-
-enum class Bin {
-  kAdd, kSub, kMul, kDiv, kRem, kMax, kMin, kPow, kAtan2, kAnd, kOr, kXor, kShl, kShrA, kShrL,
-  kNextAfter, kPolygamma, kZeta
-};
-enum class Un {
-  kNeg, kAbs, kExp, kExpm1, kLog, kLog1p, kLogistic, kTanh, kSqrt, kRsqrt, kCbrt, kSin, kCos, kTan,
-  kFloor, kCeil, kRoundAfz, kRoundEven, kSign, kNot, kIsFinite, kPopcnt, kClz, kErfInv, kErf, kSquare,
-  kAcos, kAcosh, kAsin, kAsinh, kAtan, kAtanh, kCosh, kSinh, kLgamma, kDigamma, kErfc, kBesselI1e
-};
-
-const std::map<std::string_view, Bin>& Binaries() {
-  static const auto* m = new std::map<std::string_view, Bin>{
-      {"stablehlo.add", Bin::kAdd}, {"stablehlo.subtract", Bin::kSub},
-      {"stablehlo.multiply", Bin::kMul}, {"stablehlo.divide", Bin::kDiv},
-      {"stablehlo.remainder", Bin::kRem}, {"stablehlo.maximum", Bin::kMax},
-      {"stablehlo.minimum", Bin::kMin}, {"stablehlo.power", Bin::kPow},
-      {"stablehlo.atan2", Bin::kAtan2}, {"stablehlo.and", Bin::kAnd}, {"stablehlo.or", Bin::kOr},
-      {"stablehlo.xor", Bin::kXor}, {"stablehlo.shift_left", Bin::kShl},
-      {"stablehlo.shift_right_arithmetic", Bin::kShrA},
-      {"stablehlo.shift_right_logical", Bin::kShrL}, {"chlo.next_after", Bin::kNextAfter},
-      {"chlo.polygamma", Bin::kPolygamma}, {"chlo.zeta", Bin::kZeta}};
-  return *m;
-}
-const std::map<std::string_view, Un>& Unaries() {
-  static const auto* m = new std::map<std::string_view, Un>{
-      {"stablehlo.negate", Un::kNeg}, {"stablehlo.abs", Un::kAbs},
-      {"stablehlo.exponential", Un::kExp}, {"stablehlo.exponential_minus_one", Un::kExpm1},
-      {"stablehlo.log", Un::kLog}, {"stablehlo.log_plus_one", Un::kLog1p},
-      {"stablehlo.logistic", Un::kLogistic}, {"stablehlo.tanh", Un::kTanh},
-      {"stablehlo.sqrt", Un::kSqrt}, {"stablehlo.rsqrt", Un::kRsqrt}, {"stablehlo.cbrt", Un::kCbrt},
-      {"stablehlo.sine", Un::kSin}, {"stablehlo.cosine", Un::kCos}, {"stablehlo.tan", Un::kTan},
-      {"stablehlo.floor", Un::kFloor}, {"stablehlo.ceil", Un::kCeil},
-      {"stablehlo.round_nearest_afz", Un::kRoundAfz},
-      {"stablehlo.round_nearest_even", Un::kRoundEven}, {"stablehlo.sign", Un::kSign},
-      {"stablehlo.not", Un::kNot}, {"stablehlo.is_finite", Un::kIsFinite},
-      {"stablehlo.popcnt", Un::kPopcnt}, {"stablehlo.count_leading_zeros", Un::kClz},
-      {"chlo.erf_inv", Un::kErfInv}, {"chlo.erf", Un::kErf}, {"chlo.square", Un::kSquare},
-      {"chlo.acos", Un::kAcos}, {"chlo.acosh", Un::kAcosh}, {"chlo.asin", Un::kAsin},
-      {"chlo.asinh", Un::kAsinh}, {"chlo.atan", Un::kAtan}, {"chlo.atanh", Un::kAtanh},
-      {"chlo.cosh", Un::kCosh}, {"chlo.sinh", Un::kSinh}, {"chlo.lgamma", Un::kLgamma},
-      {"chlo.digamma", Un::kDigamma}, {"chlo.erfc", Un::kErfc}, {"chlo.bessel_i1e", Un::kBesselI1e}};
-  return *m;
-}
-const std::set<std::string_view>& Others() {
-  static const auto* s = new std::set<std::string_view>{
-      "stablehlo.compare", "stablehlo.select", "stablehlo.clamp", "stablehlo.convert",
-      "stablehlo.bitcast_convert", "stablehlo.reduce_precision"};
-  return *s;
-}
 
 // XLA:CPU's f32 transcendentals, bit for bit. Read off the optimized LLVM IR
 // and the machine code that jaxlib 0.4.38 and jax 0.10.2 emit on an x86-64
@@ -642,13 +591,9 @@ void UnaryLoop(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
 template <typename T>
 Status RunBinary(Bin k, const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
   switch (k) {
-#define TPUMESH_BIN_CASE(K) \
+#define TPUMESH_BIN_CASE(K, name, price) \
   case Bin::K: BinaryLoop<T, Bin::K>(c, b, e, out); break;
-    TPUMESH_BIN_CASE(kAdd) TPUMESH_BIN_CASE(kSub) TPUMESH_BIN_CASE(kMul) TPUMESH_BIN_CASE(kDiv)
-    TPUMESH_BIN_CASE(kRem) TPUMESH_BIN_CASE(kMax) TPUMESH_BIN_CASE(kMin) TPUMESH_BIN_CASE(kPow)
-    TPUMESH_BIN_CASE(kAtan2) TPUMESH_BIN_CASE(kAnd) TPUMESH_BIN_CASE(kOr) TPUMESH_BIN_CASE(kXor)
-    TPUMESH_BIN_CASE(kShl) TPUMESH_BIN_CASE(kShrA) TPUMESH_BIN_CASE(kShrL)
-    TPUMESH_BIN_CASE(kNextAfter) TPUMESH_BIN_CASE(kPolygamma) TPUMESH_BIN_CASE(kZeta)
+    TPUMESH_HLO_BINARY_OPS(TPUMESH_BIN_CASE)
 #undef TPUMESH_BIN_CASE
   }
   return OkStatus();
@@ -656,18 +601,9 @@ Status RunBinary(Bin k, const ElementwiseCall& c, int64_t b, int64_t e, void* ou
 template <typename T>
 Status RunUnary(Un k, const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
   switch (k) {
-#define TPUMESH_UN_CASE(K) \
+#define TPUMESH_UN_CASE(K, name, price) \
   case Un::K: UnaryLoop<T, Un::K>(c, b, e, out); break;
-    TPUMESH_UN_CASE(kNeg) TPUMESH_UN_CASE(kAbs) TPUMESH_UN_CASE(kExp) TPUMESH_UN_CASE(kExpm1)
-    TPUMESH_UN_CASE(kLog) TPUMESH_UN_CASE(kLog1p) TPUMESH_UN_CASE(kLogistic) TPUMESH_UN_CASE(kTanh)
-    TPUMESH_UN_CASE(kSqrt) TPUMESH_UN_CASE(kRsqrt) TPUMESH_UN_CASE(kCbrt) TPUMESH_UN_CASE(kSin)
-    TPUMESH_UN_CASE(kCos) TPUMESH_UN_CASE(kTan) TPUMESH_UN_CASE(kFloor) TPUMESH_UN_CASE(kCeil)
-    TPUMESH_UN_CASE(kRoundAfz) TPUMESH_UN_CASE(kRoundEven) TPUMESH_UN_CASE(kSign) TPUMESH_UN_CASE(kNot)
-    TPUMESH_UN_CASE(kIsFinite) TPUMESH_UN_CASE(kPopcnt) TPUMESH_UN_CASE(kClz) TPUMESH_UN_CASE(kErfInv)
-    TPUMESH_UN_CASE(kErf) TPUMESH_UN_CASE(kSquare) TPUMESH_UN_CASE(kAcos) TPUMESH_UN_CASE(kAcosh)
-    TPUMESH_UN_CASE(kAsin) TPUMESH_UN_CASE(kAsinh) TPUMESH_UN_CASE(kAtan) TPUMESH_UN_CASE(kAtanh)
-    TPUMESH_UN_CASE(kCosh) TPUMESH_UN_CASE(kSinh) TPUMESH_UN_CASE(kLgamma) TPUMESH_UN_CASE(kDigamma)
-    TPUMESH_UN_CASE(kErfc) TPUMESH_UN_CASE(kBesselI1e)
+    TPUMESH_HLO_UNARY_OPS(TPUMESH_UN_CASE)
 #undef TPUMESH_UN_CASE
   }
   return OkStatus();
@@ -737,9 +673,11 @@ void FoldRowsLoop(const void* x, int64_t len, int64_t rb, int64_t re, void* acc)
 }  // namespace
 
 Status FoldRows(const ElementwiseCall& c, const void* x, int64_t len, int64_t rb, int64_t re, void* acc) {
-  const auto it = Binaries().find(c.op->name);
-  if (it == Binaries().end()) return InvalidArgumentError(c.op->name + " is not a binary op");
-  if (!BinAccepts(it->second, c.in_type))
+  const OpEntry* entry = EntryOf(*c.op);
+  if (!entry || entry->scalar.kind != ScalarFn::Kind::kBinary)
+    return InvalidArgumentError(c.op->name + " is not a binary op");
+  const Bin bin = entry->scalar.bin;
+  if (!BinAccepts(bin, c.in_type))
     return InvalidArgumentError(c.op->name + " does not take " + std::string(ElementTypeName(c.in_type)));
   if (c.in_type == ElementType::kF16 || c.in_type == ElementType::kBF16) {
     // Narrow floats round after every step: fold one element at a time.
@@ -758,13 +696,10 @@ Status FoldRows(const ElementwiseCall& c, const void* x, int64_t len, int64_t rb
   }
   return Visit(c.in_type, [&](auto t) -> Status {
     using T = decltype(t);
-    switch (it->second) {
-#define TPUMESH_FOLD_CASE(K) \
+    switch (bin) {
+#define TPUMESH_FOLD_CASE(K, name, price) \
   case Bin::K: FoldRowsLoop<T, Bin::K>(x, len, rb, re, acc); break;
-      TPUMESH_FOLD_CASE(kAdd) TPUMESH_FOLD_CASE(kSub) TPUMESH_FOLD_CASE(kMul) TPUMESH_FOLD_CASE(kDiv)
-      TPUMESH_FOLD_CASE(kRem) TPUMESH_FOLD_CASE(kMax) TPUMESH_FOLD_CASE(kMin) TPUMESH_FOLD_CASE(kPow)
-      TPUMESH_FOLD_CASE(kAtan2) TPUMESH_FOLD_CASE(kAnd) TPUMESH_FOLD_CASE(kOr) TPUMESH_FOLD_CASE(kXor)
-      TPUMESH_FOLD_CASE(kShl) TPUMESH_FOLD_CASE(kShrA) TPUMESH_FOLD_CASE(kShrL)
+      TPUMESH_HLO_BINARY_OPS(TPUMESH_FOLD_CASE)
 #undef TPUMESH_FOLD_CASE
     }
     return OkStatus();
@@ -775,6 +710,7 @@ Status ConvertElements(ElementType from, const void* in, ElementType to, int64_t
   static const Op* const kConvert = [] {
     auto* op = new Op;
     op->name = "stablehlo.convert";
+    op->entry = FindOp(op->name);
     return op;
   }();
   ElementwiseCall c;
@@ -785,32 +721,12 @@ Status ConvertElements(ElementType from, const void* in, ElementType to, int64_t
   return EvalElementwise(c, begin, end, out);
 }
 
-bool IsElementwise(std::string_view name) {
-  return Binaries().count(name) || Unaries().count(name) || Others().count(name);
-}
+namespace {
 
-bool IsTranscendental(std::string_view name) {
-  static const std::set<std::string_view> kT = {
-      "stablehlo.exponential", "stablehlo.exponential_minus_one", "stablehlo.log",
-      "stablehlo.log_plus_one", "stablehlo.logistic", "stablehlo.tanh", "stablehlo.sqrt",
-      "stablehlo.rsqrt", "stablehlo.cbrt", "stablehlo.sine", "stablehlo.cosine", "stablehlo.tan",
-      "stablehlo.power", "stablehlo.atan2", "chlo.erf_inv", "chlo.erf", "chlo.acos", "chlo.acosh",
-      "chlo.asin", "chlo.asinh", "chlo.atan", "chlo.atanh", "chlo.cosh", "chlo.sinh", "chlo.lgamma",
-      "chlo.digamma", "chlo.erfc", "chlo.bessel_i1e", "chlo.next_after", "chlo.polygamma", "chlo.zeta"};
-  return kT.count(name) > 0;
-}
-
-Status EvalElementwise(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
-  const std::string& name = c.op->name;
-  if (const auto it = Binaries().find(name); it != Binaries().end()) {
-    if (!BinAccepts(it->second, c.in_type))
-      return InvalidArgumentError(name + " does not take " + std::string(ElementTypeName(c.in_type)));
-    return Visit(c.in_type, [&](auto t) { return RunBinary<decltype(t)>(it->second, c, b, e, out); });
-  }
-  if (const auto it = Unaries().find(name); it != Unaries().end()) {
-    if (!UnAccepts(it->second, c.in_type))
-      return InvalidArgumentError(name + " does not take " + std::string(ElementTypeName(c.in_type)));
-    if (name == "stablehlo.is_finite") {
+Status EvalUnary(Un un, const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  if (!UnAccepts(un, c.in_type))
+    return InvalidArgumentError(c.op->name + " does not take " + std::string(ElementTypeName(c.in_type)));
+  if (un == Un::kIsFinite) {
       return Visit(c.in_type, [&](auto t) -> Status {
         using T = decltype(t);
         bool* o = static_cast<bool*>(out);
@@ -821,90 +737,115 @@ Status EvalElementwise(const ElementwiseCall& c, int64_t b, int64_t e, void* out
         return OkStatus();
       });
     }
-    return Visit(c.in_type, [&](auto t) { return RunUnary<decltype(t)>(it->second, c, b, e, out); });
+  return Visit(c.in_type, [&](auto t) { return RunUnary<decltype(t)>(un, c, b, e, out); });
+}
+
+Status EvalCompare(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  const std::string_view dir = Word(*c.op, "comparison_direction");
+  if (dir != "EQ" && dir != "NE" && dir != "LT" && dir != "LE" && dir != "GT" && dir != "GE")
+    return InvalidArgumentError("stablehlo.compare: bad comparison_direction");
+  const bool total = Word(*c.op, "compare_type") == "TOTALORDER";
+  bool* o = static_cast<bool*>(out);
+  return Visit(c.in_type, [&](auto t) -> Status {
+    using T = decltype(t);
+    using C = typename ComputeOf<T>::type;
+    for (int64_t i = b; i < e; ++i)
+      o[i] = Compare<C>(dir, total, Load<T>(c.in[0], i * c.stride[0]), Load<T>(c.in[1], i * c.stride[1]));
+    return OkStatus();
+  });
+}
+
+Status EvalSelect(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  const bool* p = static_cast<const bool*>(c.in[0]);
+  const int w = ElementTypeBytes(c.in_type);
+  auto* o = static_cast<uint8_t*>(out);
+  for (int64_t i = b; i < e; ++i) {
+    const void* src = p[i * c.stride[0]] ? c.in[1] : c.in[2];
+    const int64_t s = p[i * c.stride[0]] ? c.stride[1] : c.stride[2];
+    std::memcpy(o + i * w, static_cast<const uint8_t*>(src) + i * s * w, static_cast<size_t>(w));
   }
-  if (name == "stablehlo.compare") {
-    const std::string_view dir = Word(*c.op, "comparison_direction");
-    if (dir != "EQ" && dir != "NE" && dir != "LT" && dir != "LE" && dir != "GT" && dir != "GE")
-      return InvalidArgumentError("stablehlo.compare: bad comparison_direction");
-    const bool total = Word(*c.op, "compare_type") == "TOTALORDER";
-    bool* o = static_cast<bool*>(out);
-    return Visit(c.in_type, [&](auto t) -> Status {
-      using T = decltype(t);
-      using C = typename ComputeOf<T>::type;
+  return OkStatus();
+}
+
+// clamp(min, x, max)
+Status EvalClamp(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  return Visit(c.in_type, [&](auto t) -> Status {
+    using T = decltype(t);
+    using C = typename ComputeOf<T>::type;
+    for (int64_t i = b; i < e; ++i) {
+      const C lo = Load<T>(c.in[0], i * c.stride[0]), x = Load<T>(c.in[1], i * c.stride[1]),
+              hi = Load<T>(c.in[2], i * c.stride[2]);
+      Store<T>(out, i, BinOp<C>(Bin::kMin, BinOp<C>(Bin::kMax, x, lo), hi));
+    }
+    return OkStatus();
+  });
+}
+
+Status EvalConvert(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  return Visit(c.in_type, [&](auto from) -> Status {
+    using F = decltype(from);
+    return Visit(c.out_type, [&](auto to) -> Status {
+      using T = decltype(to);
       for (int64_t i = b; i < e; ++i)
-        o[i] = Compare<C>(dir, total, Load<T>(c.in[0], i * c.stride[0]), Load<T>(c.in[1], i * c.stride[1]));
+        Store<T>(out, i, ConvertValue<T>(Load<F>(c.in[0], i * c.stride[0])));
       return OkStatus();
     });
-  }
-  if (name == "stablehlo.select") {
-    const bool* p = static_cast<const bool*>(c.in[0]);
-    const int w = ElementTypeBytes(c.in_type);
-    auto* o = static_cast<uint8_t*>(out);
-    for (int64_t i = b; i < e; ++i) {
-      const void* src = p[i * c.stride[0]] ? c.in[1] : c.in[2];
-      const int64_t s = p[i * c.stride[0]] ? c.stride[1] : c.stride[2];
-      std::memcpy(o + i * w, static_cast<const uint8_t*>(src) + i * s * w, static_cast<size_t>(w));
+  });
+}
+
+Status EvalReducePrecision(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  const Attr* eb = c.op->Find("exponent_bits");
+  const Attr* mb = c.op->Find("mantissa_bits");
+  if (!eb || !mb || eb->kind != Attr::Kind::kInt || mb->kind != Attr::Kind::kInt)
+    return InvalidArgumentError("stablehlo.reduce_precision needs exponent_bits and mantissa_bits");
+  if (c.in_type != ElementType::kF32) return InvalidArgumentError("stablehlo.reduce_precision: f32 only");
+  const int m = static_cast<int>(mb->i), x = static_cast<int>(eb->i);
+  if (m < 0 || m > 23 || x < 1 || x > 8) return InvalidArgumentError("stablehlo.reduce_precision: bad bit counts");
+  const float* in = static_cast<const float*>(c.in[0]);
+  float* o = static_cast<float*>(out);
+  for (int64_t i = b; i < e; ++i) {
+    uint32_t u = std::bit_cast<uint32_t>(in[i * c.stride[0]]);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      o[i] = in[i * c.stride[0]];
+      continue;
     }
-    return OkStatus();
-  }
-  if (name == "stablehlo.clamp") {  // clamp(min, x, max)
-    return Visit(c.in_type, [&](auto t) -> Status {
-      using T = decltype(t);
-      using C = typename ComputeOf<T>::type;
-      for (int64_t i = b; i < e; ++i) {
-        const C lo = Load<T>(c.in[0], i * c.stride[0]), x = Load<T>(c.in[1], i * c.stride[1]),
-                hi = Load<T>(c.in[2], i * c.stride[2]);
-        Store<T>(out, i, BinOp<C>(Bin::kMin, BinOp<C>(Bin::kMax, x, lo), hi));
-      }
-      return OkStatus();
-    });
-  }
-  if (name == "stablehlo.convert") {
-    return Visit(c.in_type, [&](auto from) -> Status {
-      using F = decltype(from);
-      return Visit(c.out_type, [&](auto to) -> Status {
-        using T = decltype(to);
-        for (int64_t i = b; i < e; ++i)
-          Store<T>(out, i, ConvertValue<T>(Load<F>(c.in[0], i * c.stride[0])));
-        return OkStatus();
-      });
-    });
-  }
-  if (name == "stablehlo.bitcast_convert") {  // same total bytes; element widths may differ
-    return InvalidArgumentError("internal: bitcast_convert is a copy");
-  }
-  if (name == "stablehlo.reduce_precision") {
-    const Attr* eb = c.op->Find("exponent_bits");
-    const Attr* mb = c.op->Find("mantissa_bits");
-    if (!eb || !mb || eb->kind != Attr::Kind::kInt || mb->kind != Attr::Kind::kInt)
-      return InvalidArgumentError("stablehlo.reduce_precision needs exponent_bits and mantissa_bits");
-    if (c.in_type != ElementType::kF32) return InvalidArgumentError("stablehlo.reduce_precision: f32 only");
-    const int m = static_cast<int>(mb->i), x = static_cast<int>(eb->i);
-    if (m < 0 || m > 23 || x < 1 || x > 8) return InvalidArgumentError("stablehlo.reduce_precision: bad bit counts");
-    const float* in = static_cast<const float*>(c.in[0]);
-    float* o = static_cast<float*>(out);
-    for (int64_t i = b; i < e; ++i) {
-      uint32_t u = std::bit_cast<uint32_t>(in[i * c.stride[0]]);
-      if ((u & 0x7fffffffu) > 0x7f800000u) {
-        o[i] = in[i * c.stride[0]];
-        continue;
-      }
-      if (m < 23) {  // round the mantissa to m bits, nearest even
-        const uint32_t drop = 23 - m;
-        const uint32_t lsb = (u >> drop) & 1u;
-        u += ((1u << (drop - 1)) - 1) + lsb;
-        u &= ~((1u << drop) - 1);
-      }
-      if (x < 8) {  // clamp the exponent's range
-        const int32_t bias = (1 << (x - 1)) - 1;
-        const int32_t exp = static_cast<int32_t>((u >> 23) & 0xff) - 127;
-        if (exp > bias) u = (u & 0x80000000u) | 0x7f800000u;
-        else if (exp < 1 - bias) u &= 0x80000000u;
-      }
-      o[i] = std::bit_cast<float>(u);
+    if (m < 23) {  // round the mantissa to m bits, nearest even
+      const uint32_t drop = 23 - m;
+      const uint32_t lsb = (u >> drop) & 1u;
+      u += ((1u << (drop - 1)) - 1) + lsb;
+      u &= ~((1u << drop) - 1);
     }
-    return OkStatus();
+    if (x < 8) {  // clamp the exponent's range
+      const int32_t bias = (1 << (x - 1)) - 1;
+      const int32_t exp = static_cast<int32_t>((u >> 23) & 0xff) - 127;
+      if (exp > bias) u = (u & 0x80000000u) | 0x7f800000u;
+      else if (exp < 1 - bias) u &= 0x80000000u;
+    }
+    o[i] = std::bit_cast<float>(u);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status EvalElementwise(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  const std::string& name = c.op->name;
+  const OpEntry* entry = EntryOf(*c.op);
+  if (!entry) return UnimplementedError(name + " is not an elementwise op");
+  const ScalarFn fn = entry->scalar;
+  switch (fn.kind) {
+    case ScalarFn::Kind::kBinary:
+      if (!BinAccepts(fn.bin, c.in_type))
+        return InvalidArgumentError(name + " does not take " + std::string(ElementTypeName(c.in_type)));
+      return Visit(c.in_type, [&](auto t) { return RunBinary<decltype(t)>(fn.bin, c, b, e, out); });
+    case ScalarFn::Kind::kUnary:
+      return EvalUnary(fn.un, c, b, e, out);
+    case ScalarFn::Kind::kCompare: return EvalCompare(c, b, e, out);
+    case ScalarFn::Kind::kSelect: return EvalSelect(c, b, e, out);
+    case ScalarFn::Kind::kClamp: return EvalClamp(c, b, e, out);
+    case ScalarFn::Kind::kConvert: return EvalConvert(c, b, e, out);
+    case ScalarFn::Kind::kReducePrecision: return EvalReducePrecision(c, b, e, out);
+    case ScalarFn::Kind::kNone: break;
   }
   return UnimplementedError(name + " is not an elementwise op");
 }

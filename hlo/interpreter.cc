@@ -44,24 +44,27 @@ StatusOr<Tensor> NewTensor(const Type& type, mesh::Device* device, bool lazy, st
 namespace {
 
 
-// The body of a region when it is one binary elementwise op applied to the
-// block's two arguments (a plain sum, max, ...): its name, else "".
-std::string SimpleBody(const Region& r) {
-  if (r.blocks.size() != 1) return "";
+// The op of a region's body when the body is one binary elementwise op
+// applied to the block's two arguments (a plain sum, max, ...), else null.
+const Op* SimpleBody(const Region& r) {
+  if (r.blocks.size() != 1) return nullptr;
   const Block& b = r.blocks[0];
-  if (b.args.size() != 2 || b.ops.size() != 2) return "";
+  if (b.args.size() != 2 || b.ops.size() != 2) return nullptr;
   const Op& op = b.ops[0];
   const Op& ret = b.ops[1];
   if (op.operands.size() != 2 || op.results.size() != 1 || ret.operands.size() != 1 || ret.operands[0] != op.results[0])
-    return "";
+    return nullptr;
   const bool args = (op.operands[0] == b.args[0] && op.operands[1] == b.args[1]) ||
                     (op.operands[0] == b.args[1] && op.operands[1] == b.args[0]);
-  if (!args) return "";
-  static const char* kOk[] = {"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum", "stablehlo.minimum",
-                              "stablehlo.and", "stablehlo.or", "stablehlo.xor"};
-  for (const char* k : kOk)
-    if (op.name == k) return op.name;
-  return "";
+  if (!args) return nullptr;
+  const OpEntry* e = EntryOf(op);
+  if (!e || e->scalar.kind != ScalarFn::Kind::kBinary) return nullptr;
+  switch (e->scalar.bin) {
+    case Bin::kAdd: case Bin::kMul: case Bin::kMax: case Bin::kMin: case Bin::kAnd: case Bin::kOr: case Bin::kXor:
+      return &op;
+    default:
+      return nullptr;
+  }
 }
 
 // ---------------------------------------------------------------- verify
@@ -104,7 +107,7 @@ class Verifier {
   }
   std::vector<const Type*> types_;
   Status OneOp(const Op& op, const Func* f) {
-    const OpEntry* e = FindOp(op.name);
+    const OpEntry* e = EntryOf(op);
     if (!e)
       return UnimplementedError(m_.Where(op.loc) + ": unsupported op " + Quoted(op.name) +
                                 " (docs/stablehlo.md lists the supported ops)");
@@ -118,121 +121,128 @@ class Verifier {
                           " operands, has " + std::to_string(n_in));
     if (e->results >= 0 && n_out != e->results)
       return Fail(op, "has " + std::to_string(e->results) + " result(s), not " + std::to_string(n_out));
-    if (op.name == "stablehlo.while" && n_out != n_in) return Fail(op, "needs as many results as operands");
+    if (e->check == Check::kWhile && n_out != n_in) return Fail(op, "needs as many results as operands");
     for (const Type& t : op.result_types)
       if (t.kind != Type::Kind::kTensor) return Fail(op, "results of type " + t.ToString() + " are not supported");
     for (const Type& t : op.operand_types)
       if (t.kind != Type::Kind::kTensor) return Fail(op, "operands of type " + t.ToString() + " are not supported");
+    const int n_regions = static_cast<int>(op.regions.size());
+    if (e->min_regions == e->max_regions && n_regions != e->min_regions)
+      return Fail(op, "needs " + std::to_string(e->min_regions) + " region(s), has " + std::to_string(n_regions));
+    if (n_regions < e->min_regions) return Fail(op, "needs at least one branch");
+    for (const hlo::Region& r : op.regions)
+      if (r.blocks.size() != 1) return Fail(op, "regions must have one block");
     const auto& in = op.operand_types;
     const auto& out = op.result_types;
-    {
-      static const std::map<std::string_view, size_t> kRegions = {
-          {"stablehlo.reduce", 1}, {"stablehlo.reduce_window", 1}, {"stablehlo.sort", 1},
-          {"stablehlo.scatter", 1}, {"stablehlo.all_reduce", 1}, {"stablehlo.reduce_scatter", 1},
-          {"stablehlo.while", 2}, {"stablehlo.if", 2}, {"sdy.manual_computation", 1},
-          {"stablehlo.select_and_scatter", 2}};
-      const auto it = kRegions.find(op.name);
-      if (it != kRegions.end() && op.regions.size() != it->second)
-        return Fail(op, "needs " + std::to_string(it->second) + " region(s), has " + std::to_string(op.regions.size()));
-      if (op.name == "stablehlo.case" && op.regions.empty()) return Fail(op, "needs at least one branch");
-      for (const hlo::Region& r : op.regions)
-        if (r.blocks.size() != 1) return Fail(op, "regions must have one block");
-    }
-    if (e->op_class == OpClass::kElementwise) {
-      if (out.size() != 1) return Fail(op, "needs one result");
-      const Type& r = out[0];
-      for (size_t i = 0; i < in.size(); ++i) {
-        const bool may_be_scalar = (op.name == "stablehlo.select" && i == 0) ||
-                                   (op.name == "stablehlo.clamp" && i != 1);
-        if (in[i].dims != r.dims && !(may_be_scalar && in[i].dims.empty()))
-          return Fail(op, "operand " + std::to_string(i) + " is " + in[i].ToString() + " but the result is " +
-                              r.ToString());
-      }
-      const size_t arity = op.name == "stablehlo.select" || op.name == "stablehlo.clamp" ? 3
-                           : (IsElementwise(op.name) && (op.name == "stablehlo.compare")) ? 2 : 0;
-      if (arity && in.size() != arity) return Fail(op, "needs " + std::to_string(arity) + " operands");
-      if (op.name == "stablehlo.compare" && r.element != ElementType::kPred) return Fail(op, "result must be i1");
-      if (op.name == "stablehlo.select" && in[0].element != ElementType::kPred) return Fail(op, "predicate must be i1");
-      if (op.name != "stablehlo.convert" && op.name != "stablehlo.compare" && op.name != "stablehlo.is_finite") {
-        const size_t first = op.name == "stablehlo.select" ? 1 : 0;
-        for (size_t i = first; i < in.size(); ++i) {
-          const bool shift_amount = false;
-          if (!shift_amount && in[i].element != r.element)
-            return Fail(op, "operand " + std::to_string(i) + " is " + in[i].ToString() + ", result " + r.ToString());
+    switch (e->check) {
+      case Check::kUnset:
+        return Fail(op, "internal: no check in the op table");
+      case Check::kElementwise:
+        return CheckElementwise(op, e->scalar);
+      case Check::kReshape:
+      case Check::kBitcastConvert:
+        if (in.size() != 1 || out.size() != 1) return Fail(op, "needs one operand and one result");
+        if (in[0].size_bytes() != out[0].size_bytes() ||
+            (e->check == Check::kReshape &&
+             (in[0].num_elements() != out[0].num_elements() || in[0].element != out[0].element)))
+          return Fail(op, "cannot turn " + in[0].ToString() + " into " + out[0].ToString());
+        return OkStatus();
+      case Check::kBroadcastInDim: {
+        if (in.size() != 1 || out.size() != 1) return Fail(op, "needs one operand and one result");
+        TPUMESH_ASSIGN_OR_RETURN(Dims dims, Wrap(op, IntsAttr(op, "broadcast_dimensions")));
+        if (dims.size() != in[0].dims.size()) return Fail(op, "broadcast_dimensions has the wrong length");
+        for (size_t i = 0; i < dims.size(); ++i) {
+          if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(out[0].dims.size()))
+            return Fail(op, "broadcast_dimensions out of range");
+          if (in[0].dims[i] != 1 && in[0].dims[i] != out[0].dims[static_cast<size_t>(dims[i])])
+            return Fail(op, "cannot broadcast " + in[0].ToString() + " to " + out[0].ToString());
         }
+        if (in[0].element != out[0].element) return Fail(op, "element types differ");
+        return OkStatus();
       }
-      return OkStatus();
-    }
-    if (op.name == "stablehlo.reshape" || op.name == "stablehlo.bitcast_convert") {
-      if (in.size() != 1 || out.size() != 1) return Fail(op, "needs one operand and one result");
-      if (in[0].size_bytes() != out[0].size_bytes() ||
-          (op.name == "stablehlo.reshape" && (in[0].num_elements() != out[0].num_elements() || in[0].element != out[0].element)))
-        return Fail(op, "cannot turn " + in[0].ToString() + " into " + out[0].ToString());
-      return OkStatus();
-    }
-    if (op.name == "stablehlo.broadcast_in_dim") {
-      if (in.size() != 1 || out.size() != 1) return Fail(op, "needs one operand and one result");
-      TPUMESH_ASSIGN_OR_RETURN(Dims dims, Wrap(op, IntsAttr(op, "broadcast_dimensions")));
-      if (dims.size() != in[0].dims.size()) return Fail(op, "broadcast_dimensions has the wrong length");
-      for (size_t i = 0; i < dims.size(); ++i) {
-        if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(out[0].dims.size()))
-          return Fail(op, "broadcast_dimensions out of range");
-        if (in[0].dims[i] != 1 && in[0].dims[i] != out[0].dims[static_cast<size_t>(dims[i])])
-          return Fail(op, "cannot broadcast " + in[0].ToString() + " to " + out[0].ToString());
+      case Check::kTranspose: {
+        TPUMESH_ASSIGN_OR_RETURN(Dims perm, Wrap(op, IntsAttr(op, "permutation")));
+        if (in.size() != 1 || perm.size() != in[0].dims.size()) return Fail(op, "permutation has the wrong length");
+        Dims expect;
+        std::vector<bool> seen(perm.size(), false);
+        for (int64_t p : perm) {
+          if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[static_cast<size_t>(p)])
+            return Fail(op, "bad permutation");
+          seen[static_cast<size_t>(p)] = true;
+          expect.push_back(in[0].dims[static_cast<size_t>(p)]);
+        }
+        if (out.size() != 1 || out[0].dims != expect) return Fail(op, "result shape does not match the permutation");
+        return OkStatus();
       }
-      if (in[0].element != out[0].element) return Fail(op, "element types differ");
-      return OkStatus();
-    }
-    if (op.name == "stablehlo.transpose") {
-      TPUMESH_ASSIGN_OR_RETURN(Dims perm, Wrap(op, IntsAttr(op, "permutation")));
-      if (in.size() != 1 || perm.size() != in[0].dims.size()) return Fail(op, "permutation has the wrong length");
-      Dims expect;
-      std::vector<bool> seen(perm.size(), false);
-      for (int64_t p : perm) {
-        if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[static_cast<size_t>(p)]) return Fail(op, "bad permutation");
-        seen[static_cast<size_t>(p)] = true;
-        expect.push_back(in[0].dims[static_cast<size_t>(p)]);
+      case Check::kDot:
+        if (in.size() != 2 || out.size() != 1) return Fail(op, "needs two operands and one result");
+        return OkStatus();  // checked fully where it runs (the shapes are the op's own)
+      case Check::kCall: {
+        const Func* callee = m_.FindFunc(op.callee);
+        if (!callee) return Fail(op, "calls unknown function @" + op.callee);
+        if (callee->arg_types != in || callee->result_types != out)
+          return Fail(op, "types do not match @" + op.callee + "'s");
+        return OkStatus();
       }
-      if (out.size() != 1 || out[0].dims != expect) return Fail(op, "result shape does not match the permutation");
-      return OkStatus();
-    }
-    if (op.name == "stablehlo.dot_general" || op.name == "stablehlo.dot") {
-      if (in.size() != 2 || out.size() != 1) return Fail(op, "needs two operands and one result");
-      return OkStatus();  // checked fully where it runs (the shapes are the op's own)
-    }
-    if (op.name == "func.call") {
-      const Func* callee = m_.FindFunc(op.callee);
-      if (!callee) return Fail(op, "calls unknown function @" + op.callee);
-      if (callee->arg_types != in || callee->result_types != out)
-        return Fail(op, "types do not match @" + op.callee + "'s");
-      return OkStatus();
-    }
-    if (op.name == "func.return" && f) {
-      if (in != f->result_types)
-        return Fail(op, "returns " + TypesToString(in) + " but @" + f->name + " declares " +
-                            TypesToString(f->result_types));
-      return OkStatus();
-    }
-    if (op.name == "stablehlo.custom_call") {
-      static const char* kTargets[] = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"};
-      for (const char* t : kTargets)
-        if (op.callee == t) return OkStatus();
-      return UnimplementedError(m_.Where(op.loc) + ": unsupported op " + Quoted("stablehlo.custom_call @" + op.callee) +
-                                " (supported custom calls: Sharding, SPMDFullToShardShape, SPMDShardToFullShape)");
-    }
-    if (op.name == "stablehlo.concatenate") {
-      TPUMESH_ASSIGN_OR_RETURN(int64_t d, Wrap(op, IntAttr(op, "dimension")));
-      if (out.size() != 1 || in.empty() || d < 0 || d >= static_cast<int64_t>(out[0].dims.size()))
-        return Fail(op, "bad dimension");
-      int64_t total = 0;
-      for (const Type& t : in) {
-        if (t.dims.size() != out[0].dims.size()) return Fail(op, "operand ranks differ");
-        for (size_t k = 0; k < t.dims.size(); ++k)
-          if (static_cast<int64_t>(k) != d && t.dims[k] != out[0].dims[k]) return Fail(op, "operand shapes differ");
-        total += t.dims[static_cast<size_t>(d)];
+      case Check::kReturn:
+        if (f && in != f->result_types)
+          return Fail(op, "returns " + TypesToString(in) + " but @" + f->name + " declares " +
+                              TypesToString(f->result_types));
+        return OkStatus();
+      case Check::kCustomCall: {
+        static const char* kTargets[] = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"};
+        for (const char* t : kTargets)
+          if (op.callee == t) return OkStatus();
+        return UnimplementedError(m_.Where(op.loc) + ": unsupported op " +
+                                  Quoted("stablehlo.custom_call @" + op.callee) +
+                                  " (supported custom calls: Sharding, SPMDFullToShardShape, SPMDShardToFullShape)");
       }
-      if (total != out[0].dims[static_cast<size_t>(d)]) return Fail(op, "result size along the dimension is wrong");
-      return OkStatus();
+      case Check::kConcatenate: {
+        TPUMESH_ASSIGN_OR_RETURN(int64_t d, Wrap(op, IntAttr(op, "dimension")));
+        if (out.size() != 1 || in.empty() || d < 0 || d >= static_cast<int64_t>(out[0].dims.size()))
+          return Fail(op, "bad dimension");
+        int64_t total = 0;
+        for (const Type& t : in) {
+          if (t.dims.size() != out[0].dims.size()) return Fail(op, "operand ranks differ");
+          for (size_t k = 0; k < t.dims.size(); ++k)
+            if (static_cast<int64_t>(k) != d && t.dims[k] != out[0].dims[k]) return Fail(op, "operand shapes differ");
+          total += t.dims[static_cast<size_t>(d)];
+        }
+        if (total != out[0].dims[static_cast<size_t>(d)]) return Fail(op, "result size along the dimension is wrong");
+        return OkStatus();
+      }
+      case Check::kWhile:
+      case Check::kWhereItRuns:
+        return OkStatus();
+    }
+    return OkStatus();
+  }
+  // An elementwise op's operands against its result: the same shape (a
+  // scalar where the op broadcasts one) and element type, except where its
+  // scalar function converts or compares.
+  Status CheckElementwise(const Op& op, const ScalarFn& fn) const {
+    using K = ScalarFn::Kind;
+    const auto& in = op.operand_types;
+    const auto& out = op.result_types;
+    if (out.size() != 1) return Fail(op, "needs one result");
+    const Type& r = out[0];
+    for (size_t i = 0; i < in.size(); ++i) {
+      const bool may_be_scalar = (fn.kind == K::kSelect && i == 0) || (fn.kind == K::kClamp && i != 1);
+      if (in[i].dims != r.dims && !(may_be_scalar && in[i].dims.empty()))
+        return Fail(op, "operand " + std::to_string(i) + " is " + in[i].ToString() + " but the result is " +
+                            r.ToString());
+    }
+    const size_t arity = fn.kind == K::kSelect || fn.kind == K::kClamp ? 3 : fn.kind == K::kCompare ? 2 : 0;
+    if (arity && in.size() != arity) return Fail(op, "needs " + std::to_string(arity) + " operands");
+    if (fn.kind == K::kCompare && r.element != ElementType::kPred) return Fail(op, "result must be i1");
+    if (fn.kind == K::kSelect && in[0].element != ElementType::kPred) return Fail(op, "predicate must be i1");
+    const bool converts = fn.kind == K::kConvert || fn.kind == K::kCompare ||
+                          (fn.kind == K::kUnary && fn.un == Un::kIsFinite);
+    if (!converts) {
+      const size_t first = fn.kind == K::kSelect ? 1 : 0;
+      for (size_t i = first; i < in.size(); ++i)
+        if (in[i].element != r.element)
+          return Fail(op, "operand " + std::to_string(i) + " is " + in[i].ToString() + ", result " + r.ToString());
     }
     return OkStatus();
   }
@@ -297,11 +307,11 @@ class Interpreter {
     std::function<void(const Region&)> walk = [&](const Region& r) {
       for (const Block& b : r.blocks)
         for (const Op& op : b.ops) {
-          const OpEntry* e = FindOp(op.name);
+          const OpEntry* e = EntryOf(op);
           const bool ew = e && e->op_class == OpClass::kElementwise;
           for (int v : op.operands)
             if (!ew) other_use[static_cast<size_t>(v)] = true;
-          if (op.name == "stablehlo.broadcast_in_dim" && op.results.size() == 1)
+          if (e && e->run == Run::kBroadcastInDim && op.results.size() == 1)
             view_ok_[static_cast<size_t>(op.results[0])] = true;
           for (const Region& inner : op.regions) walk(inner);
         }
@@ -366,7 +376,7 @@ class Interpreter {
     const auto& frees = FreeLists(b);
     for (size_t i = 0; i < b.ops.size(); ++i) {
       const Op& op = b.ops[i];
-      if (op.name == "func.return" || op.name == "stablehlo.return" || op.name == "sdy.return") {
+      if (const OpEntry* e = EntryOf(op); e && e->run == Run::kReturn) {
         std::vector<Tensor> out;
         for (int v : op.operands) {
           auto it = env.find(v);
@@ -456,7 +466,7 @@ class Interpreter {
   }
 
   Status RunOp(const Op& op, Env& env, const std::vector<int>& dying = {}) {
-    const OpEntry* e = FindOp(op.name);
+    const OpEntry* e = EntryOf(op);
     if (!e) return UnimplementedError(m_.Where(op.loc) + ": unsupported op " + Quoted(op.name));
     TPUMESH_ASSIGN_OR_RETURN(std::vector<const Tensor*> in, Operands(op, env));
     for (size_t i = 0; i < in.size(); ++i)  // the types the op was written with are the values' own
@@ -467,10 +477,10 @@ class Interpreter {
     std::vector<Tensor> out;
     const size_t records_before = o_.ops ? o_.ops->size() : 0;
     if (e->op_class == OpClass::kControl || e->op_class == OpClass::kSharding) {
-      TPUMESH_ASSIGN_OR_RETURN(out, Control(op, in, env));
+      TPUMESH_ASSIGN_OR_RETURN(out, Control(e->run, op, in, env));
     } else {
       const bool compute = !o_.dry_run || (Small(op) && e->op_class != OpClass::kCollective);
-      if (compute && !o_.dry_run && op.name == "stablehlo.broadcast_in_dim" &&
+      if (compute && !o_.dry_run && e->run == Run::kBroadcastInDim &&
           view_ok_[static_cast<size_t>(op.results[0])] && in[0]->repeat == 0) {
         auto bd = IntsAttr(op, "broadcast_dimensions");
         const int64_t repeat = bd.ok() && bd->size() == in[0]->type.dims.size()
@@ -530,22 +540,46 @@ class Interpreter {
   // ---------------------------------------------------------------- compute
 
   Status Compute(const OpEntry& e, const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
-    switch (e.op_class) {
-      case OpClass::kElementwise: return Elementwise(op, in, out[0]);
-      case OpClass::kData: return Data(op, in, out[0]);
-      case OpClass::kMatmul: return DotGeneral(op, *in[0], *in[1], out[0]);
-      case OpClass::kConv: return Convolution(op, *in[0], *in[1], out[0]);
-      case OpClass::kReduce:
-        if (op.name == "stablehlo.sort") return Sort(op, in, out);
-        if (op.name == "chlo.top_k") return TopK(op, *in[0], out);
-        return op.name == "stablehlo.reduce" ? Reduce(op, in, out) : ReduceWindow(op, in, out);
-      case OpClass::kGatherScatter:
-        if (op.name == "stablehlo.gather") return Gather(op, *in[0], *in[1], out[0]);
-        if (op.name == "stablehlo.select_and_scatter") return SelectAndScatter(op, in, out[0]);
-        return Scatter(op, in, out);
-      case OpClass::kCollective: return Collective(op, in, out);
-      default: return UnimplementedError("not computed here");
+    switch (e.run) {
+      case Run::kElementwise: return Elementwise(op, e.scalar, in, out[0]);
+      case Run::kConstant:
+      case Run::kDeviceId:
+      case Run::kCopy:
+      case Run::kIota:
+      case Run::kBroadcastInDim:
+      case Run::kTranspose:
+      case Run::kReverse:
+      case Run::kSlice:
+      case Run::kDynamicSlice:
+      case Run::kDynamicUpdateSlice:
+      case Run::kConcatenate:
+      case Run::kPad: return Data(e.run, op, in, out[0]);
+      case Run::kDot: return DotGeneral(op, *in[0], *in[1], out[0]);
+      case Run::kConvolution: return Convolution(op, *in[0], *in[1], out[0]);
+      case Run::kReduce: return Reduce(op, in, out);
+      case Run::kReduceWindow: return ReduceWindow(op, in, out);
+      case Run::kSort: return Sort(op, in, out);
+      case Run::kTopK: return TopK(op, *in[0], out);
+      case Run::kGather: return Gather(op, *in[0], *in[1], out[0]);
+      case Run::kScatter: return Scatter(op, in, out);
+      case Run::kSelectAndScatter: return SelectAndScatter(op, in, out[0]);
+      case Run::kAllReduce:
+      case Run::kAllGather:
+      case Run::kReduceScatter:
+      case Run::kCollectivePermute:
+      case Run::kAllToAll: return Collective(e.run, op, in, out);
+      case Run::kUnset:
+      case Run::kCall:
+      case Run::kReturn:
+      case Run::kWhile:
+      case Run::kCase:
+      case Run::kIf:
+      case Run::kPassThrough:
+      case Run::kShardingConstraint:
+      case Run::kCustomCall:
+      case Run::kManualComputation: break;
     }
+    return UnimplementedError("not computed here");
   }
 
   void ParallelElements(int64_t n, const std::function<void(int64_t, int64_t)>& body) {
@@ -572,11 +606,11 @@ class Interpreter {
     return d;
   }
 
-  Status Elementwise(const Op& op, const std::vector<const Tensor*>& in, Tensor& out) {
+  Status Elementwise(const Op& op, const ScalarFn& fn, const std::vector<const Tensor*>& in, Tensor& out) {
     ElementwiseCall c;
     c.generation = o_.generation;
     c.op = &op;
-    c.in_type = op.name == "stablehlo.select" ? in[1]->type.element : in[0]->type.element;
+    c.in_type = fn.kind == ScalarFn::Kind::kSelect ? in[1]->type.element : in[0]->type.element;
     c.out_type = out.type.element;
     c.num_inputs = static_cast<int>(in.size());
     if (in.size() > 3) return InvalidArgumentError("too many operands");
@@ -753,11 +787,10 @@ class Interpreter {
     }
   }
 
-  Status Data(const Op& op, const std::vector<const Tensor*>& in, Tensor& out) {
+  Status Data(Run run, const Op& op, const std::vector<const Tensor*>& in, Tensor& out) {
     const int w = ElementTypeBytes(out.type.element);
     uint8_t* dst = static_cast<uint8_t*>(out.data.mutable_raw());
-    const std::string& n = op.name;
-    if (n == "stablehlo.constant") {
+    if (run == Run::kConstant) {
       const Attr* v = op.Find("value");
       if (!v || v->kind != Attr::Kind::kDense || !(v->type == out.type))
         return InvalidArgumentError("value does not match the result type");
@@ -769,16 +802,16 @@ class Interpreter {
       }
       return OkStatus();
     }
-    if (n == "stablehlo.replica_id" || n == "stablehlo.partition_id") {
+    if (run == Run::kDeviceId) {
       const uint32_t id = static_cast<uint32_t>(site_.device_id);
       std::memcpy(dst, &id, 4);
       return OkStatus();
     }
-    if (n == "stablehlo.reshape" || n == "stablehlo.bitcast_convert") {
+    if (run == Run::kCopy) {
       std::memcpy(dst, in[0]->data.raw(), static_cast<size_t>(out.type.size_bytes()));
       return OkStatus();
     }
-    if (n == "stablehlo.iota") {
+    if (run == Run::kIota) {
       TPUMESH_ASSIGN_OR_RETURN(int64_t d, IntAttr(op, "iota_dimension"));
       if (d < 0 || d >= static_cast<int64_t>(out.type.dims.size())) return InvalidArgumentError("bad iota_dimension");
       const Dims st = Strides(out.type.dims);
@@ -803,7 +836,7 @@ class Interpreter {
       });
       return status;
     }
-    if (n == "stablehlo.broadcast_in_dim") {
+    if (run == Run::kBroadcastInDim) {
       TPUMESH_ASSIGN_OR_RETURN(Dims bd, IntsAttr(op, "broadcast_dimensions"));
       const Dims& id = in[0]->type.dims;
       const Dims is = Strides(id);
@@ -813,7 +846,7 @@ class Interpreter {
       AffineCopy(*in[0], out, 0, st);
       return OkStatus();
     }
-    if (n == "stablehlo.transpose") {
+    if (run == Run::kTranspose) {
       TPUMESH_ASSIGN_OR_RETURN(Dims perm, IntsAttr(op, "permutation"));
       const Dims is = Strides(in[0]->type.dims);
       Dims st(perm.size());
@@ -821,7 +854,7 @@ class Interpreter {
       AffineCopy(*in[0], out, 0, st);
       return OkStatus();
     }
-    if (n == "stablehlo.reverse") {
+    if (run == Run::kReverse) {
       TPUMESH_ASSIGN_OR_RETURN(Dims dims, IntsAttr(op, "dimensions"));
       const Dims& d = in[0]->type.dims;
       const Dims is = Strides(d);
@@ -839,7 +872,7 @@ class Interpreter {
       AffineCopy(*in[0], out, b0, st);
       return OkStatus();
     }
-    if (n == "stablehlo.slice") {
+    if (run == Run::kSlice) {
       TPUMESH_ASSIGN_OR_RETURN(Dims start, IntsAttr(op, "start_indices"));
       TPUMESH_ASSIGN_OR_RETURN(Dims limit, IntsAttr(op, "limit_indices"));
       TPUMESH_ASSIGN_OR_RETURN(Dims stride, IntsAttr(op, "strides", Dims(start.size(), 1)));
@@ -862,7 +895,7 @@ class Interpreter {
       AffineCopy(*in[0], out, b0, st);
       return OkStatus();
     }
-    if (n == "stablehlo.dynamic_slice") {
+    if (run == Run::kDynamicSlice) {
       const Dims& d = in[0]->type.dims;
       if (in.size() != d.size() + 1) return InvalidArgumentError("needs one start index per dimension");
       if (out.type.dims.size() != d.size()) return InvalidArgumentError("result rank differs from the operand's");
@@ -877,7 +910,7 @@ class Interpreter {
       AffineCopy(*in[0], out, b0, is);
       return OkStatus();
     }
-    if (n == "stablehlo.dynamic_update_slice") {
+    if (run == Run::kDynamicUpdateSlice) {
       const Dims& d = in[0]->type.dims;
       const Dims& ud = in[1]->type.dims;
       if (in.size() != d.size() + 2 || ud.size() != d.size()) return InvalidArgumentError("bad operands");
@@ -902,7 +935,7 @@ class Interpreter {
       }
       return OkStatus();
     }
-    if (n == "stablehlo.concatenate") {
+    if (run == Run::kConcatenate) {
       TPUMESH_ASSIGN_OR_RETURN(int64_t dim, IntAttr(op, "dimension"));
       const Dims& od = out.type.dims;
       int64_t outer = 1, inner = 1;
@@ -918,7 +951,7 @@ class Interpreter {
       }
       return OkStatus();
     }
-    if (n == "stablehlo.pad") {
+    if (run == Run::kPad) {
       const Dims& d = in[0]->type.dims;
       TPUMESH_ASSIGN_OR_RETURN(Dims lo, IntsAttr(op, "edge_padding_low"));
       TPUMESH_ASSIGN_OR_RETURN(Dims hi, IntsAttr(op, "edge_padding_high"));
@@ -1196,15 +1229,13 @@ class Interpreter {
   // ---- reductions. A body that is one binary op runs as EvalElementwise on
   // runs of elements; any other body runs through the interpreter per
   // element (argmax's variadic reduce).
-  Status ApplyBody(const Region& body, const std::string& simple, const std::vector<const uint8_t*>& acc_in,
+  Status ApplyBody(const Region& body, const Op* simple, const std::vector<const uint8_t*>& acc_in,
                    const std::vector<const uint8_t*>& x, const std::vector<uint8_t*>& acc_out,
                    const std::vector<Type>& scalar_types) {
-    if (!simple.empty()) {
-      Op op;
-      op.name = simple;
+    if (simple) {
       ElementwiseCall c;
       c.generation = o_.generation;
-      c.op = &op;
+      c.op = simple;
       c.in_type = c.out_type = scalar_types[0].element;
       c.in[0] = acc_in[0];
       c.in[1] = x[0];
@@ -1227,7 +1258,7 @@ class Interpreter {
 
   // acc = body(acc, x) for the k values of one reduction step, where x_i is
   // element `off` of in[first + i]; the result goes to nxt and is swapped in.
-  Status Fold(const Region& body, const std::string& simple, const std::vector<const Tensor*>& in, size_t first,
+  Status Fold(const Region& body, const Op* simple, const std::vector<const Tensor*>& in, size_t first,
               int64_t off, const std::vector<Type>& st, std::vector<std::vector<uint8_t>>& acc,
               std::vector<std::vector<uint8_t>>& nxt) {
     const size_t k = acc.size();
@@ -1265,8 +1296,8 @@ class Interpreter {
       if (out[i].type.dims != od) return InvalidArgumentError("result " + out[i].type.ToString() + " does not match the reduction");
       st.push_back(in[k + i]->type);
     }
-    const std::string simple = k == 1 ? SimpleBody(op.regions[0]) : "";
-    if (!simple.empty()) return ReduceSimple(op, simple, *in[0], *in[1], kept, red, out[0]);
+    const Op* simple = k == 1 ? SimpleBody(op.regions[0]) : nullptr;
+    if (simple) return ReduceSimple(op, simple, *in[0], *in[1], kept, red, out[0]);
     const Dims is = Strides(d);
     int64_t rcount = 1;
     for (int64_t i : red) rcount *= d[static_cast<size_t>(i)];
@@ -1310,7 +1341,7 @@ class Interpreter {
         }
       }
     };
-    if (simple.empty()) body(0, n_out);  // the interpreter is not re-entrant across threads
+    if (!simple) body(0, n_out);  // the interpreter is not re-entrant across threads
     else ParallelElements(n_out, body);
     return status;
   }
@@ -1320,7 +1351,7 @@ class Interpreter {
   // when the reduced dims are not adjacent), each output folded over r = 0,
   // 1, ... in order (the generic path's order, so the same bits), as vector
   // ops over the outputs.
-  Status ReduceSimple(const Op& op, const std::string& body, const Tensor& x, const Tensor& init, const Dims& kept,
+  Status ReduceSimple(const Op& op, const Op* body, const Tensor& x, const Tensor& init, const Dims& kept,
                       const Dims& red, Tensor& out) {
     const Dims& d = x.type.dims;
     const int w = ElementTypeBytes(x.type.element);
@@ -1354,11 +1385,9 @@ class Interpreter {
     }
     uint8_t* acc = static_cast<uint8_t*>(out.data.mutable_raw());
     for (int64_t i = 0; i < O * I; ++i) std::memcpy(acc + i * w, init.data.raw(), static_cast<size_t>(w));
-    Op bop;
-    bop.name = body;
     ElementwiseCall c;
     c.generation = o_.generation;
-    c.op = &bop;
+    c.op = body;
     c.in_type = c.out_type = x.type.element;
     const uint8_t* xs = static_cast<const uint8_t*>(src->data.raw());
     Status status;
@@ -1529,7 +1558,7 @@ class Interpreter {
     }
     std::vector<Type> st;
     for (size_t i = 0; i < k; ++i) st.push_back(in[k + i]->type);
-    const std::string simple = k == 1 ? SimpleBody(op.regions[0]) : "";
+    const Op* simple = k == 1 ? SimpleBody(op.regions[0]) : nullptr;
     const Dims is = Strides(d), ws = Strides(win);
     int64_t wcount = 1;
     for (int64_t x : win) wcount *= x;
@@ -1570,7 +1599,7 @@ class Interpreter {
         }
       }
     };
-    if (simple.empty()) body(0, out[0].num_elements());
+    if (!simple) body(0, out[0].num_elements());
     else ParallelElements(out[0].num_elements(), body);
     return status;
   }
@@ -1679,7 +1708,8 @@ class Interpreter {
     const Op* compare = nullptr;
     if (sel.blocks.size() == 1 && sel.blocks[0].ops.size() == 2 && sel.blocks[0].args.size() == 2) {
       const Op& c = sel.blocks[0].ops[0];
-      if (c.name == "stablehlo.compare" && c.operands.size() == 2 && c.operands[0] == sel.blocks[0].args[0] &&
+      const OpEntry* ce = EntryOf(c);
+      if (ce && ce->scalar.kind == ScalarFn::Kind::kCompare && c.operands.size() == 2 && c.operands[0] == sel.blocks[0].args[0] &&
           c.operands[1] == sel.blocks[0].args[1] && c.results.size() == 1 &&
           sel.blocks[0].ops[1].operands == std::vector<int>{c.results[0]})
         compare = &c;
@@ -1711,7 +1741,7 @@ class Interpreter {
         return InvalidArgumentError("the select region must return one i1");
       return *r[0].as<bool>();
     };
-    const std::string simple = SimpleBody(op.regions[1]);
+    const Op* simple = SimpleBody(op.regions[1]);
     const std::vector<Type> st = {scalar};
     std::vector<uint8_t> acc(8);
     const Dims xs = Strides(d), ws = Strides(win);
@@ -1797,7 +1827,7 @@ class Interpreter {
       t.dims.clear();
       st.push_back(t);
     }
-    const std::string simple = k == 1 ? SimpleBody(op.regions[0]) : "";
+    const Op* simple = k == 1 ? SimpleBody(op.regions[0]) : nullptr;
     const int64_t n = in[k + 1]->num_elements();
     Dims u(ud.size(), 0);
     std::vector<std::vector<uint8_t>> tmp(k, std::vector<uint8_t>(8));
@@ -1898,7 +1928,7 @@ class Interpreter {
     return out;
   }
 
-  Status Collective(const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  Status Collective(Run run, const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
     if (in.size() != 1 || out.size() != 1) return UnimplementedError("variadic collectives are not supported");
     const Tensor& x = *in[0];
     Tensor& y = out[0];
@@ -1907,7 +1937,7 @@ class Interpreter {
     TPUMESH_ASSIGN_OR_RETURN(auto all, GatherAll(x, &keep));
     uint8_t* dst = static_cast<uint8_t*>(y.data.mutable_raw());
     const int me = site_.device_id;
-    if (op.name == "stablehlo.collective_permute") {
+    if (run == Run::kCollectivePermute) {
       const Attr* p = op.Find("source_target_pairs");
       if (!p) return InvalidArgumentError("needs source_target_pairs");
       TPUMESH_ASSIGN_OR_RETURN(Dims flat, p->Ints());
@@ -1925,33 +1955,31 @@ class Interpreter {
     const int64_t n = static_cast<int64_t>(group.size());
     const int64_t pos = std::find(group.begin(), group.end(), me) - group.begin();
     const Dims& d = x.type.dims;
-    if (op.name == "stablehlo.all_reduce" || op.name == "stablehlo.reduce_scatter") {
+    if (run == Run::kAllReduce || run == Run::kReduceScatter) {
       if (op.regions.size() != 1) return InvalidArgumentError("needs a body");
       // the reduction of the group's values, in group order
       const int64_t cnt = x.num_elements();
       std::vector<uint8_t> acc(static_cast<size_t>(cnt * w)), nxt(acc.size());
       std::memcpy(acc.data(), all[static_cast<size_t>(group[0])], acc.size());
-      const std::string simple = SimpleBody(op.regions[0]);
+      const Op* simple = SimpleBody(op.regions[0]);
       Type scalar = x.type;
       scalar.dims.clear();
       for (int64_t j = 1; j < n; ++j) {
         const uint8_t* v = all[static_cast<size_t>(group[static_cast<size_t>(j)])];
-        if (!simple.empty()) {
-          Op bop;
-          bop.name = simple;
+        if (simple) {
           ElementwiseCall c;
-          c.op = &bop;
+          c.op = simple;
           c.in_type = c.out_type = x.type.element;
           c.in[0] = acc.data();
           c.in[1] = v;
           TPUMESH_RETURN_IF_ERROR(EvalElementwise(c, 0, cnt, nxt.data()));
         } else {
           for (int64_t e = 0; e < cnt; ++e)
-            TPUMESH_RETURN_IF_ERROR(ApplyBody(op.regions[0], "", {acc.data() + e * w}, {v + e * w}, {nxt.data() + e * w}, {scalar}));
+            TPUMESH_RETURN_IF_ERROR(ApplyBody(op.regions[0], nullptr, {acc.data() + e * w}, {v + e * w}, {nxt.data() + e * w}, {scalar}));
         }
         std::swap(acc, nxt);
       }
-      if (op.name == "stablehlo.all_reduce") {
+      if (run == Run::kAllReduce) {
         if (!(x.type == y.type)) return InvalidArgumentError("result type differs from the operand's");
         std::memcpy(dst, acc.data(), acc.size());
         return OkStatus();
@@ -1962,7 +1990,7 @@ class Interpreter {
         return InvalidArgumentError("scatter_dimension does not split evenly over the group");
       return CopyBlock(acc.data(), x.type, y, sd, pos, n);
     }
-    if (op.name == "stablehlo.all_gather") {
+    if (run == Run::kAllGather) {
       TPUMESH_ASSIGN_OR_RETURN(int64_t ad, IntAttr(op, "all_gather_dim"));
       if (ad < 0 || ad >= static_cast<int64_t>(d.size()) || y.type.dims[static_cast<size_t>(ad)] != d[static_cast<size_t>(ad)] * n)
         return InvalidArgumentError("result does not match all_gather_dim over the group");
@@ -1975,7 +2003,7 @@ class Interpreter {
                       static_cast<size_t>(inner));
       return OkStatus();
     }
-    if (op.name == "stablehlo.all_to_all") {
+    if (run == Run::kAllToAll) {
       TPUMESH_ASSIGN_OR_RETURN(int64_t sd, IntAttr(op, "split_dimension"));
       TPUMESH_ASSIGN_OR_RETURN(int64_t cd, IntAttr(op, "concat_dimension"));
       TPUMESH_ASSIGN_OR_RETURN(int64_t sc, IntAttr(op, "split_count"));
@@ -2018,23 +2046,22 @@ class Interpreter {
 
   // ---------------------------------------------------------------- control
 
-  StatusOr<std::vector<Tensor>> Control(const Op& op, const std::vector<const Tensor*>& in, Env& env) {
+  StatusOr<std::vector<Tensor>> Control(Run run, const Op& op, const std::vector<const Tensor*>& in, Env& env) {
     std::vector<Tensor> args;
     for (const Tensor* t : in) args.push_back(*t);
-    const std::string& n = op.name;
-    if (n == "func.call") {
+    if (run == Run::kCall) {
       const Func* f = m_.FindFunc(op.callee);
       if (!f) return Fail(op, "unknown function @" + op.callee);
       return Call(*f, std::move(args));
     }
-    if (n == "stablehlo.optimization_barrier") return args;
-    if (n == "sdy.sharding_constraint") {
+    if (run == Run::kPassThrough) return args;
+    if (run == Run::kShardingConstraint) {
       if (const Attr* sh = op.Find("sharding"); sh && args.size() == 1)
         Constrain(op.loc, "sharding constraint", args[0], SplitOfSdy(*sh, args[0].type));
       return args;
     }
-    if (n == "stablehlo.custom_call") return CustomCall(op, std::move(args));
-    if (n == "stablehlo.while") {
+    if (run == Run::kCustomCall) return CustomCall(op, std::move(args));
+    if (run == Run::kWhile) {
       if (op.regions.size() != 2) return Fail(op, "needs cond and body regions");
       while (true) {
         TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> c, RunRegion(op.regions[0], args, env));
@@ -2046,10 +2073,10 @@ class Interpreter {
       }
       return args;
     }
-    if (n == "stablehlo.case" || n == "stablehlo.if") {
+    if (run == Run::kCase || run == Run::kIf) {
       if (in.size() != 1 || in[0]->num_elements() != 1) return Fail(op, "needs one scalar index");
       int64_t i = 0;
-      if (n == "stablehlo.if") {
+      if (run == Run::kIf) {
         i = *in[0]->as<bool>() ? 0 : 1;
       } else {
         i = ScalarInt(*in[0]);
@@ -2058,7 +2085,7 @@ class Interpreter {
       if (op.regions.empty()) return Fail(op, "has no branches");
       return RunRegion(op.regions[static_cast<size_t>(i)], {}, env);
     }
-    if (n == "sdy.manual_computation") return Manual(op, std::move(args), env);
+    if (run == Run::kManualComputation) return Manual(op, std::move(args), env);
     return Fail(op, "internal: not a control op");
   }
 
@@ -2253,17 +2280,9 @@ class Interpreter {
   // HBM, and read back by each consumer, only when some consumer cannot
   // take it fused (a matmul, conv, gather, collective, call, loop or the
   // return); arguments live in HBM.
-  static bool Fusible(const std::string& name) {
-    const OpEntry* e = FindOp(name);
-    if (!e) return false;
-    if (e->op_class == OpClass::kElementwise) return true;
-    static const char* kData[] = {"stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.transpose",
-                                  "stablehlo.slice", "stablehlo.concatenate", "stablehlo.pad", "stablehlo.iota",
-                                  "stablehlo.reverse", "stablehlo.bitcast_convert", "stablehlo.constant",
-                                  "stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.dynamic_slice"};
-    for (const char* k : kData)
-      if (name == k) return true;
-    return false;
+  static bool Fusible(const Op& op) {
+    const OpEntry* e = EntryOf(op);
+    return e && e->fusible;
   }
   void MarkMaterialized() {
     materialized_.assign(static_cast<size_t>(m_.num_values), false);
@@ -2271,7 +2290,7 @@ class Interpreter {
       for (const Block& b : r.blocks) {
         for (int a : b.args) materialized_[static_cast<size_t>(a)] = true;
         for (const Op& op : b.ops) {
-          if (!Fusible(op.name))
+          if (!Fusible(op))
             for (int v : op.operands) materialized_[static_cast<size_t>(v)] = true;
           for (const Region& inner : op.regions) walk(inner);
         }
@@ -2287,6 +2306,8 @@ class Interpreter {
   // upstream of it back to the scores is fused already, so the attention
   // moves Q, K, V and its output, as our Attention record does.
   void MarkAttention() {
+    static const OpEntry* const kDotGeneral = FindOp("stablehlo.dot_general");
+    auto is_dot_general = [](const Op& op) { return EntryOf(op) == kDotGeneral; };
     std::vector<const Op*> producer(static_cast<size_t>(m_.num_values), nullptr);
     std::vector<int> uses(static_cast<size_t>(m_.num_values), 0);
     std::vector<const Op*> dots;
@@ -2295,7 +2316,7 @@ class Interpreter {
         for (const Op& op : b.ops) {
           for (int v : op.results) producer[static_cast<size_t>(v)] = &op;
           for (int v : op.operands) ++uses[static_cast<size_t>(v)];
-          if (op.name == "stablehlo.dot_general") dots.push_back(&op);
+          if (is_dot_general(op)) dots.push_back(&op);
           for (const Region& inner : op.regions) walk(inner);
         }
     };
@@ -2314,13 +2335,14 @@ class Interpreter {
           seen.push_back(u);
           const Op* p = producer[static_cast<size_t>(u)];
           if (p == nullptr) continue;
-          if (p->name == "stablehlo.dot_general") {
+          if (is_dot_general(*p)) {
             scores = true;
             continue;
           }
-          if (!Fusible(p->name)) continue;
-          exp = exp || p->name == "stablehlo.exponential";
-          reduce = reduce || p->name == "stablehlo.reduce";
+          if (!Fusible(*p)) continue;
+          const OpEntry* pe = EntryOf(*p);  // fusible: in the table
+          exp = exp || (pe->scalar.kind == ScalarFn::Kind::kUnary && pe->scalar.un == Un::kExp);
+          reduce = reduce || pe->run == Run::kReduce;
           for (int w : p->operands) todo.push_back(w);
         }
         if (exp && reduce && scores) materialized_[static_cast<size_t>(v)] = false;
@@ -2353,31 +2375,31 @@ class Interpreter {
     const double in_bytes = HbmBytesRead(op, in), out_bytes = HbmBytesWritten(op, out);
     const double n_out = out.empty() ? 0 : static_cast<double>(out[0].num_elements());
     r.precision = kernels::Precision::kDefault;
-    switch (e.op_class) {
-      case OpClass::kElementwise:
-        if (op.name == "chlo.erf_inv") {  // XLA expands it: log1p and sqrt, and 37 flops of polynomial and selects
-          r.cost.flops = 37 * n_out;
-          r.cost.transcendentals = 2 * n_out;
-        } else if (IsTranscendental(op.name)) {
-          r.cost.transcendentals = n_out;
-        } else {
-          r.cost.flops = n_out;
-        }
+    switch (e.price) {
+      case Price::kFlop:
+      case Price::kTranscendental:
+      case Price::kErfInv:
+        r.cost.flops = e.price == Price::kFlop ? n_out : e.price == Price::kErfInv ? 37 * n_out : 0;
+        r.cost.transcendentals = e.price == Price::kTranscendental ? n_out : e.price == Price::kErfInv ? 2 * n_out : 0;
         r.cost.bytes_read = in_bytes;
         r.cost.bytes_written = out_bytes;
         break;
-      case OpClass::kData:
-        if (op.name == "stablehlo.constant" || op.name == "stablehlo.reshape" || op.name == "stablehlo.bitcast_convert") {
-          return;  // free: not an op on the chip
-        }
-        r.cost.bytes_read = op.name == "stablehlo.iota" ? 0 : in_bytes;
+      case Price::kUnset:  // refused by tests/hlo/registry_test.cc
+      case Price::kFree:
+      case Price::kRegions:
+        return;  // not an op on the chip
+      case Price::kMove:
+        r.cost.bytes_read = in_bytes;
         r.cost.bytes_written = out_bytes;
-        if (op.name == "stablehlo.dynamic_update_slice") {
-          r.cost.bytes_read = static_cast<double>(in[1].size_bytes());
-          r.cost.bytes_written = r.cost.bytes_read;
-        }
         break;
-      case OpClass::kMatmul: {
+      case Price::kWritten:
+        r.cost.bytes_written = out_bytes;
+        break;
+      case Price::kUpdate:
+        r.cost.bytes_read = static_cast<double>(in[1].size_bytes());
+        r.cost.bytes_written = r.cost.bytes_read;
+        break;
+      case Price::kDot: {
         auto dd = GetDotDims(op, in[0], in[1]);
         if (!dd.ok()) return;
         const double B = static_cast<double>(Prod(in[0], dd->lb)), M = static_cast<double>(Prod(in[0], dd->lf)),
@@ -2388,7 +2410,7 @@ class Interpreter {
         AddMxu(op, M, N, K, B, OperandHbmBytes(op, in, 0), OperandHbmBytes(op, in, 1), out_bytes, r);
         break;
       }
-      case OpClass::kConv: {
+      case Price::kConvolution: {
         auto cs = GetConvShape(op, in[0], in[1], out[0]);
         if (!cs.ok()) return;
         // XLA's count: 2 x output features x input features per group x the
@@ -2417,20 +2439,23 @@ class Interpreter {
                OperandHbmBytes(op, in, 1), out_bytes, r);
         break;
       }
-      case OpClass::kReduce: {
+      case Price::kTopK:
+      case Price::kSort:
+      case Price::kReduce:
+      case Price::kReduceWindow: {
         double elems = 0;
-        if (op.name == "chlo.top_k") {
+        if (e.price == Price::kTopK) {
           const auto& dd = in[0].dims;
           const double len = dd.empty() ? 1 : static_cast<double>(dd.back());
           elems = static_cast<double>(in[0].num_elements()) * std::max(1.0, std::ceil(std::log2(std::max(len, 1.0))));
-        } else if (op.name == "stablehlo.sort") {  // n log2 n comparisons along the dimension
+        } else if (e.price == Price::kSort) {  // n log2 n comparisons along the dimension
           auto dim = IntAttr(op, "dimension", -1);
           const auto& dd = in[0].dims;
           int64_t axis = dim.ok() ? *dim : -1;
           if (axis < 0) axis += static_cast<int64_t>(dd.size());
           const double len = axis >= 0 && axis < static_cast<int64_t>(dd.size()) ? static_cast<double>(dd[static_cast<size_t>(axis)]) : 1;
           elems = static_cast<double>(in[0].num_elements()) * std::max(1.0, std::ceil(std::log2(std::max(len, 1.0))));
-        } else if (op.name == "stablehlo.reduce") {
+        } else if (e.price == Price::kReduce) {
           elems = static_cast<double>(in[0].num_elements()) - n_out;
         } else {
           auto win = IntsAttr(op, "window_dimensions");
@@ -2444,8 +2469,11 @@ class Interpreter {
         double body_flops = op.regions.empty() ? 1 : 0, body_tr = 0;
         for (const Block& b : op.regions.empty() ? std::vector<Block>{} : op.regions[0].blocks)
           for (const Op& bo : b.ops) {
-            if (!IsElementwise(bo.name)) continue;
-            (IsTranscendental(bo.name) ? body_tr : body_flops) += 1;
+            // An elementwise op (or a bitcast_convert) of the body: 1 flop
+            // or 1 transcendental.
+            const OpEntry* be = EntryOf(bo);
+            if (!be || (be->op_class != OpClass::kElementwise && be->check != Check::kBitcastConvert)) continue;
+            (be->price == Price::kFlop || be->price == Price::kFree ? body_flops : body_tr) += 1;
           }
         r.cost.flops = std::max(0.0, elems) * body_flops;
         r.cost.transcendentals = std::max(0.0, elems) * body_tr;
@@ -2453,12 +2481,19 @@ class Interpreter {
         r.cost.bytes_written = out_bytes;
         break;
       }
-      case OpClass::kGatherScatter:
-        r.cost.bytes_read = op.name == "stablehlo.gather" ? static_cast<double>(in[1].size_bytes()) + out_bytes
-                                                          : in_bytes;
+      case Price::kGather:
+        r.cost.bytes_read = static_cast<double>(in[1].size_bytes()) + out_bytes;
         r.cost.bytes_written = out_bytes;
-        if (op.name == "stablehlo.scatter") r.cost.flops = static_cast<double>(in.back().num_elements());
-        if (op.name == "stablehlo.select_and_scatter" && in.size() == 3) {
+        break;
+      case Price::kScatter:
+        r.cost.bytes_read = in_bytes;
+        r.cost.bytes_written = out_bytes;
+        r.cost.flops = static_cast<double>(in.back().num_elements());
+        break;
+      case Price::kSelectAndScatter:
+        r.cost.bytes_read = in_bytes;
+        r.cost.bytes_written = out_bytes;
+        if (in.size() == 3) {
           // XLA's count: per source element, a select per window element
           // and one scatter.
           auto win = IntsAttr(op, "window_dimensions");
@@ -2468,15 +2503,13 @@ class Interpreter {
           r.cost.flops = static_cast<double>(in[1].num_elements()) * (wc + 1);
         }
         break;
-      case OpClass::kCollective: {
-        auto group = op.name == "stablehlo.collective_permute" ? StatusOr<std::vector<int64_t>>(std::vector<int64_t>{})
-                                                                 : MyGroup(op);
+      case Price::kCollective: {
+        auto group = e.run == Run::kCollectivePermute ? StatusOr<std::vector<int64_t>>(std::vector<int64_t>{})
+                                                      : MyGroup(op);
         if (!group.ok()) return;
-        PriceCollective(op, in[0], *group, r);
+        PriceCollective(e.run, op, in[0], *group, r);
         break;
       }
-      default:
-        return;
     }
     o_.ops->push_back(std::move(r));
   }
@@ -2510,15 +2543,15 @@ class Interpreter {
                           : (w == "HIGH" ? kernels::Precision::kHigh : kernels::Precision::kDefault);
   }
 
-  void PriceCollective(const Op& op, const Type& x, const std::vector<int64_t>& group, mesh::OpRecord& r) {
+  void PriceCollective(Run run, const Op& op, const Type& x, const std::vector<int64_t>& group, mesh::OpRecord& r) {
     r.type = "collective";
     mesh::CollectiveKind kind = mesh::CollectiveKind::kPsum;
     std::vector<int> members;
     std::vector<std::pair<int, int>> pairs;
-    if (op.name == "stablehlo.all_gather") kind = mesh::CollectiveKind::kAllGather;
-    else if (op.name == "stablehlo.reduce_scatter") kind = mesh::CollectiveKind::kPsumScatter;
-    else if (op.name == "stablehlo.all_to_all") kind = mesh::CollectiveKind::kAllToAll;
-    if (op.name == "stablehlo.collective_permute") {
+    if (run == Run::kAllGather) kind = mesh::CollectiveKind::kAllGather;
+    else if (run == Run::kReduceScatter) kind = mesh::CollectiveKind::kPsumScatter;
+    else if (run == Run::kAllToAll) kind = mesh::CollectiveKind::kAllToAll;
+    if (run == Run::kCollectivePermute) {
       kind = mesh::CollectiveKind::kPpermute;
       const Attr* p = op.Find("source_target_pairs");
       auto flat = p ? p->Ints() : StatusOr<std::vector<int64_t>>(InvalidArgumentError(""));

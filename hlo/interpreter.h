@@ -4,8 +4,9 @@
 // chip would run it (mesh/cost_model.h). hlo/program.h runs a module over a
 // whole mesh.
 //
-// The ops are one table (hlo/ops.h: name -> category, how it is priced, how
-// it runs); Verify checks a module against it before anything runs.
+// The ops are one registry (hlo/ops.h: each op's check, run, price and
+// sharding rule, resolved per op when the module is read); Verify checks a
+// module against it before anything runs.
 //
 // Contract:
 // - Values are Tensors: a StableHLO type and its bytes, little-endian, row

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "base/input_file.h"
+#include "hlo/ops.h"
 
 namespace tpumesh::hlo::reader {
 
@@ -476,9 +477,27 @@ Status Parser::ParseGeneric(Op* op) {
 
 namespace tpumesh::hlo {
 
+namespace {
+
+// Each op's registry entry, once, so that nothing looks an op up by name
+// while the module runs.
+void ResolveEntries(std::vector<Op>& ops) {
+  for (Op& op : ops) {
+    op.entry = FindOp(op.name);
+    for (Region& r : op.regions)
+      for (Block& b : r.blocks) ResolveEntries(b.ops);
+  }
+}
+
+}  // namespace
+
 StatusOr<Module> ParseModule(std::string_view text, std::string_view file) {
   reader::Parser p(text, file);
-  return p.Run();
+  TPUMESH_ASSIGN_OR_RETURN(Module m, p.Run());
+  for (Func& f : m.funcs)
+    for (Block& b : f.body.blocks) ResolveEntries(b.ops);
+  ResolveEntries(m.ops);
+  return m;
 }
 
 StatusOr<Module> ReadModuleFile(const std::string& path) {
