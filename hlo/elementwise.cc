@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 
+#include "hlo/attrs.h"
 #include "hlo/ops.h"
 #include "hlo/special_functions.h"
 #include "kernels/bf16.h"
@@ -610,7 +611,7 @@ Status RunUnary(Un k, const ElementwiseCall& c, int64_t b, int64_t e, void* out)
 }
 
 template <typename C>
-bool Compare(std::string_view dir, bool total, C x, C y) {
+bool Compare(CompareDirection dir, bool total, C x, C y) {
   if constexpr (kFloat<C>) {
     if (total) {  // IEEE totalOrder on the bits
       using I = std::conditional_t<sizeof(C) == 8, int64_t, int32_t>;
@@ -620,26 +621,25 @@ bool Compare(std::string_view dir, bool total, C x, C y) {
         return i < 0 ? static_cast<I>(~i) ^ std::numeric_limits<I>::min() : i;
       };
       const I a = key(x), b = key(y);
-      if (dir == "EQ") return a == b;
-      if (dir == "NE") return a != b;
-      if (dir == "LT") return a < b;
-      if (dir == "LE") return a <= b;
-      if (dir == "GT") return a > b;
-      return a >= b;
+      switch (dir) {
+        case CompareDirection::kEq: return a == b;
+        case CompareDirection::kNe: return a != b;
+        case CompareDirection::kLt: return a < b;
+        case CompareDirection::kLe: return a <= b;
+        case CompareDirection::kGt: return a > b;
+        case CompareDirection::kGe: return a >= b;
+      }
     }
   }
-  if (dir == "EQ") return x == y;
-  if (dir == "NE") return x != y;
-  if (dir == "LT") return x < y;
-  if (dir == "LE") return x <= y;
-  if (dir == "GT") return x > y;
-  return x >= y;
-}
-
-// value of an attribute word, or ""
-std::string_view Word(const Op& op, std::string_view key) {
-  const Attr* a = op.Find(key);
-  return a && a->kind == Attr::Kind::kWord ? std::string_view(a->s) : std::string_view();
+  switch (dir) {
+    case CompareDirection::kEq: return x == y;
+    case CompareDirection::kNe: return x != y;
+    case CompareDirection::kLt: return x < y;
+    case CompareDirection::kLe: return x <= y;
+    case CompareDirection::kGt: return x > y;
+    case CompareDirection::kGe: return x >= y;
+  }
+  return false;
 }
 
 // Converts one value of compute type From to storage type To.
@@ -741,10 +741,11 @@ Status EvalUnary(Un un, const ElementwiseCall& c, int64_t b, int64_t e, void* ou
 }
 
 Status EvalCompare(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
-  const std::string_view dir = Word(*c.op, "comparison_direction");
-  if (dir != "EQ" && dir != "NE" && dir != "LT" && dir != "LE" && dir != "GT" && dir != "GE")
-    return InvalidArgumentError("stablehlo.compare: bad comparison_direction");
-  const bool total = Word(*c.op, "compare_type") == "TOTALORDER";
+  const auto attrs = AttrsOf(*c.op);
+  const auto* cmp = std::get_if<CompareAttrs>(&attrs->value);
+  if (!cmp) return InvalidArgumentError("stablehlo.compare: " + attrs->status.message());
+  const CompareDirection dir = cmp->direction;
+  const bool total = cmp->total_order;
   bool* o = static_cast<bool*>(out);
   return Visit(c.in_type, [&](auto t) -> Status {
     using T = decltype(t);
@@ -794,13 +795,11 @@ Status EvalConvert(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
 }
 
 Status EvalReducePrecision(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
-  const Attr* eb = c.op->Find("exponent_bits");
-  const Attr* mb = c.op->Find("mantissa_bits");
-  if (!eb || !mb || eb->kind != Attr::Kind::kInt || mb->kind != Attr::Kind::kInt)
-    return InvalidArgumentError("stablehlo.reduce_precision needs exponent_bits and mantissa_bits");
+  const auto attrs = AttrsOf(*c.op);
+  const auto* bits = std::get_if<ReducePrecisionAttrs>(&attrs->value);
+  if (!bits) return InvalidArgumentError("stablehlo.reduce_precision: " + attrs->status.message());
   if (c.in_type != ElementType::kF32) return InvalidArgumentError("stablehlo.reduce_precision: f32 only");
-  const int m = static_cast<int>(mb->i), x = static_cast<int>(eb->i);
-  if (m < 0 || m > 23 || x < 1 || x > 8) return InvalidArgumentError("stablehlo.reduce_precision: bad bit counts");
+  const int m = bits->mantissa_bits, x = bits->exponent_bits;
   const float* in = static_cast<const float*>(c.in[0]);
   float* o = static_cast<float*>(out);
   for (int64_t i = b; i < e; ++i) {

@@ -1,5 +1,6 @@
 // dot_general and convolution on kernels/' matmul (convolution as an im2col
 // matmul), at f32 or the MXU's precision.
+#include "hlo/attrs.h"
 #include "hlo/interpreter_impl.h"
 
 #include <algorithm>
@@ -12,15 +13,7 @@ namespace tpumesh::hlo {
 
 kernels::Precision Interpreter::MatmulPrecision(const Op& op) const {
   if (!o_.mxu_precision) return kernels::Precision::kHighest;
-  const Attr* p = op.Find("precision_config");
-  std::string w = "DEFAULT";
-  if (p && p->kind == Attr::Kind::kList && !p->list.empty()) {
-    for (const Attr& a : p->list)
-      if (a.kind == Attr::Kind::kWord && a.s > w) w = a.s;  // HIGHEST > HIGH > DEFAULT (lexically)
-  }
-  if (w == "HIGHEST") return kernels::Precision::kHighest;
-  if (w == "HIGH") return kernels::Precision::kHigh;
-  return kernels::Precision::kDefault;
+  return AttrsOf(op)->precision;
 }
 
 StatusOr<Interpreter::F32Operand> Interpreter::AsF32Ordered(const Tensor& t, const Dims& order) {
@@ -64,7 +57,11 @@ void Interpreter::ConvertParallel(ElementType from, const void* in, ElementType 
 }
 
 Status Interpreter::DotGeneral(const Op& op, const Tensor& l, const Tensor& r, Tensor& out) {
-  TPUMESH_ASSIGN_OR_RETURN(DotDims d, GetDotDims(op, l.type, r.type));
+  const auto attrs = AttrsOf(op);  // of the op's types, which are l's, r's and out's
+  TPUMESH_RETURN_IF_ERROR(attrs->status);
+  const auto* dot = std::get_if<DotAttrs>(&attrs->value);
+  if (!dot) return InternalError("dot_general without its dimension numbers");
+  const DotDims& d = dot->dims;
   Dims expect;
   for (int64_t k : d.lb) expect.push_back(l.type.dims[static_cast<size_t>(k)]);
   for (int64_t k : d.lf) expect.push_back(l.type.dims[static_cast<size_t>(k)]);
@@ -139,7 +136,11 @@ Status Interpreter::IntegerDot(const Tensor& l, const Tensor& r, Tensor& out,
 }
 
 Status Interpreter::Convolution(const Op& op, const Tensor& l, const Tensor& r, Tensor& out) {
-  TPUMESH_ASSIGN_OR_RETURN(ConvShape s, GetConvShape(op, l.type, r.type, out.type));
+  const auto attrs = AttrsOf(op);  // of the op's types, which are l's, r's and out's
+  TPUMESH_RETURN_IF_ERROR(attrs->status);
+  const auto* conv = std::get_if<ConvAttrs>(&attrs->value);
+  if (!conv) return InternalError("convolution without its dimension numbers");
+  const ConvShape& s = conv->shape;
   if (!IsFloat(l.type.element) || !IsFloat(r.type.element)) return UnimplementedError("integer convolution");
   const size_t ns = s.in_sp.size();
   TPUMESH_ASSIGN_OR_RETURN(F32Operand xo, AsF32Ordered(l, s.in_order));

@@ -1,6 +1,7 @@
 // The cost model's record of each executed op (mesh::OpRecord), by its
 // registry entry's price rule, with XLA's fusion deciding what goes
 // through HBM.
+#include "hlo/attrs.h"
 #include "hlo/interpreter_impl.h"
 
 #include <algorithm>
@@ -264,15 +265,7 @@ void Interpreter::AddMxu(const Op& op, double m, double n, double k,
   r.precision = PricePrecision(op);
 }
 
-kernels::Precision Interpreter::PricePrecision(const Op& op) const {
-  const Attr* p = op.Find("precision_config");
-  std::string w = "DEFAULT";
-  if (p && p->kind == Attr::Kind::kList)
-    for (const Attr& a : p->list)
-      if (a.kind == Attr::Kind::kWord && a.s > w) w = a.s;
-  return w == "HIGHEST" ? kernels::Precision::kHighest
-                        : (w == "HIGH" ? kernels::Precision::kHigh : kernels::Precision::kDefault);
-}
+kernels::Precision Interpreter::PricePrecision(const Op& op) const { return AttrsOf(op)->precision; }
 
 void Interpreter::PriceCollective(Run run, const Op& op, const Type& x,
                                   const std::vector<int64_t>& group,

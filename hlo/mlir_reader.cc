@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "base/input_file.h"
+#include "hlo/attrs.h"
 #include "hlo/ops.h"
 
 namespace tpumesh::hlo::reader {
@@ -479,11 +480,12 @@ namespace tpumesh::hlo {
 
 namespace {
 
-// Each op's registry entry, once, so that nothing looks an op up by name
-// while the module runs.
+// Each op's registry entry and typed attributes, once, so that nothing
+// looks an op or an attribute up by name while the module runs.
 void ResolveEntries(std::vector<Op>& ops) {
   for (Op& op : ops) {
     op.entry = FindOp(op.name);
+    if (op.entry) op.typed = ResolveAttrs(op);
     for (Region& r : op.regions)
       for (Block& b : r.blocks) ResolveEntries(b.ops);
   }

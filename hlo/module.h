@@ -115,6 +115,7 @@ struct Location {
 
 struct Region;
 struct OpEntry;  // hlo/ops.h
+struct OpAttrs;  // hlo/attrs.h
 
 struct Op {
   std::string name;                // "stablehlo.add", "func.return", "chlo.erf_inv"
@@ -129,6 +130,9 @@ struct Op {
   // The op's registry entry (hlo/ops.h), resolved by ParseModule; null for
   // an op hlo/ does not support (Verify refuses it).
   const OpEntry* entry = nullptr;
+  // Its typed attributes (hlo/attrs.h), resolved by ParseModule for a
+  // supported op; shared by copies of the module.
+  std::shared_ptr<const OpAttrs> typed;
 
   const Attr* Find(std::string_view key) const;
 };

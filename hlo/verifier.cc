@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/printable.h"
+#include "hlo/attrs.h"
 #include "hlo/interpreter.h"
 #include "hlo/op_shapes.h"
 #include "hlo/ops.h"
@@ -75,6 +76,8 @@ class Verifier {
     if (n_regions < e->min_regions) return Fail(op, "needs at least one branch");
     for (const hlo::Region& r : op.regions)
       if (r.blocks.size() != 1) return Fail(op, "regions must have one block");
+    if (const auto attrs = AttrsOf(op); !attrs->status.ok())
+      return Status(attrs->status.code(), m_.Where(op.loc) + ": " + op.name + ": " + attrs->status.message());
     const auto& in = op.operand_types;
     const auto& out = op.result_types;
     switch (e->check) {
