@@ -1,6 +1,8 @@
 #include "hlo/attrs.h"
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "hlo/ops.h"
 
@@ -52,6 +54,82 @@ void Set(OpAttrs& a, StatusOr<T> v) {
   else a.status = v.status();
 }
 
+StatusOr<AxesAttrs> Axes(const Op& op, std::string_view key) {
+  TPUMESH_ASSIGN_OR_RETURN(Dims axes, IntsAttr(op, key));
+  return AxesAttrs{std::move(axes)};
+}
+
+StatusOr<AxisAttrs> Axis(const Op& op, std::string_view key, std::optional<int64_t> fallback = std::nullopt) {
+  TPUMESH_ASSIGN_OR_RETURN(int64_t axis, IntAttr(op, key, fallback));
+  return AxisAttrs{axis};
+}
+
+StatusOr<SliceAttrs> Slice(const Op& op) {
+  SliceAttrs s;
+  TPUMESH_ASSIGN_OR_RETURN(s.start, IntsAttr(op, "start_indices"));
+  TPUMESH_ASSIGN_OR_RETURN(s.limit, IntsAttr(op, "limit_indices"));
+  TPUMESH_ASSIGN_OR_RETURN(s.strides, IntsAttr(op, "strides", Dims(s.start.size(), 1)));
+  return s;
+}
+
+StatusOr<PadAttrs> Pad(const Op& op, size_t rank) {
+  PadAttrs p;
+  TPUMESH_ASSIGN_OR_RETURN(p.low, IntsAttr(op, "edge_padding_low"));
+  TPUMESH_ASSIGN_OR_RETURN(p.high, IntsAttr(op, "edge_padding_high"));
+  TPUMESH_ASSIGN_OR_RETURN(p.interior, IntsAttr(op, "interior_padding", Dims(rank, 0)));
+  return p;
+}
+
+StatusOr<WindowAttrs> Window(const Op& op, size_t rank) {
+  WindowAttrs w;
+  TPUMESH_ASSIGN_OR_RETURN(w.dims, IntsAttr(op, "window_dimensions"));
+  TPUMESH_ASSIGN_OR_RETURN(w.strides, IntsAttr(op, "window_strides", Dims(rank, 1)));
+  TPUMESH_ASSIGN_OR_RETURN(w.base_dilations, IntsAttr(op, "base_dilations", Dims(rank, 1)));
+  TPUMESH_ASSIGN_OR_RETURN(w.window_dilations, IntsAttr(op, "window_dilations", Dims(rank, 1)));
+  TPUMESH_ASSIGN_OR_RETURN(w.padding, IntsAttr(op, "padding", Dims(2 * rank, 0)));
+  return w;
+}
+
+StatusOr<CollectiveAttrs> Collective(const Op& op, Run run) {
+  CollectiveAttrs c;
+  if (run == Run::kCollectivePermute) {
+    const Attr* p = op.Find("source_target_pairs");
+    if (!p) return InvalidArgumentError("needs source_target_pairs");
+    TPUMESH_ASSIGN_OR_RETURN(c.pairs, p->Ints());
+    if (c.pairs.size() % 2) return InvalidArgumentError("source_target_pairs must be pairs");
+    return c;
+  }
+  const Attr* rg = op.Find("replica_groups");
+  if (rg && rg->kind == Attr::Kind::kDense && rg->type.dims.size() == 2 && rg->type.num_elements() > 0) {
+    TPUMESH_ASSIGN_OR_RETURN(Dims flat, rg->Ints());
+    c.dense_groups = true;
+    const int64_t per = rg->type.dims[1];
+    for (int64_t g = 0; g < rg->type.dims[0]; ++g) {
+      std::vector<int64_t> grp;
+      for (int64_t j = 0; j < per; ++j) {
+        const int64_t d = flat[static_cast<size_t>(g * per + j)];
+        if (d >= 0) grp.push_back(d);  // -1: padding of ragged groups
+      }
+      c.groups.push_back(std::move(grp));
+    }
+  } else if (rg && rg->kind == Attr::Kind::kList && !rg->list.empty()) {
+    for (const Attr& g : rg->list) {
+      TPUMESH_ASSIGN_OR_RETURN(Dims grp, g.Ints());
+      c.groups.push_back(std::move(grp));
+    }
+  }
+  if (run == Run::kReduceScatter) {
+    TPUMESH_ASSIGN_OR_RETURN(c.dim, IntAttr(op, "scatter_dimension"));
+  } else if (run == Run::kAllGather) {
+    TPUMESH_ASSIGN_OR_RETURN(c.dim, IntAttr(op, "all_gather_dim"));
+  } else if (run == Run::kAllToAll) {
+    TPUMESH_ASSIGN_OR_RETURN(c.dim, IntAttr(op, "split_dimension"));
+    TPUMESH_ASSIGN_OR_RETURN(c.concat_dim, IntAttr(op, "concat_dimension"));
+    TPUMESH_ASSIGN_OR_RETURN(c.split_count, IntAttr(op, "split_count"));
+  }
+  return c;
+}
+
 }  // namespace
 
 std::shared_ptr<const OpAttrs> ResolveAttrs(const Op& op) {
@@ -74,6 +152,27 @@ std::shared_ptr<const OpAttrs> ResolveAttrs(const Op& op) {
     auto s = GetConvShape(op, in[0], in[1], out[0]);
     if (s.ok()) a->value = ConvAttrs{*std::move(s)};
     else a->status = s.status();
+  } else {
+    const size_t rank = in.empty() ? 0 : in[0].dims.size();
+    switch (e->run) {
+      case Run::kBroadcastInDim: Set(*a, Axes(op, "broadcast_dimensions")); break;
+      case Run::kTranspose: Set(*a, Axes(op, "permutation")); break;
+      case Run::kReverse:
+      case Run::kReduce: Set(*a, Axes(op, "dimensions")); break;
+      case Run::kIota: Set(*a, Axis(op, "iota_dimension")); break;
+      case Run::kConcatenate: Set(*a, Axis(op, "dimension")); break;
+      case Run::kSort: Set(*a, Axis(op, "dimension", -1)); break;
+      case Run::kTopK: Set(*a, Axis(op, "k")); break;
+      case Run::kSlice: Set(*a, Slice(op)); break;
+      case Run::kPad: Set(*a, Pad(op, rank)); break;
+      case Run::kReduceWindow: Set(*a, Window(op, rank)); break;
+      case Run::kAllReduce:
+      case Run::kAllGather:
+      case Run::kReduceScatter:
+      case Run::kCollectivePermute:
+      case Run::kAllToAll: Set(*a, Collective(op, e->run)); break;
+      default: break;  // no attributes read where it runs, or still read by key
+    }
   }
   return a;
 }

@@ -1,5 +1,6 @@
 // The collectives (all_reduce, all_gather, reduce_scatter, collective_permute,
 // all_to_all) over the device's pmap (mesh/collectives.h).
+#include "hlo/attrs.h"
 #include "hlo/interpreter_impl.h"
 
 #include <algorithm>
@@ -9,34 +10,19 @@
 namespace tpumesh::hlo {
 
 StatusOr<std::vector<std::vector<int64_t>>> Interpreter::Groups(const Op& op) const {
-  std::vector<std::vector<int64_t>> groups;
-  const Attr* rg = op.Find("replica_groups");
-  if (rg && rg->kind == Attr::Kind::kDense && rg->type.dims.size() == 2 && rg->type.num_elements() > 0) {
-    TPUMESH_ASSIGN_OR_RETURN(Dims flat, rg->Ints());
-    const int64_t per = rg->type.dims[1];
-    for (int64_t g = 0; g < rg->type.dims[0]; ++g) {
-      std::vector<int64_t> grp;
-      for (int64_t j = 0; j < per; ++j) {
-        const int64_t d = flat[static_cast<size_t>(g * per + j)];
-        if (d < 0) continue;  // padding of ragged groups
+  TPUMESH_ASSIGN_OR_RETURN(CollectiveAttrs c, TypedAttrs<CollectiveAttrs>(op));
+  if (c.groups.empty()) {
+    std::vector<int64_t> all(static_cast<size_t>(site_.num_devices));
+    std::iota(all.begin(), all.end(), 0);
+    return std::vector<std::vector<int64_t>>{all};
+  }
+  if (c.dense_groups)
+    for (const auto& g : c.groups)
+      for (int64_t d : g)
         if (d >= site_.num_devices)
           return InvalidArgumentError("replica group names device " + std::to_string(d) + " of a mesh of " +
                                       std::to_string(site_.num_devices));
-        grp.push_back(d);
-      }
-      groups.push_back(std::move(grp));
-    }
-  } else if (rg && rg->kind == Attr::Kind::kList && !rg->list.empty()) {
-    for (const Attr& g : rg->list) {
-      TPUMESH_ASSIGN_OR_RETURN(Dims grp, g.Ints());
-      groups.push_back(grp);
-    }
-  } else {
-    std::vector<int64_t> all(static_cast<size_t>(site_.num_devices));
-    std::iota(all.begin(), all.end(), 0);
-    groups.push_back(all);
-  }
-  return groups;
+  return std::move(c.groups);
 }
 
 StatusOr<std::vector<int64_t>> Interpreter::MyGroup(const Op& op) const {
@@ -68,10 +54,8 @@ Status Interpreter::Collective(Run run, const Op& op, const std::vector<const Te
   uint8_t* dst = static_cast<uint8_t*>(y.data.mutable_raw());
   const int me = site_.device_id;
   if (run == Run::kCollectivePermute) {
-    const Attr* p = op.Find("source_target_pairs");
-    if (!p) return InvalidArgumentError("needs source_target_pairs");
-    TPUMESH_ASSIGN_OR_RETURN(Dims flat, p->Ints());
-    if (flat.size() % 2) return InvalidArgumentError("source_target_pairs must be pairs");
+    TPUMESH_ASSIGN_OR_RETURN(CollectiveAttrs permute, TypedAttrs<CollectiveAttrs>(op));
+    const Dims& flat = permute.pairs;
     if (!(x.type == y.type)) return InvalidArgumentError("result type differs from the operand's");
     for (size_t i = 0; i < flat.size(); i += 2) {
       if (flat[i] < 0 || flat[i] >= site_.num_devices || flat[i + 1] < 0 || flat[i + 1] >= site_.num_devices)
@@ -81,6 +65,7 @@ Status Interpreter::Collective(Run run, const Op& op, const std::vector<const Te
     }
     return OkStatus();
   }
+  TPUMESH_ASSIGN_OR_RETURN(CollectiveAttrs attrs, TypedAttrs<CollectiveAttrs>(op));
   TPUMESH_ASSIGN_OR_RETURN(std::vector<int64_t> group, MyGroup(op));
   const int64_t n = static_cast<int64_t>(group.size());
   const int64_t pos = std::find(group.begin(), group.end(), me) - group.begin();
@@ -116,14 +101,14 @@ Status Interpreter::Collective(Run run, const Op& op, const std::vector<const Te
       std::memcpy(dst, acc.data(), acc.size());
       return OkStatus();
     }
-    TPUMESH_ASSIGN_OR_RETURN(int64_t sd, IntAttr(op, "scatter_dimension"));
+    const int64_t sd = attrs.dim;  // scatter_dimension
     if (sd < 0 || sd >= static_cast<int64_t>(d.size()) || d[static_cast<size_t>(sd)] % n ||
         y.type.dims[static_cast<size_t>(sd)] * n != d[static_cast<size_t>(sd)])
       return InvalidArgumentError("scatter_dimension does not split evenly over the group");
     return CopyBlock(acc.data(), x.type, y, sd, pos, n);
   }
   if (run == Run::kAllGather) {
-    TPUMESH_ASSIGN_OR_RETURN(int64_t ad, IntAttr(op, "all_gather_dim"));
+    const int64_t ad = attrs.dim;  // all_gather_dim
     if (ad < 0 || ad >= static_cast<int64_t>(d.size()) ||
         y.type.dims[static_cast<size_t>(ad)] != d[static_cast<size_t>(ad)] * n)
       return InvalidArgumentError("result does not match all_gather_dim over the group");
@@ -137,9 +122,7 @@ Status Interpreter::Collective(Run run, const Op& op, const std::vector<const Te
     return OkStatus();
   }
   if (run == Run::kAllToAll) {
-    TPUMESH_ASSIGN_OR_RETURN(int64_t sd, IntAttr(op, "split_dimension"));
-    TPUMESH_ASSIGN_OR_RETURN(int64_t cd, IntAttr(op, "concat_dimension"));
-    TPUMESH_ASSIGN_OR_RETURN(int64_t sc, IntAttr(op, "split_count"));
+    const int64_t sd = attrs.dim, cd = attrs.concat_dim, sc = attrs.split_count;
     if (sc != n || sd < 0 || cd < 0 || sd >= static_cast<int64_t>(d.size()) || cd >= static_cast<int64_t>(d.size()) ||
         d[static_cast<size_t>(sd)] % n)
       return InvalidArgumentError("split_count, split_dimension or concat_dimension does not fit the group");

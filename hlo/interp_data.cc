@@ -1,6 +1,7 @@
 // Elementwise ops (hlo/elementwise.h over the values, with broadcast views)
 // and the data ops: constants, iota, copies, broadcasts, transposes, slices,
 // concatenation, padding.
+#include "hlo/attrs.h"
 #include "hlo/interpreter_impl.h"
 
 #include <algorithm>
@@ -189,7 +190,8 @@ Status Interpreter::Data(Run run, const Op& op, const std::vector<const Tensor*>
     return OkStatus();
   }
   if (run == Run::kIota) {
-    TPUMESH_ASSIGN_OR_RETURN(int64_t d, IntAttr(op, "iota_dimension"));
+    TPUMESH_ASSIGN_OR_RETURN(AxisAttrs iota, TypedAttrs<AxisAttrs>(op));
+    const int64_t d = iota.axis;
     if (d < 0 || d >= static_cast<int64_t>(out.type.dims.size())) return InvalidArgumentError("bad iota_dimension");
     const Dims st = Strides(out.type.dims);
     const int64_t count = out.num_elements();
@@ -214,7 +216,8 @@ Status Interpreter::Data(Run run, const Op& op, const std::vector<const Tensor*>
     return status;
   }
   if (run == Run::kBroadcastInDim) {
-    TPUMESH_ASSIGN_OR_RETURN(Dims bd, IntsAttr(op, "broadcast_dimensions"));
+    TPUMESH_ASSIGN_OR_RETURN(AxesAttrs broadcast, TypedAttrs<AxesAttrs>(op));
+    const Dims& bd = broadcast.axes;
     const Dims& id = in[0]->type.dims;
     const Dims is = Strides(id);
     Dims st(out.type.dims.size(), 0);
@@ -224,7 +227,8 @@ Status Interpreter::Data(Run run, const Op& op, const std::vector<const Tensor*>
     return OkStatus();
   }
   if (run == Run::kTranspose) {
-    TPUMESH_ASSIGN_OR_RETURN(Dims perm, IntsAttr(op, "permutation"));
+    TPUMESH_ASSIGN_OR_RETURN(AxesAttrs transpose, TypedAttrs<AxesAttrs>(op));
+    const Dims& perm = transpose.axes;
     const Dims is = Strides(in[0]->type.dims);
     Dims st(perm.size());
     for (size_t k = 0; k < perm.size(); ++k) st[k] = is[static_cast<size_t>(perm[k])];
@@ -232,7 +236,8 @@ Status Interpreter::Data(Run run, const Op& op, const std::vector<const Tensor*>
     return OkStatus();
   }
   if (run == Run::kReverse) {
-    TPUMESH_ASSIGN_OR_RETURN(Dims dims, IntsAttr(op, "dimensions"));
+    TPUMESH_ASSIGN_OR_RETURN(AxesAttrs reverse, TypedAttrs<AxesAttrs>(op));
+    const Dims& dims = reverse.axes;
     const Dims& d = in[0]->type.dims;
     const Dims is = Strides(d);
     std::vector<bool> rev(d.size(), false);
@@ -250,9 +255,8 @@ Status Interpreter::Data(Run run, const Op& op, const std::vector<const Tensor*>
     return OkStatus();
   }
   if (run == Run::kSlice) {
-    TPUMESH_ASSIGN_OR_RETURN(Dims start, IntsAttr(op, "start_indices"));
-    TPUMESH_ASSIGN_OR_RETURN(Dims limit, IntsAttr(op, "limit_indices"));
-    TPUMESH_ASSIGN_OR_RETURN(Dims stride, IntsAttr(op, "strides", Dims(start.size(), 1)));
+    TPUMESH_ASSIGN_OR_RETURN(SliceAttrs slice, TypedAttrs<SliceAttrs>(op));
+    const Dims &start = slice.start, &limit = slice.limit, &stride = slice.strides;
     const Dims& d = in[0]->type.dims;
     if (start.size() != d.size() || limit.size() != d.size() || stride.size() != d.size())
       return InvalidArgumentError("slice indices have the wrong length");
@@ -313,7 +317,8 @@ Status Interpreter::Data(Run run, const Op& op, const std::vector<const Tensor*>
     return OkStatus();
   }
   if (run == Run::kConcatenate) {
-    TPUMESH_ASSIGN_OR_RETURN(int64_t dim, IntAttr(op, "dimension"));
+    TPUMESH_ASSIGN_OR_RETURN(AxisAttrs concat, TypedAttrs<AxisAttrs>(op));
+    const int64_t dim = concat.axis;
     const Dims& od = out.type.dims;
     int64_t outer = 1, inner = 1;
     for (int64_t k = 0; k < dim; ++k) outer *= od[static_cast<size_t>(k)];
@@ -332,9 +337,8 @@ Status Interpreter::Data(Run run, const Op& op, const std::vector<const Tensor*>
   }
   if (run == Run::kPad) {
     const Dims& d = in[0]->type.dims;
-    TPUMESH_ASSIGN_OR_RETURN(Dims lo, IntsAttr(op, "edge_padding_low"));
-    TPUMESH_ASSIGN_OR_RETURN(Dims hi, IntsAttr(op, "edge_padding_high"));
-    TPUMESH_ASSIGN_OR_RETURN(Dims interior, IntsAttr(op, "interior_padding", Dims(d.size(), 0)));
+    TPUMESH_ASSIGN_OR_RETURN(PadAttrs pad, TypedAttrs<PadAttrs>(op));
+    const Dims &lo = pad.low, &hi = pad.high, &interior = pad.interior;
     if (lo.size() != d.size() || hi.size() != d.size() || interior.size() != d.size())
       return InvalidArgumentError("padding has the wrong length");
     for (size_t k = 0; k < d.size(); ++k) {

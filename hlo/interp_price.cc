@@ -178,9 +178,9 @@ void Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>&
         const double len = dd.empty() ? 1 : static_cast<double>(dd.back());
         elems = static_cast<double>(in[0].num_elements()) * std::max(1.0, std::ceil(std::log2(std::max(len, 1.0))));
       } else if (e.price == Price::kSort) {  // n log2 n comparisons along the dimension
-        auto dim = IntAttr(op, "dimension", -1);
+        auto sort = TypedAttrs<AxisAttrs>(op);
         const auto& dd = in[0].dims;
-        int64_t axis = dim.ok() ? *dim : -1;
+        int64_t axis = sort.ok() ? sort->axis : -1;
         if (axis < 0) axis += static_cast<int64_t>(dd.size());
         const double len =
             axis >= 0 && axis < static_cast<int64_t>(dd.size())
@@ -190,10 +190,10 @@ void Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>&
       } else if (e.price == Price::kReduce) {
         elems = static_cast<double>(in[0].num_elements()) - n_out;
       } else {
-        auto win = IntsAttr(op, "window_dimensions");
+        auto window = TypedAttrs<WindowAttrs>(op);
         double wc = 1;
-        if (win.ok())
-          for (int64_t x : *win) wc *= static_cast<double>(x);
+        if (window.ok())
+          for (int64_t x : window->dims) wc *= static_cast<double>(x);
         elems = n_out * wc;
       }
       // XLA's count: each element folded costs the body's ops (one for a
@@ -279,11 +279,9 @@ void Interpreter::PriceCollective(Run run, const Op& op, const Type& x,
   else if (run == Run::kAllToAll) kind = mesh::CollectiveKind::kAllToAll;
   if (run == Run::kCollectivePermute) {
     kind = mesh::CollectiveKind::kPpermute;
-    const Attr* p = op.Find("source_target_pairs");
-    auto flat = p ? p->Ints() : StatusOr<std::vector<int64_t>>(InvalidArgumentError(""));
-    if (flat.ok())
-      for (size_t i = 0; i + 1 < flat->size(); i += 2)
-        pairs.emplace_back(static_cast<int>((*flat)[i]), static_cast<int>((*flat)[i + 1]));
+    if (auto permute = TypedAttrs<CollectiveAttrs>(op); permute.ok())
+      for (size_t i = 0; i + 1 < permute->pairs.size(); i += 2)
+        pairs.emplace_back(static_cast<int>(permute->pairs[i]), static_cast<int>(permute->pairs[i + 1]));
     for (int d = 0; d < site_.num_devices; ++d) members.push_back(d);
   } else {
     for (int64_t d : group) members.push_back(static_cast<int>(d));

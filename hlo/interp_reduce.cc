@@ -1,6 +1,7 @@
 // reduce, reduce_window, sort and top_k, with their body regions: a body of
 // one binary op folds rows with EvalElementwise, any other runs through the
 // interpreter per element.
+#include "hlo/attrs.h"
 #include "hlo/interpreter_impl.h"
 
 #include <algorithm>
@@ -87,7 +88,8 @@ Status Interpreter::Reduce(const Op& op, const std::vector<const Tensor*>& in, s
   const size_t k = in.size() / 2;
   if (k == 0 || in.size() != 2 * k || out.size() != k || op.regions.size() != 1)
     return InvalidArgumentError("needs inputs, as many inits and a body");
-  TPUMESH_ASSIGN_OR_RETURN(Dims dims, IntsAttr(op, "dimensions"));
+  TPUMESH_ASSIGN_OR_RETURN(AxesAttrs reduce, TypedAttrs<AxesAttrs>(op));
+  const Dims& dims = reduce.axes;
   const Dims& d = in[0]->type.dims;
   std::vector<bool> reduced(d.size(), false);
   for (int64_t x : dims) {
@@ -232,7 +234,8 @@ Status Interpreter::Sort(const Op& op, const std::vector<const Tensor*>& in, std
   if (k == 0 || out.size() != k || op.regions.size() != 1)
     return InvalidArgumentError("needs operands and a comparator");
   const Dims& d = in[0]->type.dims;
-  TPUMESH_ASSIGN_OR_RETURN(int64_t dim, IntAttr(op, "dimension", -1));
+  TPUMESH_ASSIGN_OR_RETURN(AxisAttrs sort, TypedAttrs<AxisAttrs>(op));
+  int64_t dim = sort.axis;
   if (dim < 0) dim += static_cast<int64_t>(d.size());
   if (dim < 0 || dim >= static_cast<int64_t>(d.size())) return InvalidArgumentError("bad dimension");
   for (size_t i = 0; i < k; ++i)
@@ -287,7 +290,8 @@ Status Interpreter::Sort(const Op& op, const std::vector<const Tensor*>& in, std
 }
 
 Status Interpreter::TopK(const Op& op, const Tensor& x, std::vector<Tensor>& out) {
-  TPUMESH_ASSIGN_OR_RETURN(int64_t k, IntAttr(op, "k"));
+  TPUMESH_ASSIGN_OR_RETURN(AxisAttrs top_k, TypedAttrs<AxisAttrs>(op));
+  const int64_t k = top_k.axis;
   const Dims& d = x.type.dims;
   if (d.empty() || out.size() != 2 || k < 0 || k > d.back())
     return InvalidArgumentError("bad k for the last dimension");
@@ -345,11 +349,9 @@ Status Interpreter::ReduceWindow(const Op& op, const std::vector<const Tensor*>&
     return InvalidArgumentError("needs inputs, as many inits and a body");
   const Dims& d = in[0]->type.dims;
   const size_t rank = d.size();
-  TPUMESH_ASSIGN_OR_RETURN(Dims win, IntsAttr(op, "window_dimensions"));
-  TPUMESH_ASSIGN_OR_RETURN(Dims stride, IntsAttr(op, "window_strides", Dims(rank, 1)));
-  TPUMESH_ASSIGN_OR_RETURN(Dims bdil, IntsAttr(op, "base_dilations", Dims(rank, 1)));
-  TPUMESH_ASSIGN_OR_RETURN(Dims wdil, IntsAttr(op, "window_dilations", Dims(rank, 1)));
-  TPUMESH_ASSIGN_OR_RETURN(Dims pad, IntsAttr(op, "padding", Dims(2 * rank, 0)));
+  TPUMESH_ASSIGN_OR_RETURN(WindowAttrs window, TypedAttrs<WindowAttrs>(op));
+  const Dims &win = window.dims, &stride = window.strides, &bdil = window.base_dilations,
+             &wdil = window.window_dilations, &pad = window.padding;
   if (win.size() != rank || stride.size() != rank || bdil.size() != rank ||
       wdil.size() != rank || pad.size() != 2 * rank)
     return InvalidArgumentError("window attributes have the wrong length");

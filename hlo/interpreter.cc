@@ -1,6 +1,7 @@
 // The StableHLO interpreter (hlo/interpreter.h, hlo/interpreter_impl.h):
 // a walk over a function's ops with an environment of values; each op
 // dispatched by its registry entry (hlo/ops.h), priced as it runs.
+#include "hlo/attrs.h"
 #include "hlo/interpreter_impl.h"
 
 #include <unistd.h>
@@ -218,9 +219,9 @@ Status Interpreter::RunOp(const Op& op, Env& env, const std::vector<int>& dying)
     const bool compute = !o_.dry_run || (Small(op) && e->op_class != OpClass::kCollective);
     if (compute && !o_.dry_run && e->run == Run::kBroadcastInDim &&
         view_ok_[static_cast<size_t>(op.results[0])] && in[0]->repeat == 0) {
-      auto bd = IntsAttr(op, "broadcast_dimensions");
-      const int64_t repeat = bd.ok() && bd->size() == in[0]->type.dims.size()
-                                 ? TrailingRepeat(in[0]->type, op.result_types[0], *bd)
+      auto bd = TypedAttrs<AxesAttrs>(op);
+      const int64_t repeat = bd.ok() && bd->axes.size() == in[0]->type.dims.size()
+                                 ? TrailingRepeat(in[0]->type, op.result_types[0], bd->axes)
                                  : 0;
       if (repeat > 1) {
         Tensor x;

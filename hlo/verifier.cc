@@ -95,7 +95,8 @@ class Verifier {
         return OkStatus();
       case Check::kBroadcastInDim: {
         if (in.size() != 1 || out.size() != 1) return Fail(op, "needs one operand and one result");
-        TPUMESH_ASSIGN_OR_RETURN(Dims dims, Wrap(op, IntsAttr(op, "broadcast_dimensions")));
+        TPUMESH_ASSIGN_OR_RETURN(AxesAttrs broadcast, Wrap(op, TypedAttrs<AxesAttrs>(op)));
+        const Dims& dims = broadcast.axes;
         if (dims.size() != in[0].dims.size()) return Fail(op, "broadcast_dimensions has the wrong length");
         for (size_t i = 0; i < dims.size(); ++i) {
           if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(out[0].dims.size()))
@@ -107,7 +108,8 @@ class Verifier {
         return OkStatus();
       }
       case Check::kTranspose: {
-        TPUMESH_ASSIGN_OR_RETURN(Dims perm, Wrap(op, IntsAttr(op, "permutation")));
+        TPUMESH_ASSIGN_OR_RETURN(AxesAttrs transpose, Wrap(op, TypedAttrs<AxesAttrs>(op)));
+        const Dims& perm = transpose.axes;
         if (in.size() != 1 || perm.size() != in[0].dims.size()) return Fail(op, "permutation has the wrong length");
         Dims expect;
         std::vector<bool> seen(perm.size(), false);
@@ -144,7 +146,8 @@ class Verifier {
                                   " (supported custom calls: Sharding, SPMDFullToShardShape, SPMDShardToFullShape)");
       }
       case Check::kConcatenate: {
-        TPUMESH_ASSIGN_OR_RETURN(int64_t d, Wrap(op, IntAttr(op, "dimension")));
+        TPUMESH_ASSIGN_OR_RETURN(AxisAttrs concat, Wrap(op, TypedAttrs<AxisAttrs>(op)));
+        const int64_t d = concat.axis;
         if (out.size() != 1 || in.empty() || d < 0 || d >= static_cast<int64_t>(out[0].dims.size()))
           return Fail(op, "bad dimension");
         int64_t total = 0;

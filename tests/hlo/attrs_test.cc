@@ -43,6 +43,25 @@ TEST(AttrsTest, ResolvedWhenRead) {
   EXPECT_TRUE(cmp->total_order);
 }
 
+TEST(AttrsTest, ReplicaGroupsResolvedWhenRead) {
+  auto m = ParseModule(R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "stablehlo.all_reduce"(%a) ({
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    %s = stablehlo.add %x, %y : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) {replica_groups = dense<[[0, 1], [2, -1]]> : tensor<2x2xi64>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+})",
+                       "t.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const auto* c = std::get_if<CollectiveAttrs>(&FirstOp(*m).typed->value);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->dense_groups);
+  ASSERT_EQ(c->groups.size(), 2u);
+  EXPECT_EQ(c->groups[0], (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(c->groups[1], (std::vector<int64_t>{2}));  // -1 pads a ragged group
+}
+
 TEST(AttrsTest, AttributesThatDoNotFitAreRefusedByVerify) {
   auto m = ParseModule(R"(func.func @main(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) -> tensor<2x5xf32> {
   %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
@@ -62,6 +81,15 @@ TEST(AttrsTest, AttributesThatDoNotFitAreRefusedByVerify) {
                        "t.mlir");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_THAT(Verify(*c).message(), HasSubstr("stablehlo.compare: bad comparison_direction"));
+
+  auto sl = ParseModule(R"(func.func @main(%a: tensor<4xf32>) -> tensor<2xf32> {
+  %0 = "stablehlo.slice"(%a) {start_indices = array<i64: 0>} : (tensor<4xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+})",
+                       "t.mlir");
+  ASSERT_TRUE(sl.ok()) << sl.status().message();
+  EXPECT_THAT(Verify(*sl).message(), HasSubstr("t.mlir:2:"));
+  EXPECT_THAT(Verify(*sl).message(), HasSubstr("limit_indices"));
 }
 
 }  // namespace
