@@ -90,6 +90,44 @@ StatusOr<WindowAttrs> Window(const Op& op, size_t rank) {
   return w;
 }
 
+// select_and_scatter's window: its dimensions are 1s when absent too.
+StatusOr<WindowAttrs> SelectWindow(const Op& op, size_t rank) {
+  WindowAttrs w;
+  TPUMESH_ASSIGN_OR_RETURN(w.dims, IntsAttr(op, "window_dimensions", Dims(rank, 1)));
+  TPUMESH_ASSIGN_OR_RETURN(w.strides, IntsAttr(op, "window_strides", Dims(rank, 1)));
+  w.base_dilations = w.window_dilations = Dims(rank, 1);
+  TPUMESH_ASSIGN_OR_RETURN(w.padding, IntsAttr(op, "padding", Dims(2 * rank, 0)));
+  return w;
+}
+
+StatusOr<GatherAttrs> Gather(const Op& op) {
+  const Attr* dn = op.Find("dimension_numbers");
+  GatherAttrs g;
+  g.offset_dims = DictInts(dn, "offset_dims");
+  g.collapsed_slice_dims = DictInts(dn, "collapsed_slice_dims");
+  g.operand_batching_dims = DictInts(dn, "operand_batching_dims");
+  g.start_indices_batching_dims = DictInts(dn, "start_indices_batching_dims");
+  g.start_index_map = DictInts(dn, "start_index_map");
+  const size_t indices_rank = op.operand_types.size() > 1 ? op.operand_types[1].dims.size() : 0;
+  g.index_vector_dim = DictInt(dn, "index_vector_dim", static_cast<int64_t>(indices_rank));
+  TPUMESH_ASSIGN_OR_RETURN(g.slice_sizes, IntsAttr(op, "slice_sizes"));
+  return g;
+}
+
+StatusOr<ScatterAttrs> Scatter(const Op& op) {
+  const Attr* dn = op.Find("scatter_dimension_numbers");
+  ScatterAttrs s;
+  s.update_window_dims = DictInts(dn, "update_window_dims");
+  s.inserted_window_dims = DictInts(dn, "inserted_window_dims");
+  s.input_batching_dims = DictInts(dn, "input_batching_dims");
+  s.scatter_indices_batching_dims = DictInts(dn, "scatter_indices_batching_dims");
+  s.scatter_dims_to_operand_dims = DictInts(dn, "scatter_dims_to_operand_dims");
+  const size_t k = (op.operand_types.size() - 1) / 2;  // inputs, indices, updates
+  const size_t indices_rank = k < op.operand_types.size() ? op.operand_types[k].dims.size() : 0;
+  s.index_vector_dim = DictInt(dn, "index_vector_dim", static_cast<int64_t>(indices_rank));
+  return s;
+}
+
 StatusOr<CollectiveAttrs> Collective(const Op& op, Run run) {
   CollectiveAttrs c;
   if (run == Run::kCollectivePermute) {
@@ -166,6 +204,11 @@ std::shared_ptr<const OpAttrs> ResolveAttrs(const Op& op) {
       case Run::kSlice: Set(*a, Slice(op)); break;
       case Run::kPad: Set(*a, Pad(op, rank)); break;
       case Run::kReduceWindow: Set(*a, Window(op, rank)); break;
+      case Run::kSelectAndScatter: Set(*a, SelectWindow(op, rank)); break;
+      case Run::kGather: Set(*a, Gather(op)); break;
+      case Run::kScatter:
+        if (!in.empty()) Set(*a, Scatter(op));
+        break;
       case Run::kAllReduce:
       case Run::kAllGather:
       case Run::kReduceScatter:

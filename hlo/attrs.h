@@ -2,7 +2,8 @@
 // compare's direction and type, dot_general's and convolution's dimension
 // numbers and precision_config, reduce_precision's bit counts, the data
 // ops' axes, slices and padding, reduce and reduce_window's dimensions and
-// windows, sort's dimension, top_k's k, the collectives' replica groups,
+// windows, sort's dimension, top_k's k, gather's and scatter's dimension
+// numbers, select_and_scatter's window, the collectives' replica groups,
 // pairs and dimensions. Resolved once
 // when the module is read (Op::typed, by the op's registry entry) and
 // checked against the op's types there; Verify refuses an op whose
@@ -13,9 +14,8 @@
 // does not fit is OpAttrs::status (InvalidArgument naming the attribute, or
 // Unimplemented for a convolution's batch_group_count != 1), and `value`
 // then holds nothing. What depends on the mesh (a replica group's devices
-// against the number of devices) is checked where the op runs. Gather's and
-// scatter's dimension numbers, and the partitioner's reads (hlo/partition.h,
-// of local types), are still read by key (hlo/op_shapes.h).
+// against the number of devices) is checked where the op runs. The partitioner (hlo/partition.h, on local types) still reads by key
+// (hlo/op_shapes.h).
 #ifndef TPUMESH_HLO_ATTRS_H_
 #define TPUMESH_HLO_ATTRS_H_
 
@@ -62,8 +62,18 @@ struct SliceAttrs {
 struct PadAttrs {
   Dims low, high, interior;  // interior: 0s when absent
 };
-struct WindowAttrs {  // reduce_window; 1s (padding 0s) when absent
+struct WindowAttrs {  // reduce_window, select_and_scatter; 1s (padding 0s) when absent
   Dims dims, strides, base_dilations, window_dilations, padding;
+};
+struct GatherAttrs {  // dimension_numbers and slice_sizes
+  Dims offset_dims, collapsed_slice_dims, operand_batching_dims, start_indices_batching_dims, start_index_map,
+      slice_sizes;
+  int64_t index_vector_dim = 0;  // the indices' rank when absent
+};
+struct ScatterAttrs {  // scatter_dimension_numbers
+  Dims update_window_dims, inserted_window_dims, input_batching_dims, scatter_indices_batching_dims,
+      scatter_dims_to_operand_dims;
+  int64_t index_vector_dim = 0;  // the indices' rank when absent
 };
 struct CollectiveAttrs {
   // replica_groups, each group's devices (a dense form's -1 padding
@@ -81,7 +91,7 @@ struct OpAttrs {
   // convolution.
   kernels::Precision precision = kernels::Precision::kDefault;
   std::variant<std::monostate, CompareAttrs, DotAttrs, ConvAttrs, ReducePrecisionAttrs, AxesAttrs, AxisAttrs,
-               SliceAttrs, PadAttrs, WindowAttrs, CollectiveAttrs>
+               SliceAttrs, PadAttrs, WindowAttrs, GatherAttrs, ScatterAttrs, CollectiveAttrs>
       value;
 };
 

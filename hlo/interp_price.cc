@@ -228,10 +228,10 @@ void Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>&
       if (in.size() == 3) {
         // XLA's count: per source element, a select per window element
         // and one scatter.
-        auto win = IntsAttr(op, "window_dimensions");
+        auto window = TypedAttrs<WindowAttrs>(op);
         double wc = 1;
-        if (win.ok())
-          for (int64_t v : *win) wc *= static_cast<double>(v);
+        if (window.ok())
+          for (int64_t v : window->dims) wc *= static_cast<double>(v);
         r.cost.flops = static_cast<double>(in[1].num_elements()) * (wc + 1);
       }
       break;

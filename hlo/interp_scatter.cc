@@ -1,4 +1,5 @@
 // gather, scatter and select_and_scatter.
+#include "hlo/attrs.h"
 #include "hlo/interpreter_impl.h"
 
 #include <algorithm>
@@ -8,12 +9,10 @@
 namespace tpumesh::hlo {
 
 Status Interpreter::Gather(const Op& op, const Tensor& operand, const Tensor& indices, Tensor& out) {
-  const Attr* dn = op.Find("dimension_numbers");
-  const Dims offset_dims = DictInts(dn, "offset_dims"), collapsed = DictInts(dn, "collapsed_slice_dims"),
-             obatch = DictInts(dn, "operand_batching_dims"), ibatch = DictInts(dn, "start_indices_batching_dims"),
-             start_map = DictInts(dn, "start_index_map");
-  const int64_t ivd = DictInt(dn, "index_vector_dim", static_cast<int64_t>(indices.type.dims.size()));
-  TPUMESH_ASSIGN_OR_RETURN(Dims sizes, IntsAttr(op, "slice_sizes"));
+  TPUMESH_ASSIGN_OR_RETURN(GatherAttrs g, TypedAttrs<GatherAttrs>(op));  // of indices' type
+  const Dims &offset_dims = g.offset_dims, &collapsed = g.collapsed_slice_dims, &obatch = g.operand_batching_dims,
+             &ibatch = g.start_indices_batching_dims, &start_map = g.start_index_map, &sizes = g.slice_sizes;
+  const int64_t ivd = g.index_vector_dim;
   const Dims& od = operand.type.dims;
   const Dims& id = indices.type.dims;
   const Dims& rd = out.type.dims;
@@ -80,9 +79,8 @@ Status Interpreter::SelectAndScatter(const Op& op, const std::vector<const Tenso
   const Tensor& init = *in[2];
   const Dims& d = x.type.dims;
   const size_t rank = d.size();
-  TPUMESH_ASSIGN_OR_RETURN(Dims win, IntsAttr(op, "window_dimensions", Dims(rank, 1)));
-  TPUMESH_ASSIGN_OR_RETURN(Dims stride, IntsAttr(op, "window_strides", Dims(rank, 1)));
-  TPUMESH_ASSIGN_OR_RETURN(Dims pad, IntsAttr(op, "padding", Dims(2 * rank, 0)));
+  TPUMESH_ASSIGN_OR_RETURN(WindowAttrs window, TypedAttrs<WindowAttrs>(op));
+  const Dims &win = window.dims, &stride = window.strides, &pad = window.padding;
   if (win.size() != rank || stride.size() != rank || pad.size() != 2 * rank)
     return InvalidArgumentError("window attributes have the wrong length");
   const Dims& sd = src.type.dims;
@@ -186,12 +184,11 @@ Status Interpreter::Scatter(const Op& op, const std::vector<const Tensor*>& in, 
   if (in.size() != 2 * k + 1 || k == 0 || out.size() != k || op.regions.size() != 1)
     return InvalidArgumentError("needs inputs, indices, as many updates and a body");
   const Tensor& indices = *in[k];
-  const Attr* dn = op.Find("scatter_dimension_numbers");
-  const Dims uwd = DictInts(dn, "update_window_dims"), inserted = DictInts(dn, "inserted_window_dims"),
-             ibatch = DictInts(dn, "input_batching_dims"), sibatch = DictInts(dn, "scatter_indices_batching_dims"),
-             to_operand = DictInts(dn, "scatter_dims_to_operand_dims");
+  TPUMESH_ASSIGN_OR_RETURN(ScatterAttrs s, TypedAttrs<ScatterAttrs>(op));  // of indices' type
+  const Dims &uwd = s.update_window_dims, &inserted = s.inserted_window_dims, &ibatch = s.input_batching_dims,
+             &sibatch = s.scatter_indices_batching_dims, &to_operand = s.scatter_dims_to_operand_dims;
   const Dims& id = indices.type.dims;
-  const int64_t ivd = DictInt(dn, "index_vector_dim", static_cast<int64_t>(id.size()));
+  const int64_t ivd = s.index_vector_dim;
   const Dims& od = in[0]->type.dims;
   const Dims& ud = in[k + 1]->type.dims;
   auto in_range = [](const Dims& ds, size_t rank) {
