@@ -17,6 +17,8 @@
 #ifndef TPUMESH_HLO_INTERPRETER_IMPL_H_
 #define TPUMESH_HLO_INTERPRETER_IMPL_H_
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -153,7 +155,23 @@ class Interpreter {
 
   // Reads a scalar integer tensor (dynamic_slice's starts, case's index).
   static int64_t ScalarInt(const Tensor& t);
-  static int64_t IntAt(const Tensor& t, int64_t i);
+  // Inline: read per index element (gather, scatter, integer dot_general).
+  static int64_t IntAt(const Tensor& t, int64_t i) {
+    const void* p = t.data.raw();
+    switch (t.type.element) {
+      case ElementType::kI8: return static_cast<const int8_t*>(p)[i];
+      case ElementType::kI16: return static_cast<const int16_t*>(p)[i];
+      case ElementType::kI32: return static_cast<const int32_t*>(p)[i];
+      case ElementType::kI64: return static_cast<const int64_t*>(p)[i];
+      case ElementType::kU8: case ElementType::kPred: return static_cast<const uint8_t*>(p)[i];
+      case ElementType::kU16: return static_cast<const uint16_t*>(p)[i];
+      case ElementType::kU32: return static_cast<const uint32_t*>(p)[i];
+      case ElementType::kU64:
+        return static_cast<int64_t>(
+            std::min<uint64_t>(static_cast<const uint64_t*>(p)[i], INT64_MAX));
+      default: return 0;
+    }
+  }
 
   Status Data(Run run, const Op& op, const std::vector<const Tensor*>& in, Tensor& out);
 
