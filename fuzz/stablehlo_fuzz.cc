@@ -1,4 +1,4 @@
-// A StableHLO module's MLIR text (io/stablehlo_module.h), the op-table
+// A StableHLO module's MLIR text (hlo/module.h), the op-table
 // verifier over it when it parses, and a dry run of @main on one emulated
 // device when it verifies (hlo/interpreter.h: shapes, HBM and prices, the
 // values of at most 4,096 elements computed, so every op's checks and small
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "hlo/interpreter.h"
-#include "io/stablehlo_module.h"
+#include "hlo/module.h"
 #include "mesh/mesh.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,17 +5,15 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <map>
-#include <set>
 #include <string>
 #include <type_traits>
 
+#include "hlo/attrs.h"
+#include "hlo/ops.h"
 #include "hlo/special_functions.h"
+#include "hlo/xla_cpu_math.h"
 #include "kernels/bf16.h"
 
-#if defined(__SSE__) || defined(__x86_64__)
-#include <xmmintrin.h>
-#endif
 
 namespace tpumesh::hlo {
 namespace {
@@ -67,273 +65,6 @@ Status Visit(ElementType t, F&& f) {
 
 template <typename C> constexpr bool kFloat = std::is_floating_point_v<C>;
 template <typename C> constexpr bool kInt = std::is_integral_v<C> && !std::is_same_v<C, bool>;
-
-enum class Bin {
-  kAdd, kSub, kMul, kDiv, kRem, kMax, kMin, kPow, kAtan2, kAnd, kOr, kXor, kShl, kShrA, kShrL,
-  kNextAfter, kPolygamma, kZeta
-};
-enum class Un {
-  kNeg, kAbs, kExp, kExpm1, kLog, kLog1p, kLogistic, kTanh, kSqrt, kRsqrt, kCbrt, kSin, kCos, kTan,
-  kFloor, kCeil, kRoundAfz, kRoundEven, kSign, kNot, kIsFinite, kPopcnt, kClz, kErfInv, kErf, kSquare,
-  kAcos, kAcosh, kAsin, kAsinh, kAtan, kAtanh, kCosh, kSinh, kLgamma, kDigamma, kErfc, kBesselI1e
-};
-
-const std::map<std::string_view, Bin>& Binaries() {
-  static const auto* m = new std::map<std::string_view, Bin>{
-      {"stablehlo.add", Bin::kAdd}, {"stablehlo.subtract", Bin::kSub},
-      {"stablehlo.multiply", Bin::kMul}, {"stablehlo.divide", Bin::kDiv},
-      {"stablehlo.remainder", Bin::kRem}, {"stablehlo.maximum", Bin::kMax},
-      {"stablehlo.minimum", Bin::kMin}, {"stablehlo.power", Bin::kPow},
-      {"stablehlo.atan2", Bin::kAtan2}, {"stablehlo.and", Bin::kAnd}, {"stablehlo.or", Bin::kOr},
-      {"stablehlo.xor", Bin::kXor}, {"stablehlo.shift_left", Bin::kShl},
-      {"stablehlo.shift_right_arithmetic", Bin::kShrA},
-      {"stablehlo.shift_right_logical", Bin::kShrL}, {"chlo.next_after", Bin::kNextAfter},
-      {"chlo.polygamma", Bin::kPolygamma}, {"chlo.zeta", Bin::kZeta}};
-  return *m;
-}
-const std::map<std::string_view, Un>& Unaries() {
-  static const auto* m = new std::map<std::string_view, Un>{
-      {"stablehlo.negate", Un::kNeg}, {"stablehlo.abs", Un::kAbs},
-      {"stablehlo.exponential", Un::kExp}, {"stablehlo.exponential_minus_one", Un::kExpm1},
-      {"stablehlo.log", Un::kLog}, {"stablehlo.log_plus_one", Un::kLog1p},
-      {"stablehlo.logistic", Un::kLogistic}, {"stablehlo.tanh", Un::kTanh},
-      {"stablehlo.sqrt", Un::kSqrt}, {"stablehlo.rsqrt", Un::kRsqrt}, {"stablehlo.cbrt", Un::kCbrt},
-      {"stablehlo.sine", Un::kSin}, {"stablehlo.cosine", Un::kCos}, {"stablehlo.tan", Un::kTan},
-      {"stablehlo.floor", Un::kFloor}, {"stablehlo.ceil", Un::kCeil},
-      {"stablehlo.round_nearest_afz", Un::kRoundAfz},
-      {"stablehlo.round_nearest_even", Un::kRoundEven}, {"stablehlo.sign", Un::kSign},
-      {"stablehlo.not", Un::kNot}, {"stablehlo.is_finite", Un::kIsFinite},
-      {"stablehlo.popcnt", Un::kPopcnt}, {"stablehlo.count_leading_zeros", Un::kClz},
-      {"chlo.erf_inv", Un::kErfInv}, {"chlo.erf", Un::kErf}, {"chlo.square", Un::kSquare},
-      {"chlo.acos", Un::kAcos}, {"chlo.acosh", Un::kAcosh}, {"chlo.asin", Un::kAsin},
-      {"chlo.asinh", Un::kAsinh}, {"chlo.atan", Un::kAtan}, {"chlo.atanh", Un::kAtanh},
-      {"chlo.cosh", Un::kCosh}, {"chlo.sinh", Un::kSinh}, {"chlo.lgamma", Un::kLgamma},
-      {"chlo.digamma", Un::kDigamma}, {"chlo.erfc", Un::kErfc}, {"chlo.bessel_i1e", Un::kBesselI1e}};
-  return *m;
-}
-const std::set<std::string_view>& Others() {
-  static const auto* s = new std::set<std::string_view>{
-      "stablehlo.compare", "stablehlo.select", "stablehlo.clamp", "stablehlo.convert",
-      "stablehlo.bitcast_convert", "stablehlo.reduce_precision"};
-  return *s;
-}
-
-// XLA:CPU's f32 transcendentals, bit for bit. Read off the optimized LLVM IR
-// and the machine code that jaxlib 0.4.38 and jax 0.10.2 emit on an x86-64
-// host with FMA: XLA:CPU builds its target with AllowFPOpFusion::Fast, so the
-// backend contracts an fmul feeding one fadd into a fused multiply-add (and
-// std::fma stands exactly where it did), while a product with two users, or
-// one the DAG combiner pairs the other way, stays a rounded multiply. XLA
-// runs with FTZ/DAZ, so denormal operands read as (signed) zero and denormal
-// results flush; subnormals never arise in between for normal operands.
-// Plain `a * b + c` below must not be contracted by our own compiler: the
-// build has no -march (no FMA to contract to) and each product that XLA
-// rounds is a separate statement or an std::fma operand.
-
-inline float Bits(uint32_t b) { return std::bit_cast<float>(b); }
-inline float FlushDenormal(float x) {
-  return std::fabs(x) < std::numeric_limits<float>::min() ? std::copysign(0.0f, x) : x;
-}
-
-// logf: the polynomial that XLA:CPU substitutes for llvm.log.f32
-// (xla/service/cpu/polynomial_approximations.cc; the Cephes/Eigen plog:
-// x = m * 2^e with m in [sqrt(1/2), sqrt(2)), log(m) by a degree-9
-// polynomial in three groups of three). The same in both generations.
-[[gnu::always_inline]] inline float XlaCpuLogF32(float x) {
-  x = FlushDenormal(x);
-  const float clamped = x > std::numeric_limits<float>::min() ? x : std::numeric_limits<float>::min();
-  const uint32_t b = std::bit_cast<uint32_t>(clamped);
-  const float half_m = Bits((b & 0x807fffffu) | 0x3f000000u);  // in [0.5, 1)
-  float e = static_cast<float>(static_cast<int32_t>(b >> 23) - 127) + 1.0f;
-  const bool below = half_m < Bits(0x3f3504f3);  // sqrt(1/2)
-  const float m = (half_m - 1.0f) + (below ? half_m : 0.0f);
-  if (below) e = e - 1.0f;
-  const float m2 = m * m;
-  const float m3 = m2 * m;
-  float p0 = std::fma(m, Bits(0x3d9021bb), Bits(0xbdebd1b8));  // 7.0376836e-2, -1.1514610e-1
-  p0 = std::fma(m, p0, Bits(0x3def251a));                      // 1.1676999e-1
-  float p1 = std::fma(m, Bits(0xbdfe5d4f), Bits(0x3e11e9bf));  // -1.2420141e-1, 1.4249323e-1
-  p1 = std::fma(m, p1, Bits(0xbe2aae50));                      // -1.6668057e-1
-  float p2 = std::fma(m, Bits(0x3e4cceac), Bits(0xbe7ffffc));  // 2.0000714e-1, -2.4999994e-1
-  p2 = std::fma(m, p2, Bits(0x3eaaaaaa));                      // 3.3333331e-1
-  float p = std::fma(p0, m3, p1);
-  p = std::fma(p, m3, p2);
-  const float low = e * Bits(0xb95e8083);  // -2.12194440e-4: log(2) - 0.693359375
-  const float tail = std::fma(p, m3, low);
-  const float r = std::fma(-0.5f, m2, m) + tail;
-  const float y = std::fma(e, 0.693359375f, r);
-  if (x == 0.0f) return -std::numeric_limits<float>::infinity();
-  if (x == std::numeric_limits<float>::infinity()) return x;
-  if (!(x > 0.0f)) return Bits(0xffffffffu);  // x < 0 or NaN: XLA ors in an all-ones mask
-  return y;
-}
-
-// log1pf: xla/service/elemental_ir_emitter.cc EmitLog1p, the same source in
-// both generations: log(1 + x) for |x| >= sqrt(2) - 1, else
-// x - x^2/2 + x^3 * P(x)/Q(x) (Cephes' log1p, both Horner chains fused). Only
-// the last step's contraction differs: jaxlib 0.4.38 fuses x^3 * P/Q with
-// the subtraction of the rounded x^2/2, jax 0.10.2 rounds x^3 * P/Q and
-// fuses -x^2/2 into the addition.
-[[gnu::always_inline]] inline float XlaCpuLog1pF32(float x, XlaGeneration generation) {
-  x = FlushDenormal(x);
-  static constexpr uint32_t kNumerator[] = {0x383de04b, 0x3eff40c5, 0x40d284fa, 0x41ef4b9c,
-                                            0x4273cc76, 0x426473ad, 0x41a05101};
-  static constexpr uint32_t kDenominator[] = {0x3f800000, 0x417101ad, 0x42a6185b, 0x435dc32d,
-                                              0x439a8ca3, 0x43586d8a, 0x42707982};
-  const float large = XlaCpuLogF32(x + 1.0f);
-  const float zero = x * 0.0f;  // shared by both chains, so not fused
-  float num = zero + Bits(kNumerator[0]);
-  float den = zero + Bits(kDenominator[0]);
-  for (int i = 1; i < 7; ++i) {
-    num = std::fma(x, num, Bits(kNumerator[i]));
-    den = std::fma(x, den, Bits(kDenominator[i]));
-  }
-  const float ratio = num / den;
-  const float x2 = x * x;
-  const float x3 = x * x2;
-  const float correction = generation == XlaGeneration::kJax04
-                               ? std::fma(x3, ratio, -(0.5f * x2))
-                               : std::fma(-0.5f, x2, x3 * ratio);
-  const float small = x + correction;
-  return FlushDenormal(std::fabs(x) < Bits(0x3ed413cd) ? small : large);  // sqrt(2) - 1
-}
-
-// chlo.erf_inv on f32: Giles' single-precision approximation, as the chlo
-// legalization of both generations expands it (materializeErfInvF32; the
-// HLO XLA compiles is the same op for op): w = -log1p(x * -x), a degree-8
-// polynomial in t = w - 2.5 (w < 5) or sqrt(w) - 3, times x; +-inf at
-// |x| == 1. XLA:CPU fuses the Horner chain into fmas and computes w - 2.5 as
-// -2.5 - log1p (the same value). The generations differ only in log1p.
-[[gnu::always_inline]] inline float XlaErfInvF32(float x, XlaGeneration generation) {
-  static constexpr float kLt5[] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
-                                   -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
-                                   -0.00417768164f,  0.246640727f,    1.50140941f};
-  static constexpr float kGe5[] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
-                                   -0.00367342844f,  0.00573950773f,  -0.0076224613f,
-                                   0.00943887047f,   1.00167406f,     2.83297682f};
-  x = FlushDenormal(x);
-  const float log1p = XlaCpuLog1pF32(x * -x, generation);
-  const bool lt5 = log1p > -5.0f;  // w < 5 (NaN takes the sqrt branch)
-  const float t = lt5 ? -2.5f - log1p : std::sqrt(-log1p) + -3.0f;
-  const float* c = lt5 ? kLt5 : kGe5;
-  float p = std::fma(c[0], t, c[1]);
-  for (int i = 2; i < 9; ++i) p = std::fma(p, t, c[i]);
-  if (std::fabs(x) == 1.0f) p = std::numeric_limits<float>::infinity();
-  const float y = x * p;
-  // |x| > 1 or NaN: log1p's all-ones NaN, negated by sqrt(-w), propagates.
-  return std::isnan(y) ? Bits(0x7fffffffu) : FlushDenormal(y);
-}
-
-// A NaN operand comes back quieted, its payload and sign kept.
-inline float QuietNan(float x) { return Bits(std::bit_cast<uint32_t>(x) | 0x00400000u); }
-
-// expf: the polynomial that XLA:CPU substitutes for llvm.exp.f32
-// (polynomial_approximations.cc; the Cephes/Eigen pexp): x clamped to
-// [-87.8, 88.8], n = floor(x * log2(e) + 1/2) clamped to [-127, 127],
-// r = x - n * log(2) in two fused steps, exp(r) = 1 + r + r^2 * P(r).
-// Returns exp(r) and 2^n unmultiplied: logistic fuses the product into its
-// "+ 1". The same in both generations.
-struct ExpParts {
-  float mantissa;  // exp(r)
-  float scale;     // 2^n
-};
-[[gnu::always_inline]] inline ExpParts XlaCpuExpPartsF32(float x) {
-  x = FlushDenormal(x);
-  x = std::min(std::max(x, -87.8f), 88.8f);
-  const float n = std::min(std::max(std::floor(std::fma(x, Bits(0x3fb8aa3b), 0.5f)), -127.0f), 127.0f);
-  float r = std::fma(-n, 0.693359375f, x);
-  r = std::fma(-n, Bits(0xb95e8083), r);  // -2.12194440e-4
-  float p = std::fma(r, Bits(0x39506967), Bits(0x3ab743ce));  // 1.9875691e-4, 1.3981999e-3
-  p = std::fma(p, r, Bits(0x3c088908));                       // 8.3334519e-3
-  p = std::fma(p, r, Bits(0x3d2aa9c1));                       // 4.1665796e-2
-  p = std::fma(p, r, Bits(0x3e2aaaaa));                       // 1.6666665e-1
-  p = std::fma(p, r, 0.5f);
-  const float mantissa = std::fma(p, r * r, r) + 1.0f;
-  return {mantissa, Bits(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23)};
-}
-[[gnu::always_inline]] inline float XlaCpuExpF32(float x) {
-  if (std::isnan(x)) return QuietNan(x);
-  const ExpParts e = XlaCpuExpPartsF32(x);
-  return FlushDenormal(e.mantissa * e.scale);
-}
-
-// stablehlo.logistic: XLA expands it to 1 / (exp(-x) + 1), and XLA:CPU
-// fuses exp's final scaling into the "+ 1".
-[[gnu::always_inline]] inline float XlaCpuLogisticF32(float x) {
-  if (std::isnan(x)) return QuietNan(-x);
-  const ExpParts e = XlaCpuExpPartsF32(-x);
-  return FlushDenormal(1.0f / std::fma(e.mantissa, e.scale, 1.0f));
-}
-
-// tanhf: EmitFastTanh(with_fma = true) of xla/service/llvm_ir/math_ops.cc,
-// Eigen's rational ptanh: x for |x| < 4e-4 (the operand's bits, denormal or
-// not), else x * P(x^2) / Q(x^2) with x clamped to +-7.99881172 (FMA hosts'
-// clamp) and both Horner chains fused. jax 0.10.2's XLA adds sign(x) for
-// |x| >= 20, which the clamped rational already gives: the same bits.
-[[gnu::always_inline]] inline float XlaCpuTanhF32(float x) {
-  static constexpr uint32_t kNumerator[] = {0xa59f25c0, 0x2a61337e, 0xaebd37ff, 0x335c0041,
-                                            0x3779434a, 0x3a270ded, 0x3ba059dc};
-  static constexpr uint32_t kDenominator[] = {0x35a0d3d8, 0x38f895d6, 0x3b14aa05, 0x3ba059dd};
-  if (std::isnan(x)) return QuietNan(x);
-  if (std::fabs(x) < 4e-4f) return x;
-  const float clamp = Bits(0x40fff644);
-  const float xc = std::min(std::max(x, -clamp), clamp);
-  const float x2 = xc * xc;
-  float num = Bits(kNumerator[0]);
-  for (int i = 1; i < 7; ++i) num = std::fma(x2, num, Bits(kNumerator[i]));
-  float den = Bits(kDenominator[0]);
-  for (int i = 1; i < 4; ++i) den = std::fma(x2, den, Bits(kDenominator[i]));
-  return FlushDenormal((xc * num) / den);
-}
-
-// expm1f: xla/service/elemental_ir_emitter.cc EmitExpm1, the same in both
-// generations: x where x / 2 rounds (flushes) to zero, exp(x) - 1 for
-// |x| > 1/2, else tanh(x / 2) * (exp(x) + 1).
-[[gnu::always_inline]] inline float XlaCpuExpm1F32(float x) {
-  if (std::isnan(x)) return QuietNan(x);
-  const float half = FlushDenormal(FlushDenormal(x) * 0.5f);
-  if (half == 0.0f) return x;
-  const float e = XlaCpuExpF32(x);
-  return FlushDenormal(std::fabs(x) > 0.5f ? e - 1.0f : XlaCpuTanhF32(half) * (e + 1.0f));
-}
-
-// erff: EmitErfF32 of xla/service/llvm_ir/math_ops.cc (Eigen's rational
-// perf), the same in both generations: x * P(x^2) / Q(x^2), both chains
-// explicit fmas, sign(x) for |x| >= 3.8323.
-[[gnu::always_inline]] inline float XlaCpuErfF32(float x) {
-  static constexpr uint32_t kNumerator[] = {0x39702d51, 0x3b5f5da2, 0x3d50b6eb, 0x3e3da740,
-                                            0x3f906eba};
-  static constexpr uint32_t kDenominator[] = {0xb3fd3906, 0x37c588df, 0x3a856d28, 0x3c6687d4,
-                                              0x3de34c21, 0x3efeb44a, 0x3f800000};
-  if (std::isnan(x)) return QuietNan(x);
-  x = FlushDenormal(x);
-  if (std::fabs(x) >= Bits(0x407547cb)) return std::copysign(1.0f, x);
-  const float x2 = FlushDenormal(x * x);
-  float num = std::fma(x2, Bits(kNumerator[0]), Bits(kNumerator[1]));
-  for (int i = 2; i < 5; ++i) num = std::fma(x2, num, Bits(kNumerator[i]));
-  float den = std::fma(x2, Bits(kDenominator[0]), Bits(kDenominator[1]));
-  for (int i = 2; i < 7; ++i) den = std::fma(x2, den, Bits(kDenominator[i]));
-  return FlushDenormal(FlushDenormal(x * num) / den);
-}
-
-// rsqrtf. jaxlib 0.4.38: 1 / sqrt(x), both correctly rounded. jax 0.10.2's
-// XLA:CPU: the x86 rsqrtss estimate y, refined by one Newton step
-// y + (-y / 2) * (x * y * y - 1) (two fmas) for positive normal x; the
-// estimate itself elsewhere (0, inf, negative). The estimate is the
-// hardware's table, so the bits match JAX's on the same CPU family (and off
-// x86 we fall back to the exact quotient).
-[[gnu::always_inline]] inline float XlaCpuRsqrtF32(float x, [[maybe_unused]] XlaGeneration generation) {
-  x = FlushDenormal(x);
-#if defined(__SSE__) || defined(__x86_64__)
-  if (generation == XlaGeneration::kCurrent) {
-    const float y = _mm_cvtss_f32(_mm_rsqrt_ss(_mm_set_ss(x)));
-    if (!(x > 0.0f) || x == std::numeric_limits<float>::infinity()) return y;
-    const float step = std::fma(x * y, y, -1.0f);
-    return FlushDenormal(std::fma(y * -0.5f, step, y));
-  }
-#endif
-  return FlushDenormal(1.0f / std::sqrt(x));
-}
 
 // f32 (and f16/bf16, computed in f32) use XLA:CPU's expansions; f64 keeps
 // libm, and erf_inv's f32 approximation.
@@ -642,13 +373,9 @@ void UnaryLoop(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
 template <typename T>
 Status RunBinary(Bin k, const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
   switch (k) {
-#define TPUMESH_BIN_CASE(K) \
+#define TPUMESH_BIN_CASE(K, name, price) \
   case Bin::K: BinaryLoop<T, Bin::K>(c, b, e, out); break;
-    TPUMESH_BIN_CASE(kAdd) TPUMESH_BIN_CASE(kSub) TPUMESH_BIN_CASE(kMul) TPUMESH_BIN_CASE(kDiv)
-    TPUMESH_BIN_CASE(kRem) TPUMESH_BIN_CASE(kMax) TPUMESH_BIN_CASE(kMin) TPUMESH_BIN_CASE(kPow)
-    TPUMESH_BIN_CASE(kAtan2) TPUMESH_BIN_CASE(kAnd) TPUMESH_BIN_CASE(kOr) TPUMESH_BIN_CASE(kXor)
-    TPUMESH_BIN_CASE(kShl) TPUMESH_BIN_CASE(kShrA) TPUMESH_BIN_CASE(kShrL)
-    TPUMESH_BIN_CASE(kNextAfter) TPUMESH_BIN_CASE(kPolygamma) TPUMESH_BIN_CASE(kZeta)
+    TPUMESH_HLO_BINARY_OPS(TPUMESH_BIN_CASE)
 #undef TPUMESH_BIN_CASE
   }
   return OkStatus();
@@ -656,25 +383,16 @@ Status RunBinary(Bin k, const ElementwiseCall& c, int64_t b, int64_t e, void* ou
 template <typename T>
 Status RunUnary(Un k, const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
   switch (k) {
-#define TPUMESH_UN_CASE(K) \
+#define TPUMESH_UN_CASE(K, name, price) \
   case Un::K: UnaryLoop<T, Un::K>(c, b, e, out); break;
-    TPUMESH_UN_CASE(kNeg) TPUMESH_UN_CASE(kAbs) TPUMESH_UN_CASE(kExp) TPUMESH_UN_CASE(kExpm1)
-    TPUMESH_UN_CASE(kLog) TPUMESH_UN_CASE(kLog1p) TPUMESH_UN_CASE(kLogistic) TPUMESH_UN_CASE(kTanh)
-    TPUMESH_UN_CASE(kSqrt) TPUMESH_UN_CASE(kRsqrt) TPUMESH_UN_CASE(kCbrt) TPUMESH_UN_CASE(kSin)
-    TPUMESH_UN_CASE(kCos) TPUMESH_UN_CASE(kTan) TPUMESH_UN_CASE(kFloor) TPUMESH_UN_CASE(kCeil)
-    TPUMESH_UN_CASE(kRoundAfz) TPUMESH_UN_CASE(kRoundEven) TPUMESH_UN_CASE(kSign) TPUMESH_UN_CASE(kNot)
-    TPUMESH_UN_CASE(kIsFinite) TPUMESH_UN_CASE(kPopcnt) TPUMESH_UN_CASE(kClz) TPUMESH_UN_CASE(kErfInv)
-    TPUMESH_UN_CASE(kErf) TPUMESH_UN_CASE(kSquare) TPUMESH_UN_CASE(kAcos) TPUMESH_UN_CASE(kAcosh)
-    TPUMESH_UN_CASE(kAsin) TPUMESH_UN_CASE(kAsinh) TPUMESH_UN_CASE(kAtan) TPUMESH_UN_CASE(kAtanh)
-    TPUMESH_UN_CASE(kCosh) TPUMESH_UN_CASE(kSinh) TPUMESH_UN_CASE(kLgamma) TPUMESH_UN_CASE(kDigamma)
-    TPUMESH_UN_CASE(kErfc) TPUMESH_UN_CASE(kBesselI1e)
+    TPUMESH_HLO_UNARY_OPS(TPUMESH_UN_CASE)
 #undef TPUMESH_UN_CASE
   }
   return OkStatus();
 }
 
 template <typename C>
-bool Compare(std::string_view dir, bool total, C x, C y) {
+bool Compare(CompareDirection dir, bool total, C x, C y) {
   if constexpr (kFloat<C>) {
     if (total) {  // IEEE totalOrder on the bits
       using I = std::conditional_t<sizeof(C) == 8, int64_t, int32_t>;
@@ -684,26 +402,25 @@ bool Compare(std::string_view dir, bool total, C x, C y) {
         return i < 0 ? static_cast<I>(~i) ^ std::numeric_limits<I>::min() : i;
       };
       const I a = key(x), b = key(y);
-      if (dir == "EQ") return a == b;
-      if (dir == "NE") return a != b;
-      if (dir == "LT") return a < b;
-      if (dir == "LE") return a <= b;
-      if (dir == "GT") return a > b;
-      return a >= b;
+      switch (dir) {
+        case CompareDirection::kEq: return a == b;
+        case CompareDirection::kNe: return a != b;
+        case CompareDirection::kLt: return a < b;
+        case CompareDirection::kLe: return a <= b;
+        case CompareDirection::kGt: return a > b;
+        case CompareDirection::kGe: return a >= b;
+      }
     }
   }
-  if (dir == "EQ") return x == y;
-  if (dir == "NE") return x != y;
-  if (dir == "LT") return x < y;
-  if (dir == "LE") return x <= y;
-  if (dir == "GT") return x > y;
-  return x >= y;
-}
-
-// value of an attribute word, or ""
-std::string_view Word(const Op& op, std::string_view key) {
-  const Attr* a = op.Find(key);
-  return a && a->kind == Attr::Kind::kWord ? std::string_view(a->s) : std::string_view();
+  switch (dir) {
+    case CompareDirection::kEq: return x == y;
+    case CompareDirection::kNe: return x != y;
+    case CompareDirection::kLt: return x < y;
+    case CompareDirection::kLe: return x <= y;
+    case CompareDirection::kGt: return x > y;
+    case CompareDirection::kGe: return x >= y;
+  }
+  return false;
 }
 
 // Converts one value of compute type From to storage type To.
@@ -737,9 +454,11 @@ void FoldRowsLoop(const void* x, int64_t len, int64_t rb, int64_t re, void* acc)
 }  // namespace
 
 Status FoldRows(const ElementwiseCall& c, const void* x, int64_t len, int64_t rb, int64_t re, void* acc) {
-  const auto it = Binaries().find(c.op->name);
-  if (it == Binaries().end()) return InvalidArgumentError(c.op->name + " is not a binary op");
-  if (!BinAccepts(it->second, c.in_type))
+  const OpEntry* entry = EntryOf(*c.op);
+  if (!entry || entry->scalar.kind != ScalarFn::Kind::kBinary)
+    return InvalidArgumentError(c.op->name + " is not a binary op");
+  const Bin bin = entry->scalar.bin;
+  if (!BinAccepts(bin, c.in_type))
     return InvalidArgumentError(c.op->name + " does not take " + std::string(ElementTypeName(c.in_type)));
   if (c.in_type == ElementType::kF16 || c.in_type == ElementType::kBF16) {
     // Narrow floats round after every step: fold one element at a time.
@@ -758,13 +477,10 @@ Status FoldRows(const ElementwiseCall& c, const void* x, int64_t len, int64_t rb
   }
   return Visit(c.in_type, [&](auto t) -> Status {
     using T = decltype(t);
-    switch (it->second) {
-#define TPUMESH_FOLD_CASE(K) \
+    switch (bin) {
+#define TPUMESH_FOLD_CASE(K, name, price) \
   case Bin::K: FoldRowsLoop<T, Bin::K>(x, len, rb, re, acc); break;
-      TPUMESH_FOLD_CASE(kAdd) TPUMESH_FOLD_CASE(kSub) TPUMESH_FOLD_CASE(kMul) TPUMESH_FOLD_CASE(kDiv)
-      TPUMESH_FOLD_CASE(kRem) TPUMESH_FOLD_CASE(kMax) TPUMESH_FOLD_CASE(kMin) TPUMESH_FOLD_CASE(kPow)
-      TPUMESH_FOLD_CASE(kAtan2) TPUMESH_FOLD_CASE(kAnd) TPUMESH_FOLD_CASE(kOr) TPUMESH_FOLD_CASE(kXor)
-      TPUMESH_FOLD_CASE(kShl) TPUMESH_FOLD_CASE(kShrA) TPUMESH_FOLD_CASE(kShrL)
+      TPUMESH_HLO_BINARY_OPS(TPUMESH_FOLD_CASE)
 #undef TPUMESH_FOLD_CASE
     }
     return OkStatus();
@@ -775,6 +491,7 @@ Status ConvertElements(ElementType from, const void* in, ElementType to, int64_t
   static const Op* const kConvert = [] {
     auto* op = new Op;
     op->name = "stablehlo.convert";
+    op->entry = FindOp(op->name);
     return op;
   }();
   ElementwiseCall c;
@@ -785,32 +502,12 @@ Status ConvertElements(ElementType from, const void* in, ElementType to, int64_t
   return EvalElementwise(c, begin, end, out);
 }
 
-bool IsElementwise(std::string_view name) {
-  return Binaries().count(name) || Unaries().count(name) || Others().count(name);
-}
+namespace {
 
-bool IsTranscendental(std::string_view name) {
-  static const std::set<std::string_view> kT = {
-      "stablehlo.exponential", "stablehlo.exponential_minus_one", "stablehlo.log",
-      "stablehlo.log_plus_one", "stablehlo.logistic", "stablehlo.tanh", "stablehlo.sqrt",
-      "stablehlo.rsqrt", "stablehlo.cbrt", "stablehlo.sine", "stablehlo.cosine", "stablehlo.tan",
-      "stablehlo.power", "stablehlo.atan2", "chlo.erf_inv", "chlo.erf", "chlo.acos", "chlo.acosh",
-      "chlo.asin", "chlo.asinh", "chlo.atan", "chlo.atanh", "chlo.cosh", "chlo.sinh", "chlo.lgamma",
-      "chlo.digamma", "chlo.erfc", "chlo.bessel_i1e", "chlo.next_after", "chlo.polygamma", "chlo.zeta"};
-  return kT.count(name) > 0;
-}
-
-Status EvalElementwise(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
-  const std::string& name = c.op->name;
-  if (const auto it = Binaries().find(name); it != Binaries().end()) {
-    if (!BinAccepts(it->second, c.in_type))
-      return InvalidArgumentError(name + " does not take " + std::string(ElementTypeName(c.in_type)));
-    return Visit(c.in_type, [&](auto t) { return RunBinary<decltype(t)>(it->second, c, b, e, out); });
-  }
-  if (const auto it = Unaries().find(name); it != Unaries().end()) {
-    if (!UnAccepts(it->second, c.in_type))
-      return InvalidArgumentError(name + " does not take " + std::string(ElementTypeName(c.in_type)));
-    if (name == "stablehlo.is_finite") {
+Status EvalUnary(Un un, const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  if (!UnAccepts(un, c.in_type))
+    return InvalidArgumentError(c.op->name + " does not take " + std::string(ElementTypeName(c.in_type)));
+  if (un == Un::kIsFinite) {
       return Visit(c.in_type, [&](auto t) -> Status {
         using T = decltype(t);
         bool* o = static_cast<bool*>(out);
@@ -821,90 +518,114 @@ Status EvalElementwise(const ElementwiseCall& c, int64_t b, int64_t e, void* out
         return OkStatus();
       });
     }
-    return Visit(c.in_type, [&](auto t) { return RunUnary<decltype(t)>(it->second, c, b, e, out); });
+  return Visit(c.in_type, [&](auto t) { return RunUnary<decltype(t)>(un, c, b, e, out); });
+}
+
+Status EvalCompare(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  const auto attrs = AttrsOf(*c.op);
+  const auto* cmp = std::get_if<CompareAttrs>(&attrs->value);
+  if (!cmp) return InvalidArgumentError("stablehlo.compare: " + attrs->status.message());
+  const CompareDirection dir = cmp->direction;
+  const bool total = cmp->total_order;
+  bool* o = static_cast<bool*>(out);
+  return Visit(c.in_type, [&](auto t) -> Status {
+    using T = decltype(t);
+    using C = typename ComputeOf<T>::type;
+    for (int64_t i = b; i < e; ++i)
+      o[i] = Compare<C>(dir, total, Load<T>(c.in[0], i * c.stride[0]), Load<T>(c.in[1], i * c.stride[1]));
+    return OkStatus();
+  });
+}
+
+Status EvalSelect(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  const bool* p = static_cast<const bool*>(c.in[0]);
+  const int w = ElementTypeBytes(c.in_type);
+  auto* o = static_cast<uint8_t*>(out);
+  for (int64_t i = b; i < e; ++i) {
+    const void* src = p[i * c.stride[0]] ? c.in[1] : c.in[2];
+    const int64_t s = p[i * c.stride[0]] ? c.stride[1] : c.stride[2];
+    std::memcpy(o + i * w, static_cast<const uint8_t*>(src) + i * s * w, static_cast<size_t>(w));
   }
-  if (name == "stablehlo.compare") {
-    const std::string_view dir = Word(*c.op, "comparison_direction");
-    if (dir != "EQ" && dir != "NE" && dir != "LT" && dir != "LE" && dir != "GT" && dir != "GE")
-      return InvalidArgumentError("stablehlo.compare: bad comparison_direction");
-    const bool total = Word(*c.op, "compare_type") == "TOTALORDER";
-    bool* o = static_cast<bool*>(out);
-    return Visit(c.in_type, [&](auto t) -> Status {
-      using T = decltype(t);
-      using C = typename ComputeOf<T>::type;
+  return OkStatus();
+}
+
+// clamp(min, x, max)
+Status EvalClamp(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  return Visit(c.in_type, [&](auto t) -> Status {
+    using T = decltype(t);
+    using C = typename ComputeOf<T>::type;
+    for (int64_t i = b; i < e; ++i) {
+      const C lo = Load<T>(c.in[0], i * c.stride[0]), x = Load<T>(c.in[1], i * c.stride[1]),
+              hi = Load<T>(c.in[2], i * c.stride[2]);
+      Store<T>(out, i, BinOp<C>(Bin::kMin, BinOp<C>(Bin::kMax, x, lo), hi));
+    }
+    return OkStatus();
+  });
+}
+
+Status EvalConvert(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  return Visit(c.in_type, [&](auto from) -> Status {
+    using F = decltype(from);
+    return Visit(c.out_type, [&](auto to) -> Status {
+      using T = decltype(to);
       for (int64_t i = b; i < e; ++i)
-        o[i] = Compare<C>(dir, total, Load<T>(c.in[0], i * c.stride[0]), Load<T>(c.in[1], i * c.stride[1]));
+        Store<T>(out, i, ConvertValue<T>(Load<F>(c.in[0], i * c.stride[0])));
       return OkStatus();
     });
-  }
-  if (name == "stablehlo.select") {
-    const bool* p = static_cast<const bool*>(c.in[0]);
-    const int w = ElementTypeBytes(c.in_type);
-    auto* o = static_cast<uint8_t*>(out);
-    for (int64_t i = b; i < e; ++i) {
-      const void* src = p[i * c.stride[0]] ? c.in[1] : c.in[2];
-      const int64_t s = p[i * c.stride[0]] ? c.stride[1] : c.stride[2];
-      std::memcpy(o + i * w, static_cast<const uint8_t*>(src) + i * s * w, static_cast<size_t>(w));
+  });
+}
+
+Status EvalReducePrecision(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  const auto attrs = AttrsOf(*c.op);
+  const auto* bits = std::get_if<ReducePrecisionAttrs>(&attrs->value);
+  if (!bits) return InvalidArgumentError("stablehlo.reduce_precision: " + attrs->status.message());
+  if (c.in_type != ElementType::kF32) return InvalidArgumentError("stablehlo.reduce_precision: f32 only");
+  const int m = bits->mantissa_bits, x = bits->exponent_bits;
+  const float* in = static_cast<const float*>(c.in[0]);
+  float* o = static_cast<float*>(out);
+  for (int64_t i = b; i < e; ++i) {
+    uint32_t u = std::bit_cast<uint32_t>(in[i * c.stride[0]]);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      o[i] = in[i * c.stride[0]];
+      continue;
     }
-    return OkStatus();
-  }
-  if (name == "stablehlo.clamp") {  // clamp(min, x, max)
-    return Visit(c.in_type, [&](auto t) -> Status {
-      using T = decltype(t);
-      using C = typename ComputeOf<T>::type;
-      for (int64_t i = b; i < e; ++i) {
-        const C lo = Load<T>(c.in[0], i * c.stride[0]), x = Load<T>(c.in[1], i * c.stride[1]),
-                hi = Load<T>(c.in[2], i * c.stride[2]);
-        Store<T>(out, i, BinOp<C>(Bin::kMin, BinOp<C>(Bin::kMax, x, lo), hi));
-      }
-      return OkStatus();
-    });
-  }
-  if (name == "stablehlo.convert") {
-    return Visit(c.in_type, [&](auto from) -> Status {
-      using F = decltype(from);
-      return Visit(c.out_type, [&](auto to) -> Status {
-        using T = decltype(to);
-        for (int64_t i = b; i < e; ++i)
-          Store<T>(out, i, ConvertValue<T>(Load<F>(c.in[0], i * c.stride[0])));
-        return OkStatus();
-      });
-    });
-  }
-  if (name == "stablehlo.bitcast_convert") {  // same total bytes; element widths may differ
-    return InvalidArgumentError("internal: bitcast_convert is a copy");
-  }
-  if (name == "stablehlo.reduce_precision") {
-    const Attr* eb = c.op->Find("exponent_bits");
-    const Attr* mb = c.op->Find("mantissa_bits");
-    if (!eb || !mb || eb->kind != Attr::Kind::kInt || mb->kind != Attr::Kind::kInt)
-      return InvalidArgumentError("stablehlo.reduce_precision needs exponent_bits and mantissa_bits");
-    if (c.in_type != ElementType::kF32) return InvalidArgumentError("stablehlo.reduce_precision: f32 only");
-    const int m = static_cast<int>(mb->i), x = static_cast<int>(eb->i);
-    if (m < 0 || m > 23 || x < 1 || x > 8) return InvalidArgumentError("stablehlo.reduce_precision: bad bit counts");
-    const float* in = static_cast<const float*>(c.in[0]);
-    float* o = static_cast<float*>(out);
-    for (int64_t i = b; i < e; ++i) {
-      uint32_t u = std::bit_cast<uint32_t>(in[i * c.stride[0]]);
-      if ((u & 0x7fffffffu) > 0x7f800000u) {
-        o[i] = in[i * c.stride[0]];
-        continue;
-      }
-      if (m < 23) {  // round the mantissa to m bits, nearest even
-        const uint32_t drop = 23 - m;
-        const uint32_t lsb = (u >> drop) & 1u;
-        u += ((1u << (drop - 1)) - 1) + lsb;
-        u &= ~((1u << drop) - 1);
-      }
-      if (x < 8) {  // clamp the exponent's range
-        const int32_t bias = (1 << (x - 1)) - 1;
-        const int32_t exp = static_cast<int32_t>((u >> 23) & 0xff) - 127;
-        if (exp > bias) u = (u & 0x80000000u) | 0x7f800000u;
-        else if (exp < 1 - bias) u &= 0x80000000u;
-      }
-      o[i] = std::bit_cast<float>(u);
+    if (m < 23) {  // round the mantissa to m bits, nearest even
+      const uint32_t drop = 23 - m;
+      const uint32_t lsb = (u >> drop) & 1u;
+      u += ((1u << (drop - 1)) - 1) + lsb;
+      u &= ~((1u << drop) - 1);
     }
-    return OkStatus();
+    if (x < 8) {  // clamp the exponent's range
+      const int32_t bias = (1 << (x - 1)) - 1;
+      const int32_t exp = static_cast<int32_t>((u >> 23) & 0xff) - 127;
+      if (exp > bias) u = (u & 0x80000000u) | 0x7f800000u;
+      else if (exp < 1 - bias) u &= 0x80000000u;
+    }
+    o[i] = std::bit_cast<float>(u);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status EvalElementwise(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  const std::string& name = c.op->name;
+  const OpEntry* entry = EntryOf(*c.op);
+  if (!entry) return UnimplementedError(name + " is not an elementwise op");
+  const ScalarFn fn = entry->scalar;
+  switch (fn.kind) {
+    case ScalarFn::Kind::kBinary:
+      if (!BinAccepts(fn.bin, c.in_type))
+        return InvalidArgumentError(name + " does not take " + std::string(ElementTypeName(c.in_type)));
+      return Visit(c.in_type, [&](auto t) { return RunBinary<decltype(t)>(fn.bin, c, b, e, out); });
+    case ScalarFn::Kind::kUnary:
+      return EvalUnary(fn.un, c, b, e, out);
+    case ScalarFn::Kind::kCompare: return EvalCompare(c, b, e, out);
+    case ScalarFn::Kind::kSelect: return EvalSelect(c, b, e, out);
+    case ScalarFn::Kind::kClamp: return EvalClamp(c, b, e, out);
+    case ScalarFn::Kind::kConvert: return EvalConvert(c, b, e, out);
+    case ScalarFn::Kind::kReducePrecision: return EvalReducePrecision(c, b, e, out);
+    case ScalarFn::Kind::kNone: break;
   }
   return UnimplementedError(name + " is not an elementwise op");
 }

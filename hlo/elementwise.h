@@ -14,14 +14,9 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "io/stablehlo_module.h"
+#include "hlo/module.h"
 
 namespace tpumesh::hlo {
-
-// Whether `name` is an elementwise op this file computes.
-bool IsElementwise(std::string_view name);
-// Transcendental (priced on the vector unit's transcendental rate) or not.
-bool IsTranscendental(std::string_view name);
 
 // Which XLA's math to reproduce bit for bit where the generations differ
 // (XLA:CPU's f32 log1p, hence chlo.erf_inv, and rsqrt): the XLA of jax 0.4.x, or
@@ -30,7 +25,7 @@ enum class XlaGeneration { kJax04, kCurrent };
 
 struct ElementwiseCall {
   XlaGeneration generation = XlaGeneration::kJax04;
-  const Op* op = nullptr;  // attributes (compare's direction, reduce_precision's bits)
+  const Op* op = nullptr;  // its entry's scalar function (hlo/ops.h); attributes (compare's direction, ...)
   ElementType in_type = ElementType::kF32;   // of operand 0 (select: operand 1)
   ElementType out_type = ElementType::kF32;
   int num_inputs = 0;

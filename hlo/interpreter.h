@@ -1,11 +1,12 @@
-// Running a StableHLO module (io/stablehlo_module.h) on one emulated device:
+// Running a StableHLO module (hlo/module.h) on one emulated device:
 // an interpreter over the module's ops, each computed for real on the host
 // (dot_general and convolution on kernels/'s MXU matmul) and priced as the
 // chip would run it (mesh/cost_model.h). hlo/program.h runs a module over a
 // whole mesh.
 //
-// The ops are one table (hlo/ops.h: name -> category, how it is priced, how
-// it runs); Verify checks a module against it before anything runs.
+// The ops are one registry (hlo/ops.h: each op's check, run, price and
+// sharding rule, resolved per op when the module is read); Verify checks a
+// module against it before anything runs.
 //
 // Contract:
 // - Values are Tensors: a StableHLO type and its bytes, little-endian, row
@@ -39,7 +40,7 @@
 #include "base/status.h"
 #include "hlo/elementwise.h"
 #include "hlo/partition.h"
-#include "io/stablehlo_module.h"
+#include "hlo/module.h"
 #include "mesh/array.h"
 #include "mesh/collectives.h"
 #include "mesh/cost_model.h"

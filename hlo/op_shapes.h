@@ -1,7 +1,7 @@
 // How StableHLO ops lay out their operands, read from their attributes:
 // integer attributes, dot_general's and convolution's dimension numbers.
-// Shared by the interpreter (hlo/interpreter.cc) and the partitioner's
-// pricing (hlo/partition.h). hlo/'s internal header.
+// Read once per op into its typed attributes (hlo/attrs.h), and by the
+// partitioner's pricing (hlo/partition.h) on local types. hlo/'s internal header.
 //
 // Contract: the getters check the numbers against the operand types and
 // return InvalidArgument (Unimplemented for batch_group_count != 1) naming
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "io/stablehlo_module.h"
+#include "hlo/module.h"
 
 namespace tpumesh::hlo {
 

@@ -9,163 +9,176 @@ constexpr std::string_view kEw = "1 flop per element on the vector unit; operand
 constexpr std::string_view kTr = "1 transcendental per element (the vector unit's transcendental rate)";
 constexpr std::string_view kMove = "no flops; operands and result through HBM";
 
-std::vector<OpEntry> Build() {
-  std::vector<OpEntry> t = {
-      // elementwise
-      {"stablehlo.add", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.subtract", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.multiply", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.divide", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.remainder", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.maximum", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.minimum", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.power", OpClass::kElementwise, "elementwise", kTr},
-      {"stablehlo.atan2", OpClass::kElementwise, "elementwise", kTr},
-      {"stablehlo.and", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.or", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.xor", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.not", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.shift_left", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.shift_right_arithmetic", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.shift_right_logical", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.popcnt", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.count_leading_zeros", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.negate", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.abs", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.sign", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.floor", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.ceil", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.round_nearest_afz", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.round_nearest_even", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.is_finite", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.exponential", OpClass::kElementwise, "elementwise", kTr},
-      {"stablehlo.exponential_minus_one", OpClass::kElementwise, "elementwise", kTr},
-      {"stablehlo.log", OpClass::kElementwise, "elementwise", kTr},
-      {"stablehlo.log_plus_one", OpClass::kElementwise, "elementwise", kTr},
-      {"stablehlo.logistic", OpClass::kElementwise, "elementwise", kTr},
-      {"stablehlo.tanh", OpClass::kElementwise, "elementwise", kTr},
-      {"stablehlo.sqrt", OpClass::kElementwise, "elementwise", kTr},
-      {"stablehlo.rsqrt", OpClass::kElementwise, "elementwise", kTr},
-      {"stablehlo.cbrt", OpClass::kElementwise, "elementwise", kTr},
-      {"stablehlo.sine", OpClass::kElementwise, "elementwise", kTr},
-      {"stablehlo.cosine", OpClass::kElementwise, "elementwise", kTr},
-      {"stablehlo.tan", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.erf_inv", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.erf", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.square", OpClass::kElementwise, "elementwise", kEw},
-      {"chlo.acos", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.acosh", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.asin", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.asinh", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.atan", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.atanh", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.cosh", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.sinh", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.lgamma", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.digamma", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.erfc", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.bessel_i1e", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.next_after", OpClass::kElementwise, "elementwise", kEw},
-      {"chlo.polygamma", OpClass::kElementwise, "elementwise", kTr},
-      {"chlo.zeta", OpClass::kElementwise, "elementwise", kTr},
-      {"stablehlo.compare", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.select", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.clamp", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.convert", OpClass::kElementwise, "elementwise", kEw},
-      {"stablehlo.bitcast_convert", OpClass::kData, "data", kMove},
-      {"stablehlo.reduce_precision", OpClass::kElementwise, "elementwise", kEw},
-      // data
-      {"stablehlo.constant", OpClass::kData, "data", "free: part of the program"},
-      {"stablehlo.iota", OpClass::kData, "data", "the result written to HBM"},
-      {"stablehlo.replica_id", OpClass::kData, "data", "free"},
-      {"stablehlo.partition_id", OpClass::kData, "data", "free"},
-      {"stablehlo.broadcast_in_dim", OpClass::kData, "data", kMove},
-      {"stablehlo.reshape", OpClass::kData, "data", "free: a new shape of the same bytes"},
-      {"stablehlo.transpose", OpClass::kData, "data", kMove},
-      {"stablehlo.slice", OpClass::kData, "data", kMove},
-      {"stablehlo.dynamic_slice", OpClass::kData, "data", kMove},
-      {"stablehlo.dynamic_update_slice", OpClass::kData, "data", "the update read and written in place"},
-      {"stablehlo.concatenate", OpClass::kData, "data", kMove},
-      {"stablehlo.pad", OpClass::kData, "data", kMove},
-      {"stablehlo.reverse", OpClass::kData, "data", kMove},
-      // compute
-      {"stablehlo.dot_general", OpClass::kMatmul, "matmul",
-       "2 m n k flops on the MXU (systolic cycles in the chip's dataflow), passes by precision_config; operands and result through HBM"},
-      {"stablehlo.dot", OpClass::kMatmul, "matmul", "as dot_general"},
-      {"stablehlo.convolution", OpClass::kConv, "conv",
-       "an im2col matmul on the MXU: m = output pixels, n = output features per group, k = taps x input features per group; flops count only taps inside the input (as XLA)"},
-      {"stablehlo.reduce", OpClass::kReduce, "reduce", "1 flop per input element reduced; inputs and result through HBM"},
-      {"stablehlo.reduce_window", OpClass::kReduce, "reduce", "1 flop per window element; inputs and result through HBM"},
-      {"chlo.top_k", OpClass::kReduce, "reduce", "as a sort of the last dimension"},
-      {"stablehlo.sort", OpClass::kReduce, "reduce", "n ceil(log2 n) comparisons along the dimension, each the comparator's ops"},
-      {"stablehlo.gather", OpClass::kGatherScatter, "data", "no flops; indices, the gathered elements and the result through HBM"},
-      {"stablehlo.scatter", OpClass::kGatherScatter, "data", "1 flop per update; operand, indices, updates and result through HBM"},
-      {"stablehlo.select_and_scatter", OpClass::kGatherScatter, "data", "per source element a select per window element and one scatter; operand, source and result through HBM"},
-      // control
-      {"func.call", OpClass::kControl, "control", "the callee's ops"},
-      {"func.return", OpClass::kControl, "control", "free"},
-      {"stablehlo.return", OpClass::kControl, "control", "free"},
-      {"stablehlo.while", OpClass::kControl, "control", "the body and condition's ops, every iteration"},
-      {"stablehlo.case", OpClass::kControl, "control", "the taken branch's ops"},
-      {"stablehlo.if", OpClass::kControl, "control", "the taken branch's ops"},
-      {"stablehlo.optimization_barrier", OpClass::kControl, "control", "free"},
-      // collectives
-      {"stablehlo.all_reduce", OpClass::kCollective, "collective", "psum on the ICI over each replica group (mesh/interconnect.h)"},
-      {"stablehlo.all_gather", OpClass::kCollective, "collective", "all_gather on the ICI"},
-      {"stablehlo.reduce_scatter", OpClass::kCollective, "collective", "psum_scatter on the ICI"},
-      {"stablehlo.collective_permute", OpClass::kCollective, "collective", "ppermute on the ICI"},
-      {"stablehlo.all_to_all", OpClass::kCollective, "collective", "all_to_all on the ICI"},
-      // sharding
-      {"sdy.manual_computation", OpClass::kSharding, "control", "its body per device; entering and leaving are free (the shards stay in place)"},
-      {"sdy.return", OpClass::kControl, "control", "free"},
-      {"sdy.sharding_constraint", OpClass::kSharding, "data", "free"},
-      {"stablehlo.custom_call", OpClass::kSharding, "data", "@Sharding, @SPMDFullToShardShape, @SPMDShardToFullShape: free"},
-  };
-  // Arity: (min operands, max operands, results) by op, one rule per shape
-  // of op.
-  struct Arity {
-    int min, max, results;
-  };
-  auto arity = [](const OpEntry& e) -> Arity {
-    const std::string_view n = e.name;
-    if (e.op_class == OpClass::kElementwise) {
-      if (n == "stablehlo.select" || n == "stablehlo.clamp") return {3, 3, 1};
-      static const char* kBinary[] = {"stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide",
-                                      "stablehlo.remainder", "stablehlo.maximum", "stablehlo.minimum", "stablehlo.power",
-                                      "stablehlo.atan2", "stablehlo.and", "stablehlo.or", "stablehlo.xor",
-                                      "stablehlo.shift_left", "stablehlo.shift_right_arithmetic",
-                                      "stablehlo.shift_right_logical", "stablehlo.compare", "chlo.next_after",
-                                      "chlo.polygamma", "chlo.zeta"};
-      for (const char* b : kBinary)
-        if (n == b) return {2, 2, 1};
-      return {1, 1, 1};
-    }
-    if (n == "stablehlo.constant" || n == "stablehlo.iota" || n == "stablehlo.replica_id" ||
-        n == "stablehlo.partition_id")
-      return {0, 0, 1};
-    if (n == "stablehlo.dot_general" || n == "stablehlo.dot" || n == "stablehlo.convolution" ||
-        n == "stablehlo.gather" || n == "stablehlo.pad")
-      return {2, 2, 1};
-    if (n == "stablehlo.dynamic_slice") return {1, -1, 1};
-    if (n == "stablehlo.dynamic_update_slice") return {2, -1, 1};
-    if (n == "stablehlo.concatenate") return {1, -1, 1};
-    if (n == "stablehlo.reduce" || n == "stablehlo.reduce_window") return {2, -1, -1};
-    if (n == "stablehlo.scatter") return {3, -1, -1};
-    if (n == "stablehlo.select_and_scatter") return {3, 3, 1};
-    if (n == "stablehlo.sort") return {1, -1, -1};
-    if (n == "chlo.top_k") return {1, 1, 2};
-    if (n == "stablehlo.case" || n == "stablehlo.if") return {1, 1, -1};
-    if (e.op_class == OpClass::kCollective || n == "stablehlo.custom_call" || n == "sdy.sharding_constraint")
-      return {1, 1, 1};
-    if (e.op_class == OpClass::kData) return {1, 1, 1};  // broadcast, reshape, transpose, slice, reverse, bitcast
-    return {0, -1, -1};  // calls, returns, loops, barriers, manual computations: checked against their types
-  };
-  for (OpEntry& e : t) {
-    const Arity a = arity(e);
-    e.min_operands = a.min;
-    e.max_operands = a.max;
-    e.results = a.results;
+// The docs' words for the elementwise prices (one wording per rule).
+std::string_view ElementwiseDoc(Price p) {
+  switch (p) {
+    case Price::kTranscendental: return kTr;
+    case Price::kErfInv:
+      return "37 flops and 2 transcendentals per element (XLA's expansion: log1p, sqrt and a polynomial with selects)";
+    default: return kEw;
   }
+}
+
+struct Arity {
+  int min, max, results;
+};
+struct Regions {
+  int min = 0, max = -1;
+};
+constexpr Regions kAnyRegions{0, -1};
+constexpr Regions Exactly(int n) { return {n, n}; }
+
+OpEntry Row(std::string_view name, OpClass c, std::string_view category, std::string_view priced, Arity a,
+            Regions r, Check check, Run run, Price price, Shard shard, bool fusible) {
+  OpEntry e;
+  e.name = name;
+  e.op_class = c;
+  e.category = category;
+  e.priced = priced;
+  e.min_operands = a.min;
+  e.max_operands = a.max;
+  e.results = a.results;
+  e.min_regions = r.min;
+  e.max_regions = r.max;
+  e.check = check;
+  e.run = run;
+  e.price = price;
+  e.shard = shard;
+  e.fusible = fusible;
+  return e;
+}
+
+// An elementwise op: its scalar function and price; the rest is the same
+// for all of them.
+OpEntry Ew(std::string_view name, Arity a, ScalarFn fn, Price price = Price::kFlop) {
+  OpEntry e = Row(name, OpClass::kElementwise, "elementwise", ElementwiseDoc(price), a, kAnyRegions,
+                  Check::kElementwise, Run::kElementwise, price, Shard::kSameDims, /*fusible=*/true);
+  e.scalar = fn;
+  return e;
+}
+
+std::vector<OpEntry> Build() {
+  using C = OpClass;
+  using K = ScalarFn::Kind;
+  constexpr Arity kUnary{1, 1, 1}, kBinary{2, 2, 1}, kTernary{3, 3, 1}, kNullary{0, 0, 1}, kAny{0, -1, -1};
+  std::vector<OpEntry> t;
+#define TPUMESH_HLO_UNARY_ROW(k, name, price) \
+  t.push_back(Ew(name, kUnary, ScalarFn{K::kUnary, Un::k, Bin::kAdd}, Price::price));
+#define TPUMESH_HLO_BINARY_ROW(k, name, price) \
+  t.push_back(Ew(name, kBinary, ScalarFn{K::kBinary, Un::kNeg, Bin::k}, Price::price));
+  TPUMESH_HLO_UNARY_OPS(TPUMESH_HLO_UNARY_ROW)
+  TPUMESH_HLO_BINARY_OPS(TPUMESH_HLO_BINARY_ROW)
+#undef TPUMESH_HLO_UNARY_ROW
+#undef TPUMESH_HLO_BINARY_ROW
+  const std::vector<OpEntry> rest = {
+      // elementwise, with more than one scalar function each
+      Ew("stablehlo.compare", kBinary, {K::kCompare}),
+      Ew("stablehlo.select", kTernary, {K::kSelect}),
+      Ew("stablehlo.clamp", kTernary, {K::kClamp}),
+      Ew("stablehlo.convert", kUnary, {K::kConvert}),
+      Ew("stablehlo.reduce_precision", kUnary, {K::kReducePrecision}),
+      // name, class, report type, docs, arity, regions, check, run, price, shard, fusible
+      Row("stablehlo.bitcast_convert", C::kData, "data", kMove, kUnary, kAnyRegions, Check::kBitcastConvert,
+          Run::kCopy, Price::kFree, Shard::kBitcastConvert, true),
+      // data
+      Row("stablehlo.constant", C::kData, "data", "free: part of the program", kNullary, kAnyRegions,
+          Check::kWhereItRuns, Run::kConstant, Price::kFree, Shard::kWhole, true),
+      Row("stablehlo.iota", C::kData, "data", "the result written to HBM", kNullary, kAnyRegions,
+          Check::kWhereItRuns, Run::kIota, Price::kWritten, Shard::kWhole, true),
+      // Priced as moves of their (4-byte) result, though the docs say free.
+      Row("stablehlo.replica_id", C::kData, "data", "free", kNullary, kAnyRegions, Check::kWhereItRuns,
+          Run::kDeviceId, Price::kMove, Shard::kWhole, false),
+      Row("stablehlo.partition_id", C::kData, "data", "free", kNullary, kAnyRegions, Check::kWhereItRuns,
+          Run::kDeviceId, Price::kMove, Shard::kWhole, false),
+      Row("stablehlo.broadcast_in_dim", C::kData, "data", kMove, kUnary, kAnyRegions, Check::kBroadcastInDim,
+          Run::kBroadcastInDim, Price::kMove, Shard::kBroadcastInDim, true),
+      Row("stablehlo.reshape", C::kData, "data", "free: a new shape of the same bytes", kUnary, kAnyRegions,
+          Check::kReshape, Run::kCopy, Price::kFree, Shard::kReshape, true),
+      Row("stablehlo.transpose", C::kData, "data", kMove, kUnary, kAnyRegions, Check::kTranspose,
+          Run::kTranspose, Price::kMove, Shard::kTranspose, true),
+      Row("stablehlo.slice", C::kData, "data", kMove, kUnary, kAnyRegions, Check::kWhereItRuns, Run::kSlice,
+          Price::kMove, Shard::kSlice, true),
+      Row("stablehlo.dynamic_slice", C::kData, "data", kMove, {1, -1, 1}, kAnyRegions, Check::kWhereItRuns,
+          Run::kDynamicSlice, Price::kMove, Shard::kDynamicSlice, true),
+      Row("stablehlo.dynamic_update_slice", C::kData, "data", "the update read and written in place",
+          {2, -1, 1}, kAnyRegions, Check::kWhereItRuns, Run::kDynamicUpdateSlice, Price::kUpdate,
+          Shard::kDynamicUpdateSlice, false),
+      Row("stablehlo.concatenate", C::kData, "data", kMove, {1, -1, 1}, kAnyRegions, Check::kConcatenate,
+          Run::kConcatenate, Price::kMove, Shard::kConcatenate, true),
+      Row("stablehlo.pad", C::kData, "data", kMove, kBinary, kAnyRegions, Check::kWhereItRuns, Run::kPad,
+          Price::kMove, Shard::kPad, true),
+      Row("stablehlo.reverse", C::kData, "data", kMove, kUnary, kAnyRegions, Check::kWhereItRuns, Run::kReverse,
+          Price::kMove, Shard::kWhole, true),
+      // compute
+      Row("stablehlo.dot_general", C::kMatmul, "matmul",
+          "2 m n k flops on the MXU (systolic cycles in the chip's dataflow), passes by precision_config; operands and result through HBM",
+          kBinary, kAnyRegions, Check::kDot, Run::kDot, Price::kDot, Shard::kDot, false),
+      Row("stablehlo.dot", C::kMatmul, "matmul", "as dot_general", kBinary, kAnyRegions, Check::kDot, Run::kDot,
+          Price::kDot, Shard::kDot, false),
+      Row("stablehlo.convolution", C::kConv, "conv",
+          "an im2col matmul on the MXU: m = output pixels, n = output features per group, k = taps x input features per group; flops count only taps inside the input (as XLA)",
+          kBinary, kAnyRegions, Check::kWhereItRuns, Run::kConvolution, Price::kConvolution, Shard::kConvolution,
+          false),
+      Row("stablehlo.reduce", C::kReduce, "reduce", "1 flop per input element reduced; inputs and result through HBM",
+          {2, -1, -1}, Exactly(1), Check::kWhereItRuns, Run::kReduce, Price::kReduce, Shard::kReduce, true),
+      Row("stablehlo.reduce_window", C::kReduce, "reduce",
+          "1 flop per window element; inputs and result through HBM", {2, -1, -1}, Exactly(1),
+          Check::kWhereItRuns, Run::kReduceWindow, Price::kReduceWindow, Shard::kReduceWindow, true),
+      Row("chlo.top_k", C::kReduce, "reduce", "as a sort of the last dimension", {1, 1, 2}, kAnyRegions,
+          Check::kWhereItRuns, Run::kTopK, Price::kTopK, Shard::kTopK, false),
+      Row("stablehlo.sort", C::kReduce, "reduce",
+          "n ceil(log2 n) comparisons along the dimension, each the comparator's ops", {1, -1, -1}, Exactly(1),
+          Check::kWhereItRuns, Run::kSort, Price::kSort, Shard::kSort, false),
+      Row("stablehlo.gather", C::kGatherScatter, "data",
+          "no flops; indices, the gathered elements and the result through HBM", kBinary, kAnyRegions,
+          Check::kWhereItRuns, Run::kGather, Price::kGather, Shard::kGather, false),
+      Row("stablehlo.scatter", C::kGatherScatter, "data",
+          "1 flop per update; operand, indices, updates and result through HBM", {3, -1, -1}, Exactly(1),
+          Check::kWhereItRuns, Run::kScatter, Price::kScatter, Shard::kWhole, false),
+      Row("stablehlo.select_and_scatter", C::kGatherScatter, "data",
+          "per source element a select per window element and one scatter; operand, source and result through HBM",
+          kTernary, Exactly(2), Check::kWhereItRuns, Run::kSelectAndScatter, Price::kSelectAndScatter,
+          Shard::kWhole, false),
+      // control
+      Row("func.call", C::kControl, "control", "the callee's ops", kAny, kAnyRegions, Check::kCall, Run::kCall,
+          Price::kRegions, Shard::kRegions, false),
+      Row("func.return", C::kControl, "control", "free", kAny, kAnyRegions, Check::kReturn, Run::kReturn,
+          Price::kFree, Shard::kRegions, false),
+      Row("stablehlo.return", C::kControl, "control", "free", kAny, kAnyRegions, Check::kWhereItRuns, Run::kReturn,
+          Price::kFree, Shard::kRegions, false),
+      Row("stablehlo.while", C::kControl, "control", "the body and condition's ops, every iteration", kAny,
+          Exactly(2), Check::kWhile, Run::kWhile, Price::kRegions, Shard::kRegions, false),
+      Row("stablehlo.case", C::kControl, "control", "the taken branch's ops", {1, 1, -1}, {1, -1},
+          Check::kWhereItRuns, Run::kCase, Price::kRegions, Shard::kRegions, false),
+      Row("stablehlo.if", C::kControl, "control", "the taken branch's ops", {1, 1, -1}, Exactly(2),
+          Check::kWhereItRuns, Run::kIf, Price::kRegions, Shard::kRegions, false),
+      Row("stablehlo.optimization_barrier", C::kControl, "control", "free", kAny, kAnyRegions, Check::kWhereItRuns,
+          Run::kPassThrough, Price::kFree, Shard::kRegions, false),
+      // collectives
+      Row("stablehlo.all_reduce", C::kCollective, "collective",
+          "psum on the ICI over each replica group (mesh/interconnect.h)", kUnary, Exactly(1), Check::kWhereItRuns,
+          Run::kAllReduce, Price::kCollective, Shard::kWhole, false),
+      Row("stablehlo.all_gather", C::kCollective, "collective", "all_gather on the ICI", kUnary, kAnyRegions,
+          Check::kWhereItRuns, Run::kAllGather, Price::kCollective, Shard::kWhole, false),
+      Row("stablehlo.reduce_scatter", C::kCollective, "collective", "psum_scatter on the ICI", kUnary, Exactly(1),
+          Check::kWhereItRuns, Run::kReduceScatter, Price::kCollective, Shard::kWhole, false),
+      Row("stablehlo.collective_permute", C::kCollective, "collective", "ppermute on the ICI", kUnary, kAnyRegions,
+          Check::kWhereItRuns, Run::kCollectivePermute, Price::kCollective, Shard::kWhole, false),
+      Row("stablehlo.all_to_all", C::kCollective, "collective", "all_to_all on the ICI", kUnary, kAnyRegions,
+          Check::kWhereItRuns, Run::kAllToAll, Price::kCollective, Shard::kWhole, false),
+      // sharding
+      Row("sdy.manual_computation", C::kSharding, "control",
+          "its body per device; entering and leaving are free (the shards stay in place)", kAny, Exactly(1),
+          Check::kWhereItRuns, Run::kManualComputation, Price::kRegions, Shard::kRegions, false),
+      Row("sdy.return", C::kControl, "control", "free", kAny, kAnyRegions, Check::kWhereItRuns, Run::kReturn,
+          Price::kFree, Shard::kRegions, false),
+      Row("sdy.sharding_constraint", C::kSharding, "data", "free", kUnary, kAnyRegions, Check::kWhereItRuns,
+          Run::kShardingConstraint, Price::kFree, Shard::kRegions, false),
+      Row("stablehlo.custom_call", C::kSharding, "data",
+          "@Sharding, @SPMDFullToShardShape, @SPMDShardToFullShape: free", kUnary, kAnyRegions, Check::kCustomCall,
+          Run::kCustomCall, Price::kFree, Shard::kRegions, false),
+  };
+  t.insert(t.end(), rest.begin(), rest.end());
   std::sort(t.begin(), t.end(), [](const OpEntry& a, const OpEntry& b) { return a.name < b.name; });
   return t;
 }

@@ -192,221 +192,261 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
     gather(0);
     attempt();
   };
-  const std::string& n = op.name;
-  const OpEntry* e = FindOp(n);
+  const OpEntry* e = EntryOf(op);
   const Dims& in0 = in_types.empty() ? Dims{} : in_types[0].dims;
 
-  if ((e && e->op_class == OpClass::kElementwise) ||
-      (n == "stablehlo.bitcast_convert" && !out_types.empty() && out_types[0].dims.size() == rank(0))) {
-    same_dims([](size_t) { return true; }, s.size());
-  } else if (n == "stablehlo.broadcast_in_dim") {
-    auto bd = IntsAttr(op, "broadcast_dimensions");
-    Builder b(out_types[0].dims.size());
-    bool ok = bd.ok() && bd->size() == rank(0);
-    for (size_t k = 0; ok && k < rank(0); ++k) {
-      const auto d = static_cast<size_t>((*bd)[k]);
-      ok = !s[0].dim(k).split() || (d < out_types[0].dims.size() && out_types[0].dims[d] == in0[k] && b.Assign(d, s[0].dim(k)));
+  switch (e ? e->shard : Shard::kWhole) {
+    case Shard::kBitcastConvert:
+      if (out_types.empty() || out_types[0].dims.size() != rank(0)) {
+        gather_all();
+        break;
+      }
+      [[fallthrough]];
+    case Shard::kSameDims: {
+      same_dims([](size_t) { return true; }, s.size());
+      break;
     }
-    if (ok) p.results[0] = b.split();
-    else gather(0);
-  } else if (n == "stablehlo.reshape") {
-    // A split dimension keeps its pieces in a result dimension that starts
-    // at the same element stride (equal products before both) and still
-    // divides by the ways.
-    const Dims& od = out_types[0].dims;
-    Builder b(od.size());
-    bool ok = true;
-    int64_t before_in = 1;
-    for (size_t k = 0; k < rank(0) && ok; before_in *= in0[k], ++k) {
-      if (!s[0].dim(k).split()) continue;
-      ok = false;
-      int64_t before_out = 1;
-      for (size_t j = 0; j < od.size() && !ok; before_out *= od[j], ++j)
-        if (before_out == before_in && od[j] % s[0].dim(k).ways == 0)
-          ok = b.Assign(j, s[0].dim(k));
-    }
-    if (ok) p.results[0] = b.split();
-    else gather(0);
-  } else if (n == "stablehlo.transpose") {
-    auto perm = IntsAttr(op, "permutation");
-    Builder b(out_types[0].dims.size());
-    bool ok = perm.ok() && perm->size() == rank(0);
-    for (size_t k = 0; ok && k < perm->size(); ++k) ok = b.Assign(k, s[0].dim(static_cast<size_t>((*perm)[k])));
-    if (ok) p.results[0] = b.split();
-    else gather(0);
-  } else if (n == "stablehlo.dot_general" || n == "stablehlo.dot") {
-    auto dd = GetDotDims(op, in_types[0], in_types[1]);
-    if (!dd.ok()) {
-      gather_all();
-      return p;
-    }
-    auto attempt = [&]() -> bool {
+    case Shard::kBroadcastInDim: {
+      auto bd = IntsAttr(op, "broadcast_dimensions");
       Builder b(out_types[0].dims.size());
-      const size_t nb = dd->lb.size(), nlf = dd->lf.size();
-      for (size_t k = 0; k < nb; ++k) {
-        const DimSplit l = s[0].dim(static_cast<size_t>(dd->lb[k])), r = s[1].dim(static_cast<size_t>(dd->rb[k]));
-        if (l.split() && r.split() && !(l == r)) return false;
-        if (!b.Assign(k, l.split() ? l : r)) return false;
+      bool ok = bd.ok() && bd->size() == rank(0);
+      for (size_t k = 0; ok && k < rank(0); ++k) {
+        const auto d = static_cast<size_t>((*bd)[k]);
+        ok = !s[0].dim(k).split() || (d < out_types[0].dims.size() && out_types[0].dims[d] == in0[k] && b.Assign(d, s[0].dim(k)));
       }
-      for (size_t k = 0; k < dd->lc.size(); ++k) {
-        if (!b.Contract(s[0].dim(static_cast<size_t>(dd->lc[k])), s[1].dim(static_cast<size_t>(dd->rc[k])))) return false;
+      if (ok) p.results[0] = b.split();
+      else gather(0);
+      break;
+    }
+    case Shard::kReshape: {
+      // A split dimension keeps its pieces in a result dimension that starts
+      // at the same element stride (equal products before both) and still
+      // divides by the ways.
+      const Dims& od = out_types[0].dims;
+      Builder b(od.size());
+      bool ok = true;
+      int64_t before_in = 1;
+      for (size_t k = 0; k < rank(0) && ok; before_in *= in0[k], ++k) {
+        if (!s[0].dim(k).split()) continue;
+        ok = false;
+        int64_t before_out = 1;
+        for (size_t j = 0; j < od.size() && !ok; before_out *= od[j], ++j)
+          if (before_out == before_in && od[j] % s[0].dim(k).ways == 0)
+            ok = b.Assign(j, s[0].dim(k));
       }
-      for (size_t k = 0; k < nlf; ++k)
-        if (!b.Assign(nb + k, s[0].dim(static_cast<size_t>(dd->lf[k])))) return false;
-      for (size_t k = 0; k < dd->rf.size(); ++k)
-        if (!b.Assign(nb + nlf + k, s[1].dim(static_cast<size_t>(dd->rf[k])))) return false;
-      p.results[0] = b.split();
-      p.reduced_over = b.reduced();
-      return true;
-    };
-    with_fallbacks(attempt);
-    for (size_t k = 0; k < dd->lb.size(); ++k) line_up(static_cast<size_t>(dd->lb[k]), static_cast<size_t>(dd->rb[k]));
-    for (size_t k = 0; k < dd->lc.size(); ++k) line_up(static_cast<size_t>(dd->lc[k]), static_cast<size_t>(dd->rc[k]));
-  } else if (n == "stablehlo.convolution") {
-    auto cs = GetConvShape(op, in_types[0], in_types[1], out_types[0]);
-    if (!cs.ok()) {
-      gather_all();
-      return p;
+      if (ok) p.results[0] = b.split();
+      else gather(0);
+      break;
     }
-    const size_t ns = cs->in_sp.size();
-    auto at = [](const Dims& order, size_t i) { return static_cast<size_t>(order[i]); };
-    for (size_t k = 1; k <= ns; ++k)
-      if (s[0].dim(at(cs->in_order, k)).split()) gather(0);
-    for (size_t k = 0; k < ns; ++k)
-      if (s[1].dim(at(cs->k_order, k)).split()) gather(1);
-    if (cs->groups != 1 && (s[0].dim(at(cs->in_order, ns + 1)).split() || !s[1].replicated())) {
-      gather(0);
-      gather(1);
-    }
-    auto attempt = [&]() -> bool {
+    case Shard::kTranspose: {
+      auto perm = IntsAttr(op, "permutation");
       Builder b(out_types[0].dims.size());
-      if (!b.Assign(at(cs->out_order, 0), s[0].dim(at(cs->in_order, 0)))) return false;
-      if (!b.Assign(at(cs->out_order, ns + 1), s[1].dim(at(cs->k_order, ns + 1)))) return false;
-      if (!b.Contract(s[0].dim(at(cs->in_order, ns + 1)), s[1].dim(at(cs->k_order, ns)))) return false;
-      p.results[0] = b.split();
-      p.reduced_over = b.reduced();
-      return true;
-    };
-    with_fallbacks(attempt);
-    if (cs->groups == 1) line_up(at(cs->in_order, ns + 1), at(cs->k_order, ns));
-  } else if (n == "stablehlo.reduce") {
-    const size_t inputs = s.size() / 2;
-    auto dims = IntsAttr(op, "dimensions");
-    if (!dims.ok() || inputs == 0) {
-      gather_all();
-      return p;
+      bool ok = perm.ok() && perm->size() == rank(0);
+      for (size_t k = 0; ok && k < perm->size(); ++k) ok = b.Assign(k, s[0].dim(static_cast<size_t>((*perm)[k])));
+      if (ok) p.results[0] = b.split();
+      else gather(0);
+      break;
     }
-    for (size_t i = 1; i < inputs; ++i)
-      if (!(s[i] == s[0])) gather(i);
-    for (size_t i = inputs; i < s.size(); ++i) gather(i);
-    Builder b(out_types[0].dims.size());
-    bool ok = true;
-    for (size_t k = 0; k < rank(0) && ok; ++k) {
-      const DimSplit d = s[0].dim(k);
-      if (!d.split()) continue;
-      if (Contains(*dims, static_cast<int64_t>(k))) {
-        ok = b.Reduce(d);
-      } else {
-        const auto before = std::count_if(dims->begin(), dims->end(), [&](int64_t x) { return x < static_cast<int64_t>(k); });
-        ok = b.Assign(k - static_cast<size_t>(before), d);
+    case Shard::kDot: {
+      auto dd = GetDotDims(op, in_types[0], in_types[1]);
+      if (!dd.ok()) {
+        gather_all();
+        return p;
       }
+      auto attempt = [&]() -> bool {
+        Builder b(out_types[0].dims.size());
+        const size_t nb = dd->lb.size(), nlf = dd->lf.size();
+        for (size_t k = 0; k < nb; ++k) {
+          const DimSplit l = s[0].dim(static_cast<size_t>(dd->lb[k])), r = s[1].dim(static_cast<size_t>(dd->rb[k]));
+          if (l.split() && r.split() && !(l == r)) return false;
+          if (!b.Assign(k, l.split() ? l : r)) return false;
+        }
+        for (size_t k = 0; k < dd->lc.size(); ++k) {
+          if (!b.Contract(s[0].dim(static_cast<size_t>(dd->lc[k])), s[1].dim(static_cast<size_t>(dd->rc[k])))) return false;
+        }
+        for (size_t k = 0; k < nlf; ++k)
+          if (!b.Assign(nb + k, s[0].dim(static_cast<size_t>(dd->lf[k])))) return false;
+        for (size_t k = 0; k < dd->rf.size(); ++k)
+          if (!b.Assign(nb + nlf + k, s[1].dim(static_cast<size_t>(dd->rf[k])))) return false;
+        p.results[0] = b.split();
+        p.reduced_over = b.reduced();
+        return true;
+      };
+      with_fallbacks(attempt);
+      for (size_t k = 0; k < dd->lb.size(); ++k) line_up(static_cast<size_t>(dd->lb[k]), static_cast<size_t>(dd->rb[k]));
+      for (size_t k = 0; k < dd->lc.size(); ++k) line_up(static_cast<size_t>(dd->lc[k]), static_cast<size_t>(dd->rc[k]));
+      break;
     }
-    if (!ok) {
+    case Shard::kConvolution: {
+      auto cs = GetConvShape(op, in_types[0], in_types[1], out_types[0]);
+      if (!cs.ok()) {
+        gather_all();
+        return p;
+      }
+      const size_t ns = cs->in_sp.size();
+      auto at = [](const Dims& order, size_t i) { return static_cast<size_t>(order[i]); };
+      for (size_t k = 1; k <= ns; ++k)
+        if (s[0].dim(at(cs->in_order, k)).split()) gather(0);
+      for (size_t k = 0; k < ns; ++k)
+        if (s[1].dim(at(cs->k_order, k)).split()) gather(1);
+      if (cs->groups != 1 && (s[0].dim(at(cs->in_order, ns + 1)).split() || !s[1].replicated())) {
+        gather(0);
+        gather(1);
+      }
+      auto attempt = [&]() -> bool {
+        Builder b(out_types[0].dims.size());
+        if (!b.Assign(at(cs->out_order, 0), s[0].dim(at(cs->in_order, 0)))) return false;
+        if (!b.Assign(at(cs->out_order, ns + 1), s[1].dim(at(cs->k_order, ns + 1)))) return false;
+        if (!b.Contract(s[0].dim(at(cs->in_order, ns + 1)), s[1].dim(at(cs->k_order, ns)))) return false;
+        p.results[0] = b.split();
+        p.reduced_over = b.reduced();
+        return true;
+      };
+      with_fallbacks(attempt);
+      if (cs->groups == 1) line_up(at(cs->in_order, ns + 1), at(cs->k_order, ns));
+      break;
+    }
+    case Shard::kReduce: {
+      const size_t inputs = s.size() / 2;
+      auto dims = IntsAttr(op, "dimensions");
+      if (!dims.ok() || inputs == 0) {
+        gather_all();
+        return p;
+      }
+      for (size_t i = 1; i < inputs; ++i)
+        if (!(s[i] == s[0])) gather(i);
+      for (size_t i = inputs; i < s.size(); ++i) gather(i);
+      Builder b(out_types[0].dims.size());
+      bool ok = true;
+      for (size_t k = 0; k < rank(0) && ok; ++k) {
+        const DimSplit d = s[0].dim(k);
+        if (!d.split()) continue;
+        if (Contains(*dims, static_cast<int64_t>(k))) {
+          ok = b.Reduce(d);
+        } else {
+          const auto before = std::count_if(dims->begin(), dims->end(), [&](int64_t x) { return x < static_cast<int64_t>(k); });
+          ok = b.Assign(k - static_cast<size_t>(before), d);
+        }
+      }
+      if (!ok) {
+        gather_all();
+        return p;
+      }
+      for (Split& r : p.results) r = b.split();
+      p.reduced_over = b.reduced();
+      break;
+    }
+    case Shard::kReduceWindow: {
+      const size_t inputs = s.size() / 2;
+      auto win = IntsAttr(op, "window_dimensions");
+      auto stride = IntsAttr(op, "window_strides", Dims(rank(0), 1));
+      auto base = IntsAttr(op, "base_dilations", Dims(rank(0), 1));
+      auto wdil = IntsAttr(op, "window_dilations", Dims(rank(0), 1));
+      auto pad = IntsAttr(op, "padding", Dims(2 * rank(0), 0));
+      const bool ok = win.ok() && stride.ok() && base.ok() && wdil.ok() && pad.ok() && win->size() == rank(0) &&
+                      stride->size() == rank(0) && base->size() == rank(0) && wdil->size() == rank(0) &&
+                      pad->size() == 2 * rank(0);
+      same_dims([&](size_t k) {
+        return ok && (*win)[k] == 1 && (*stride)[k] == 1 && (*base)[k] == 1 && (*wdil)[k] == 1 && (*pad)[2 * k] == 0 &&
+               (*pad)[2 * k + 1] == 0;
+      }, inputs);
+      break;
+    }
+    case Shard::kSlice: {
+      auto start = IntsAttr(op, "start_indices"), limit = IntsAttr(op, "limit_indices");
+      auto stride = IntsAttr(op, "strides", Dims(rank(0), 1));
+      same_dims([&](size_t k) {
+        return start.ok() && limit.ok() && stride.ok() && k < start->size() && k < limit->size() && k < stride->size() &&
+               (*start)[k] == 0 && (*limit)[k] == in0[k] && (*stride)[k] == 1;
+      }, 1);
+      break;
+    }
+    case Shard::kPad: {
+      auto lo = IntsAttr(op, "edge_padding_low"), hi = IntsAttr(op, "edge_padding_high"),
+           mid = IntsAttr(op, "interior_padding");
+      same_dims([&](size_t k) {
+        return lo.ok() && hi.ok() && mid.ok() && k < lo->size() && k < hi->size() && k < mid->size() && (*lo)[k] == 0 &&
+               (*hi)[k] == 0 && (*mid)[k] == 0;
+      }, 1);
+      break;
+    }
+    case Shard::kConcatenate: {
+      auto dim = IntAttr(op, "dimension");
+      same_dims([&](size_t k) { return dim.ok() && static_cast<int64_t>(k) != *dim; }, s.size());
+      break;
+    }
+    case Shard::kDynamicSlice: {
+      auto sizes = IntsAttr(op, "slice_sizes");
+      same_dims([&](size_t k) { return sizes.ok() && k < sizes->size() && (*sizes)[k] == in0[k]; }, 1);
+      break;
+    }
+    case Shard::kDynamicUpdateSlice: {
+      same_dims([&](size_t k) { return in_types.size() > 1 && k < rank(1) && in_types[1].dims[k] == in0[k]; }, 2);
+      break;
+    }
+    case Shard::kSort: {
+      auto dim = IntAttr(op, "dimension", -1);
+      int64_t d = dim.ok() ? *dim : -1;
+      if (d < 0) d += static_cast<int64_t>(rank(0));
+      same_dims([&](size_t k) { return static_cast<int64_t>(k) != d; }, s.size());
+      break;
+    }
+    case Shard::kTopK: {
+      same_dims([&](size_t k) { return k + 1 != rank(0); }, 1);
+      break;
+    }
+    case Shard::kGather: {
+      // The indices split on a batch dimension, which the result keeps (an
+      // embedding lookup); the operand split on a dimension it takes whole and
+      // does not index (a nearest-neighbour resize's batch), which the result
+      // keeps among its offset dimensions. Any other split is gathered.
+      const Attr* dn = op.Find("dimension_numbers");
+      const Dims offset = DictInts(dn, "offset_dims"), collapsed = DictInts(dn, "collapsed_slice_dims"),
+                 index_map = DictInts(dn, "start_index_map");
+      const int64_t ivd = DictInt(dn, "index_vector_dim", static_cast<int64_t>(rank(1)));
+      auto sizes = IntsAttr(op, "slice_sizes");
+      if (!DictInts(dn, "operand_batching_dims").empty() || s.size() < 2 || !sizes.ok() || sizes->size() != rank(0)) {
+        gather_all();
+        return p;
+      }
+      Builder b(out_types[0].dims.size());
+      bool ok = true;
+      for (size_t k = 0, pos = 0; k < rank(0) && ok; ++k) {
+        const int64_t kk = static_cast<int64_t>(k);
+        if (Contains(collapsed, kk)) continue;
+        const size_t here = pos++;
+        if (!s[0].dim(k).split()) continue;
+        ok = !Contains(index_map, kk) && (*sizes)[k] == in0[k] && here < offset.size() &&
+             b.Assign(static_cast<size_t>(offset[here]), s[0].dim(k));
+      }
+      if (!ok) {
+        gather(0);
+        b = Builder(out_types[0].dims.size());
+      }
+      const Builder operand_only = b;
+      std::vector<size_t> batch_out;
+      for (size_t j = 0; j < out_types[0].dims.size(); ++j)
+        if (!Contains(offset, static_cast<int64_t>(j))) batch_out.push_back(j);
+      ok = true;
+      for (size_t k = 0; k < rank(1) && ok; ++k) {
+        if (!s[1].dim(k).split()) continue;
+        const int64_t kk = static_cast<int64_t>(k);
+        const size_t pos = static_cast<size_t>(kk - (kk > ivd ? 1 : 0));
+        ok = kk != ivd && pos < batch_out.size() && out_types[0].dims[batch_out[pos]] == in_types[1].dims[k] &&
+             b.Assign(batch_out[pos], s[1].dim(k));
+      }
+      if (!ok) {
+        gather(1);
+        b = operand_only;
+      }
+      p.results[0] = b.split();
+      break;
+    }
+    case Shard::kUnset:  // refused by tests/hlo/registry_test.cc
+    case Shard::kWhole:
+    case Shard::kRegions:
       gather_all();
-      return p;
-    }
-    for (Split& r : p.results) r = b.split();
-    p.reduced_over = b.reduced();
-  } else if (n == "stablehlo.reduce_window") {
-    const size_t inputs = s.size() / 2;
-    auto win = IntsAttr(op, "window_dimensions");
-    auto stride = IntsAttr(op, "window_strides", Dims(rank(0), 1));
-    auto base = IntsAttr(op, "base_dilations", Dims(rank(0), 1));
-    auto wdil = IntsAttr(op, "window_dilations", Dims(rank(0), 1));
-    auto pad = IntsAttr(op, "padding", Dims(2 * rank(0), 0));
-    const bool ok = win.ok() && stride.ok() && base.ok() && wdil.ok() && pad.ok() && win->size() == rank(0) &&
-                    stride->size() == rank(0) && base->size() == rank(0) && wdil->size() == rank(0) &&
-                    pad->size() == 2 * rank(0);
-    same_dims([&](size_t k) {
-      return ok && (*win)[k] == 1 && (*stride)[k] == 1 && (*base)[k] == 1 && (*wdil)[k] == 1 && (*pad)[2 * k] == 0 &&
-             (*pad)[2 * k + 1] == 0;
-    }, inputs);
-  } else if (n == "stablehlo.slice") {
-    auto start = IntsAttr(op, "start_indices"), limit = IntsAttr(op, "limit_indices");
-    auto stride = IntsAttr(op, "strides", Dims(rank(0), 1));
-    same_dims([&](size_t k) {
-      return start.ok() && limit.ok() && stride.ok() && k < start->size() && k < limit->size() && k < stride->size() &&
-             (*start)[k] == 0 && (*limit)[k] == in0[k] && (*stride)[k] == 1;
-    }, 1);
-  } else if (n == "stablehlo.pad") {
-    auto lo = IntsAttr(op, "edge_padding_low"), hi = IntsAttr(op, "edge_padding_high"),
-         mid = IntsAttr(op, "interior_padding");
-    same_dims([&](size_t k) {
-      return lo.ok() && hi.ok() && mid.ok() && k < lo->size() && k < hi->size() && k < mid->size() && (*lo)[k] == 0 &&
-             (*hi)[k] == 0 && (*mid)[k] == 0;
-    }, 1);
-  } else if (n == "stablehlo.concatenate") {
-    auto dim = IntAttr(op, "dimension");
-    same_dims([&](size_t k) { return dim.ok() && static_cast<int64_t>(k) != *dim; }, s.size());
-  } else if (n == "stablehlo.dynamic_slice") {
-    auto sizes = IntsAttr(op, "slice_sizes");
-    same_dims([&](size_t k) { return sizes.ok() && k < sizes->size() && (*sizes)[k] == in0[k]; }, 1);
-  } else if (n == "stablehlo.dynamic_update_slice") {
-    same_dims([&](size_t k) { return in_types.size() > 1 && k < rank(1) && in_types[1].dims[k] == in0[k]; }, 2);
-  } else if (n == "stablehlo.sort") {
-    auto dim = IntAttr(op, "dimension", -1);
-    int64_t d = dim.ok() ? *dim : -1;
-    if (d < 0) d += static_cast<int64_t>(rank(0));
-    same_dims([&](size_t k) { return static_cast<int64_t>(k) != d; }, s.size());
-  } else if (n == "chlo.top_k") {
-    same_dims([&](size_t k) { return k + 1 != rank(0); }, 1);
-  } else if (n == "stablehlo.gather") {
-    // The indices split on a batch dimension, which the result keeps (an
-    // embedding lookup); the operand split on a dimension it takes whole and
-    // does not index (a nearest-neighbour resize's batch), which the result
-    // keeps among its offset dimensions. Any other split is gathered.
-    const Attr* dn = op.Find("dimension_numbers");
-    const Dims offset = DictInts(dn, "offset_dims"), collapsed = DictInts(dn, "collapsed_slice_dims"),
-               index_map = DictInts(dn, "start_index_map");
-    const int64_t ivd = DictInt(dn, "index_vector_dim", static_cast<int64_t>(rank(1)));
-    auto sizes = IntsAttr(op, "slice_sizes");
-    if (!DictInts(dn, "operand_batching_dims").empty() || s.size() < 2 || !sizes.ok() || sizes->size() != rank(0)) {
-      gather_all();
-      return p;
-    }
-    Builder b(out_types[0].dims.size());
-    bool ok = true;
-    for (size_t k = 0, pos = 0; k < rank(0) && ok; ++k) {
-      const int64_t kk = static_cast<int64_t>(k);
-      if (Contains(collapsed, kk)) continue;
-      const size_t here = pos++;
-      if (!s[0].dim(k).split()) continue;
-      ok = !Contains(index_map, kk) && (*sizes)[k] == in0[k] && here < offset.size() &&
-           b.Assign(static_cast<size_t>(offset[here]), s[0].dim(k));
-    }
-    if (!ok) {
-      gather(0);
-      b = Builder(out_types[0].dims.size());
-    }
-    const Builder operand_only = b;
-    std::vector<size_t> batch_out;
-    for (size_t j = 0; j < out_types[0].dims.size(); ++j)
-      if (!Contains(offset, static_cast<int64_t>(j))) batch_out.push_back(j);
-    ok = true;
-    for (size_t k = 0; k < rank(1) && ok; ++k) {
-      if (!s[1].dim(k).split()) continue;
-      const int64_t kk = static_cast<int64_t>(k);
-      const size_t pos = static_cast<size_t>(kk - (kk > ivd ? 1 : 0));
-      ok = kk != ivd && pos < batch_out.size() && out_types[0].dims[batch_out[pos]] == in_types[1].dims[k] &&
-           b.Assign(batch_out[pos], s[1].dim(k));
-    }
-    if (!ok) {
-      gather(1);
-      b = operand_only;
-    }
-    p.results[0] = b.split();
-  } else {
-    gather_all();
+      break;
   }
   return p;
 }

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "hlo/sharding.h"
-#include "io/stablehlo_module.h"
+#include "hlo/module.h"
 
 namespace tpumesh::hlo {
 

@@ -30,7 +30,7 @@
 #include "base/status.h"
 #include "hlo/interpreter.h"
 #include "io/h5io.h"
-#include "io/stablehlo_module.h"
+#include "hlo/module.h"
 #include "mesh/mesh.h"
 
 namespace tpumesh::hlo {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "io/stablehlo_module.h"
+#include "hlo/module.h"
 #include "mesh/mesh.h"
 
 namespace tpumesh::hlo {

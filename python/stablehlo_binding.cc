@@ -13,7 +13,7 @@
 #include "hlo/program.h"
 #include "io/atomic_file.h"
 #include "io/png.h"
-#include "io/stablehlo_module.h"
+#include "hlo/module.h"
 #include "py_status.h"
 #include "tools/report_output.h"
 #include "tools/run_command.h"

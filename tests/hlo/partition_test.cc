@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "io/stablehlo_module.h"
+#include "hlo/module.h"
 
 namespace tpumesh::hlo {
 namespace {

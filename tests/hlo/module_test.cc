@@ -1,4 +1,4 @@
-// io/stablehlo_module.h: every exported program in tests/data/stablehlo
+// hlo/module.h: every exported program in tests/data/stablehlo
 // parses; the pretty and generic forms of dot_general, compare, reduce,
 // while and convolution land in the same generic attributes; dense
 // constants (splat, list, hex blob, NaN bits) become the right bytes; #loc
@@ -6,7 +6,7 @@
 // (truncated, garbage, SSA mistakes, types past the bounds, deep nesting,
 // unterminated strings, wrong element counts) is one "FILE:LINE:COL: what"
 // error.
-#include "io/stablehlo_module.h"
+#include "hlo/module.h"
 
 #include <algorithm>
 #include <bit>
@@ -662,7 +662,7 @@ TEST(StableHloModuleTest, DenseHexBlob) {
 }
 
 // Attr::Ints() of a dense i32 constant: negative elements come back as
-// their unsigned value (-1 -> 4294967295) today: in io/stablehlo_module.cc
+// their unsigned value (-1 -> 4294967295) today: in hlo/module.cc
 // `IsUnsigned(..) ? static_cast<uint32_t>(x) : x` has type uint32_t, so the
 // signed branch is converted too (the 1- and 2-byte cases promote to int and
 // are right). Enable once fixed.
@@ -773,7 +773,7 @@ TEST(StableHloModuleTest, LocAliasCycleEnds) {
 
 // A #loc alias fusing another twice, 40 deep (or a cycle fusing itself
 // twice): resolving every path is 2^40 steps. ParseModule hangs on this
-// today (io/stablehlo_module.cc ResolveLoc walks each reference of each
+// today (hlo/mlir_attrs.cc ResolveLoc walks each reference of each
 // alias without remembering the ones it has seen, up to depth 64); enable
 // once it resolves each alias once.
 TEST(StableHloModuleTest, LocAliasFanOutIsLinear) {

@@ -1,8 +1,8 @@
 // A StableHLO module as JAX prints it (`jax.jit(f).lower(...).as_text()`),
 // read from its MLIR text into a tree: functions, their ops in order, each
 // op's operands, results, types, attributes and regions, and where it is in
-// the file. Reading is all this header does; running and pricing the module
-// is hlo/ (hlo/program.h).
+// the file, and each op's entry in the op registry (hlo/ops.h). Running and
+// pricing the module is hlo/program.h. The reader is hlo/mlir_parser.h.
 //
 // Both MLIR forms are read: the generic form ("stablehlo.add"(%a, %b)
 // <{props}> ({regions}) {attrs} : (T, T) -> T) and the pretty forms the
@@ -22,8 +22,8 @@
 // most kMaxTextBytes, nesting at most kMaxDepth, a tensor type at most
 // kMaxElements elements and rank kMaxRank; past them, one error naming the
 // bound.
-#ifndef TPUMESH_IO_STABLEHLO_MODULE_H_
-#define TPUMESH_IO_STABLEHLO_MODULE_H_
+#ifndef TPUMESH_HLO_MODULE_H_
+#define TPUMESH_HLO_MODULE_H_
 
 #include <cstdint>
 #include <memory>
@@ -114,6 +114,8 @@ struct Location {
 };
 
 struct Region;
+struct OpEntry;  // hlo/ops.h
+struct OpAttrs;  // hlo/attrs.h
 
 struct Op {
   std::string name;                // "stablehlo.add", "func.return", "chlo.erf_inv"
@@ -125,6 +127,12 @@ struct Op {
   std::vector<Region> regions;
   std::string callee;              // func.call, custom_call's call_target_name
   Location loc;
+  // The op's registry entry (hlo/ops.h), resolved by ParseModule; null for
+  // an op hlo/ does not support (Verify refuses it).
+  const OpEntry* entry = nullptr;
+  // Its typed attributes (hlo/attrs.h), resolved by ParseModule for a
+  // supported op; shared by copies of the module.
+  std::shared_ptr<const OpAttrs> typed;
 
   const Attr* Find(std::string_view key) const;
 };
@@ -172,4 +180,4 @@ StatusOr<Module> ReadModuleFile(const std::string& path);
 
 }  // namespace tpumesh::hlo
 
-#endif  // TPUMESH_IO_STABLEHLO_MODULE_H_
+#endif  // TPUMESH_HLO_MODULE_H_
