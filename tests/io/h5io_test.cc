@@ -146,6 +146,56 @@ TEST(H5ioTest, GzipChunkedSparseDatasetIsRead) {
   EXPECT_EQ(std::memcmp(raw->data.data(), values.data(), raw->data.size()), 0);
 }
 
+TEST(H5ioTest, OtherFiltersAndExternalLinksAreRefused) {
+  // Scale-offset (lossy, built into HDF5): not one of deflate, shuffle,
+  // fletcher32.
+  const std::string path = Dir() + "/scaleoffset.h5";
+  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  const hsize_t chunk = 4;
+  H5Pset_chunk(dcpl, 1, &chunk);
+  H5Pset_scaleoffset(dcpl, H5Z_SO_FLOAT_DSCALE, 2);
+  const std::vector<float> values = {1.25f, 2.5f, 3.75f, 5.0f};
+  ASSERT_TRUE(tpumesh::testing::WriteH5(path, "x", H5T_IEEE_F32LE, {4}, H5T_NATIVE_FLOAT, values.data(), dcpl));
+  H5Pclose(dcpl);
+  const Status filtered = H5ReadArray(path, "x").status();
+  ExpectOneLineNaming(filtered, path, "'x'");
+  EXPECT_THAT(filtered.message(), HasSubstr("HDF5 filter 6 ('scaleoffset')"));
+  // A link to a dataset of another file: never followed.
+  const std::string other = Dir() + "/other.h5", linking = Dir() + "/linking.h5";
+  ASSERT_TRUE(tpumesh::testing::WriteH5(other, "x", H5T_IEEE_F32LE, {4}, H5T_NATIVE_FLOAT, values.data()));
+  const hid_t f = H5Fcreate(linking.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  H5Lcreate_external(other.c_str(), "/x", f, "x", H5P_DEFAULT, H5P_DEFAULT);
+  H5Gclose(H5Gcreate2(f, "g", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5Lcreate_external(other.c_str(), "/", f, "g/ext", H5P_DEFAULT, H5P_DEFAULT);
+  H5Fclose(f);
+  for (const std::string name : {"x", "g/ext/x"}) {
+    const Status st = H5ReadArray(linking, name).status();
+    ExpectOneLineNaming(st, linking, "'" + name + "'");
+    EXPECT_THAT(st.message(), HasSubstr("external link to another file"));
+  }
+}
+
+TEST(H5ioTest, Uint16TaggedAsA16BitFloatIsReadAsItsValues) {
+  // H5ReadArray (eval inputs, --latents): bfloat16 or float16 kept as
+  // uint16 is its values, not integers.
+  const std::string path = Dir() + "/tagged.h5";
+  const std::vector<uint16_t> bf16 = {0x4020, 0xBF80};  // 2.5, -1
+  ASSERT_TRUE(tpumesh::testing::WriteH5(path, "b", H5T_STD_U16LE, {2}, H5T_NATIVE_UINT16, bf16.data()));
+  ASSERT_TRUE(tpumesh::testing::AddDtypeAttribute(path, "b", "bfloat16"));
+  auto b = H5ReadArray(path, "b");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_EQ(b->dtype(), mesh::DType::kF32);
+  EXPECT_EQ(b->data<float>()[0], 2.5f);
+  EXPECT_EQ(b->data<float>()[1], -1.0f);
+  const std::string path16 = Dir() + "/tagged16.h5";
+  ASSERT_TRUE(tpumesh::testing::WriteH5(path16, "h", H5T_STD_U16LE, {6}, H5T_NATIVE_UINT16, kHalfBits.data()));
+  ASSERT_TRUE(tpumesh::testing::AddDtypeAttribute(path16, "h", "float16"));
+  auto h = H5ReadArray(path16, "h");
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_EQ(h->dtype(), mesh::DType::kF32);
+  for (size_t i = 0; i < kHalfValues.size(); ++i) EXPECT_EQ(h->data<float>()[i], kHalfValues[i]) << "index " << i;
+}
+
 // A model file whose tensor unet/x.weight is made by `make` (given the open
 // file), beside a regular one.
 template <typename Make>
