@@ -274,6 +274,26 @@ std::string Fixtures() {
       H5Pclose(dcpl);
       H5Sclose(space);
     });
+    // The tiny model with unet/conv_in.bias a gzip'd dataset of 2^28 zeros
+    // (1 GiB declared, about 1 MB stored, every chunk written).
+    EditedModel(tiny, d + "/gzip_gib_tensor.h5", [](hid_t f) {
+      H5Ldelete(f, "unet/conv_in.bias", H5P_DEFAULT);
+      const hsize_t n = hsize_t{1} << 28, chunk = hsize_t{1} << 20;
+      const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+      H5Pset_chunk(dcpl, 1, &chunk);
+      H5Pset_deflate(dcpl, 1);
+      const hid_t space = H5Screate_simple(1, &n, nullptr), mem = H5Screate_simple(1, &chunk, nullptr);
+      const hid_t ds = H5Dcreate2(f, "unet/conv_in.bias", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+      const std::vector<float> zeros(chunk, 0.0f);
+      for (hsize_t start = 0; start < n; start += chunk) {
+        H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, nullptr, &chunk, nullptr);
+        H5Dwrite(ds, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, zeros.data());
+      }
+      H5Dclose(ds);
+      H5Sclose(mem);
+      H5Sclose(space);
+      H5Pclose(dcpl);
+    });
     EditedModel(tiny, d + "/v99.h5", [](hid_t f) {
       const hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
       const int v = 99;
