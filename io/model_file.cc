@@ -321,7 +321,13 @@ StatusOr<std::vector<std::string>> ModelFile::TensorNames(const std::string& com
   std::vector<std::string> names;
   H5Literate(
       g.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr,
-      [](hid_t group, const char* name, const H5L_info_t*, void* data) -> herr_t {
+      [](hid_t group, const char* name, const H5L_info_t* link, void* data) -> herr_t {
+        // A link to another file is never followed: listed, so that reading
+        // it is refused naming it (OpenDatasetForReading).
+        if (link->type == H5L_TYPE_EXTERNAL) {
+          static_cast<std::vector<std::string>*>(data)->push_back(name);
+          return 0;
+        }
         H5O_info_t info;
         if (H5Oget_info_by_name(group, name, &info, H5P_DEFAULT) >= 0 && info.type == H5O_TYPE_DATASET) {
           hid_t ds = H5Dopen2(group, name, H5P_DEFAULT);

@@ -245,6 +245,22 @@ TEST(H5ioTest, ModelFileRefusesExternalAndVirtualTensors) {
   }
 }
 
+TEST(H5ioTest, ModelFileRefusesATensorLinkedFromAnotherFile) {
+  const std::string other = Dir() + "/weights.h5";
+  const std::vector<float> values(4, 1.0f);
+  ASSERT_TRUE(tpumesh::testing::WriteH5(other, "w", H5T_IEEE_F32LE, {4}, H5T_NATIVE_FLOAT, values.data()));
+  const std::string path = ModelWith("m_linked.h5", [&](hid_t f) {
+    H5Lcreate_external(other.c_str(), "/w", f, "unet/x.weight", H5P_DEFAULT, H5P_DEFAULT);
+  });
+  auto m = ModelFile::Open(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  // Listed without being followed, and refused when read.
+  EXPECT_EQ(*(*m)->TensorNames("unet"), (std::vector<std::string>{"ok.weight", "x.weight"}));
+  const Status st = (*m)->ReadTensor("unet", "x.weight", mesh::DType::kF32).status();
+  ExpectOneLineNaming(st, path, "unet/x.weight");
+  EXPECT_THAT(st.message(), HasSubstr("external link to another file"));
+}
+
 TEST(H5ioTest, ModelFileReadsGzipSparseTensor) {
   std::vector<float> values(size_t{1} << 18, 0.0f);
   values[7] = 1.5f;
