@@ -10,6 +10,8 @@
 #include "base/input_file.h"
 #include "hdf5.h"
 #include "io/atomic_file.h"
+#include "io/h5_dataset.h"
+#include "io/stablehlo_module.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -21,16 +23,52 @@ struct File {
   }
 };
 
+// "FILE: dataset 'NAME'", as every message names them.
+std::string Where(const std::string& file, const std::string& name) { return file + ": dataset '" + name + "'"; }
+
 StatusOr<hid_t> OpenDataset(const std::string& file, const std::string& name, File& f) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   TPUMESH_RETURN_IF_ERROR(CheckInputFile(file).status());
   if (H5Fis_hdf5(file.c_str()) <= 0) return InvalidArgumentError(file + ": not an HDF5 file");
   f.id = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f.id < 0) return InvalidArgumentError(file + ": cannot open (corrupt?)");
-  if (H5Lexists(f.id, name.c_str(), H5P_DEFAULT) <= 0) return NotFoundError(file + ": no dataset '" + name + "'");
-  hid_t ds = H5Dopen2(f.id, name.c_str(), H5P_DEFAULT);
-  if (ds < 0) return InvalidArgumentError(file + ": '" + name + "' is not a dataset");
-  return ds;
+  return OpenDatasetForReading(f.id, name, Where(file, name), file + ": no dataset '" + name + "'");
+}
+
+// What a dataset declares against what the file holds for it, before
+// anything is allocated: a tiny file that declares a huge shape (truncated,
+// never written, or hostile) is refused instead of allocating it or reading
+// the fill value. Up to 2^31 values, and no more bytes than its storage
+// holds (decompressed, for a gzip-compressed dataset: H5HeldBytes).
+Status CheckDeclaredSize(const std::string& file, const std::string& name, hid_t ds, hid_t space, hid_t type) {
+  const hssize_t n = H5Sget_simple_extent_npoints(space);
+  const double bytes = static_cast<double>(n) * static_cast<double>(std::max<size_t>(H5Tget_size(type), 1));
+  const double stored = static_cast<double>(H5Dget_storage_size(ds));
+  const double held = H5HeldBytes(ds);
+  if (n < 0 || n > (hssize_t{1} << 31) || bytes > held) {
+    const std::string decoded =
+        H5Filtered(ds) ? " (" + std::to_string(static_cast<int64_t>(held)) + " decompressed)" : "";
+    return InvalidArgumentError(Where(file, name) + " declares " + std::to_string(n) + " values but stores " +
+                                std::to_string(static_cast<int64_t>(stored)) + " bytes" + decoded +
+                                " (truncated or not made by a writer of this data?)");
+  }
+  return OkStatus();
+}
+
+// The dtype attribute ("bfloat16", "float16", "bool") against what the
+// dataset holds: a tag is believed only of elements it can describe (a
+// native half tagged bfloat16 would have its bits read as bf16).
+Status CheckTag(const std::string& file, const std::string& name, hid_t type, const H5Element& el,
+                const std::string& tag) {
+  const bool integer = el.cls == 'i' || el.cls == 'u';
+  bool fits = true;
+  if (tag == "bfloat16") fits = integer && el.width == 2;
+  else if (tag == "float16") fits = el.width == 2 && (integer || el.cls == 'f');
+  else if (tag == "bool") fits = el.width == 1 && el.cls != 'f';
+  if (fits) return OkStatus();
+  return InvalidArgumentError(Where(file, name) + " holds " + DescribeH5Type(type) + " but its dtype attribute says " +
+                              tag + " (bfloat16 is stored as uint16 with dtype=\"bfloat16\", float16 as IEEE half or "
+                              "uint16 with dtype=\"float16\", bool as uint8 with dtype=\"bool\")");
 }
 
 }  // namespace
@@ -43,21 +81,6 @@ bool H5HasDataset(const std::string& file, const std::string& name) {
   return true;
 }
 
-// What a dataset declares against what the file stores for it, before
-// anything is allocated: a tiny file that declares a huge shape (truncated
-// or hostile) is refused instead of allocating it. Up to 2^31 values, and
-// at most 16 times the bytes it stores plus 1 MiB (room for compression).
-Status CheckDeclaredSize(const std::string& file, const std::string& name, hid_t ds, hid_t space, hid_t type) {
-  const hssize_t n = H5Sget_simple_extent_npoints(space);
-  const double bytes = static_cast<double>(n) * static_cast<double>(std::max<size_t>(H5Tget_size(type), 1));
-  const double stored = static_cast<double>(H5Dget_storage_size(ds));
-  if (n < 0 || n > (hssize_t{1} << 31) || bytes > 16 * stored + (1 << 20))
-    return InvalidArgumentError(file + ": dataset '" + name + "' declares " + std::to_string(n) +
-                                " values but stores " + std::to_string(static_cast<int64_t>(stored)) +
-                                " bytes (truncated or not made by a writer of this data?)");
-  return OkStatus();
-}
-
 StatusOr<mesh::Array> H5ReadArray(const std::string& file, const std::string& name) {
   File f;
   TPUMESH_ASSIGN_OR_RETURN(hid_t ds, OpenDataset(file, name, f));
@@ -65,22 +88,43 @@ StatusOr<mesh::Array> H5ReadArray(const std::string& file, const std::string& na
   const int rank = H5Sget_simple_extent_ndims(space);
   std::vector<hsize_t> dims(std::max(rank, 0));
   H5Sget_simple_extent_dims(space, dims.data(), nullptr);
-  const H5T_class_t cls = H5Tget_class(type);
-  StatusOr<mesh::Array> out = InvalidArgumentError(file + ": dataset '" + name + "' is not numeric");
   mesh::Shape shape(dims.begin(), dims.end());
-  if (Status st = CheckDeclaredSize(file, name, ds, space, type); !st.ok()) {
+  const size_t n = static_cast<size_t>(std::max<hssize_t>(H5Sget_simple_extent_npoints(space), 0));
+  StatusOr<H5Element> el = ClassifyElements(type, Where(file, name));
+  const std::string tag = ReadShortStringAttribute(ds, "dtype");
+  StatusOr<mesh::Array> out = DataLossError(file + ": cannot read '" + name + "'");
+  if (!el.ok()) {
+    out = el.status();
+  } else if (Status st = CheckTag(file, name, type, *el, tag); !st.ok()) {
     out = st;
-  } else if (cls == H5T_FLOAT) {
+  } else if (Status st = CheckDeclaredSize(file, name, ds, space, type); !st.ok()) {
+    out = st;
+  } else if (el->cls == 'f') {
     mesh::Array a = mesh::Array::Host(mesh::DType::kF32, shape);
-    if (H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.mutable_raw()) < 0)
-      out = DataLossError(file + ": cannot read '" + name + "'");
-    else
+    if (H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.mutable_raw()) >= 0) out = a;
+  } else if (el->width == 2 && (tag == "bfloat16" || tag == "float16")) {
+    // 16-bit floats kept as uint16: their values, as f32 (exact).
+    std::vector<uint16_t> bits(n);
+    if (H5Dread(ds, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, bits.data()) >= 0) {
+      mesh::Array a = mesh::Array::Host(mesh::DType::kF32, shape);
+      float* p = a.mutable_data<float>();
+      for (size_t i = 0; i < n; ++i) {
+        if (tag == "float16") {
+          p[i] = hlo::HalfToFloat(bits[i]);
+        } else {
+          const uint32_t w = static_cast<uint32_t>(bits[i]) << 16;
+          std::memcpy(&p[i], &w, 4);
+        }
+      }
       out = a;
-  } else if (cls == H5T_INTEGER) {
-    std::vector<int64_t> tmp(static_cast<size_t>(mesh::NumElements(shape)));
-    if (H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, tmp.data()) < 0) {
-      out = DataLossError(file + ": cannot read '" + name + "'");
-    } else {
+    }
+  } else {
+    std::vector<int64_t> tmp(n);
+    std::vector<uint8_t> flags(el->cls == 'b' ? n : 0);
+    const herr_t rc = el->cls == 'b' ? H5Dread(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, flags.data())
+                                     : H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, tmp.data());
+    for (size_t i = 0; i < flags.size(); ++i) tmp[i] = flags[i];
+    if (rc >= 0) {
       mesh::Array a = mesh::Array::Host(mesh::DType::kI32, shape);
       out = a;
       for (size_t i = 0; i < tmp.size(); ++i) {
@@ -203,8 +247,9 @@ Status H5Writer::Write(const std::string& name, const mesh::Array& a) {
 StatusOr<H5Raw> H5ReadRaw(const std::string& file, const std::string& name) {
   File f;
   TPUMESH_ASSIGN_OR_RETURN(hid_t ds, OpenDataset(file, name, f));
-  hid_t space = H5Dget_space(ds), type = H5Dget_type(ds);
+  hid_t space = H5Dget_space(ds), type = H5Dget_type(ds), mem = -1;
   auto close = [&] {
+    if (mem >= 0) H5Tclose(mem);
     H5Tclose(type);
     H5Sclose(space);
     H5Dclose(ds);
@@ -213,68 +258,43 @@ StatusOr<H5Raw> H5ReadRaw(const std::string& file, const std::string& name) {
   const int rank = H5Sget_simple_extent_ndims(space);
   if (rank < 0 || rank > 16) {
     close();
-    return InvalidArgumentError(file + ": dataset '" + name + "' has an unsupported rank");
+    return InvalidArgumentError(Where(file, name) + " has an unsupported rank");
   }
   std::vector<hsize_t> dims(static_cast<size_t>(rank));
   H5Sget_simple_extent_dims(space, dims.data(), nullptr);
   r.dims.assign(dims.begin(), dims.end());
-  const H5T_class_t cls = H5Tget_class(type);
-  const size_t width = H5Tget_size(type);
-  if (Status st = CheckDeclaredSize(file, name, ds, space, type); !st.ok()) {
+  StatusOr<H5Element> el = ClassifyElements(type, Where(file, name));
+  r.dtype = ReadShortStringAttribute(ds, "dtype");
+  Status st = el.ok() ? CheckTag(file, name, type, *el, r.dtype) : el.status();
+  if (st.ok()) st = CheckDeclaredSize(file, name, ds, space, type);
+  if (!st.ok()) {
     close();
     return st;
   }
-  hid_t mem = -1;
-  if (cls == H5T_FLOAT && (width == 4 || width == 8)) {
-    r.cls = 'f';
-    mem = width == 4 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE;
-  } else if (cls == H5T_FLOAT && width == 2) {
-    r.cls = 'f';
-    mem = H5T_STD_U16LE;  // IEEE half: read its bits
-  } else if (cls == H5T_INTEGER && (width == 1 || width == 2 || width == 4 || width == 8)) {
-    const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
-    r.cls = is_signed ? 'i' : 'u';
-    static const hid_t* kS[] = {&H5T_NATIVE_INT8_g, &H5T_NATIVE_INT16_g, nullptr, &H5T_NATIVE_INT32_g, nullptr, nullptr, nullptr, &H5T_NATIVE_INT64_g};
-    static const hid_t* kU[] = {&H5T_NATIVE_UINT8_g, &H5T_NATIVE_UINT16_g, nullptr, &H5T_NATIVE_UINT32_g, nullptr, nullptr, nullptr, &H5T_NATIVE_UINT64_g};
-    H5open();
-    mem = *(is_signed ? kS : kU)[width - 1];
-  } else if (cls == H5T_ENUM && width == 1) {  // h5py's bool
-    r.cls = 'u';
+  // The elements as stored, little-endian: an IEEE float or integer type of
+  // the same layout (no value is converted), h5py's bool enum as uint8.
+  r.width = el->width;
+  r.cls = el->cls == 'b' ? 'u' : el->cls;
+  if (el->cls == 'b') {
     r.dtype = "bool";
-    H5open();
-    mem = H5T_NATIVE_UINT8_g;
+    mem = H5Tcopy(H5T_NATIVE_UINT8);
+  } else if (el->cls == 'f') {
+    mem = H5Tcopy(type);  // IEEE: only the byte order may differ
+    H5Tset_order(mem, H5T_ORDER_LE);
   } else {
-    close();
-    return InvalidArgumentError(file + ": dataset '" + name + "' is not a numeric array of 1, 2, 4 or 8-byte elements");
+    const bool s = el->cls == 'i';
+    const int w = el->width;
+    mem = H5Tcopy(w == 1 ? (s ? H5T_STD_I8LE : H5T_STD_U8LE)
+                  : w == 2 ? (s ? H5T_STD_I16LE : H5T_STD_U16LE)
+                  : w == 4 ? (s ? H5T_STD_I32LE : H5T_STD_U32LE)
+                           : (s ? H5T_STD_I64LE : H5T_STD_U64LE));
   }
-  r.width = static_cast<int>(width);
   int64_t n = 1;
   for (int64_t d : r.dims) n *= d;
-  r.data.resize(static_cast<size_t>(n) * width);
+  r.data.resize(static_cast<size_t>(n) * static_cast<size_t>(r.width));
   if (n > 0 && H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.data.data()) < 0) {
     close();
     return DataLossError(file + ": cannot read '" + name + "'");
-  }
-  if (H5Aexists(ds, "dtype") > 0) {
-    hid_t a = H5Aopen(ds, "dtype", H5P_DEFAULT);
-    hid_t at = H5Aget_type(a);
-    if (H5Tget_class(at) == H5T_STRING) {
-      if (H5Tis_variable_str(at) > 0) {
-        char* v = nullptr;
-        hid_t st = H5Tget_native_type(at, H5T_DIR_ASCEND);
-        if (H5Aread(a, st, &v) >= 0 && v) {
-          r.dtype = std::string(v).substr(0, 64);
-          H5free_memory(v);
-        }
-        H5Tclose(st);
-      } else {
-        const size_t len = std::min<size_t>(H5Tget_size(at), 64);
-        std::string v(len, '\0');
-        if (H5Aread(a, at, v.data()) >= 0) r.dtype = v.substr(0, v.find('\0'));
-      }
-    }
-    H5Tclose(at);
-    H5Aclose(a);
   }
   close();
   return r;

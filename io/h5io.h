@@ -4,7 +4,12 @@
 // Contract: readers name the file and dataset in every error (NotFound for a
 // missing file or dataset, InvalidArgument for a wrong type); integer
 // datasets of any width are read as int32 (values outside int32 are an
-// error). H5Writer checks that its path is writable when created (before
+// error). Every dataset passes io/h5_dataset.h's gate first: IEEE floats
+// of 2, 4 or 8 bytes (native half included) and integers of 1-8 bytes only,
+// other float layouts and opaque types refused naming the HDF5 type; no
+// external storage, virtual dataset, link to another file, filter but
+// deflate/shuffle/fletcher32, or unwritten storage (sizes are checked
+// against what the storage holds decompressed, up to 2^31 values). H5Writer checks that its path is writable when created (before
 // any compute), builds the file in memory and writes it on Commit() as
 // io/atomic_file.h does (checked, fsync'ed, renamed): never a partial output
 // file, and a full disk is an error (ResourceExhausted), not a short file.
@@ -21,7 +26,9 @@
 namespace tpumesh::pipeline {
 
 bool H5HasDataset(const std::string& file, const std::string& name);
-// f32 for float datasets (any width), s32 for integer ones.
+// f32 for float datasets (IEEE half, single or double) and for uint16
+// tagged dtype="bfloat16" or "float16" (their values), s32 for integer
+// ones.
 StatusOr<mesh::Array> H5ReadArray(const std::string& file, const std::string& name);
 // One-dimensional (or scalar) string datasets only; a table is refused with
 // its shape.
@@ -30,7 +37,9 @@ StatusOr<std::vector<std::string>> H5ReadStrings(const std::string& file, const 
 // A numeric dataset as stored: its class ('f' float, 'i' signed, 'u'
 // unsigned integer), element width in bytes, shape, its string attribute
 // "dtype" when it has one ("bfloat16", "bool"), and its elements,
-// little-endian. Sizes checked as H5ReadArray's.
+// little-endian: a native IEEE half is cls 'f', width 2, its own bits. A
+// dtype tag that does not fit the elements (a native half tagged bfloat16)
+// is refused. Sizes checked as H5ReadArray's.
 struct H5Raw {
   char cls = 'f';
   int width = 4;

@@ -11,6 +11,7 @@
 #include "base/input_file.h"
 #include "hdf5.h"
 #include "io/atomic_file.h"
+#include "io/h5_dataset.h"
 #include "kernels/bf16.h"
 
 namespace tpumesh::pipeline {
@@ -266,6 +267,11 @@ Status ModelFile::CheckFormat() const {
   return OkStatus();
 }
 
+StatusOr<int64_t> ModelFile::OpenDataset(const std::string& dataset, const std::string& not_found) const {
+  if (!Has(dataset)) return NotFoundError(not_found);
+  return OpenDatasetForReading(file_, dataset, path_ + ": " + dataset, not_found);
+}
+
 int64_t ModelFile::size_bytes() const {
   hsize_t size = 0;
   return H5Fget_filesize(file_, &size) < 0 ? 0 : static_cast<int64_t>(size);
@@ -285,8 +291,8 @@ bool ModelFile::Has(const std::string& dataset) const {
 }
 
 StatusOr<std::string> ModelFile::ReadText(const std::string& dataset) const {
-  if (!Has(dataset)) return NotFoundError(path_ + ": no dataset " + dataset);
-  Handle ds(H5Dopen2(file_, dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  TPUMESH_ASSIGN_OR_RETURN(hid_t id, OpenDataset(dataset, path_ + ": no dataset " + dataset));
+  Handle ds(id, H5Dclose);
   Handle ftype(H5Dget_type(ds.get()), H5Tclose);
   if (H5Tget_class(ftype.get()) != H5T_STRING) return InvalidArgumentError(path_ + ": " + dataset + " is not text");
   Handle mtype(H5Tcopy(H5T_C_S1), H5Tclose);
@@ -316,7 +322,13 @@ StatusOr<std::vector<std::string>> ModelFile::TensorNames(const std::string& com
   std::vector<std::string> names;
   H5Literate(
       g.get(), H5_INDEX_NAME, H5_ITER_INC, nullptr,
-      [](hid_t group, const char* name, const H5L_info_t*, void* data) -> herr_t {
+      [](hid_t group, const char* name, const H5L_info_t* link, void* data) -> herr_t {
+        // A link to another file is never followed: listed, so that reading
+        // it is refused naming it (OpenDatasetForReading).
+        if (link->type == H5L_TYPE_EXTERNAL) {
+          static_cast<std::vector<std::string>*>(data)->push_back(name);
+          return 0;
+        }
         H5O_info_t info;
         if (H5Oget_info_by_name(group, name, &info, H5P_DEFAULT) >= 0 && info.type == H5O_TYPE_DATASET) {
           hid_t ds = H5Dopen2(group, name, H5P_DEFAULT);
@@ -334,8 +346,8 @@ StatusOr<std::vector<std::string>> ModelFile::TensorNames(const std::string& com
 
 StatusOr<TensorInfo> ModelFile::Info(const std::string& component, const std::string& name) const {
   const std::string dataset = component + "/" + name;
-  if (!Has(dataset)) return NotFoundError(path_ + ": missing tensor " + dataset);
-  Handle ds(H5Dopen2(file_, dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  TPUMESH_ASSIGN_OR_RETURN(hid_t id, OpenDataset(dataset, path_ + ": missing tensor " + dataset));
+  Handle ds(id, H5Dclose);
   Handle space(H5Dget_space(ds.get()), H5Sclose);
   const int rank = H5Sget_simple_extent_ndims(space.get());
   if (rank < 0) return DataLossError(path_ + ": " + dataset + " has no readable shape");
@@ -344,32 +356,32 @@ StatusOr<TensorInfo> ModelFile::Info(const std::string& component, const std::st
   TensorInfo info;
   info.shape.assign(dims.begin(), dims.end());
   Handle ftype(H5Dget_type(ds.get()), H5Tclose);
-  const H5T_class_t cls = H5Tget_class(ftype.get());
   const size_t size = H5Tget_size(ftype.get());
   // The declared bytes, saturating: a shape whose product passes 2^63 is as
-  // refused as one past the file's size.
+  // refused as one past what the file holds.
   double declared = static_cast<double>(size);
   for (const hsize_t d : dims) declared *= static_cast<double>(d);
-  // A compressed dataset (h5py's gzip, say) stores less than it declares:
-  // up to kMaxCompression times less.
-  Handle dcpl(H5Dget_create_plist(ds.get()), H5Pclose);
-  const double ratio = dcpl.ok() && H5Pget_nfilters(dcpl.get()) > 0 ? kMaxCompression : 1;
+  // What the storage holds, decompressed for a compressed dataset (h5py's
+  // gzip): never more than it declares, nor (uncompressed) than the file.
   const double stored = static_cast<double>(H5Dget_storage_size(ds.get()));
-  if (declared > ratio * stored || declared > ratio * static_cast<double>(size_bytes())) {
+  const double ratio = H5Filtered(ds.get()) ? kMaxDecompression : 1;
+  if (declared > H5HeldBytes(ds.get()) || declared > ratio * static_cast<double>(size_bytes())) {
     char why[160];
     std::snprintf(why, sizeof why, " (%.0f bytes) but stores %.0f bytes in a file of %lld (truncated or forged?)",
                   declared, stored, static_cast<long long>(size_bytes()));
     return InvalidArgumentError(path_ + ": " + dataset + " declares shape " + mesh::ShapeToString(info.shape) + why);
   }
-  if (cls == H5T_FLOAT && size == 4) {
+  TPUMESH_ASSIGN_OR_RETURN(H5Element el, ClassifyElements(ftype.get(), path_ + ": " + dataset));
+  if (el.cls == 'f' && el.width == 4) {
     info.stored = mesh::DType::kF32;
-  } else if (cls == H5T_INTEGER && size == 2) {
+  } else if ((el.cls == 'u' || el.cls == 'i') && el.width == 2) {
     auto tag = ReadStringAttribute(ds.get(), "dtype");
     if (!tag.ok() || *tag != "bfloat16")
       return InvalidArgumentError(path_ + ": " + dataset + " is uint16 without dtype=\"bfloat16\"");
     info.stored = mesh::DType::kBF16;
   } else {
-    return InvalidArgumentError(path_ + ": " + dataset + " has an unsupported type (f32 or bf16 expected)");
+    return InvalidArgumentError(path_ + ": " + dataset + " holds " + DescribeH5Type(ftype.get()) +
+                                "; a model file stores f32 or bf16 (f32 or bf16 expected)");
   }
   return info;
 }
@@ -378,7 +390,8 @@ StatusOr<mesh::Array> ModelFile::ReadTensor(const std::string& component, const 
                                             mesh::DType as) const {
   TPUMESH_ASSIGN_OR_RETURN(TensorInfo info, Info(component, name));
   const std::string dataset = component + "/" + name;
-  Handle ds(H5Dopen2(file_, dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  TPUMESH_ASSIGN_OR_RETURN(hid_t id, OpenDataset(dataset, path_ + ": missing tensor " + dataset));
+  Handle ds(id, H5Dclose);
   mesh::Array out = mesh::Array::Host(as, info.shape);
   herr_t rc;
   if (info.stored == mesh::DType::kF32 && as == mesh::DType::kF32) {

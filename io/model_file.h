@@ -43,6 +43,11 @@ inline constexpr int kModelFormatVersion = 1;
 // (tpumesh writes none; h5py's gzip may): a bound no real weights come near,
 // so a small file cannot declare a huge model.
 inline constexpr int kMaxCompression = 64;
+// How many times the whole file's bytes one compressed dataset may hold
+// decompressed: deflate's largest ratio (1032:1), so a dataset that real
+// gzip wrote is never refused for compressing well (zeros, a sparse tensor);
+// its written chunks must still hold every byte it declares.
+inline constexpr int kMaxDecompression = 1032;
 // An optional text dataset: a model's training record (`tpumesh convert`
 // copies a diffusers folder's file of that name): JSON with the data, the
 // settings and the "vocabulary" the model was trained on.
@@ -95,9 +100,12 @@ class ModelFile {
   StatusOr<std::string> ReadText(const std::string& dataset) const;
   // Parameter names of a component ("unet"), sorted; text datasets excluded.
   StatusOr<std::vector<std::string>> TensorNames(const std::string& component) const;
-  // InvalidArgument when the dataset declares more bytes than it stores or
-  // than the whole file holds (a forged shape; kMaxCompression times more
-  // for a compressed dataset): checked before any read allocates for it.
+  // InvalidArgument when the dataset declares more bytes than its storage
+  // holds (a forged shape, or unwritten chunks; decompressed for a
+  // compressed dataset, io/h5_dataset.h H5HeldBytes) or than the whole file
+  // holds (kMaxDecompression times more for a compressed one): checked
+  // before any read allocates for it. Also for external storage, a virtual
+  // dataset, a link to another file, or elements neither f32 nor bf16.
   StatusOr<TensorInfo> Info(const std::string& component, const std::string& name) const;
   // The file's size in bytes (the image's, for OpenImage): no parameters a
   // file declares can take more than this as stored.
@@ -110,6 +118,9 @@ class ModelFile {
  private:
   ModelFile() = default;
   Status CheckFormat() const;
+  // The dataset opened through io/h5_dataset.h's gate (no external storage,
+  // virtual dataset or link to another file), its hid_t; the caller closes.
+  StatusOr<int64_t> OpenDataset(const std::string& dataset, const std::string& not_found) const;
   std::string path_;
   int64_t file_ = -1;  // hid_t
 };

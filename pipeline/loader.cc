@@ -59,15 +59,17 @@ StatusOr<std::vector<models::ParamMap>> ReadSharded(const ModelFile& file, const
   for (const models::ParamSpec& p : manifest) {
     // Stored bf16: kept bf16 where the models allow it (no f32 copy).
     TPUMESH_ASSIGN_OR_RETURN(TensorInfo info, file.Info(component, p.name));
+    // Checked before the read: a compressed dataset may declare far more
+    // than the file's size, and only what the config needs is allocated.
+    if (info.shape != p.shape)
+      return InvalidArgumentError(file.path() + ": tensor " + component + "/" + p.name + " has shape " +
+                                  mesh::ShapeToString(info.shape) + " but " + component +
+                                  "/config.json needs " + mesh::ShapeToString(p.shape));
     const mesh::DType as = info.stored == mesh::DType::kBF16 && models::MayHoldBf16(p.name, p.shape)
                                ? mesh::DType::kBF16
                                : mesh::DType::kF32;
     TPUMESH_ASSIGN_OR_RETURN(mesh::Array a, file.ReadTensor(component, p.name, as));
     TPUMESH_RETURN_IF_ERROR(CheckFiniteTensor(file.path() + ": tensor " + component + "/" + p.name, a));
-    if (a.shape() != p.shape)
-      return InvalidArgumentError(file.path() + ": tensor " + component + "/" + p.name + " has shape " +
-                                  mesh::ShapeToString(a.shape()) + " but " + component +
-                                  "/config.json needs " + mesh::ShapeToString(p.shape));
     if (fused_names.count(p.name)) {
       fused.emplace(p.name, std::move(a));
     } else {

@@ -39,6 +39,7 @@
 #include "mesh/array.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/cli.h"
+#include "tests/testing/h5_files.h"
 #include "tests/testing/temp_dir.h"
 
 namespace {
@@ -249,6 +250,52 @@ std::string Fixtures() {
                  "skip_prk_steps": true, "steps_offset": 1})";
       std::ofstream(src + "/model_index.json") << R"({"_class_name": "StableDiffusionPipeline"})";
     }
+    {
+      // run --inputs for @main(tensor<16xf32>) as other writers make them:
+      // elements in another file (a secret beside it; /dev/zero declaring
+      // 1 GiB), a virtual dataset whose source is missing, and 2^20 mostly
+      // zero values gzip-compressed into a few KB (in16.h5: 16 values).
+      std::ofstream(d + "/secret.txt") << std::string(64, 'S');
+      EXPECT_TRUE(tpumesh::testing::WriteExternal(d + "/external16.h5", "input_0", d + "/secret.txt", 16));
+      EXPECT_TRUE(tpumesh::testing::WriteExternal(d + "/zero_gib.h5", "input_0", "/dev/zero", hsize_t{1} << 28));
+      EXPECT_TRUE(tpumesh::testing::WriteVirtual(d + "/virtual16.h5", "input_0", d + "/missing.h5", 16));
+      std::vector<float> sparse(size_t{1} << 20, 0.0f);
+      sparse[3] = 2.5f;
+      EXPECT_TRUE(tpumesh::testing::WriteGzip(d + "/sparse.h5", "input_0", sparse, 1 << 16));
+    }
+    // The tiny model with unet/conv_in.bias's elements in another file.
+    EditedModel(tiny, d + "/external_tensor.h5", [d](hid_t f) {
+      const hid_t old = H5Dopen2(f, "unet/conv_in.bias", H5P_DEFAULT);
+      const hid_t space = H5Dget_space(old);
+      const hssize_t n = H5Sget_simple_extent_npoints(space);
+      H5Dclose(old);
+      H5Ldelete(f, "unet/conv_in.bias", H5P_DEFAULT);
+      const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+      H5Pset_external(dcpl, (d + "/secret.txt").c_str(), 0, static_cast<hsize_t>(n) * 4);
+      H5Dclose(H5Dcreate2(f, "unet/conv_in.bias", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+      H5Pclose(dcpl);
+      H5Sclose(space);
+    });
+    // The tiny model with unet/conv_in.bias a gzip'd dataset of 2^28 zeros
+    // (1 GiB declared, about 1 MB stored, every chunk written).
+    EditedModel(tiny, d + "/gzip_gib_tensor.h5", [](hid_t f) {
+      H5Ldelete(f, "unet/conv_in.bias", H5P_DEFAULT);
+      const hsize_t n = hsize_t{1} << 28, chunk = hsize_t{1} << 20;
+      const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+      H5Pset_chunk(dcpl, 1, &chunk);
+      H5Pset_deflate(dcpl, 1);
+      const hid_t space = H5Screate_simple(1, &n, nullptr), mem = H5Screate_simple(1, &chunk, nullptr);
+      const hid_t ds = H5Dcreate2(f, "unet/conv_in.bias", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+      const std::vector<float> zeros(chunk, 0.0f);
+      for (hsize_t start = 0; start < n; start += chunk) {
+        H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, nullptr, &chunk, nullptr);
+        H5Dwrite(ds, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, zeros.data());
+      }
+      H5Dclose(ds);
+      H5Sclose(mem);
+      H5Sclose(space);
+      H5Pclose(dcpl);
+    });
     EditedModel(tiny, d + "/v99.h5", [](hid_t f) {
       const hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
       const int v = 99;
