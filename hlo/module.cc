@@ -59,33 +59,6 @@ bool IsUnsigned(ElementType t) {
          t == ElementType::kU64;
 }
 
-uint16_t FloatToHalf(float f) {
-  const uint32_t u = std::bit_cast<uint32_t>(f);
-  const uint32_t sign = (u >> 16) & 0x8000u;
-  const uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
-  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
-  if (a < 0x38800000u) {  // a subnormal half (or zero): scale and round once
-    const float m = std::bit_cast<float>(a) * 16777216.0f;  // x 2^24: units of 2^-24
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(m)));
-  }
-  // normal: rebias the exponent, round the 13 dropped bits to nearest even
-  const uint32_t lsb = (a >> 13) & 1u;
-  const uint32_t r = (a + 0xfffu + lsb) >> 13;
-  return static_cast<uint16_t>(sign | (r - (112u << 10)));
-}
-
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0) {
-    const float v = static_cast<float>(m) / 16777216.0f;  // m x 2^-24
-    return sign ? -v : v;
-  }
-  if (e == 31) return std::bit_cast<float>(sign | 0x7f800000u | (m << 13));
-  return std::bit_cast<float>(sign | ((e + 112u) << 23) | (m << 13));
-}
-
 int64_t Type::num_elements() const {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "kernels/bf16.h"
 
 namespace tpumesh::hlo {
 
@@ -49,9 +50,10 @@ std::string_view ElementTypeName(ElementType t);
 int ElementTypeBytes(ElementType t);  // kPred: 1 (a byte per element, as XLA)
 bool IsFloat(ElementType t);
 bool IsUnsigned(ElementType t);  // kPred is neither signed nor unsigned
-// IEEE half precision <-> f32: round to nearest even, NaN stays NaN.
-uint16_t FloatToHalf(float f);
-float HalfToFloat(uint16_t h);
+// IEEE half precision <-> f32 (kernels/bf16.h: round to nearest even, NaN
+// stays NaN).
+using kernels::FloatToHalf;
+using kernels::HalfToFloat;
 
 struct Type {
   enum class Kind : uint8_t { kTensor, kTuple, kToken };

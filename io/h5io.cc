@@ -11,7 +11,7 @@
 #include "hdf5.h"
 #include "io/atomic_file.h"
 #include "io/h5_dataset.h"
-#include "io/stablehlo_module.h"
+#include "kernels/bf16.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -110,7 +110,7 @@ StatusOr<mesh::Array> H5ReadArray(const std::string& file, const std::string& na
       float* p = a.mutable_data<float>();
       for (size_t i = 0; i < n; ++i) {
         if (tag == "float16") {
-          p[i] = hlo::HalfToFloat(bits[i]);
+          p[i] = kernels::HalfToFloat(bits[i]);
         } else {
           const uint32_t w = static_cast<uint32_t>(bits[i]) << 16;
           std::memcpy(&p[i], &w, 4);

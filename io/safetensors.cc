@@ -24,31 +24,6 @@ uint64_t DTypeBytes(const std::string& d) {
   return 0;
 }
 
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t man = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0) {
-    if (man == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      exp = 127 - 15 + 1;
-      while ((man & 0x400) == 0) {
-        man <<= 1;
-        --exp;
-      }
-      man &= 0x3ff;
-      bits = sign | (exp << 23) | (man << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else {
-    bits = sign | ((exp - 15 + 127) << 23) | (man << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
-
 // The keys of a JSON document's top-level object, and the first one named
 // twice (nlohmann's SAX interface: every event, nothing kept but the keys).
 struct TopLevelKeys {
@@ -226,7 +201,7 @@ StatusOr<mesh::Array> SafetensorsFile::Read(const std::string& name, mesh::DType
     } else {
       uint16_t h;
       std::memcpy(&h, raw.data() + 2 * i, 2);
-      v = e->dtype == "F16" ? HalfToFloat(h) : kernels::Bf16ToF32(kernels::bf16{h});
+      v = e->dtype == "F16" ? kernels::HalfToFloat(h) : kernels::Bf16ToF32(kernels::bf16{h});
     }
     if (dtype == mesh::DType::kF32) out.mutable_data<float>()[i] = v;
     else out.mutable_data<kernels::bf16>()[i] = kernels::F32ToBf16(v);
