@@ -61,6 +61,7 @@ struct SliceAttrs {
 };
 struct PadAttrs {
   Dims low, high, interior;  // interior: 0s when absent
+  bool interior_given = false;
 };
 struct WindowAttrs {  // reduce_window, select_and_scatter; 1s (padding 0s) when absent
   Dims dims, strides, base_dilations, window_dilations, padding;
