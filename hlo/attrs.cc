@@ -77,6 +77,7 @@ StatusOr<PadAttrs> Pad(const Op& op, size_t rank) {
   TPUMESH_ASSIGN_OR_RETURN(p.low, IntsAttr(op, "edge_padding_low"));
   TPUMESH_ASSIGN_OR_RETURN(p.high, IntsAttr(op, "edge_padding_high"));
   TPUMESH_ASSIGN_OR_RETURN(p.interior, IntsAttr(op, "interior_padding", Dims(rank, 0)));
+  p.interior_given = op.Find("interior_padding") != nullptr;
   return p;
 }
 

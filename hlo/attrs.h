@@ -1,21 +1,22 @@
-// The typed attributes of the ops that read attributes each time they run:
-// compare's direction and type, dot_general's and convolution's dimension
-// numbers and precision_config, reduce_precision's bit counts, the data
-// ops' axes, slices and padding, reduce and reduce_window's dimensions and
-// windows, sort's dimension, top_k's k, gather's and scatter's dimension
-// numbers, select_and_scatter's window, the collectives' replica groups,
-// pairs and dimensions. Resolved once
-// when the module is read (Op::typed, by the op's registry entry) and
-// checked against the op's types there; Verify refuses an op whose
-// attributes do not fit, so the refusal comes before anything runs.
-// hlo/'s internal header.
+// The typed attributes of the ops that read attributes when they run or
+// are priced: compare's direction and type, dot_general's and
+// convolution's dimension numbers and precision_config, reduce_precision's
+// bit counts, the data ops' axes, slices and padding, reduce's dimensions,
+// reduce_window's and select_and_scatter's windows, sort's dimension,
+// top_k's k, gather's and scatter's dimension numbers, the collectives'
+// replica groups, pairs and dimensions. Resolved once when the module is
+// read (Op::typed, by the op's registry entry) and checked against the
+// op's types there; Verify refuses an op whose attributes do not fit, so
+// the refusal comes before anything runs. hlo/'s internal header.
 //
 // Contract: ResolveAttrs never fails and never indexes out of range; what
 // does not fit is OpAttrs::status (InvalidArgument naming the attribute, or
 // Unimplemented for a convolution's batch_group_count != 1), and `value`
 // then holds nothing. What depends on the mesh (a replica group's devices
-// against the number of devices) is checked where the op runs. The partitioner (hlo/partition.h, on local types) still reads by key
-// (hlo/op_shapes.h).
+// against the number of devices) is checked where the op runs. Still read
+// by key (hlo/op_shapes.h): a constant's value, the sharding annotations,
+// dynamic_slice's slice_sizes (the partitioner's only), and dot_general's
+// and convolution's numbers checked against local types when priced.
 #ifndef TPUMESH_HLO_ATTRS_H_
 #define TPUMESH_HLO_ATTRS_H_
 
@@ -61,6 +62,7 @@ struct SliceAttrs {
 };
 struct PadAttrs {
   Dims low, high, interior;  // interior: 0s when absent
+  bool interior_given = false;
 };
 struct WindowAttrs {  // reduce_window, select_and_scatter; 1s (padding 0s) when absent
   Dims dims, strides, base_dilations, window_dilations, padding;

@@ -4,9 +4,21 @@
 #include <functional>
 
 #include "hlo/op_shapes.h"
+#include "hlo/attrs.h"
 #include "hlo/ops.h"
 
 namespace tpumesh::hlo {
+namespace {
+
+// A list of an op's typed attributes (hlo/attrs.h), or why they did not
+// resolve: the rules below test each list as they once read it by key.
+template <typename T>
+StatusOr<Dims> Member(const StatusOr<T>& attrs, Dims T::*list) {
+  if (!attrs.ok()) return attrs.status();
+  return (*attrs).*list;
+}
+
+}  // namespace
 
 bool SameGroup(const DeviceGroup& a, const DeviceGroup& b) {
   if (a == b) return true;
@@ -207,7 +219,7 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
       break;
     }
     case Shard::kBroadcastInDim: {
-      auto bd = IntsAttr(op, "broadcast_dimensions");
+      auto bd = Member(TypedAttrs<AxesAttrs>(op), &AxesAttrs::axes);
       Builder b(out_types[0].dims.size());
       bool ok = bd.ok() && bd->size() == rank(0);
       for (size_t k = 0; ok && k < rank(0); ++k) {
@@ -239,7 +251,7 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
       break;
     }
     case Shard::kTranspose: {
-      auto perm = IntsAttr(op, "permutation");
+      auto perm = Member(TypedAttrs<AxesAttrs>(op), &AxesAttrs::axes);
       Builder b(out_types[0].dims.size());
       bool ok = perm.ok() && perm->size() == rank(0);
       for (size_t k = 0; ok && k < perm->size(); ++k) ok = b.Assign(k, s[0].dim(static_cast<size_t>((*perm)[k])));
@@ -308,7 +320,7 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
     }
     case Shard::kReduce: {
       const size_t inputs = s.size() / 2;
-      auto dims = IntsAttr(op, "dimensions");
+      auto dims = Member(TypedAttrs<AxesAttrs>(op), &AxesAttrs::axes);
       if (!dims.ok() || inputs == 0) {
         gather_all();
         return p;
@@ -338,11 +350,10 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
     }
     case Shard::kReduceWindow: {
       const size_t inputs = s.size() / 2;
-      auto win = IntsAttr(op, "window_dimensions");
-      auto stride = IntsAttr(op, "window_strides", Dims(rank(0), 1));
-      auto base = IntsAttr(op, "base_dilations", Dims(rank(0), 1));
-      auto wdil = IntsAttr(op, "window_dilations", Dims(rank(0), 1));
-      auto pad = IntsAttr(op, "padding", Dims(2 * rank(0), 0));
+      const auto window = TypedAttrs<WindowAttrs>(op);
+      auto win = Member(window, &WindowAttrs::dims), stride = Member(window, &WindowAttrs::strides),
+           base = Member(window, &WindowAttrs::base_dilations), wdil = Member(window, &WindowAttrs::window_dilations),
+           pad = Member(window, &WindowAttrs::padding);
       const bool ok = win.ok() && stride.ok() && base.ok() && wdil.ok() && pad.ok() && win->size() == rank(0) &&
                       stride->size() == rank(0) && base->size() == rank(0) && wdil->size() == rank(0) &&
                       pad->size() == 2 * rank(0);
@@ -353,8 +364,9 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
       break;
     }
     case Shard::kSlice: {
-      auto start = IntsAttr(op, "start_indices"), limit = IntsAttr(op, "limit_indices");
-      auto stride = IntsAttr(op, "strides", Dims(rank(0), 1));
+      const auto slice = TypedAttrs<SliceAttrs>(op);
+      auto start = Member(slice, &SliceAttrs::start), limit = Member(slice, &SliceAttrs::limit),
+           stride = Member(slice, &SliceAttrs::strides);
       same_dims([&](size_t k) {
         return start.ok() && limit.ok() && stride.ok() && k < start->size() && k < limit->size() && k < stride->size() &&
                (*start)[k] == 0 && (*limit)[k] == in0[k] && (*stride)[k] == 1;
@@ -362,17 +374,20 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
       break;
     }
     case Shard::kPad: {
-      auto lo = IntsAttr(op, "edge_padding_low"), hi = IntsAttr(op, "edge_padding_high"),
-           mid = IntsAttr(op, "interior_padding");
+      const auto padding = TypedAttrs<PadAttrs>(op);
+      auto lo = Member(padding, &PadAttrs::low), hi = Member(padding, &PadAttrs::high),
+           mid = Member(padding, &PadAttrs::interior);
+      // Without interior_padding, each dimension is gathered (as ever).
+      const bool interior_given = padding.ok() && padding->interior_given;
       same_dims([&](size_t k) {
-        return lo.ok() && hi.ok() && mid.ok() && k < lo->size() && k < hi->size() && k < mid->size() && (*lo)[k] == 0 &&
+        return interior_given && lo.ok() && hi.ok() && mid.ok() && k < lo->size() && k < hi->size() && k < mid->size() && (*lo)[k] == 0 &&
                (*hi)[k] == 0 && (*mid)[k] == 0;
       }, 1);
       break;
     }
     case Shard::kConcatenate: {
-      auto dim = IntAttr(op, "dimension");
-      same_dims([&](size_t k) { return dim.ok() && static_cast<int64_t>(k) != *dim; }, s.size());
+      const auto concat = TypedAttrs<AxisAttrs>(op);
+      same_dims([&](size_t k) { return concat.ok() && static_cast<int64_t>(k) != concat->axis; }, s.size());
       break;
     }
     case Shard::kDynamicSlice: {
@@ -385,8 +400,8 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
       break;
     }
     case Shard::kSort: {
-      auto dim = IntAttr(op, "dimension", -1);
-      int64_t d = dim.ok() ? *dim : -1;
+      const auto sort = TypedAttrs<AxisAttrs>(op);
+      int64_t d = sort.ok() ? sort->axis : -1;
       if (d < 0) d += static_cast<int64_t>(rank(0));
       same_dims([&](size_t k) { return static_cast<int64_t>(k) != d; }, s.size());
       break;
@@ -400,15 +415,14 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
       // embedding lookup); the operand split on a dimension it takes whole and
       // does not index (a nearest-neighbour resize's batch), which the result
       // keeps among its offset dimensions. Any other split is gathered.
-      const Attr* dn = op.Find("dimension_numbers");
-      const Dims offset = DictInts(dn, "offset_dims"), collapsed = DictInts(dn, "collapsed_slice_dims"),
-                 index_map = DictInts(dn, "start_index_map");
-      const int64_t ivd = DictInt(dn, "index_vector_dim", static_cast<int64_t>(rank(1)));
-      auto sizes = IntsAttr(op, "slice_sizes");
-      if (!DictInts(dn, "operand_batching_dims").empty() || s.size() < 2 || !sizes.ok() || sizes->size() != rank(0)) {
+      const auto g = TypedAttrs<GatherAttrs>(op);
+      if (!g.ok() || !g->operand_batching_dims.empty() || s.size() < 2 || g->slice_sizes.size() != rank(0)) {
         gather_all();
         return p;
       }
+      const Dims &offset = g->offset_dims, &collapsed = g->collapsed_slice_dims, &index_map = g->start_index_map,
+                 &sizes = g->slice_sizes;
+      const int64_t ivd = g->index_vector_dim;
       Builder b(out_types[0].dims.size());
       bool ok = true;
       for (size_t k = 0, pos = 0; k < rank(0) && ok; ++k) {
@@ -416,7 +430,7 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
         if (Contains(collapsed, kk)) continue;
         const size_t here = pos++;
         if (!s[0].dim(k).split()) continue;
-        ok = !Contains(index_map, kk) && (*sizes)[k] == in0[k] && here < offset.size() &&
+        ok = !Contains(index_map, kk) && sizes[k] == in0[k] && here < offset.size() &&
              b.Assign(static_cast<size_t>(offset[here]), s[0].dim(k));
       }
       if (!ok) {
