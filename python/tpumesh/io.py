@@ -7,8 +7,6 @@ exactly); encode_png / write_png: a uint8 [H, W, 3] image as generate writes
 its PNGs.
 """
 
-import os
-
 import numpy as np
 
 from tpumesh import _check, _tpumesh
