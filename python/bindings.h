@@ -7,6 +7,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "io/h5io.h"
 #include "mesh/mesh.h"
@@ -21,6 +22,14 @@ void RegisterRandom(pybind11::module_& m);     // threefry keys and draws
 void RegisterPipeline(pybind11::module_& m);   // Pipeline, simulate, sweeps
 void RegisterStableHlo(pybind11::module_& m);  // run / price a module; HDF5 datasets; PNG
 void RegisterEval(pybind11::module_& m);       // one component on inputs; HDF5 writers
+
+// Every file the module writes for the user (a PNG, a trace, an HDF5 file)
+// passes the commands' one output guard first (tools/report_output.h
+// CheckRunFiles: not a directory, FIFO, device or socket; its folder takes a
+// file; not one of `inputs`, the files the call reads, as (argument, path));
+// throws OSError with its one-line message.
+void CheckOutputFile(const std::string& path,
+                     const std::vector<std::pair<std::string, std::string>>& inputs = {});
 
 }  // namespace tpumesh::python
 

@@ -103,6 +103,7 @@ void RegisterEval(py::module_& m) {
   // Numeric datasets [(name, array, tag)] into a new HDF5 file at `path`
   // (H5Writer: checked writable first, written whole or not at all).
   m.def("h5_write", [](const std::string& path, const std::vector<py::tuple>& datasets) {
+    CheckOutputFile(path);
     std::vector<std::pair<std::string, pipeline::H5Raw>> raws;
     for (const py::tuple& t : datasets) {
       const std::string name = t[0].cast<std::string>();
@@ -123,6 +124,7 @@ void RegisterEval(py::module_& m) {
   });
   // A list of str as one dataset in a file of its own, the same way.
   m.def("h5_write_strings", [](const std::string& path, const std::string& name, const std::vector<std::string>& v) {
+    CheckOutputFile(path);
     ThrowIfError(
         [&]() -> Status {
           TPUMESH_ASSIGN_OR_RETURN(auto w, pipeline::H5Writer::Create(path));

@@ -22,6 +22,7 @@
 #include "pipeline/report.h"
 #include "pipeline/simulate.h"
 #include "py_status.h"
+#include "tools/report_output.h"
 #include "tools/request_flags.h"
 
 namespace tpumesh::python {
@@ -60,11 +61,20 @@ pipeline::GenerateRequest RequestFrom(const py::dict& kw) {
   return parsed;
 }
 
+// kw[key] as a list of str, or {} when absent or None.
+std::vector<std::string> StringsIn(const py::dict& kw, const char* key) {
+  if (!kw.contains(key) || kw[key].is_none()) return {};
+  return kw[key].cast<std::vector<std::string>>();
+}
+
 // One generate call's outputs, with what encoding its PNGs needs.
 struct GenerateOutput {
   pipeline::GenerateResult result;
   pipeline::GenerateRequest request;
   std::string model_name;
+  // The files the run read, as (argument, path): save() never writes over
+  // one (tools/report_output.h CheckRunFiles, generate's guard).
+  std::vector<std::pair<std::string, std::string>> inputs;
 
   py::object Images() const {
     const auto& images = result.images;
@@ -86,7 +96,14 @@ struct GenerateOutput {
       out.append(py::make_tuple(std::filesystem::path(path).filename().string(), py::bytes(bytes)));
     return out;
   }
+  // Writes as `tpumesh generate -o DIR` does: the same guard first (no
+  // image name in DIR that is a FIFO, device or folder; no input of the run
+  // among the images), then all or none.
   std::vector<std::string> Save(const std::string& dir) const {
+    tools::RunFiles files;
+    files.inputs = inputs;
+    files.image_dir = dir;
+    ThrowIfError(tools::CheckRunFiles(files), ErrorKind::kOutputPath);
     return ValueOrThrow(pipeline::WriteImages(dir, result, request, model_name), ErrorKind::kFile);
   }
   py::object InitialLatents() const {
@@ -117,6 +134,9 @@ class PyPipeline {
     auto out = std::make_unique<GenerateOutput>();
     pipeline::GenerateRequest& r = out->request;
     r = RequestFrom(kw);
+    out->inputs = {{"model", model_}, {"chip", tools::ChipInput(spec.chip).second}};
+    for (const std::string& f : StringsIn(kw, "init_images")) out->inputs.emplace_back("init_image", f);
+    for (const std::string& f : StringsIn(kw, "masks")) out->inputs.emplace_back("mask", f);
     r.prompts = std::move(prompts);
     r.seed = ValueOrThrow(tools::ParseSeed(seed));
     if (prng == "partitionable") {

@@ -39,6 +39,8 @@ void ThrowIfError(const Status& status, ErrorKind kind) {
   if (kind == ErrorKind::kFile && type != PyExc_ValueError && type != PyExc_FileNotFoundError &&
       type != PyExc_FileExistsError && type != PyExc_KeyboardInterrupt)
     type = PyExc_OSError;
+  // A path the output guard refuses (a FIFO, a folder, an input): OSError.
+  if (kind == ErrorKind::kOutputPath && type == PyExc_ValueError) type = PyExc_OSError;
   PyErr_SetString(type, status.message().c_str());
   throw py::error_already_set();
 }

@@ -7,7 +7,8 @@
 // for NotFound / AlreadyExists / DataLoss, NotImplementedError for
 // Unimplemented, KeyboardInterrupt for Cancelled, RuntimeError otherwise;
 // with kFile (a file being read or written) every code but InvalidArgument
-// is an OSError. RunReleased calls `work` on a thread of its own with the
+// is an OSError; with kOutputPath (the output guard's refusal of a path)
+// InvalidArgument is an OSError too. RunReleased calls `work` on a thread of its own with the
 // GIL released; the calling thread polls Python's signal handlers every
 // 50 ms, and when one raises (Ctrl-C: KeyboardInterrupt) it sets `*cancel`
 // (when given), waits for `work` to return and re-raises. `work` must not
@@ -24,7 +25,7 @@
 
 namespace tpumesh::python {
 
-enum class ErrorKind { kArgument, kFile };
+enum class ErrorKind { kArgument, kFile, kOutputPath };
 
 // Raises the exception for `status` (a pybind11::error_already_set); OK
 // returns.

@@ -71,6 +71,13 @@ py::tuple RunModule(const std::string& text_or_path, bool is_path, const std::st
 
 }  // namespace
 
+void CheckOutputFile(const std::string& path, const std::vector<std::pair<std::string, std::string>>& inputs) {
+  tools::RunFiles files;
+  files.outputs.push_back({"path", path});
+  files.inputs = inputs;
+  ThrowIfError(tools::CheckRunFiles(files), ErrorKind::kOutputPath);
+}
+
 void RegisterStableHlo(py::module_& m) {
   m.def("stablehlo_run", &RunModule, py::arg("text_or_path"), py::arg("is_path"), py::arg("name"),
         py::arg("inputs"), py::arg("spec"), py::arg("dry_run"), py::arg("mxu_precision"),
@@ -102,11 +109,12 @@ void RegisterStableHlo(py::module_& m) {
   });
   // A file the module writes (a trace, a PNG) goes through the commands' one
   // output guard (not an input, a device node or a FIFO) and is written
-  // whole or not at all.
-  m.def("write_file", [](const std::string& path, const py::bytes& data) {
-    tools::RunFiles files;
-    files.outputs.push_back({"path", path});
-    ThrowIfError(tools::CheckRunFiles(files), ErrorKind::kFile);
+  // whole or not at all. check_output runs the guard alone, before a long
+  // call whose output it is (as a command checks before any work).
+  m.def("check_output", &CheckOutputFile, py::arg("path"), py::arg("inputs"));
+  m.def("write_file", [](const std::string& path, const py::bytes& data,
+                         const std::vector<std::pair<std::string, std::string>>& inputs) {
+    CheckOutputFile(path, inputs);
     const std::string bytes = data;
     Status written;
     {
@@ -114,7 +122,7 @@ void RegisterStableHlo(py::module_& m) {
       written = WriteFileAtomic(path, bytes);
     }
     ThrowIfError(written, ErrorKind::kFile);
-  });
+  }, py::arg("path"), py::arg("data"), py::arg("inputs") = std::vector<std::pair<std::string, std::string>>());
 }
 
 }  // namespace tpumesh::python

@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 
-from tpumesh import _tpumesh
+from tpumesh import _check, _tpumesh
 from tpumesh._mesh import _check_readable, mesh_spec
 from tpumesh.io import write_datasets
 
@@ -102,14 +102,18 @@ def eval(model, component, inputs, *, mesh=None, devices=None, chip="v5e", topol
     "file.safetensors[:scale]" or a list of them. trace=True keeps every op
     for result.trace(). Returns an EvalResult.
     """
-    component = str(component)
+    component = _check.string("component", component)
+    precision = _check.string("precision", precision)
+    trace = _check.flag("trace", trace)
     spec = mesh_spec(chip, devices, mesh, topology, model_axis_along, threads_per_device, dataflow, vmem_mib)
     if lora is None:
         loras = []
     elif isinstance(lora, (str, os.PathLike)):
-        loras = [os.fspath(lora)]
+        loras = [_check.path("lora", lora)]
+    elif isinstance(lora, (list, tuple)):
+        loras = [_check.path("lora", x) for x in lora]
     else:
-        loras = [os.fspath(x) for x in lora]
+        raise TypeError(f"lora must be 'file.safetensors[:scale]' or a list of them, not {_check._what(lora)}")
     with tempfile.TemporaryDirectory(prefix="tpumesh-eval-") as tmp:
         if model is None:
             model_path = os.path.join(tmp, "default-model.h5")
@@ -126,5 +130,5 @@ def eval(model, component, inputs, *, mesh=None, devices=None, chip="v5e", topol
             input_label = "inputs"
             write_inputs(input_path, component, inputs)
         out = _tpumesh.eval_component(model_path, label, component, input_path, input_label,
-                                      os.path.join(tmp, "outputs.h5"), spec, precision, loras, bool(trace))
+                                      os.path.join(tmp, "outputs.h5"), spec, precision, loras, trace)
     return EvalResult(component, *out)

@@ -6,9 +6,13 @@ import json
 import os
 import warnings
 
-from tpumesh import _tpumesh
+import numpy as np
+
+from tpumesh import _check, _tpumesh
 from tpumesh._config import config
 from tpumesh._mesh import _check_readable, mesh_spec
+
+_INT_MAX = (1 << 31) - 1  # the library's int: larger values are refused here, smaller ones by its checks
 
 _MESH_KEYS = ("chip", "devices", "mesh", "topology", "model_axis_along", "threads_per_device", "dataflow",
               "vmem_mib")
@@ -18,27 +22,31 @@ def _pair(name, value):
     """(W, H) or (X, Y) as the commands' "W,H" text."""
     if value is None or isinstance(value, str):
         return value
-    try:
-        a, b = value
-        return f"{int(a)},{int(b)}"
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a pair of whole numbers, not {value!r}") from None
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise TypeError(f"{name} must be 'W,H' or a pair of ints, not {_check._what(value)}")
+    a, b = (_check.integer(name, v, 0, _INT_MAX) for v in value)
+    return f"{a},{b}"
 
 
 def _request(steps, guidance, scheduler, scheduler_opts, height, width, batch_per_device, precision,
              negative_prompts, original_size, crops_coords_top_left, target_size, keep_ops):
     if isinstance(scheduler_opts, dict):
+        for k in scheduler_opts:
+            _check.string("scheduler_opts key", k)
         scheduler_opts = [f"{k}={v}" for k, v in scheduler_opts.items()]
-    if isinstance(negative_prompts, str):
-        negative_prompts = [negative_prompts]
+    scheduler_opts = _check.optional_strings("scheduler_opts", scheduler_opts)
     return {
-        "steps": steps, "guidance": guidance, "scheduler": scheduler,
-        "scheduler_opts": list(scheduler_opts) if scheduler_opts else None,
-        "height": height, "width": width, "batch_per_device": batch_per_device, "precision": precision,
-        "negative_prompts": list(negative_prompts) if negative_prompts is not None else None,
+        "steps": _check.integer("steps", steps, 1, _INT_MAX), "guidance": _check.optional_number("guidance", guidance),
+        "scheduler": _check.optional_string("scheduler", scheduler),
+        "scheduler_opts": scheduler_opts or None,
+        "height": _check.optional_integer("height", height, 1, _INT_MAX),
+        "width": _check.optional_integer("width", width, 1, _INT_MAX),
+        "batch_per_device": _check.integer("batch_per_device", batch_per_device, 1, _INT_MAX),
+        "precision": _check.string("precision", precision),
+        "negative_prompts": _check.optional_strings("negative_prompts", negative_prompts),
         "original_size": _pair("original_size", original_size),
         "crops_coords_top_left": _pair("crops_coords_top_left", crops_coords_top_left),
-        "target_size": _pair("target_size", target_size), "keep_ops": keep_ops,
+        "target_size": _pair("target_size", target_size), "keep_ops": _check.flag("trace", keep_ops),
     }
 
 
@@ -59,9 +67,7 @@ def _paths(name, value):
 
 
 def _seed_text(seed):
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be a whole number from 0 to 2**64 - 1, not {seed!r}")
-    return str(seed)
+    return str(_check.integer("seed", seed))  # the range is ParseSeed's (0 to 2**64 - 1)
 
 
 class GenerateResult:
@@ -102,8 +108,10 @@ class GenerateResult:
 
     def png(self, i):
         """Image i's PNG bytes (as image_NN.png)."""
+        n = len(self.images)
+        i = _check.integer("i", i, -n, n - 1)
         self.pngs()
-        return self._pngs[: len(self.images)][i][1]
+        return self._pngs[:n][i][1]
 
     def grid_png(self):
         """grid.png's bytes (diffusers' make_image_grid layout)."""
@@ -111,8 +119,11 @@ class GenerateResult:
         return self._pngs[-1][1]
 
     def save(self, directory):
-        """Writes the PNGs into `directory` (created if missing), all or none; returns their paths."""
-        return self._out.save(os.fspath(directory))
+        """Writes the PNGs into `directory` (created if missing), all or none, as `tpumesh generate -o`
+        does and after the same checks: an image name there that is not a regular file (a FIFO, a
+        device, a folder), or one of this run's inputs (its model, init image, mask), is refused with
+        OSError and nothing is written. Returns their paths."""
+        return self._out.save(_check.path("directory", directory))
 
     def trace(self):
         """The Chrome trace (Perfetto) as a dict; every op is in it when generate(trace=True)."""
@@ -134,7 +145,7 @@ class Pipeline:
     """
 
     def __init__(self, model=""):
-        self._impl = _tpumesh.Pipeline(model)
+        self._impl = _tpumesh.Pipeline(_check.path("model", model))
 
     @classmethod
     def default(cls):
@@ -169,18 +180,19 @@ class Pipeline:
         (0, 1] (default: the pipeline's). trace=True keeps every op for
         result.trace(). The other keywords are generate's flags (docs/cli.md).
         """
-        if isinstance(prompts, str):
-            prompts = [prompts]
-        prompts = list(prompts)
+        prompts = _check.strings("prompts", prompts)
         if not prompts:
             raise ValueError("generate needs a prompt")
         spec = mesh_spec(chip, devices, mesh, topology, model_axis_along, threads_per_device, dataflow, vmem_mib)
         request = _request(steps, guidance, scheduler, scheduler_opts, height, width, batch_per_device, precision,
-                           negative_prompts, original_size, crops_coords_top_left, target_size, bool(trace))
+                           negative_prompts, original_size, crops_coords_top_left, target_size, trace)
         request["init_images"] = _paths("init_image", init_image)
         request["masks"] = _paths("mask", mask)
-        request["strength"] = strength
-        if warn_unknown_words:
+        request["strength"] = _check.optional_number("strength", strength)
+        prng = _check.optional_string("prng", prng, ("partitionable", "original"))
+        if latents is not None and not isinstance(latents, np.ndarray) and not hasattr(latents, "__array__"):
+            raise TypeError(f"latents must be a float32 array [B, 4, h, w], not {_check._what(latents)}")
+        if _check.flag("warn_unknown_words", warn_unknown_words):
             self._warn_unknown(spec, prompts + list(request["negative_prompts"] or []))
         out = self._impl.generate(spec, prompts, request, _seed_text(seed), prng or config.prng_impl(), latents)
         return GenerateResult(out)
@@ -206,6 +218,7 @@ class Pipeline:
 def _simulate_args(arch, model, kwargs):
     if (arch is None) == (model is None):
         raise ValueError("simulate prices a model: give arch= (sd15, sd21, sdxl, tiny) or model= (a model file)")
+    arch = _check.optional_string("arch", arch)
     if model is not None:
         model = _check_readable(model)
     mesh_kwargs = {k: kwargs.pop(k) for k in _MESH_KEYS if k in kwargs}
@@ -229,11 +242,15 @@ def simulate(arch=None, model=None, *, trace=None, check_hbm=True, **kwargs):
     batch_per_device, precision, ...). trace="t.json" also writes the
     Chrome trace there. check_hbm=False prices a run that does not fit.
     """
+    trace = _check.optional_path("trace", trace)
     spec, arch, model, req = _simulate_args(arch, model, dict(kwargs))
     req = _request(keep_ops=trace is not None, **req)
-    report_json, trace_json = _tpumesh.simulate(spec, arch, model, req, check_hbm)
+    inputs = [("model", model), ("chip", spec.chip if os.path.exists(spec.chip) else "")]
     if trace is not None:
-        _tpumesh.write_file(os.fspath(trace), trace_json.encode())
+        _tpumesh.check_output(trace, inputs)  # before the run, as the command checks
+    report_json, trace_json = _tpumesh.simulate(spec, arch, model, req, _check.flag("check_hbm", check_hbm))
+    if trace is not None:
+        _tpumesh.write_file(trace, trace_json.encode(), inputs)
     return json.loads(report_json)
 
 

@@ -7,11 +7,9 @@ exactly); encode_png / write_png: a uint8 [H, W, 3] image as generate writes
 its PNGs.
 """
 
-import os
-
 import numpy as np
 
-from tpumesh import _tpumesh
+from tpumesh import _check, _tpumesh
 from tpumesh._mesh import _check_readable
 
 __all__ = ["encode_png", "has_dataset", "read_dataset", "write_datasets", "write_png"]
@@ -23,6 +21,24 @@ def _bf16_dtype():
     except ImportError:
         return None
     return ml_dtypes.bfloat16
+
+
+# An HDF5 file's superblock signature, at 0 or after a user block of 512, 1024, 2048, ... bytes.
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def _check_hdf5(path):
+    """OSError naming the file unless it is an HDF5 file (h5_has_dataset says False for any other)."""
+    with open(path, "rb") as f:
+        offset = 0
+        while True:
+            f.seek(offset)
+            head = f.read(len(_HDF5_SIGNATURE))
+            if head == _HDF5_SIGNATURE:
+                return path
+            if len(head) < len(_HDF5_SIGNATURE):
+                raise OSError(f"{path}: not an HDF5 file")
+            offset = 512 if offset == 0 else offset * 2
 
 
 def from_tagged(array, tag):
@@ -46,12 +62,13 @@ def to_tagged(x):
 
 
 def has_dataset(path, name):
-    return _tpumesh.h5_has_dataset(os.fspath(path), name)
+    """Whether the HDF5 file at `path` holds dataset `name` (OSError when it is not an HDF5 file)."""
+    return _tpumesh.h5_has_dataset(_check_hdf5(_check_readable(path)), _check.string("name", name))
 
 
 def read_dataset(path, name):
     """Dataset `name` of the HDF5 file at `path`, with its dtype as stored."""
-    return from_tagged(*_tpumesh.h5_read(_check_readable(path), name))
+    return from_tagged(*_tpumesh.h5_read(_check_readable(path), _check.string("name", name)))
 
 
 def write_datasets(path, datasets):
@@ -59,7 +76,9 @@ def write_datasets(path, datasets):
     {name: list of str}, alone in its file: the tokenizer's "prompts"), as
     `tpumesh eval --input` and `run --input` read them; written whole or not
     at all."""
-    path = os.fspath(path)
+    path = _check.path("path", path)
+    if not isinstance(datasets, dict):
+        raise TypeError(f"datasets must be a dict {{name: array}}, not {_check._what(datasets)}")
     strings = {k: v for k, v in datasets.items() if isinstance(v, (list, tuple)) and v and
                all(isinstance(x, str) for x in v)}
     if strings:
@@ -77,10 +96,24 @@ def write_datasets(path, datasets):
     _tpumesh.h5_write(path, out)
 
 
+def _rgb(rgb):
+    """uint8 [H, W, 3] as given: any other dtype is refused, never cast (a float image in [0, 1] cast to
+    uint8 is black)."""
+    a = np.asarray(rgb)
+    if a.dtype != np.uint8:
+        raise TypeError(f"rgb must be a uint8 [height, width, 3] array, not {a.dtype}"
+                        + (" (convert with (x * 255).round().astype(np.uint8))" if a.dtype.kind == "f" else ""))
+    return a
+
+
 def encode_png(rgb, text=None):
-    """PNG bytes of uint8 [H, W, 3]; text: {keyword: value} tEXt/iTXt chunks."""
-    return _tpumesh.encode_png(np.asarray(rgb, dtype=np.uint8), list((text or {}).items()))
+    """PNG bytes of uint8 [H, W, 3]; text: {keyword: value} tEXt/iTXt chunks (str)."""
+    if text is not None and not isinstance(text, dict):
+        raise TypeError(f"text must be a dict {{keyword: value}} of str, not {_check._what(text)}")
+    items = [(_check.string("text keyword", k), _check.string(f"text[{k!r}]", v)) for k, v in (text or {}).items()]
+    return _tpumesh.encode_png(_rgb(rgb), items)
 
 
 def write_png(path, rgb, text=None):
-    _tpumesh.write_file(os.fspath(path), encode_png(rgb, text))
+    """encode_png's bytes at `path`, through the commands' output guard, written whole or not at all."""
+    _tpumesh.write_file(_check.path("path", path), encode_png(rgb, text))

@@ -41,6 +41,8 @@ def _lowered_text(lowered):
 def lower(f, *args):
     """(StableHLO text, @main's input arrays or None, output tree, name) of f on args."""
     jax = _import_jax()
+    if not callable(f):
+        raise TypeError(f"f must be a function (plain, jax.jit or jax.pmap), not {type(f).__name__} {f!r:.60}")
     lowerable = f if hasattr(f, "lower") else jax.jit(f)
     lowered = lowerable.lower(*args)
     leaves = jax.tree_util.tree_leaves(args)

@@ -20,9 +20,9 @@ import json
 import os
 
 
-from tpumesh import _tpumesh
+from tpumesh import _check, _tpumesh
 from tpumesh._mesh import _check_readable, mesh_spec
-from tpumesh.io import from_tagged, read_dataset, to_tagged
+from tpumesh.io import _check_hdf5, from_tagged, read_dataset, to_tagged
 
 __all__ = ["RunResult", "layout", "load_inputs", "load_outputs", "price", "run"]
 
@@ -33,8 +33,9 @@ def _program(program, name):
     """(text or path, is_path, name for messages)."""
     if isinstance(program, os.PathLike):
         return _check_readable(program), True, name or os.fspath(program)
+    name = _check.optional_string("name", name)
     if not isinstance(program, str):
-        raise ValueError(f"a StableHLO module is its MLIR text or a path, not {type(program).__name__}")
+        raise TypeError(f"program must be MLIR text or a path, not {_check._what(program)}")
     head = program.lstrip()[:200]
     if "\n" in program or head.startswith(("module", "func.func", "#loc", '"builtin.module"', "//")):
         return program, False, name or "<stablehlo>"
@@ -43,6 +44,20 @@ def _program(program, name):
 
 def _spec(mesh, devices, chip, topology, threads_per_device, model_axis_along="x"):
     return mesh_spec(chip, devices, mesh, topology, model_axis_along, threads_per_device)
+
+
+def _trace(trace, text, is_path, spec):
+    """The trace path checked by the commands' output guard before the run: never the module it runs."""
+    if trace is None:
+        return None, []
+    trace = _check.path("trace", trace)
+    inputs = [("program", text if is_path else ""), ("chip", spec.chip if os.path.exists(spec.chip) else "")]
+    _tpumesh.check_output(trace, inputs)
+    return trace, inputs
+
+
+def _xla_generation(value):
+    return _check.string("xla_generation", value, ("auto", "0.4", "current"))
 
 
 def run(program, *inputs, mesh=None, devices=None, chip="v5e", topology=None, threads_per_device=0,
@@ -55,29 +70,30 @@ def run(program, *inputs, mesh=None, devices=None, chip="v5e", topology=None, th
     precision_config; xla_generation "0.4" / "current" / "auto" picks whose
     XLA math to match bit for bit; trace="t.json" writes the Chrome trace.
     """
-    if xla_generation not in ("auto", "0.4", "current"):
-        raise ValueError(f"xla_generation must be auto, 0.4 or current, not {xla_generation!r}")
+    xla_generation = _xla_generation(xla_generation)
     text, is_path, name = _program(program, name)
+    spec = _spec(mesh, devices, chip, topology, threads_per_device)
+    trace, files = _trace(trace, text, is_path, spec)
     tagged = [to_tagged(x) for x in inputs]
     outs, report_json, trace_json = _tpumesh.stablehlo_run(
-        text, is_path, name, tagged, _spec(mesh, devices, chip, topology, threads_per_device), False,
-        bool(mxu_precision), xla_generation, trace is not None)
+        text, is_path, name, tagged, spec, False, _check.flag("mxu_precision", mxu_precision), xla_generation,
+        trace is not None)
     if trace is not None:
-        _tpumesh.write_file(os.fspath(trace), trace_json.encode())
+        _tpumesh.write_file(trace, trace_json.encode(), files)
     return RunResult([from_tagged(a, tag) for a, tag in outs], json.loads(report_json))
 
 
 def price(program, *, mesh=None, devices=None, chip="v5e", topology=None, xla_generation="auto", trace=None,
           name=None):
     """Prices @main on the chip without computing it or taking inputs: the report dict."""
-    if xla_generation not in ("auto", "0.4", "current"):
-        raise ValueError(f"xla_generation must be auto, 0.4 or current, not {xla_generation!r}")
+    xla_generation = _xla_generation(xla_generation)
     text, is_path, name = _program(program, name)
-    _, report_json, trace_json = _tpumesh.stablehlo_run(
-        text, is_path, name, [], _spec(mesh, devices, chip, topology, 0), True, False, xla_generation,
-        trace is not None)
+    spec = _spec(mesh, devices, chip, topology, 0)
+    trace, files = _trace(trace, text, is_path, spec)
+    _, report_json, trace_json = _tpumesh.stablehlo_run(text, is_path, name, [], spec, True, False, xla_generation,
+                                                        trace is not None)
     if trace is not None:
-        _tpumesh.write_file(os.fspath(trace), trace_json.encode())
+        _tpumesh.write_file(trace, trace_json.encode(), files)
     return json.loads(report_json)
 
 
@@ -89,7 +105,7 @@ def layout(program, name=None):
 
 
 def _load(path, prefix):
-    path = _check_readable(path)
+    path = _check_hdf5(_check_readable(path))
     out = []
     while _tpumesh.h5_has_dataset(path, f"{prefix}_{len(out)}"):
         out.append(read_dataset(path, f"{prefix}_{len(out)}"))
