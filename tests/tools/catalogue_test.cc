@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -167,8 +168,8 @@ void WriteText(hid_t file, const std::string& name, const std::string& text) {
 }
 
 // A copy of the tiny model with `edit` applied to the open file.
-void EditedModel(const std::string& src, const std::string& dst, const std::function<void(hid_t)>& edit) {
-  fs::copy_file(src, dst, fs::copy_options::overwrite_existing);
+void EditedModel(const std::string& dst, const std::function<void(hid_t)>& edit) {
+  fs::copy_file(tpumesh::testing::TinyModelFile(), dst, fs::copy_options::overwrite_existing);
   const hid_t f = H5Fopen(dst.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   ASSERT_GE(f, 0) << dst;
   edit(f);
@@ -181,144 +182,213 @@ void EditConfig(hid_t f, const std::string& dataset, const std::function<void(nl
   WriteText(f, dataset, j.dump(1));
 }
 
-// The files the cases start from, made once per process: $FIX.
-std::string Fixtures() {
-  static const std::string dir = [] {
-    const std::string d = tpumesh::testing::ProcessTempDir() + "/fix";
-    fs::create_directories(d);
-    const std::string tiny = d + "/tiny.h5";
-    fs::copy_file(tpumesh::testing::TinyModelFile(), tiny);
-    fs::copy_file(std::string(TPUMESH_SOURCE_DIR) + "/docs/examples/custom_chip.json", d + "/chip.json");
-    // Every PNG colour type (scripts/tools/make_png_cases.py): $FIX/png/*.png.
-    fs::copy(std::string(TPUMESH_SOURCE_DIR) + "/tests/data/png", d + "/png", fs::copy_options::recursive);
-    using tpumesh::mesh::Array;
-    using tpumesh::mesh::DType;
-    {
-      auto w = tpumesh::pipeline::H5Writer::Create(d + "/ids.h5");
-      EXPECT_TRUE(w.ok());
-      EXPECT_TRUE((*w)->Write("input_ids", Array::Host(DType::kI32, {1, 77})).ok());
-      EXPECT_TRUE((*w)->Commit().ok());
-    }
-    {
+// The files the cases start from ($FIX/<name>), each made on demand: ctest
+// runs every case in a process of its own, so a case makes only the
+// fixtures its text names (the 1 GiB gzip'd tensor alone took seconds).
+using tpumesh::mesh::Array;
+using tpumesh::mesh::DType;
+
+void WriteArray(const std::string& path, const std::string& name, const Array& a) {
+  auto w = tpumesh::pipeline::H5Writer::Create(path);
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE((*w)->Write(name, a).ok());
+  EXPECT_TRUE((*w)->Commit().ok());
+}
+
+// A secret beside the fixtures: the bytes external storage points at.
+std::string Secret(const std::string& d) {
+  std::ofstream(d + "/secret.txt") << std::string(64, 'S');
+  return d + "/secret.txt";
+}
+
+struct Fixture {
+  const char* name;                                 // $FIX/<name>
+  std::function<void(const std::string& d)> make;  // makes d/<name>
+};
+
+const std::vector<Fixture>& FixtureTable() {
+  static const std::vector<Fixture> table = {
+      {"tiny.h5", [](const std::string& d) { fs::copy_file(tpumesh::testing::TinyModelFile(), d + "/tiny.h5"); }},
+      {"chip.json",
+       [](const std::string& d) {
+         fs::copy_file(std::string(TPUMESH_SOURCE_DIR) + "/docs/examples/custom_chip.json", d + "/chip.json");
+       }},
+      // Every PNG colour type (scripts/tools/make_png_cases.py).
+      {"png",
+       [](const std::string& d) {
+         fs::copy(std::string(TPUMESH_SOURCE_DIR) + "/tests/data/png", d + "/png", fs::copy_options::recursive);
+       }},
+      {"ids.h5", [](const std::string& d) { WriteArray(d + "/ids.h5", "input_ids", Array::Host(DType::kI32, {1, 77})); }},
       // "prompts" as a 2-D array of strings (eval --component tokenizer reads 1-D).
-      const hid_t f = H5Fcreate((d + "/prompts2d.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-      const hid_t t = H5Tcopy(H5T_C_S1);
-      H5Tset_size(t, H5T_VARIABLE);
-      const hsize_t dims[2] = {2, 2};
-      const hid_t space = H5Screate_simple(2, dims, nullptr);
-      const hid_t ds = H5Dcreate2(f, "prompts", t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-      const char* p[4] = {"a", "b", "c", "d"};
-      H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, p);
-      H5Dclose(ds);
-      H5Sclose(space);
-      H5Tclose(t);
-      H5Fclose(f);
-    }
-    {
+      {"prompts2d.h5",
+       [](const std::string& d) {
+         const hid_t f = H5Fcreate((d + "/prompts2d.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+         const hid_t t = H5Tcopy(H5T_C_S1);
+         H5Tset_size(t, H5T_VARIABLE);
+         const hsize_t dims[2] = {2, 2};
+         const hid_t space = H5Screate_simple(2, dims, nullptr);
+         const hid_t ds = H5Dcreate2(f, "prompts", t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+         const char* p[4] = {"a", "b", "c", "d"};
+         H5Dwrite(ds, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, p);
+         H5Dclose(ds);
+         H5Sclose(space);
+         H5Tclose(t);
+         H5Fclose(f);
+       }},
       // Latents for the default model's 8 images (32x32 -> [8,4,4,4]): one
       // holding a NaN, one of the wrong batch, one that declares 4.2e11
       // values and stores none.
-      Array nan_latents = Array::Host(DType::kF32, {8, 4, 4, 4});
-      nan_latents.mutable_data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
-      auto w = tpumesh::pipeline::H5Writer::Create(d + "/latents_nan.h5");
-      EXPECT_TRUE(w.ok());
-      EXPECT_TRUE((*w)->Write("latents", nan_latents).ok());
-      EXPECT_TRUE((*w)->Commit().ok());
-      auto w1 = tpumesh::pipeline::H5Writer::Create(d + "/latents_one.h5");
-      EXPECT_TRUE(w1.ok());
-      EXPECT_TRUE((*w1)->Write("latents", Array::Host(DType::kF32, {1, 4, 4, 4})).ok());
-      EXPECT_TRUE((*w1)->Commit().ok());
-      const hid_t f = H5Fcreate((d + "/latents_huge.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-      const hsize_t dims[4] = {100000, 4, 1024, 1024};
-      const hid_t space = H5Screate_simple(4, dims, nullptr);
-      const hid_t ds = H5Dcreate2(f, "latents", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-      H5Dclose(ds);
-      H5Sclose(space);
-      H5Fclose(f);
-    }
-    {
+      {"latents_nan.h5",
+       [](const std::string& d) {
+         Array nan_latents = Array::Host(DType::kF32, {8, 4, 4, 4});
+         nan_latents.mutable_data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
+         WriteArray(d + "/latents_nan.h5", "latents", nan_latents);
+       }},
+      {"latents_one.h5",
+       [](const std::string& d) { WriteArray(d + "/latents_one.h5", "latents", Array::Host(DType::kF32, {1, 4, 4, 4})); }},
+      {"latents_huge.h5",
+       [](const std::string& d) {
+         const hid_t f = H5Fcreate((d + "/latents_huge.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+         const hsize_t dims[4] = {100000, 4, 1024, 1024};
+         const hid_t space = H5Screate_simple(4, dims, nullptr);
+         H5Dclose(H5Dcreate2(f, "latents", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+         H5Sclose(space);
+         H5Fclose(f);
+       }},
       // A diffusers folder: tiny-sd-b's components, the tiny tokenizer, PNDM.
-      const std::string src = d + "/sd", data = std::string(TPUMESH_SOURCE_DIR) + "/tests/data/tiny-sd-b";
-      fs::create_directories(src + "/scheduler");
-      for (const char* c : {"text_encoder", "unet", "vae"})
-        fs::copy(data + "/" + c, src + "/" + c, fs::copy_options::recursive);
-      fs::copy(std::string(TPUMESH_SOURCE_DIR) + "/text/data/tiny-tokenizer", src + "/tokenizer",
-               fs::copy_options::recursive);
-      std::ofstream(src + "/scheduler/scheduler_config.json")
-          << R"({"_class_name": "PNDMScheduler", "beta_end": 0.012, "beta_schedule": "scaled_linear",
-                 "beta_start": 0.00085, "num_train_timesteps": 1000, "set_alpha_to_one": false,
-                 "skip_prk_steps": true, "steps_offset": 1})";
-      std::ofstream(src + "/model_index.json") << R"({"_class_name": "StableDiffusionPipeline"})";
-    }
-    {
+      {"sd",
+       [](const std::string& d) {
+         const std::string src = d + "/sd", data = std::string(TPUMESH_SOURCE_DIR) + "/tests/data/tiny-sd-b";
+         fs::create_directories(src + "/scheduler");
+         for (const char* c : {"text_encoder", "unet", "vae"})
+           fs::copy(data + "/" + c, src + "/" + c, fs::copy_options::recursive);
+         fs::copy(std::string(TPUMESH_SOURCE_DIR) + "/text/data/tiny-tokenizer", src + "/tokenizer",
+                  fs::copy_options::recursive);
+         std::ofstream(src + "/scheduler/scheduler_config.json")
+             << R"({"_class_name": "PNDMScheduler", "beta_end": 0.012, "beta_schedule": "scaled_linear",
+                    "beta_start": 0.00085, "num_train_timesteps": 1000, "set_alpha_to_one": false,
+                    "skip_prk_steps": true, "steps_offset": 1})";
+         std::ofstream(src + "/model_index.json") << R"({"_class_name": "StableDiffusionPipeline"})";
+       }},
       // run --inputs for @main(tensor<16xf32>) as other writers make them:
       // elements in another file (a secret beside it; /dev/zero declaring
       // 1 GiB), a virtual dataset whose source is missing, and 2^20 mostly
       // zero values gzip-compressed into a few KB (in16.h5: 16 values).
-      std::ofstream(d + "/secret.txt") << std::string(64, 'S');
-      EXPECT_TRUE(tpumesh::testing::WriteExternal(d + "/external16.h5", "input_0", d + "/secret.txt", 16));
-      EXPECT_TRUE(tpumesh::testing::WriteExternal(d + "/zero_gib.h5", "input_0", "/dev/zero", hsize_t{1} << 28));
-      EXPECT_TRUE(tpumesh::testing::WriteVirtual(d + "/virtual16.h5", "input_0", d + "/missing.h5", 16));
-      std::vector<float> sparse(size_t{1} << 20, 0.0f);
-      sparse[3] = 2.5f;
-      EXPECT_TRUE(tpumesh::testing::WriteGzip(d + "/sparse.h5", "input_0", sparse, 1 << 16));
+      {"external16.h5",
+       [](const std::string& d) {
+         EXPECT_TRUE(tpumesh::testing::WriteExternal(d + "/external16.h5", "input_0", Secret(d), 16));
+       }},
+      {"zero_gib.h5",
+       [](const std::string& d) {
+         EXPECT_TRUE(tpumesh::testing::WriteExternal(d + "/zero_gib.h5", "input_0", "/dev/zero", hsize_t{1} << 28));
+       }},
+      {"virtual16.h5",
+       [](const std::string& d) {
+         EXPECT_TRUE(tpumesh::testing::WriteVirtual(d + "/virtual16.h5", "input_0", d + "/missing.h5", 16));
+       }},
+      {"sparse.h5",
+       [](const std::string& d) {
+         std::vector<float> sparse(size_t{1} << 20, 0.0f);
+         sparse[3] = 2.5f;
+         EXPECT_TRUE(tpumesh::testing::WriteGzip(d + "/sparse.h5", "input_0", sparse, 1 << 16));
+       }},
+      // The tiny model with unet/conv_in.bias's elements in another file.
+      {"external_tensor.h5",
+       [](const std::string& d) {
+         const std::string secret = Secret(d);
+         EditedModel(d + "/external_tensor.h5", [&secret](hid_t f) {
+           const hid_t old = H5Dopen2(f, "unet/conv_in.bias", H5P_DEFAULT);
+           const hid_t space = H5Dget_space(old);
+           const hssize_t n = H5Sget_simple_extent_npoints(space);
+           H5Dclose(old);
+           H5Ldelete(f, "unet/conv_in.bias", H5P_DEFAULT);
+           const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+           H5Pset_external(dcpl, secret.c_str(), 0, static_cast<hsize_t>(n) * 4);
+           H5Dclose(H5Dcreate2(f, "unet/conv_in.bias", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+           H5Pclose(dcpl);
+           H5Sclose(space);
+         });
+       }},
+      // The tiny model with unet/conv_in.bias a gzip'd dataset of 2^28 zeros
+      // (1 GiB declared, about 1 MB stored, every chunk written).
+      {"gzip_gib_tensor.h5",
+       [](const std::string& d) {
+         EditedModel(d + "/gzip_gib_tensor.h5", [](hid_t f) {
+           H5Ldelete(f, "unet/conv_in.bias", H5P_DEFAULT);
+           const hsize_t n = hsize_t{1} << 28, chunk = hsize_t{1} << 20;
+           const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+           H5Pset_chunk(dcpl, 1, &chunk);
+           H5Pset_deflate(dcpl, 1);
+           const hid_t space = H5Screate_simple(1, &n, nullptr), mem = H5Screate_simple(1, &chunk, nullptr);
+           const hid_t ds = H5Dcreate2(f, "unet/conv_in.bias", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+           const std::vector<float> zeros(chunk, 0.0f);
+           for (hsize_t start = 0; start < n; start += chunk) {
+             H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, nullptr, &chunk, nullptr);
+             H5Dwrite(ds, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, zeros.data());
+           }
+           H5Dclose(ds);
+           H5Sclose(mem);
+           H5Sclose(space);
+           H5Pclose(dcpl);
+         });
+       }},
+      {"v99.h5",
+       [](const std::string& d) {
+         EditedModel(d + "/v99.h5", [](hid_t f) {
+           const hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+           const int v = 99;
+           H5Awrite(a, H5T_NATIVE_INT, &v);
+           H5Aclose(a);
+         });
+       }},
+      {"negative_sample_size.h5",
+       [](const std::string& d) {
+         EditedModel(d + "/negative_sample_size.h5", [](hid_t f) {
+           EditConfig(f, "unet/config.json", [](nlohmann::json& j) { j["sample_size"] = -8; });
+         });
+       }},
+      {"huge_text_encoder.h5",
+       [](const std::string& d) {
+         EditedModel(d + "/huge_text_encoder.h5", [](hid_t f) {
+           EditConfig(f, "text_encoder/config.json", [](nlohmann::json& j) {
+             j["vocab_size"] = 100000000;
+             j["num_hidden_layers"] = 1000;
+           });
+         });
+       }},
+      {"wide_text_encoder.h5",
+       [](const std::string& d) {
+         EditedModel(d + "/wide_text_encoder.h5", [](hid_t f) {
+           EditConfig(f, "text_encoder/config.json", [](nlohmann::json& j) {
+             j["hidden_size"] = 1 << 20;
+             j["intermediate_size"] = 1 << 22;
+           });
+         });
+       }},
+  };
+  return table;
+}
+
+// The fixtures folder with the fixtures the case names ($FIX/<name> in its
+// setup, run or check) made; a name the table lacks is the test's failure.
+std::string Fixtures(const Case& c) {
+  const std::string d = tpumesh::testing::ProcessTempDir() + "/fix";
+  fs::create_directories(d);
+  std::string text = c.run + "\n" + c.check;
+  for (const std::string& s : c.setup) text += "\n" + s;
+  for (size_t at = text.find("$FIX/"); at != std::string::npos; at = text.find("$FIX/", at + 1)) {
+    const size_t from = at + 5;
+    const std::string name = text.substr(from, text.find_first_of("/ '\")\n;|&", from) - from);
+    if (fs::exists(d + "/" + name)) continue;
+    const auto& table = FixtureTable();
+    const auto it = std::find_if(table.begin(), table.end(), [&](const Fixture& f) { return name == f.name; });
+    if (it == table.end()) {
+      ADD_FAILURE() << "no fixture $FIX/" << name << " (catalogue_test.cc FixtureTable)";
+      continue;
     }
-    // The tiny model with unet/conv_in.bias's elements in another file.
-    EditedModel(tiny, d + "/external_tensor.h5", [d](hid_t f) {
-      const hid_t old = H5Dopen2(f, "unet/conv_in.bias", H5P_DEFAULT);
-      const hid_t space = H5Dget_space(old);
-      const hssize_t n = H5Sget_simple_extent_npoints(space);
-      H5Dclose(old);
-      H5Ldelete(f, "unet/conv_in.bias", H5P_DEFAULT);
-      const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-      H5Pset_external(dcpl, (d + "/secret.txt").c_str(), 0, static_cast<hsize_t>(n) * 4);
-      H5Dclose(H5Dcreate2(f, "unet/conv_in.bias", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT));
-      H5Pclose(dcpl);
-      H5Sclose(space);
-    });
-    // The tiny model with unet/conv_in.bias a gzip'd dataset of 2^28 zeros
-    // (1 GiB declared, about 1 MB stored, every chunk written).
-    EditedModel(tiny, d + "/gzip_gib_tensor.h5", [](hid_t f) {
-      H5Ldelete(f, "unet/conv_in.bias", H5P_DEFAULT);
-      const hsize_t n = hsize_t{1} << 28, chunk = hsize_t{1} << 20;
-      const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-      H5Pset_chunk(dcpl, 1, &chunk);
-      H5Pset_deflate(dcpl, 1);
-      const hid_t space = H5Screate_simple(1, &n, nullptr), mem = H5Screate_simple(1, &chunk, nullptr);
-      const hid_t ds = H5Dcreate2(f, "unet/conv_in.bias", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-      const std::vector<float> zeros(chunk, 0.0f);
-      for (hsize_t start = 0; start < n; start += chunk) {
-        H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, nullptr, &chunk, nullptr);
-        H5Dwrite(ds, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, zeros.data());
-      }
-      H5Dclose(ds);
-      H5Sclose(mem);
-      H5Sclose(space);
-      H5Pclose(dcpl);
-    });
-    EditedModel(tiny, d + "/v99.h5", [](hid_t f) {
-      const hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
-      const int v = 99;
-      H5Awrite(a, H5T_NATIVE_INT, &v);
-      H5Aclose(a);
-    });
-    EditedModel(tiny, d + "/negative_sample_size.h5",
-                [](hid_t f) { EditConfig(f, "unet/config.json", [](nlohmann::json& j) { j["sample_size"] = -8; }); });
-    EditedModel(tiny, d + "/huge_text_encoder.h5", [](hid_t f) {
-      EditConfig(f, "text_encoder/config.json", [](nlohmann::json& j) {
-        j["vocab_size"] = 100000000;
-        j["num_hidden_layers"] = 1000;
-      });
-    });
-    EditedModel(tiny, d + "/wide_text_encoder.h5", [](hid_t f) {
-      EditConfig(f, "text_encoder/config.json", [](nlohmann::json& j) {
-        j["hidden_size"] = 1 << 20;
-        j["intermediate_size"] = 1 << 22;
-      });
-    });
-    return d;
-  }();
-  return dir;
+    it->make(d);
+  }
+  return d;
 }
 
 // ------------------------------------------------------------- judging
@@ -380,7 +450,7 @@ TEST_P(CatalogueTest, HoldsTheRules) {
   const std::string dir = base + "/case";
   fs::create_directories(dir + "/tmp");
   const std::map<std::string, std::string> env = {
-      {"T", Binary()}, {"FIX", Fixtures()}, {"TMPDIR", dir + "/tmp"}};
+      {"T", Binary()}, {"FIX", Fixtures(c)}, {"TMPDIR", dir + "/tmp"}};
   std::string setup;
   for (const std::string& s : c.setup) setup += s + "\n";
   if (!setup.empty()) {
