@@ -154,9 +154,10 @@ std::vector<std::pair<std::string, pipeline::H5Raw>> OutputDatasets(const std::v
     r.dims = t.type.dims;
     const ElementType e = t.type.element;
     r.width = ElementTypeBytes(e);
-    if (e == ElementType::kF32 || e == ElementType::kF64) r.cls = 'f';
+    // f16 as an IEEE half dataset (what h5py reads as np.float16); bf16,
+    // which HDF5 has no type for, as its bits with dtype="bfloat16".
+    if (e == ElementType::kF32 || e == ElementType::kF64 || e == ElementType::kF16) r.cls = 'f';
     else if (e == ElementType::kBF16) { r.cls = 'u'; r.dtype = "bfloat16"; }
-    else if (e == ElementType::kF16) { r.cls = 'u'; r.dtype = "float16"; }
     else if (e == ElementType::kPred) { r.cls = 'u'; r.dtype = "bool"; }
     else r.cls = IsUnsigned(e) ? 'u' : 'i';
     const uint8_t* p = static_cast<const uint8_t*>(t.data.raw());

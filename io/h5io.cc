@@ -313,7 +313,23 @@ Status H5Writer::WriteRaw(const std::string& name, const H5Raw& raw) {
   else if (raw.cls == 'u' && raw.width == 2) type = H5T_STD_U16LE_g;
   else if (raw.cls == 'u' && raw.width == 4) type = H5T_STD_U32LE_g;
   else if (raw.cls == 'u' && raw.width == 8) type = H5T_STD_U64LE_g;
-  else return InvalidArgumentError(name + ": unsupported element type");
+  // IEEE half, little-endian, as h5py writes np.float16 (HDF5 1.10 has no
+  // predefined half: sign bit 15, 5 exponent bits at 10 with bias 15, 10
+  // mantissa bits).
+  hid_t half = -1;
+  if (raw.cls == 'f' && raw.width == 2) {
+    half = type = H5Tcopy(H5T_IEEE_F32LE);
+    H5Tset_fields(half, 15, 10, 5, 0, 10);
+    H5Tset_size(half, 2);
+    H5Tset_ebias(half, 15);
+  }
+  if (type < 0) return InvalidArgumentError(name + ": unsupported element type");
+  struct CloseHalf {
+    hid_t t;
+    ~CloseHalf() {
+      if (t >= 0) H5Tclose(t);
+    }
+  } close_half{half};
   std::vector<hsize_t> dims(raw.dims.begin(), raw.dims.end());
   hid_t space = dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
   hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);

@@ -32,7 +32,7 @@ std::string Dir(const std::string& gen) {
 // contraction and denormal flushing, ...). MatchesJax skips them by name,
 // with that reason; drop a name here once tpumesh runs the program.
 const char* kKnownUnsupported[] = {"cnn_train_step", "fft", "complex_arith", "complex128_arith", "scatter_slices",
-                                   "reduce_precision", "f16_inputs", "uniform_range", "sign_denormal",
+                                   "reduce_precision", "uniform_range", "sign_denormal",
                                    "triangular_solve"};
 
 bool KnownUnsupported(const std::string& name) {
@@ -64,6 +64,11 @@ double ToDouble(const pipeline::H5Raw& r, size_t i) {
     uint16_t h;
     std::memcpy(&h, p, 2);
     return static_cast<double>(kernels::Bf16ToF32(kernels::bf16{h}));
+  }
+  if (r.cls == 'f' && r.width == 2) {  // IEEE half (h5py's float16)
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return static_cast<double>(kernels::HalfToFloat(h));
   }
   if (r.cls == 'f' && r.width == 4) {
     float f;

@@ -57,6 +57,40 @@ TEST(H5ioTest, NativeHalfIsReadAsItsValues) {
   for (size_t i = 0; i < kHalfValues.size(); ++i) EXPECT_EQ(a->data<float>()[i], kHalfValues[i]) << "index " << i;
 }
 
+TEST(H5ioTest, WrittenHalfIsANativeHalf) {
+  // run's f16 outputs: an IEEE half dataset (np.float16 to h5py), no tag.
+  const std::string path = Dir() + "/half_out.h5";
+  H5Raw raw;
+  raw.cls = 'f';
+  raw.width = 2;
+  raw.dims = {6};
+  raw.data.resize(12);
+  std::memcpy(raw.data.data(), kHalfBits.data(), 12);
+  {
+    auto w = H5Writer::Create(path);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE((*w)->WriteRaw("y", raw).ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const hid_t d = H5Dopen2(f, "y", H5P_DEFAULT);
+  const hid_t t = H5Dget_type(d);
+  size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+  H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize);
+  EXPECT_EQ(H5Tget_class(t), H5T_FLOAT);
+  EXPECT_EQ(H5Tget_size(t), 2u);
+  EXPECT_EQ(H5Tget_ebias(t), 15u);
+  EXPECT_EQ((std::vector<size_t>{spos, epos, esize, mpos, msize}), (std::vector<size_t>{15, 10, 5, 0, 10}));
+  EXPECT_EQ(H5Aexists(d, "dtype"), 0);
+  H5Tclose(t);
+  H5Dclose(d);
+  H5Fclose(f);
+  auto a = H5ReadArray(path, "y");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  for (size_t i = 0; i < kHalfValues.size(); ++i) EXPECT_EQ(a->data<float>()[i], kHalfValues[i]) << "index " << i;
+}
+
 TEST(H5ioTest, HalfWithAnotherTypesTagIsRefused) {
   // A native half tagged dtype="bfloat16" would have its bits read as bf16.
   const std::string path = Dir() + "/half_tagged.h5";
