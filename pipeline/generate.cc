@@ -373,10 +373,15 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   return res;
 }
 
+std::string ImageFileName(int i, int count) {
+  const int digits = std::max(2, static_cast<int>(std::to_string(std::max(count - 1, 0)).size()));
+  const std::string n = std::to_string(i);
+  return "image_" + std::string(std::max(0, digits - static_cast<int>(n.size())), '0') + n + ".png";
+}
+
 StatusOr<OutputFiles> EncodeImages(const std::string& dir, const GenerateResult& res, const GenerateRequest& r,
                                    const std::string& model_name) {
   const int b = static_cast<int>(res.images.size());
-  const int digits = std::max(2, static_cast<int>(std::to_string(std::max(b - 1, 0)).size()));
   OutputFiles files;
   auto params = [&](int i) {
     std::ostringstream s;
@@ -393,8 +398,7 @@ StatusOr<OutputFiles> EncodeImages(const std::string& dir, const GenerateResult&
     return s.str();
   };
   for (int i = 0; i < b; ++i) {
-    const std::string name = "image_" + std::string(std::max(0, digits - static_cast<int>(std::to_string(i).size())), '0') +
-                             std::to_string(i) + ".png";
+    const std::string name = ImageFileName(i, b);
     TPUMESH_ASSIGN_OR_RETURN(std::string png, EncodePng(res.images[i], {{"parameters", params(i)}}));
     files.emplace_back((std::filesystem::path(dir) / name).string(), std::move(png));
   }

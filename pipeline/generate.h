@@ -184,6 +184,10 @@ class Generator {
   std::optional<LatentPreview> preview_;  // fitted at the first call that asks for previews
 };
 
+// The file name of image i of a set of `count`: image_NN.png, with as many
+// digits as the last index needs (two at least).
+std::string ImageFileName(int i, int count);
+
 // (path, bytes) of files written together (io/atomic_file.h WriteFilesAtomic).
 using OutputFiles = std::vector<std::pair<std::string, std::string>>;
 // result.images as DIR/image_<i>.png and DIR/grid.png (rows x cols from

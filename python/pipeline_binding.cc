@@ -104,6 +104,7 @@ struct GenerateOutput {
     files.inputs = inputs;
     files.image_dir = dir;
     ThrowIfError(tools::CheckRunFiles(files), ErrorKind::kOutputPath);
+    ThrowIfError(tools::CheckImageSet(dir, static_cast<int>(result.images.size())), ErrorKind::kOutputPath);
     return ValueOrThrow(pipeline::WriteImages(dir, result, request, model_name), ErrorKind::kFile);
   }
   py::object InitialLatents() const {

@@ -233,6 +233,7 @@ Status RunGenerate(GenerateCmdOptions o) {
     r.preview_every = o.preview_every;
     r.keep_ops = !o.dev.out.trace.empty();
     TPUMESH_RETURN_IF_ERROR(gen->Validate(r));
+    TPUMESH_RETURN_IF_ERROR(CheckImageSet(o.out, gen->data_size() * r.batch_per_device));
     // Created before the run so that an unwritable path fails first; the
     // file appears only on Commit.
     if (!o.save_latents.empty()) {

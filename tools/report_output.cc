@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "io/atomic_file.h"
+#include "pipeline/generate.h"
 
 namespace tpumesh::tools {
 
@@ -68,6 +69,22 @@ bool IsInside(const std::string& path, const std::string& dir) {
 }
 
 }  // namespace
+
+Status CheckImageSet(const std::string& dir, int count) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!IsImageName(name, false) || name == "grid.png") continue;
+    const std::string index = name.substr(6, name.size() - 10);  // image_<index>.png
+    if (index.size() <= 9 && std::stoi(index) < count && pipeline::ImageFileName(std::stoi(index), count) == name)
+      continue;
+    return InvalidArgumentError(it->path().string() + ": an image this run does not replace (it writes " +
+                                pipeline::ImageFileName(0, count) +
+                                (count > 1 ? " to " + pipeline::ImageFileName(count - 1, count) : std::string()) +
+                                " and grid.png; a folder holds one set): move it away or choose another -o");
+  }
+  return OkStatus();
+}
 
 std::pair<std::string, std::string> ChipInput(const std::string& chip) {
   std::error_code ec;

@@ -56,6 +56,12 @@ struct RunFiles {
 // must be a regular file (or absent), and no input may be one of them.
 Status CheckRunFiles(const RunFiles& files);
 
+// The image folder holds one set: refuses an image_NN.png in `dir` that a
+// set of `count` images does not replace (left from a larger set: it would
+// stay beside the new one as if it belonged to it). Run once the count is
+// known (after the request is validated), before any work.
+Status CheckImageSet(const std::string& dir, int count);
+
 // {"--chip", path} when the chip flag names an existing file (a chip file,
 // not a preset), else an empty path: the chip file is an input like any
 // other.

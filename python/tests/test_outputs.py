@@ -59,6 +59,15 @@ def test_save_refuses_a_fifo_or_folder_where_an_image_goes(small, tmp_path):
     assert len(small.save(out)) == 2  # image_00.png and grid.png
 
 
+def test_save_refuses_an_image_of_a_larger_set(small, tmp_path):
+    # one image: an image_01.png beside it would pass for part of its set
+    (tmp_path / "image_01.png").write_bytes(b"stale")
+    with pytest.raises(OSError) as e:
+        small.save(tmp_path)
+    one_line(e, "image_01.png", "an image this run does not replace")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["image_01.png"]  # nothing written
+
+
 def test_save_never_overwrites_the_runs_init_image_or_mask(pipe, small, tmp_path):
     folder = tmp_path / "img"
     small.save(folder)
