@@ -222,7 +222,9 @@ template <typename C>
       case Un::kCeil: return std::ceil(x);
       case Un::kRoundAfz: return std::round(x);
       case Un::kRoundEven: return std::nearbyint(x);
-      case Un::kSign: return std::isnan(x) ? x : (x > 0 ? C(1) : (x < 0 ? C(-1) : x));
+      // XLA's: copysign(x != 0, x), x if NaN. Under FTZ/DAZ (an hlo run) a
+      // denormal compares equal to 0, so its sign is a signed zero.
+      case Un::kSign: return std::isnan(x) ? x : std::copysign(x != C(0) ? C(1) : C(0), x);
       case Un::kErfInv: return ErfInv(x, generation);
       case Un::kErf: return Erf(x);
       case Un::kSquare: return x * x;

@@ -5,6 +5,9 @@
 #include "hlo/interpreter_impl.h"
 
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -366,8 +369,33 @@ XlaGeneration DetectGeneration(const Module& m) {
   return XlaGeneration::kJax04;
 }
 
+namespace {
+
+// XLA's CPU client runs every executable with denormals flushed
+// (tsl::port::ScopedFlushDenormal: FTZ and DAZ in MXCSR), so every f32 and
+// f64 operation of it, elementwise, reduction, dot or convolution, reads a
+// denormal operand as a (signed) zero and writes a denormal result as one.
+// A run sets the same bits for its duration on the thread that runs it;
+// kernels::ParallelForTasks hands them to the threads that take its tasks.
+// The caller's environment is restored after, so the models' kernels outside
+// an hlo run keep IEEE denormals. (x86-64 only; other hosts keep theirs.)
+class ScopedFlushDenormals {
+ public:
+#if defined(__x86_64__) || defined(__SSE__)
+  static constexpr unsigned kFtz = 0x8000, kDaz = 0x0040;
+  ScopedFlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFtz | kDaz); }
+  ~ScopedFlushDenormals() { _mm_setcsr(saved_); }
+
+ private:
+  unsigned saved_;
+#endif
+};
+
+}  // namespace
+
 StatusOr<std::vector<Tensor>> RunFunction(const Module& m, std::string_view name, std::vector<Tensor> args,
                                           const DeviceSite& site, const Options& options) {
+  const ScopedFlushDenormals flush;
   const Func* f = m.FindFunc(name);
   if (!f) return InvalidArgumentError(m.file + ": no function @" + std::string(name));
   if (args.size() != f->arg_types.size())
