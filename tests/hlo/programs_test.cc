@@ -32,7 +32,7 @@ std::string Dir(const std::string& gen) {
 // contraction and denormal flushing, ...). MatchesJax skips them by name,
 // with that reason; drop a name here once tpumesh runs the program.
 const char* kKnownUnsupported[] = {"cnn_train_step", "fft", "complex_arith", "complex128_arith", "scatter_slices",
-                                   "reduce_precision", "f16_inputs", "uniform_range",
+                                   "reduce_precision", "f16_inputs",
                                    "triangular_solve"};
 
 bool KnownUnsupported(const std::string& name) {

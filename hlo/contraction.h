@@ -1,0 +1,46 @@
+// Which products XLA:CPU never rounds: hlo/'s internal header.
+//
+// Two XLA:CPU rewrites change f32 and f64 bits against an op-by-op
+// evaluation (measured in scripts/stablehlo/README.md; the rules in
+// docs/stablehlo.md, "Numerics"):
+// - fp-contract=fast (LLVM's DAG combiner, x86 not "aggressive"): an add or
+//   subtract with a multiply operand whose one use it is, in the same
+//   kernel, is one fused multiply-add, rounded once: a*b + c and c + a*b ->
+//   fma(a, b, c); a*b - c -> fma(a, b, -c); c - a*b -> fma(-a, b, c); with
+//   both operands such products, the left one.
+// - the algebraic simplifier: (y * C1) * C2, C1 and C2 scalar constants
+//   (or broadcasts of them) and y not a constant, is y * (C1 * C2).
+// XLA inlines every call first, so "the same kernel" is the same block once
+// each private function called from one place is seen in its caller: a
+// value flows from a func.return to that call's result and from a call's
+// operand to the callee's argument. Blocks are function bodies and the
+// regions of control ops (a while body is a kernel of its own); the bodies
+// of reduce, sort, scatter, ... are not looked into. f16 and bf16 are not
+// contracted (XLA computes them in f32 with a rounding after each op).
+//
+// Contract: PlanProducts reads the module only; linear in its size. A value
+// marked other than kRounded is a stablehlo.multiply's result with exactly
+// one use (through the calls above), which is the consumer named.
+#ifndef TPUMESH_HLO_CONTRACTION_H_
+#define TPUMESH_HLO_CONTRACTION_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "hlo/module.h"
+
+namespace tpumesh::hlo {
+
+enum class Product : uint8_t {
+  kRounded,      // every other value: as computed
+  kFused,        // its consumer, an add or subtract, takes it as an fma
+  kFoldedLhs,    // a product of a scalar constant (operand 0) whose consumer,
+  kFoldedRhs,    // a multiply by another, takes the constants' product (operand 1)
+};
+
+// Indexed by value id (Module::num_values).
+std::vector<Product> PlanProducts(const Module& m);
+
+}  // namespace tpumesh::hlo
+
+#endif  // TPUMESH_HLO_CONTRACTION_H_
