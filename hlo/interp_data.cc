@@ -22,7 +22,8 @@ Status Interpreter::Uncontract(const Op& op, std::vector<const Tensor*>& in, std
     if (!in[k]->product) continue;
     const UnroundedProduct& p = *in[k]->product;
     const Tensor* other = in[1 - k];
-    if (binary && form == MulAdd::kNone && (e->scalar.bin == Bin::kAdd || e->scalar.bin == Bin::kSub)) {
+    if (binary && form == MulAdd::kNone && !other->product &&
+        (e->scalar.bin == Bin::kAdd || e->scalar.bin == Bin::kSub)) {
       form = e->scalar.bin == Bin::kAdd ? MulAdd::kAdd : (k == 0 ? MulAdd::kProductMinus : MulAdd::kMinusProduct);
       in = {&p.factor[0], &p.factor[1], other};
       return OkStatus();
