@@ -8,8 +8,9 @@
 //   kernel, is one fused multiply-add, rounded once: a*b + c and c + a*b ->
 //   fma(a, b, c); a*b - c -> fma(a, b, -c); c - a*b -> fma(-a, b, c); with
 //   both operands such products, the left one.
-// - the algebraic simplifier: (y * C1) * C2, C1 and C2 scalar constants
-//   (or broadcasts of them) and y not a constant, is y * (C1 * C2).
+// - the algebraic simplifier: (y * C1) * C2, C1 and C2 splat constants
+//   (or broadcasts of scalar ones) and y not a constant, is y * (C1 * C2);
+//   here only where y * C1 has no other use (XLA folds regardless).
 // XLA inlines every call first, so "the same kernel" is the same block once
 // each private function called from one place is seen in its caller: a
 // value flows from a func.return to that call's result and from a call's
