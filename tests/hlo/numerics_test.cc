@@ -271,6 +271,25 @@ func.func @main(%a: tensor<256xf32>, %b: tensor<256xf32>, %c: tensor<256xf32>, %
       [&](size_t i) { return Add(Mul(x[0][i], x[1][i]), x[2][i]); });
 }
 
+// A product passed into a function called once fuses into the callee's
+// add (XLA inlines the call).
+TEST(HloNumericsTest, AProductFusesIntoAFunctionCalledOnce) {
+  const auto& x = Inputs();
+  const std::string text = R"(
+func.func private @plus(%u: tensor<256xf32>, %v: tensor<256xf32>) -> tensor<256xf32> {
+  %s = stablehlo.add %u, %v : tensor<256xf32>
+  return %s : tensor<256xf32>
+}
+func.func @main(%a: tensor<256xf32>, %b: tensor<256xf32>, %c: tensor<256xf32>, %d: tensor<256xf32>) -> tensor<256xf32> {
+  %m = stablehlo.multiply %a, %b : tensor<256xf32>
+  %r0 = func.call @plus(%m, %c) : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>
+  return %r0 : tensor<256xf32>
+})";
+  ExpectElements(
+      RunF32(text, x), [&](size_t i) { return std::fma(x[0][i], x[1][i], x[2][i]); },
+      [&](size_t i) { return Add(Mul(x[0][i], x[1][i]), x[2][i]); });
+}
+
 // (a * C1) * C2 is a * fl(C1 * C2), and fused as such into an add:
 // (sqrt(2) * a) * 0.5 + 3 is fma(a, fl(sqrt(2) * 0.5), 3), as
 // jax.random.normal(...) * 0.5 + 3 on XLA:CPU; the constants broadcast
