@@ -29,34 +29,42 @@ class Planner {
   }
 
   std::vector<Product> Plan() {
-    // The consumers' candidates first (an add takes its left product when
-    // both are), then the marks.
-    std::unordered_map<const Op*, int> fused_operand;  // add/subtract -> operand index
-    for (const auto& [mul, block] : multiplies_) {
-      const int v = mul->results[0];
-      const Use u = Consumer(v, block);
-      if (u.op == nullptr || !SameType(*mul, *u.op)) continue;
-      const std::string& name = u.op->name;
-      if (name == "stablehlo.add" || name == "stablehlo.subtract") {
-        auto [it, fresh] = fused_operand.emplace(u.op, static_cast<int>(u.operand));
-        if (!fresh && static_cast<int>(u.operand) < it->second) it->second = static_cast<int>(u.operand);
-      } else if (name == "stablehlo.multiply") {
-        const bool c0 = SplatConstant(mul->operands[0], block), c1 = SplatConstant(mul->operands[1], block);
-        const int other = u.op->operands[1 - u.operand];
-        if (c0 != c1 && SplatConstant(other, use_block_.at(u.op)))
-          plan_[static_cast<size_t>(v)] = c0 ? Product::kFoldedLhs : Product::kFoldedRhs;
+    // Each multiply's consumers (one per inlined copy), then the consumers'
+    // choices (an add takes its left product when both are), then the marks.
+    std::vector<std::vector<Use>> consumers(multiplies_.size());
+    std::unordered_map<const Op*, size_t> fused_operand;  // add/subtract -> operand index
+    for (size_t i = 0; i < multiplies_.size(); ++i) {
+      const auto& [mul, block] = multiplies_[i];
+      if (!Consumers(mul->results[0], block, consumers[i], 0)) consumers[i].clear();
+      for (const Use& u : consumers[i]) {
+        if (!AddOrSubtract(*u.op) || !SameType(*mul, *u.op)) continue;
+        auto [it, fresh] = fused_operand.emplace(u.op, u.operand);
+        if (!fresh && u.operand < it->second) it->second = u.operand;
       }
     }
-    for (const auto& [mul, block] : multiplies_) {
-      const Use u = Consumer(mul->results[0], block);
-      auto it = u.op ? fused_operand.find(u.op) : fused_operand.end();
-      if (it != fused_operand.end() && it->second == static_cast<int>(u.operand))
-        plan_[static_cast<size_t>(mul->results[0])] = Product::kFused;
+    for (size_t i = 0; i < multiplies_.size(); ++i) {
+      const auto& [mul, block] = multiplies_[i];
+      const auto& cs = consumers[i];
+      if (cs.empty()) continue;
+      bool fused = true, folded = true;
+      for (const Use& u : cs) {
+        auto it = fused_operand.find(u.op);
+        fused = fused && SameType(*mul, *u.op) && it != fused_operand.end() && it->second == u.operand;
+        folded = folded && SameType(*mul, *u.op) && u.op->name == "stablehlo.multiply" &&
+                 SplatConstant(u.op->operands[1 - u.operand], use_block_.at(u.op), 0);
+      }
+      const bool c0 = SplatConstant(mul->operands[0], block, 0), c1 = SplatConstant(mul->operands[1], block, 0);
+      Product& mark = plan_[static_cast<size_t>(mul->results[0])];
+      if (fused) mark = Product::kFused;
+      else if (folded && c0 != c1) mark = c0 ? Product::kFoldedLhs : Product::kFoldedRhs;
     }
     return std::move(plan_);
   }
 
  private:
+  static constexpr int kMaxDepth = 64;        // calls followed
+  static constexpr size_t kMaxCopies = 256;   // inlined copies of one value
+
   // Records producers, uses and call sites everywhere; multiplies only in
   // kernel blocks (function bodies, control ops' regions).
   void Index(const Region& r, bool kernel) {
@@ -67,10 +75,7 @@ class Planner {
         for (size_t k = 0; k < op.operands.size(); ++k)
           uses_[static_cast<size_t>(op.operands[k])].push_back({&op, &b, k});
         const OpEntry* e = EntryOf(op);
-        if (e && e->run == Run::kCall) {
-          auto [it, fresh] = call_site_.emplace(op.callee, Use{&op, &b, 0});
-          if (!fresh) it->second.op = nullptr;  // called from more than one place
-        }
+        if (e && e->run == Run::kCall) call_sites_[op.callee].push_back({&op, &b, 0});
         if (kernel && op.name == "stablehlo.multiply" && op.results.size() == 1 &&
             (op.result_types[0].element == ElementType::kF32 || op.result_types[0].element == ElementType::kF64))
           multiplies_.emplace_back(&op, &b);
@@ -78,73 +83,68 @@ class Planner {
       }
   }
 
-  // The private function called from exactly one place, and that place.
-  const Op* OnlyCall(const Func& f) const {
-    if (f.is_public) return nullptr;
-    auto it = call_site_.find(f.name);
-    return it == call_site_.end() ? nullptr : it->second.op;
+  // The places a private function is called from (none for a public one:
+  // its callers are outside the module).
+  const std::vector<Use>& CallSites(const Func& f) const {
+    static const std::vector<Use> kNone;
+    auto it = call_sites_.find(f.name);
+    return f.is_public || it == call_sites_.end() ? kNone : it->second;
   }
 
-  // The one use of value v (defined in `block`) in the same kernel once the
-  // calls are inlined, or none.
-  Use Consumer(int v, const Block* block) const {
-    for (int hops = 0; hops < 64; ++hops) {
-      const auto& us = uses_[static_cast<size_t>(v)];
-      if (us.size() != 1 || us[0].block != block) return {};
-      const Use& u = us[0];
-      const OpEntry* e = EntryOf(*u.op);
-      if (e && e->run == Run::kReturn) {  // out of a function called once
-        auto f = body_of_.find(block);
-        const Op* call = f == body_of_.end() ? nullptr : OnlyCall(*f->second);
-        if (call == nullptr || u.operand >= call->results.size()) return {};
-        v = call->results[u.operand];
-        block = use_block_.at(call);
-        continue;
-      }
-      if (e && e->run == Run::kCall) {  // into a function called once
-        const Func* f = m_.FindFunc(u.op->callee);
-        if (f == nullptr || OnlyCall(*f) != u.op || f->body.blocks.size() != 1 ||
-            u.operand >= f->body.blocks[0].args.size())
-          return {};
-        v = f->body.blocks[0].args[u.operand];
-        block = &f->body.blocks[0];
-        continue;
-      }
-      return u;
+  // Appends the uses of value v (defined in `block`) in the same kernel
+  // once the calls are inlined: one per inlined copy (a value returned by
+  // a function called from n places has n). False when some copy of v has
+  // another use or leaves the kernel.
+  bool Consumers(int v, const Block* block, std::vector<Use>& out, int depth) const {
+    const auto& us = uses_[static_cast<size_t>(v)];
+    if (depth > kMaxDepth || out.size() >= kMaxCopies || us.size() != 1 || us[0].block != block) return false;
+    const Use& u = us[0];
+    const OpEntry* e = EntryOf(*u.op);
+    if (e && e->run == Run::kReturn) {  // out of a function, at each call
+      auto f = body_of_.find(block);
+      if (f == body_of_.end() || CallSites(*f->second).empty()) return false;
+      for (const Use& call : CallSites(*f->second))
+        if (u.operand >= call.op->results.size() ||
+            !Consumers(call.op->results[u.operand], call.block, out, depth + 1))
+          return false;
+      return true;
     }
-    return {};
+    if (e && e->run == Run::kCall) {  // into the callee
+      const Func* f = m_.FindFunc(u.op->callee);
+      if (f == nullptr || CallSites(*f).empty() || f->body.blocks.size() != 1 ||
+          u.operand >= f->body.blocks[0].args.size())
+        return false;
+      return Consumers(f->body.blocks[0].args[u.operand], &f->body.blocks[0], out, depth + 1);
+    }
+    out.push_back(u);
+    return true;
   }
 
   // v holds one value in every element, a constant: a splat (or one-element)
-  // stablehlo.constant, a broadcast or reshape of one, or the argument of a
-  // function called once that is given one.
-  bool SplatConstant(int v, const Block* block) const {
-    for (int hops = 0; hops < 64; ++hops) {
-      const Op* p = producer_[static_cast<size_t>(v)];
-      if (p == nullptr) {  // an argument
-        auto f = body_of_.find(block);
-        const Op* call = f == body_of_.end() ? nullptr : OnlyCall(*f->second);
-        if (call == nullptr) return false;
-        const auto& args = block->args;
-        size_t k = 0;
-        while (k < args.size() && args[k] != v) ++k;
-        if (k == args.size() || k >= call->operands.size()) return false;
-        v = call->operands[k];
-        block = use_block_.at(call);
-        continue;
-      }
-      if (p->name == "stablehlo.broadcast_in_dim" || p->name == "stablehlo.reshape") {
-        v = p->operands[0];
-        block = use_block_.at(p);
-        continue;
-      }
-      if (p->name != "stablehlo.constant") return false;
-      const Attr* value = p->Find("value");
-      return value != nullptr && value->kind == Attr::Kind::kDense &&
-             (value->splat || value->type.num_elements() == 1);
+  // stablehlo.constant, a broadcast or reshape of one, or an argument of a
+  // private function that every call gives one.
+  bool SplatConstant(int v, const Block* block, int depth) const {
+    if (depth > kMaxDepth) return false;
+    const Op* p = producer_[static_cast<size_t>(v)];
+    if (p == nullptr) {  // an argument
+      auto f = body_of_.find(block);
+      if (f == body_of_.end() || CallSites(*f->second).empty()) return false;
+      size_t k = 0;
+      while (k < block->args.size() && block->args[k] != v) ++k;
+      for (const Use& call : CallSites(*f->second))
+        if (k >= call.op->operands.size() || !SplatConstant(call.op->operands[k], call.block, depth + 1))
+          return false;
+      return true;
     }
-    return false;
+    if (p->name == "stablehlo.broadcast_in_dim" || p->name == "stablehlo.reshape")
+      return SplatConstant(p->operands[0], use_block_.at(p), depth + 1);
+    if (p->name != "stablehlo.constant") return false;
+    const Attr* value = p->Find("value");
+    return value != nullptr && value->kind == Attr::Kind::kDense &&
+           (value->splat || value->type.num_elements() == 1);
   }
+
+  static bool AddOrSubtract(const Op& op) { return op.name == "stablehlo.add" || op.name == "stablehlo.subtract"; }
 
   static bool SameType(const Op& mul, const Op& consumer) {
     return consumer.results.size() == 1 && consumer.result_types[0] == mul.result_types[0];
@@ -156,7 +156,7 @@ class Planner {
   std::vector<Product> plan_;
   std::unordered_map<const Op*, const Block*> use_block_;   // op -> its block
   std::unordered_map<const Block*, const Func*> body_of_;   // a function's body block -> it
-  std::unordered_map<std::string, Use> call_site_;          // callee -> its one call (op null: several)
+  std::unordered_map<std::string, std::vector<Use>> call_sites_;  // callee -> its calls
   std::vector<std::pair<const Op*, const Block*>> multiplies_;
 };
 

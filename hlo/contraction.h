@@ -12,16 +12,20 @@
 //   (or broadcasts of scalar ones) and y not a constant, is y * (C1 * C2);
 //   here only where y * C1 has no other use (XLA folds regardless).
 // XLA inlines every call first, so "the same kernel" is the same block once
-// each private function called from one place is seen in its caller: a
-// value flows from a func.return to that call's result and from a call's
-// operand to the callee's argument. Blocks are function bodies and the
+// each private function is seen in its callers: a value flows from a
+// func.return to each call's result and from a call's operand to the
+// callee's argument. A product returned by a function called from several
+// places is marked when every copy's consumer takes it (XLA decides per
+// inlined copy; tpumesh rounds them all otherwise). Blocks are function bodies and the
 // regions of control ops (a while body is a kernel of its own); the bodies
 // of reduce, sort, scatter, ... are not looked into. f16 and bf16 are not
 // contracted (XLA computes them in f32 with a rounding after each op).
 //
-// Contract: PlanProducts reads the module only; linear in its size. A value
+// Contract: PlanProducts reads the module only; about linear in its size
+// (calls followed 64 deep, 256 inlined copies of a value at most). A value
 // marked other than kRounded is a stablehlo.multiply's result with exactly
-// one use (through the calls above), which is the consumer named.
+// one use in each inlined copy, and every such use is a consumer of the
+// kind named.
 #ifndef TPUMESH_HLO_CONTRACTION_H_
 #define TPUMESH_HLO_CONTRACTION_H_
 

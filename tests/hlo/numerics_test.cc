@@ -290,6 +290,30 @@ func.func @main(%a: tensor<256xf32>, %b: tensor<256xf32>, %c: tensor<256xf32>, %
       [&](size_t i) { return Add(Mul(x[0][i], x[1][i]), x[2][i]); });
 }
 
+// A product returned by a function called from two places fuses into
+// both callers' adds (XLA inlines each call).
+TEST(HloNumericsTest, AProductFusesAtEveryCallOfItsFunction) {
+  const auto& x = Inputs();
+  const std::string text = R"(
+func.func private @times(%u: tensor<256xf32>, %v: tensor<256xf32>) -> tensor<256xf32> {
+  %m = stablehlo.multiply %u, %v : tensor<256xf32>
+  return %m : tensor<256xf32>
+}
+func.func @main(%a: tensor<256xf32>, %b: tensor<256xf32>, %c: tensor<256xf32>, %d: tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32>) {
+  %p = func.call @times(%a, %b) : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>
+  %r0 = stablehlo.add %p, %c : tensor<256xf32>
+  %q = func.call @times(%c, %d) : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>
+  %r1 = stablehlo.subtract %a, %q : tensor<256xf32>
+  return %r0, %r1 : tensor<256xf32>, tensor<256xf32>
+})";
+  ExpectElements(
+      RunF32(text, x, 0), [&](size_t i) { return std::fma(x[0][i], x[1][i], x[2][i]); },
+      [&](size_t i) { return Add(Mul(x[0][i], x[1][i]), x[2][i]); });
+  ExpectElements(
+      RunF32(text, x, 1), [&](size_t i) { return std::fma(-x[2][i], x[3][i], x[0][i]); },
+      [&](size_t i) { return Add(x[0][i], -Mul(x[2][i], x[3][i])); });
+}
+
 // (a * C1) * C2 is a * fl(C1 * C2), and fused as such into an add:
 // (sqrt(2) * a) * 0.5 + 3 is fma(a, fl(sqrt(2) * 0.5), 3), as
 // jax.random.normal(...) * 0.5 + 3 on XLA:CPU; the constants broadcast
