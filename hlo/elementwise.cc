@@ -222,7 +222,9 @@ template <typename C>
       case Un::kCeil: return std::ceil(x);
       case Un::kRoundAfz: return std::round(x);
       case Un::kRoundEven: return std::nearbyint(x);
-      case Un::kSign: return std::isnan(x) ? x : (x > 0 ? C(1) : (x < 0 ? C(-1) : x));
+      // XLA's: copysign(x != 0, x), x if NaN. Under FTZ/DAZ (an hlo run) a
+      // denormal compares equal to 0, so its sign is a signed zero.
+      case Un::kSign: return std::isnan(x) ? x : std::copysign(x != C(0) ? C(1) : C(0), x);
       case Un::kErfInv: return ErfInv(x, generation);
       case Un::kErf: return Erf(x);
       case Un::kSquare: return x * x;
@@ -319,6 +321,39 @@ TPUMESH_AVX2_FMA void BinaryDenseAvx2(const float* x, int64_t sx, const float* y
   } else {
     const float v = x[0];
     for (int64_t i = b; i < e; ++i) o[i] = BinOp<float>(K, v, y[i]);
+  }
+}
+
+// The fused multiply-add of MulAdd form F per element, f32 or f64 (the
+// negations are sign flips, as XLA's fneg).
+template <typename C, MulAdd F>
+[[gnu::always_inline]] inline void MulAddLoopBody(const ElementwiseCall& c, int64_t b, int64_t e, C* o) {
+  const C* x = static_cast<const C*>(c.in[0]);
+  const C* y = static_cast<const C*>(c.in[1]);
+  const C* z = static_cast<const C*>(c.in[2]);
+  const int64_t s0 = c.stride[0], s1 = c.stride[1], s2 = c.stride[2];
+  for (int64_t i = b; i < e; ++i) {
+    if constexpr (F == MulAdd::kAdd) o[i] = std::fma(x[i * s0], y[i * s1], z[i * s2]);
+    else if constexpr (F == MulAdd::kProductMinus) o[i] = std::fma(x[i * s0], y[i * s1], -z[i * s2]);
+    else o[i] = std::fma(-x[i * s0], y[i * s1], z[i * s2]);
+  }
+}
+template <typename C, MulAdd F>
+TPUMESH_AVX2_FMA void MulAddLoopAvx2(const ElementwiseCall& c, int64_t b, int64_t e, C* o) {
+  MulAddLoopBody<C, F>(c, b, e, o);
+}
+template <typename C, MulAdd F>
+void MulAddLoop(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  if (HostHasAvx2Fma()) MulAddLoopAvx2<C, F>(c, b, e, static_cast<C*>(out));
+  else MulAddLoopBody<C, F>(c, b, e, static_cast<C*>(out));
+}
+template <typename C>
+void MulAddLoop(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
+  switch (c.mul_add) {
+    case MulAdd::kAdd: MulAddLoop<C, MulAdd::kAdd>(c, b, e, out); break;
+    case MulAdd::kProductMinus: MulAddLoop<C, MulAdd::kProductMinus>(c, b, e, out); break;
+    case MulAdd::kMinusProduct: MulAddLoop<C, MulAdd::kMinusProduct>(c, b, e, out); break;
+    case MulAdd::kNone: break;
   }
 }
 
@@ -613,6 +648,14 @@ Status EvalElementwise(const ElementwiseCall& c, int64_t b, int64_t e, void* out
   const OpEntry* entry = EntryOf(*c.op);
   if (!entry) return UnimplementedError(name + " is not an elementwise op");
   const ScalarFn fn = entry->scalar;
+  if (c.mul_add != MulAdd::kNone) {
+    if (c.num_inputs != 3 || fn.kind != ScalarFn::Kind::kBinary || (fn.bin != Bin::kAdd && fn.bin != Bin::kSub))
+      return InvalidArgumentError(name + " is not an add or subtract of a product");
+    if (c.in_type == ElementType::kF32) MulAddLoop<float>(c, b, e, out);
+    else if (c.in_type == ElementType::kF64) MulAddLoop<double>(c, b, e, out);
+    else return InvalidArgumentError(name + ": a fused multiply-add of " + std::string(ElementTypeName(c.in_type)));
+    return OkStatus();
+  }
   switch (fn.kind) {
     case ScalarFn::Kind::kBinary:
       if (!BinAccepts(fn.bin, c.in_type))

@@ -23,6 +23,16 @@ namespace tpumesh::hlo {
 // of the current jax (a module that writes sdy ops is from it).
 enum class XlaGeneration { kJax04, kCurrent };
 
+// An add or subtract evaluated with its unrounded multiply operand as one
+// fused multiply-add, rounded once (hlo/contraction.h): in_0 * in_1 is the
+// product, in_2 the other operand.
+enum class MulAdd : uint8_t {
+  kNone,
+  kAdd,           // a*b + c, c + a*b: fma(a, b, c)
+  kProductMinus,  // a*b - c: fma(a, b, -c)
+  kMinusProduct,  // c - a*b: fma(-a, b, c)
+};
+
 struct ElementwiseCall {
   XlaGeneration generation = XlaGeneration::kJax04;
   const Op* op = nullptr;  // its entry's scalar function (hlo/ops.h); attributes (compare's direction, ...)
@@ -31,6 +41,8 @@ struct ElementwiseCall {
   int num_inputs = 0;
   const void* in[3] = {nullptr, nullptr, nullptr};
   int64_t stride[3] = {1, 1, 1};  // in elements; 0 broadcasts
+  // Set: op is the add or subtract, of f32 or f64, and this form is computed.
+  MulAdd mul_add = MulAdd::kNone;
 };
 
 // Elements [begin, end) of the call's output.

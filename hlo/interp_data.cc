@@ -13,8 +13,63 @@
 
 namespace tpumesh::hlo {
 
-Status Interpreter::Elementwise(const Op& op, const ScalarFn& fn, const std::vector<const Tensor*>& in, Tensor& out) {
+Status Interpreter::Uncontract(const Op& op, std::vector<const Tensor*>& in, std::vector<Tensor>& held,
+                               MulAdd& form) {
+  const OpEntry* e = EntryOf(op);
+  const bool binary = e && e->scalar.kind == ScalarFn::Kind::kBinary && in.size() == 2;
+  held.reserve(1);
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (!in[k]->product) continue;
+    const UnroundedProduct& p = *in[k]->product;
+    const Tensor* other = in[1 - k];
+    if (binary && form == MulAdd::kNone && !other->product &&
+        (e->scalar.bin == Bin::kAdd || e->scalar.bin == Bin::kSub)) {
+      form = e->scalar.bin == Bin::kAdd ? MulAdd::kAdd : (k == 0 ? MulAdd::kProductMinus : MulAdd::kMinusProduct);
+      in = {&p.factor[0], &p.factor[1], other};
+      return OkStatus();
+    }
+    if (!binary || e->scalar.bin != Bin::kMul || !held.empty() || other->product)
+      return InternalError("an unrounded product reached an op that cannot take it");
+    // (y * c1) * c2 = y * (c1 * c2): both constants splats, read at element 0.
+    Tensor c;
+    c.type.element = op.result_types[0].element;
+    const int w = ElementTypeBytes(c.type.element);
+    c.data = mesh::Array::Host(mesh::DType::kU8, {w});
+    if (c.type.element == ElementType::kF32)
+      *c.mutable_as<float>() = p.factor[1].as<float>()[0] * other->as<float>()[0];
+    else if (c.type.element == ElementType::kF64)
+      *c.mutable_as<double>() = p.factor[1].as<double>()[0] * other->as<double>()[0];
+    else
+      return InternalError("a folded product of " + std::string(ElementTypeName(c.type.element)));
+    held.push_back(std::move(c));
+    in[k] = &p.factor[0];
+    in[1 - k] = &held.back();
+  }
+  return OkStatus();
+}
+
+StatusOr<Tensor> Interpreter::Unrounded(const Op& op, const std::vector<const Tensor*>& operands) {
+  std::vector<const Tensor*> in = operands;
+  std::vector<Tensor> held;
+  MulAdd form = MulAdd::kNone;
+  TPUMESH_RETURN_IF_ERROR(Uncontract(op, in, held, form));
+  if (in.size() != 2 || form != MulAdd::kNone) return InternalError("an unrounded product of another op");
+  const size_t constant = products_[static_cast<size_t>(op.results[0])] == Product::kFoldedLhs ? 0 : 1;
+  auto p = std::make_shared<UnroundedProduct>();
+  p->factor[0] = *in[1 - constant];
+  p->factor[1] = *in[constant];
+  Tensor x;
+  x.type = op.result_types[0];
+  x.product = std::move(p);
+  return x;
+}
+
+Status Interpreter::Elementwise(const Op& op, const ScalarFn& fn, const std::vector<const Tensor*>& operands,
+                                Tensor& out) {
+  std::vector<const Tensor*> in = operands;
+  std::vector<Tensor> held;
   ElementwiseCall c;
+  TPUMESH_RETURN_IF_ERROR(Uncontract(op, in, held, c.mul_add));
   c.generation = o_.generation;
   c.op = &op;
   c.in_type = fn.kind == ScalarFn::Kind::kSelect ? in[1]->type.element : in[0]->type.element;

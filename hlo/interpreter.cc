@@ -5,6 +5,9 @@
 #include "hlo/interpreter_impl.h"
 
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -210,6 +213,9 @@ Status Interpreter::RunOp(const Op& op, Env& env, const std::vector<int>& dying)
     if (!(in[i]->type == op.operand_types[i]))
       return Fail(op, "operand " + std::to_string(i) + " is declared " + op.operand_types[i].ToString() +
                           " but its value is " + in[i]->type.ToString());
+  for (const Tensor* t : in)  // only its planned consumer (hlo/contraction.h) takes a product unrounded
+    if (t->product && e->run != Run::kElementwise && e->run != Run::kCall)
+      return Fail(op, "internal: an unrounded product reached an op that cannot take it");
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> out;
   const size_t records_before = o_.ops ? o_.ops->size() : 0;
@@ -237,7 +243,12 @@ Status Interpreter::RunOp(const Op& op, Env& env, const std::vector<int>& dying)
         return OkStatus();
       }
     }
-    if (const int k = Donor(op, *e, in, dying); k >= 0) {
+    const bool unrounded = compute && e->run == Run::kElementwise && op.results.size() == 1 &&
+                           products_[static_cast<size_t>(op.results[0])] != Product::kRounded;
+    if (unrounded) {
+      TPUMESH_ASSIGN_OR_RETURN(Tensor x, At(op, Unrounded(op, in)));
+      out.push_back(std::move(x));
+    } else if (const int k = Donor(op, *e, in, dying); k >= 0) {
       Tensor x;
       x.type = op.result_types[0];
       x.data = in[static_cast<size_t>(k)]->data;
@@ -251,7 +262,7 @@ Status Interpreter::RunOp(const Op& op, Env& env, const std::vector<int>& dying)
         out.push_back(std::move(x));
       }
     }
-    if (compute) TPUMESH_RETURN_IF_ERROR(At(op, Compute(*e, op, in, out)));
+    if (compute && !unrounded) TPUMESH_RETURN_IF_ERROR(At(op, Compute(*e, op, in, out)));
     else if (e->op_class == OpClass::kCollective && site_.collectives == nullptr && !o_.dry_run)
       return Fail(op, "a collective outside a mesh");
     std::vector<Type> in_local, out_local;
@@ -366,8 +377,33 @@ XlaGeneration DetectGeneration(const Module& m) {
   return XlaGeneration::kJax04;
 }
 
+namespace {
+
+// XLA's CPU client runs every executable with denormals flushed
+// (tsl::port::ScopedFlushDenormal: FTZ and DAZ in MXCSR), so every f32 and
+// f64 operation of it, elementwise, reduction, dot or convolution, reads a
+// denormal operand as a (signed) zero and writes a denormal result as one.
+// A run sets the same bits for its duration on the thread that runs it;
+// kernels::ParallelForTasks hands them to the threads that take its tasks.
+// The caller's environment is restored after, so the models' kernels outside
+// an hlo run keep IEEE denormals. (x86-64 only; other hosts keep theirs.)
+class ScopedFlushDenormals {
+ public:
+#if defined(__x86_64__) || defined(__SSE__)
+  static constexpr unsigned kFtz = 0x8000, kDaz = 0x0040;
+  ScopedFlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFtz | kDaz); }
+  ~ScopedFlushDenormals() { _mm_setcsr(saved_); }
+
+ private:
+  unsigned saved_;
+#endif
+};
+
+}  // namespace
+
 StatusOr<std::vector<Tensor>> RunFunction(const Module& m, std::string_view name, std::vector<Tensor> args,
                                           const DeviceSite& site, const Options& options) {
+  const ScopedFlushDenormals flush;
   const Func* f = m.FindFunc(name);
   if (!f) return InvalidArgumentError(m.file + ": no function @" + std::string(name));
   if (args.size() != f->arg_types.size())

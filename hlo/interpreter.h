@@ -14,7 +14,9 @@
 //   fails with RESOURCE_EXHAUSTED naming it) or on the host. A value is
 //   freed after its last use.
 // - Arithmetic follows XLA on a CPU: f16 and bf16 elementwise math in f32,
-//   rounded once per op; f32 dot_general and convolution in f32 (every
+//   rounded once per op; denormals flushed (FTZ/DAZ) in every op; a
+//   multiply feeding one add or subtract in the same kernel fused into an
+//   fma, chained constant factors folded (hlo/contraction.h); f32 dot_general and convolution in f32 (every
 //   product and sum in f32) unless Options::mxu_precision, where each reads
 //   its precision_config as a TPU's MXU would (DEFAULT: operands rounded to
 //   bf16, one pass; HIGH: bf16x3; HIGHEST: f32). Integer arithmetic wraps;
@@ -34,6 +36,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,8 @@ namespace tpumesh::hlo {
 
 inline constexpr int64_t kDryRunComputeElements = 4096;
 
+struct UnroundedProduct;
+
 struct Tensor {
   Type type;
   mesh::Array data;  // u8 [size_bytes], or num_elements / repeat elements
@@ -62,10 +67,20 @@ struct Tensor {
   // (hlo/partition.h): pricing only, the bytes above are always the whole
   // value. Empty: every device holds all of it.
   Split split;
+  // Set: a product XLA:CPU never rounds (hlo/contraction.h), held as its
+  // two factors for its one consumer; `data` is then empty. Internal to the
+  // interpreter, like `repeat`.
+  std::shared_ptr<const UnroundedProduct> product;
 
   int64_t num_elements() const { return type.num_elements(); }
   template <typename T> const T* as() const { return static_cast<const T*>(data.raw()); }
   template <typename T> T* mutable_as() { return static_cast<T*>(data.mutable_raw()); }
+};
+
+// factor[0] * factor[1], each of the product's type or a scalar; for a
+// product folded into its consumer, factor[1] is the constant.
+struct UnroundedProduct {
+  Tensor factor[2];
 };
 
 // A tensor of `type` on `device` (the host when null), zero-filled; lazy:

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "hlo/contraction.h"
 #include "hlo/elementwise.h"
 #include "hlo/interpreter.h"
 #include "hlo/op_shapes.h"
@@ -46,6 +47,7 @@ class Interpreter {
   Interpreter(const Module& m, const DeviceSite& site, const Options& o) : m_(m), site_(site), o_(o) {
     if (o_.ops) MarkMaterialized();
     MarkViews();
+    products_ = PlanProducts(m_);
   }
 
   // The entry function: its arguments split as their shardings say
@@ -116,7 +118,16 @@ class Interpreter {
   // A broadcast view (Tensor::repeat) written out in full.
   StatusOr<Tensor> Dense(const Tensor& v);
 
-  Status Elementwise(const Op& op, const ScalarFn& fn, const std::vector<const Tensor*>& in, Tensor& out);
+  Status Elementwise(const Op& op, const ScalarFn& fn, const std::vector<const Tensor*>& operands, Tensor& out);
+
+  // XLA's rewrites of products (hlo/contraction.h) on an elementwise op's
+  // operands: an unrounded product operand of an add or subtract becomes
+  // its factors (in[0], in[1]; the other operand in[2]) and `form` the fma
+  // to compute; of a multiply, its non-constant factor, with the other
+  // operand replaced by the constants' product (a scalar, kept in `held`).
+  Status Uncontract(const Op& op, std::vector<const Tensor*>& in, std::vector<Tensor>& held, MulAdd& form);
+  // The result of a multiply that PlanProducts marked: its factors, unrounded.
+  StatusOr<Tensor> Unrounded(const Op& op, const std::vector<const Tensor*>& in);
 
   // Copies with an index map: out[idx] = in[map(idx)] for every output index.
   // `src_of` gets the output's multi-index and returns the input's linear
@@ -363,6 +374,7 @@ class Interpreter {
   std::string last_sharding_;
   std::vector<bool> materialized_;  // value id -> written to HBM (pricing)
   std::vector<bool> view_ok_;       // value id -> may be a Tensor::repeat view
+  std::vector<Product> products_;   // value id -> how XLA:CPU computes it (hlo/contraction.h)
   std::unordered_map<const Block*, std::vector<std::vector<int>>> free_lists_;
 };
 

@@ -5,6 +5,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
+#include <tbb/task_group.h>
 
 #include <algorithm>
 #include <memory>
@@ -75,11 +76,16 @@ void ParallelForTasks(int64_t num_tasks, int num_threads,
                                 : Cap(num_threads),
                body);
 #else
+  // The caller's floating-point environment (MXCSR: rounding, flushing of
+  // denormals), captured here on the calling thread, is the one every task
+  // runs with, whichever thread takes it (hlo/ runs XLA's FTZ/DAZ).
+  tbb::task_group_context ctx(tbb::task_group_context::bound,
+                              tbb::task_group_context::default_traits | tbb::task_group_context::fp_settings);
   auto run = [&] {
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, num_tasks, 1),
         [&](const tbb::blocked_range<int64_t>& r) { body(r.begin(), r.end()); },
-        tbb::static_partitioner());
+        tbb::static_partitioner(), ctx);
   };
   if (num_threads == 0) {
     run();

@@ -11,7 +11,8 @@
 // (inside a mesh::Device that is the device's arena, sized to its
 // threads_per_device). Negative is treated as 1. body(begin, end) receives a
 // contiguous range of task indices and may keep scratch for the whole range;
-// it must not throw. Under ThreadSanitizer (which cannot see libtbb's
+// it must not throw. Every task runs with the calling thread's
+// floating-point environment (rounding mode, denormal flushing). Under ThreadSanitizer (which cannot see libtbb's
 // hand-offs) the same ranges run on std::threads instead.
 #ifndef TPUMESH_KERNELS_OPS_PARALLEL_H_
 #define TPUMESH_KERNELS_OPS_PARALLEL_H_

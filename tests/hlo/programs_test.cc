@@ -28,11 +28,10 @@ std::string Dir(const std::string& gen) {
 
 // What JAX users run that tpumesh refuses or gets wrong today (issue 40):
 // their manifest entries carry a "needs" field naming what is missing
-// (complex and f16 tensors, stablehlo.fft, batch_group_count, XLA:CPU's FMA
-// contraction and denormal flushing, ...). MatchesJax skips them by name,
+// (complex tensors, stablehlo.fft, batch_group_count, ...). MatchesJax skips them by name,
 // with that reason; drop a name here once tpumesh runs the program.
 const char* kKnownUnsupported[] = {"cnn_train_step", "fft", "complex_arith", "complex128_arith", "scatter_slices",
-                                   "reduce_precision", "uniform_range", "sign_denormal",
+                                   "reduce_precision",
                                    "triangular_solve"};
 
 bool KnownUnsupported(const std::string& name) {
