@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "hlo/attrs.h"
+#include "hlo/elementwise_complex.h"
 #include "hlo/ops.h"
 #include "hlo/special_functions.h"
 #include "hlo/xla_cpu_math.h"
@@ -59,6 +60,8 @@ Status Visit(ElementType t, F&& f) {
     case ElementType::kBF16: return f(kernels::bf16{});
     case ElementType::kF32: return f(float{});
     case ElementType::kF64: return f(double{});
+    case ElementType::kC64:
+    case ElementType::kC128: break;  // hlo/elementwise_complex.h
   }
   return InvalidArgumentError("bad element type");
 }
@@ -460,8 +463,9 @@ Status FoldRows(const ElementwiseCall& c, const void* x, int64_t len, int64_t rb
   const Bin bin = entry->scalar.bin;
   if (!BinAccepts(bin, c.in_type))
     return InvalidArgumentError(c.op->name + " does not take " + std::string(ElementTypeName(c.in_type)));
-  if (c.in_type == ElementType::kF16 || c.in_type == ElementType::kBF16) {
-    // Narrow floats round after every step: fold one element at a time.
+  if (c.in_type == ElementType::kF16 || c.in_type == ElementType::kBF16 || IsComplex(c.in_type)) {
+    // Narrow floats round after every step, complex values are computed
+    // apart: fold one element at a time.
     ElementwiseCall step = c;
     step.stride[0] = step.stride[1] = 0;
     const int w = ElementTypeBytes(c.in_type);
@@ -613,7 +617,11 @@ Status EvalElementwise(const ElementwiseCall& c, int64_t b, int64_t e, void* out
   const OpEntry* entry = EntryOf(*c.op);
   if (!entry) return UnimplementedError(name + " is not an elementwise op");
   const ScalarFn fn = entry->scalar;
+  if (IsComplexCall(c)) return EvalComplexElementwise(c, b, e, out);
   switch (fn.kind) {
+    case ScalarFn::Kind::kComplex:
+    case ScalarFn::Kind::kReal:
+    case ScalarFn::Kind::kImag: break;  // IsComplexCall
     case ScalarFn::Kind::kBinary:
       if (!BinAccepts(fn.bin, c.in_type))
         return InvalidArgumentError(name + " does not take " + std::string(ElementTypeName(c.in_type)));
