@@ -3,6 +3,7 @@
 // (hlo/elementwise_complex.h): division by zero and by infinity, abs without
 // overflow or underflow, the parts, compare, convert. The expected values
 // are worked by hand from the definitions.
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstring>
@@ -103,6 +104,28 @@ func.func @main(%z: tensor<6xcomplex<f32>>) -> tensor<6xf32> {
   const float want[] = {5e37f, 5e-30f, 0, kInf, kInf, 2};
   ASSERT_EQ(got.size(), std::size(want));
   for (size_t i = 0; i < std::size(want); ++i) ExpectSame(got[i], want[i], "abs " + std::to_string(i));
+}
+
+TEST(ComplexTest, SqrtLogAndSign) {
+  const std::string text = R"(
+func.func @main(%z: tensor<3xcomplex<f64>>) -> tensor<9xcomplex<f64>> {
+  %0 = stablehlo.sqrt %z : tensor<3xcomplex<f64>>
+  %1 = stablehlo.log %z : tensor<3xcomplex<f64>>
+  %2 = stablehlo.sign %z : tensor<3xcomplex<f64>>
+  %3 = stablehlo.concatenate %0, %1, %2, dim = 0 : (tensor<3xcomplex<f64>>, tensor<3xcomplex<f64>>, tensor<3xcomplex<f64>>) -> tensor<9xcomplex<f64>>
+  return %3 : tensor<9xcomplex<f64>>
+}
+)";
+  // z = -4, 3 + 4i, 0: sqrt 2i, 2 + i, 0; log (log 4, pi), (log 5, atan2(4, 3)),
+  // (-inf, 0); sign -1, (0.6, 0.8), 0.
+  const auto got = RunMain<double>(text, {{"tensor<3xcomplex<f64>>", {-4, 0, 3, 4, 0, 0}}});
+  const double want[18] = {0, 2, 2, 1, 0, 0, std::log(4.0), M_PI, std::log(5.0), std::atan2(4.0, 3.0),
+                           -std::numeric_limits<double>::infinity(), 0, -1, 0, 0.6, 0.8, 0, 0};
+  ASSERT_EQ(got.size(), 18u);
+  for (size_t i = 0; i < 18; ++i) {
+    if (std::isinf(want[i])) EXPECT_EQ(got[i], want[i]) << i;
+    else EXPECT_NEAR(got[i], want[i], 1e-15 * std::max(1.0, std::fabs(want[i]))) << i;
+  }
 }
 
 TEST(ComplexTest, MultiplyAddAndConstants) {
