@@ -145,6 +145,22 @@ func.func @main(%z: tensor<2xcomplex<f64>>) -> tensor<2xcomplex<f64>> {
   EXPECT_EQ(got, (std::vector<double>{5, 4, 7, -2}));
 }
 
+TEST(ComplexTest, ReduceAndPad) {
+  // jnp.sum of complex values: a reduce with a (0, 0) init; and a pad.
+  const std::string text = R"(
+func.func @main(%z: tensor<2x3xcomplex<f32>>) -> tensor<4xcomplex<f32>> {
+  %c = stablehlo.constant dense<(0.0, 0.0)> : tensor<complex<f32>>
+  %0 = stablehlo.reduce(%z init: %c) applies stablehlo.add across dimensions = [1] : (tensor<2x3xcomplex<f32>>, tensor<complex<f32>>) -> tensor<2xcomplex<f32>>
+  %f = stablehlo.constant dense<(9.0, -9.0)> : tensor<complex<f32>>
+  %1 = stablehlo.pad %0, %f, low = [1], high = [1], interior = [0] : (tensor<2xcomplex<f32>>, tensor<complex<f32>>) -> tensor<4xcomplex<f32>>
+  return %1 : tensor<4xcomplex<f32>>
+}
+)";
+  const std::vector<float> z = {1, 2, 3, -1, -0.5f, 0.5f, 0, 0, 0, 1, 2, 0};
+  EXPECT_EQ(RunMain<float>(text, {{"tensor<2x3xcomplex<f32>>", z}}),
+            (std::vector<float>{9, -9, 3.5f, 1.5f, 2, 1, 9, -9}));
+}
+
 TEST(ComplexTest, PartsExpCompareAndConvert) {
   const std::string text = R"(
 func.func @main(%x: tensor<3xi32>, %y: tensor<3xf32>) -> tensor<3xf32> {
