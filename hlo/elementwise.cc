@@ -72,11 +72,6 @@ template <typename C> constexpr bool kInt = std::is_integral_v<C> && !std::is_sa
 // f32 (and f16/bf16, computed in f32) use XLA:CPU's expansions; f64 keeps
 // libm, and erf_inv's f32 approximation.
 template <typename C>
-[[gnu::always_inline]] inline C Exp(C x) {
-  if constexpr (std::is_same_v<C, float>) return XlaCpuExpF32(x);
-  else return std::exp(x);
-}
-template <typename C>
 [[gnu::always_inline]] inline C Expm1(C x) {
   if constexpr (std::is_same_v<C, float>) return XlaCpuExpm1F32(x);
   else return std::expm1(x);
@@ -100,11 +95,6 @@ template <typename C>
 [[gnu::always_inline]] inline C Rsqrt(C x, XlaGeneration generation) {
   if constexpr (std::is_same_v<C, float>) return XlaCpuRsqrtF32(x, generation);
   else return C(1) / std::sqrt(x);
-}
-template <typename C>
-[[gnu::always_inline]] inline C Log(C x) {
-  if constexpr (std::is_same_v<C, float>) return XlaCpuLogF32(x);
-  else return std::log(x);
 }
 template <typename C>
 [[gnu::always_inline]] inline C Log1p(C x, XlaGeneration generation) {
@@ -209,9 +199,9 @@ template <typename C>
     switch (k) {
       case Un::kNeg: return -x;
       case Un::kAbs: return std::fabs(x);
-      case Un::kExp: return Exp(x);
+      case Un::kExp: return XlaCpuExp(x);
       case Un::kExpm1: return Expm1(x);
-      case Un::kLog: return Log(x);
+      case Un::kLog: return XlaCpuLog(x);
       case Un::kLog1p: return Log1p(x, generation);
       case Un::kLogistic: return Logistic(x);
       case Un::kTanh: return Tanh(x);

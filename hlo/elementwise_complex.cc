@@ -4,7 +4,6 @@
 #include <cstring>
 #include <limits>
 #include <string>
-#include <type_traits>
 
 #include "hlo/attrs.h"
 #include "hlo/ops.h"
@@ -28,18 +27,6 @@ void StoreCx(void* p, int64_t i, Cx<T> v) {
   T* q = static_cast<T*>(p) + 2 * i;
   q[0] = v.re;
   q[1] = v.im;
-}
-
-// XLA:CPU's exp and log for f32 (hlo/xla_cpu_math.h), libm's for f64.
-template <typename T>
-T ExpOf(T x) {
-  if constexpr (std::is_same_v<T, float>) return XlaCpuExpF32(x);
-  else return std::exp(x);
-}
-template <typename T>
-T LogOf(T x) {
-  if constexpr (std::is_same_v<T, float>) return XlaCpuLogF32(x);
-  else return std::log(x);
 }
 
 // NaN-propagating max and min, as XLA's EmitFloatMax / EmitFloatMin.
@@ -122,10 +109,10 @@ StatusOr<Cx<T>> Unary(Un k, Cx<T> z) {
   switch (k) {
     case Un::kNeg: return Cx<T>{-z.re, -z.im};
     case Un::kExp: {
-      const T e = ExpOf(z.re);
+      const T e = XlaCpuExp(z.re);
       return Cx<T>{e * std::cos(z.im), e * std::sin(z.im)};
     }
-    case Un::kLog: return Cx<T>{LogOf(Abs(z)), std::atan2(z.im, z.re)};
+    case Un::kLog: return Cx<T>{XlaCpuLog(Abs(z)), std::atan2(z.im, z.re)};
     case Un::kSqrt: return Sqrt(z);
     case Un::kSign: {
       const T a = Abs(z);
