@@ -39,13 +39,22 @@ T MinNan(T a, T b) {
   return std::isnan(a) || std::isnan(b) ? std::numeric_limits<T>::quiet_NaN() : (a < b ? a : b);
 }
 
+// |z| and sqrt(|z|) as XLA computes them from the parts' magnitudes
+// min <= max: max * sqrt(1 + (min/max)^2) and sqrt(max) * (1 +
+// (min/max)^2)^(1/4), neither overflowing where the result fits; min where
+// that is NaN ((0, 0), (inf, inf), a NaN part).
 template <typename T>
-T Abs(Cx<T> z) {
+T AbsOrSqrtAbs(Cx<T> z, bool sqrt_of_abs) {
   const T ar = std::fabs(z.re), ai = std::fabs(z.im);
   const T mx = MaxNan(ar, ai), mn = MinNan(ar, ai);
   const T d = mn / mx;
-  const T r = mx * std::sqrt(T(1) + d * d);
+  const T one_p_d2 = T(1) + d * d;
+  const T r = sqrt_of_abs ? std::sqrt(mx) * std::pow(one_p_d2, T(0.25)) : mx * std::sqrt(one_p_d2);
   return std::isnan(r) ? mn : r;
+}
+template <typename T>
+T Abs(Cx<T> z) {
+  return AbsOrSqrtAbs(z, false);
 }
 
 template <typename T>
@@ -91,7 +100,7 @@ Cx<T> Div(Cx<T> a, Cx<T> b) {
 template <typename T>
 Cx<T> Sqrt(Cx<T> z) {
   const T inf = std::numeric_limits<T>::infinity();
-  const T r = std::sqrt(Abs(z));
+  const T r = AbsOrSqrtAbs(z, true);
   const T t = std::atan2(z.im, z.re) * T(0.5);
   const T cs = std::cos(t), sn = std::sin(t);
   if (r == 0) return {0, 0};

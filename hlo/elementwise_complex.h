@@ -17,7 +17,8 @@
 //   parts); the result is the part type;
 // - exp: e^re (cos im, sin im); log: (log abs, atan2(im, re)); sqrt:
 //   sqrt(abs) (cos t/2, sin t/2), t = atan2(im, re), with XLA's infinite and
-//   zero cases; sign: z / abs(z), 0 at 0;
+//   zero cases (sqrt(abs) as sqrt(max) (1 + (min/max)^2)^(1/4): no
+//   overflow where abs itself would); sign: z / abs(z), 0 at 0;
 // - compare EQ / NE: both parts equal / either differs (other directions
 //   are refused);
 // - convert: real -> complex (value, 0), complex -> complex per part,

@@ -128,6 +128,21 @@ func.func @main(%z: tensor<3xcomplex<f64>>) -> tensor<9xcomplex<f64>> {
   }
 }
 
+TEST(ComplexTest, SqrtOfAHugeValueDoesNotOverflow) {
+  // |3e38 + 3e38i| overflows f32, its square root (2.06e19) does not.
+  const std::string text = R"(
+func.func @main(%z: tensor<complex<f32>>) -> tensor<complex<f32>> {
+  %0 = stablehlo.sqrt %z : tensor<complex<f32>>
+  return %0 : tensor<complex<f32>>
+}
+)";
+  const auto got = RunMain<float>(text, {{"tensor<complex<f32>>", {3e38f, 3e38f}}});
+  ASSERT_EQ(got.size(), 2u);
+  const double r = std::sqrt(std::hypot(3e38, 3e38)), t = M_PI / 8;
+  EXPECT_NEAR(got[0], r * std::cos(t), 1e-6 * r);
+  EXPECT_NEAR(got[1], r * std::sin(t), 1e-6 * r);
+}
+
 TEST(ComplexTest, MultiplyAddAndConstants) {
   const std::string text = R"(
 func.func @main(%z: tensor<2xcomplex<f64>>) -> tensor<2xcomplex<f64>> {
