@@ -1,5 +1,7 @@
 #include "hlo/attrs.h"
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -169,6 +171,63 @@ StatusOr<CollectiveAttrs> Collective(const Op& op, Run run) {
   return c;
 }
 
+StatusOr<FftAttrs> Fft(const Op& op) {
+  if (op.operand_types.size() != 1 || op.result_types.size() != 1) return InvalidArgumentError("needs one operand and one result");
+  static constexpr std::pair<std::string_view, kernels::FftType> kTypes[] = {{"FFT", kernels::FftType::kFft},
+                                                                             {"IFFT", kernels::FftType::kIfft},
+                                                                             {"RFFT", kernels::FftType::kRfft},
+                                                                             {"IRFFT", kernels::FftType::kIrfft}};
+  const std::string_view word = Word(op, "fft_type");
+  const auto* it = std::find_if(std::begin(kTypes), std::end(kTypes), [&](const auto& t) { return t.first == word; });
+  if (it == std::end(kTypes)) return InvalidArgumentError("bad fft_type (FFT, IFFT, RFFT or IRFFT)");
+  TPUMESH_ASSIGN_OR_RETURN(Dims length, IntsAttr(op, "fft_length"));
+  const Type& in = op.operand_types[0];
+  const Type& out = op.result_types[0];
+  TPUMESH_ASSIGN_OR_RETURN(kernels::FftShape shape, kernels::MakeFftShape(it->second, in.dims, length));
+  // Element types: complex in and out, but real in (RFFT) or out (IRFFT),
+  // of one precision.
+  const bool real_in = it->second == kernels::FftType::kRfft, real_out = it->second == kernels::FftType::kIrfft;
+  const ElementType part = PartType(in.element);
+  if ((part != ElementType::kF32 && part != ElementType::kF64) || IsComplex(in.element) == real_in ||
+      IsComplex(out.element) == real_out || PartType(out.element) != part)
+    return InvalidArgumentError(std::string(word) + " does not take " + in.ToString() + " to " + out.ToString());
+  // The result's dims: the operand's, the last one fft_length[-1] / 2 + 1
+  // (RFFT) or fft_length[-1] (IRFFT).
+  Dims want = in.dims;
+  if (real_in) want.back() = length.back() / 2 + 1;
+  if (real_out) want.back() = length.back();
+  if (out.dims != want) return InvalidArgumentError("the result of " + std::string(word) + " on " + in.ToString() +
+                                                    " is " + Type{Type::Kind::kTensor, out.element, want}.ToString() +
+                                                    ", not " + out.ToString());
+  return FftAttrs{std::move(shape)};
+}
+
+// The generic form's flags: left_side, lower, unit_diagonal, transpose_a.
+StatusOr<TriangularSolveAttrs> TriangularSolve(const Op& op) {
+  const auto& in = op.operand_types;
+  if (in.size() != 2 || op.result_types.size() != 1) return InvalidArgumentError("needs two operands and one result");
+  bool flag[3] = {false, false, false};
+  const char* kFlags[] = {"left_side", "lower", "unit_diagonal"};
+  for (int k = 0; k < 3; ++k) {
+    const Attr* a = op.Find(kFlags[k]);
+    if (!a || a->kind != Attr::Kind::kBool) return InvalidArgumentError(std::string("needs ") + kFlags[k] + " = true or false");
+    flag[k] = a->i != 0;
+  }
+  const std::string_view t = Word(op, "transpose_a");
+  kernels::TriangularTranspose transpose;
+  if (t == "NO_TRANSPOSE") transpose = kernels::TriangularTranspose::kNoTranspose;
+  else if (t == "TRANSPOSE") transpose = kernels::TriangularTranspose::kTranspose;
+  else if (t == "ADJOINT") transpose = kernels::TriangularTranspose::kAdjoint;
+  else return InvalidArgumentError("bad transpose_a (NO_TRANSPOSE, TRANSPOSE or ADJOINT)");
+  const ElementType e = in[0].element;
+  if (in[1].element != e || op.result_types[0] != in[1] ||
+      (e != ElementType::kF32 && e != ElementType::kF64 && !IsComplex(e)))
+    return InvalidArgumentError("takes a and b of one type of f32, f64, complex<f32> or complex<f64>, and gives b's type");
+  TPUMESH_ASSIGN_OR_RETURN(kernels::TriangularSolveShape shape,
+                           kernels::MakeTriangularSolveShape(in[0].dims, in[1].dims, flag[0], flag[1], flag[2], transpose));
+  return TriangularSolveAttrs{shape};
+}
+
 }  // namespace
 
 std::shared_ptr<const OpAttrs> ResolveAttrs(const Op& op) {
@@ -215,6 +274,8 @@ std::shared_ptr<const OpAttrs> ResolveAttrs(const Op& op) {
       case Run::kReduceScatter:
       case Run::kCollectivePermute:
       case Run::kAllToAll: Set(*a, Collective(op, e->run)); break;
+      case Run::kFft: Set(*a, Fft(op)); break;
+      case Run::kTriangularSolve: Set(*a, TriangularSolve(op)); break;
       default: break;  // no attributes read where it runs, or still read by key
     }
   }

@@ -4,7 +4,8 @@
 // bit counts, the data ops' axes, slices and padding, reduce's dimensions,
 // reduce_window's and select_and_scatter's windows, sort's dimension,
 // top_k's k, gather's and scatter's dimension numbers, the collectives'
-// replica groups, pairs and dimensions. Resolved once when the module is
+// replica groups, pairs and dimensions, fft's type and lengths,
+// triangular_solve's flags. Resolved once when the module is
 // read (Op::typed, by the op's registry entry) and checked against the
 // op's types there; Verify refuses an op whose attributes do not fit, so
 // the refusal comes before anything runs. hlo/'s internal header.
@@ -28,7 +29,9 @@
 #include "base/status.h"
 #include "hlo/module.h"
 #include "hlo/op_shapes.h"
+#include "kernels/fft.h"
 #include "kernels/matmul.h"
+#include "kernels/triangular_solve.h"
 
 namespace tpumesh::hlo {
 
@@ -87,13 +90,24 @@ struct CollectiveAttrs {
   int64_t concat_dim = 0, split_count = 0;  // all_to_all
 };
 
+// stablehlo.fft's fft_type and fft_length, checked against its types
+// (kernels::MakeFftShape's rules, and the element types each type takes).
+struct FftAttrs {
+  kernels::FftShape shape;
+};
+// stablehlo.triangular_solve's flags, checked against its operand shapes.
+struct TriangularSolveAttrs {
+  kernels::TriangularSolveShape shape;
+};
+
 struct OpAttrs {
   Status status;  // OK, or what in the attributes does not fit the op
   // precision_config's highest (DEFAULT when absent): dot_general, dot and
   // convolution.
   kernels::Precision precision = kernels::Precision::kDefault;
   std::variant<std::monostate, CompareAttrs, DotAttrs, ConvAttrs, ReducePrecisionAttrs, AxesAttrs, AxisAttrs,
-               SliceAttrs, PadAttrs, WindowAttrs, GatherAttrs, ScatterAttrs, CollectiveAttrs>
+               SliceAttrs, PadAttrs, WindowAttrs, GatherAttrs, ScatterAttrs, CollectiveAttrs, FftAttrs,
+               TriangularSolveAttrs>
       value;
 };
 

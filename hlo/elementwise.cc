@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "hlo/attrs.h"
+#include "hlo/elementwise_complex.h"
 #include "hlo/ops.h"
 #include "hlo/special_functions.h"
 #include "hlo/xla_cpu_math.h"
@@ -59,6 +60,8 @@ Status Visit(ElementType t, F&& f) {
     case ElementType::kBF16: return f(kernels::bf16{});
     case ElementType::kF32: return f(float{});
     case ElementType::kF64: return f(double{});
+    case ElementType::kC64:
+    case ElementType::kC128: break;  // hlo/elementwise_complex.h
   }
   return InvalidArgumentError("bad element type");
 }
@@ -68,11 +71,6 @@ template <typename C> constexpr bool kInt = std::is_integral_v<C> && !std::is_sa
 
 // f32 (and f16/bf16, computed in f32) use XLA:CPU's expansions; f64 keeps
 // libm, and erf_inv's f32 approximation.
-template <typename C>
-[[gnu::always_inline]] inline C Exp(C x) {
-  if constexpr (std::is_same_v<C, float>) return XlaCpuExpF32(x);
-  else return std::exp(x);
-}
 template <typename C>
 [[gnu::always_inline]] inline C Expm1(C x) {
   if constexpr (std::is_same_v<C, float>) return XlaCpuExpm1F32(x);
@@ -97,11 +95,6 @@ template <typename C>
 [[gnu::always_inline]] inline C Rsqrt(C x, XlaGeneration generation) {
   if constexpr (std::is_same_v<C, float>) return XlaCpuRsqrtF32(x, generation);
   else return C(1) / std::sqrt(x);
-}
-template <typename C>
-[[gnu::always_inline]] inline C Log(C x) {
-  if constexpr (std::is_same_v<C, float>) return XlaCpuLogF32(x);
-  else return std::log(x);
 }
 template <typename C>
 [[gnu::always_inline]] inline C Log1p(C x, XlaGeneration generation) {
@@ -206,9 +199,9 @@ template <typename C>
     switch (k) {
       case Un::kNeg: return -x;
       case Un::kAbs: return std::fabs(x);
-      case Un::kExp: return Exp(x);
+      case Un::kExp: return XlaCpuExp(x);
       case Un::kExpm1: return Expm1(x);
-      case Un::kLog: return Log(x);
+      case Un::kLog: return XlaCpuLog(x);
       case Un::kLog1p: return Log1p(x, generation);
       case Un::kLogistic: return Logistic(x);
       case Un::kTanh: return Tanh(x);
@@ -495,8 +488,9 @@ Status FoldRows(const ElementwiseCall& c, const void* x, int64_t len, int64_t rb
   const Bin bin = entry->scalar.bin;
   if (!BinAccepts(bin, c.in_type))
     return InvalidArgumentError(c.op->name + " does not take " + std::string(ElementTypeName(c.in_type)));
-  if (c.in_type == ElementType::kF16 || c.in_type == ElementType::kBF16) {
-    // Narrow floats round after every step: fold one element at a time.
+  if (c.in_type == ElementType::kF16 || c.in_type == ElementType::kBF16 || IsComplex(c.in_type)) {
+    // Narrow floats round after every step, complex values are computed
+    // apart: fold one element at a time.
     ElementwiseCall step = c;
     step.stride[0] = step.stride[1] = 0;
     const int w = ElementTypeBytes(c.in_type);
@@ -648,6 +642,7 @@ Status EvalElementwise(const ElementwiseCall& c, int64_t b, int64_t e, void* out
   const OpEntry* entry = EntryOf(*c.op);
   if (!entry) return UnimplementedError(name + " is not an elementwise op");
   const ScalarFn fn = entry->scalar;
+  if (IsComplexCall(c)) return EvalComplexElementwise(c, b, e, out);
   if (c.mul_add != MulAdd::kNone) {
     if (c.num_inputs != 3 || fn.kind != ScalarFn::Kind::kBinary || (fn.bin != Bin::kAdd && fn.bin != Bin::kSub))
       return InvalidArgumentError(name + " is not an add or subtract of a product");
@@ -657,6 +652,9 @@ Status EvalElementwise(const ElementwiseCall& c, int64_t b, int64_t e, void* out
     return OkStatus();
   }
   switch (fn.kind) {
+    case ScalarFn::Kind::kComplex:
+    case ScalarFn::Kind::kReal:
+    case ScalarFn::Kind::kImag: break;  // IsComplexCall
     case ScalarFn::Kind::kBinary:
       if (!BinAccepts(fn.bin, c.in_type))
         return InvalidArgumentError(name + " does not take " + std::string(ElementTypeName(c.in_type)));

@@ -5,8 +5,9 @@
 // Contract: EvalElementwise computes out[i] = op(in_0[i * stride_0], ...)
 // for i in [0, n) (a stride of 0 broadcasts a scalar operand), in the
 // compute type of the element type (f32 for f16/bf16, rounded once on
-// store). It returns InvalidArgument for an element type the op does not
-// take. Pure; no allocation.
+// store); complex operands and results (and stablehlo.complex, real, imag)
+// are computed by hlo/elementwise_complex.h. It returns InvalidArgument for
+// an element type the op does not take. Pure; no allocation.
 #ifndef TPUMESH_HLO_ELEMENTWISE_H_
 #define TPUMESH_HLO_ELEMENTWISE_H_
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <string>
 
 #include "kernels/ops_parallel.h"
 
@@ -57,6 +58,8 @@ void Interpreter::ConvertParallel(ElementType from, const void* in, ElementType 
 }
 
 Status Interpreter::DotGeneral(const Op& op, const Tensor& l, const Tensor& r, Tensor& out) {
+  if (IsComplex(l.type.element) || IsComplex(r.type.element) || IsComplex(out.type.element))
+    return UnimplementedError("complex dot_general is not supported (the MXU matmul takes real operands)");
   const auto attrs = AttrsOf(op);  // of the op's types, which are l's, r's and out's
   TPUMESH_RETURN_IF_ERROR(attrs->status);
   const auto* dot = std::get_if<DotAttrs>(&attrs->value);
@@ -141,7 +144,9 @@ Status Interpreter::Convolution(const Op& op, const Tensor& l, const Tensor& r, 
   const auto* conv = std::get_if<ConvAttrs>(&attrs->value);
   if (!conv) return InternalError("convolution without its dimension numbers");
   const ConvShape& s = conv->shape;
-  if (!IsFloat(l.type.element) || !IsFloat(r.type.element)) return UnimplementedError("integer convolution");
+  if (!IsFloat(l.type.element) || !IsFloat(r.type.element))
+    return UnimplementedError(std::string(IsComplex(l.type.element) || IsComplex(r.type.element) ? "complex" : "integer") +
+                              " convolution");
   const size_t ns = s.in_sp.size();
   TPUMESH_ASSIGN_OR_RETURN(F32Operand xo, AsF32Ordered(l, s.in_order));
   TPUMESH_ASSIGN_OR_RETURN(F32Operand wo, AsF32Ordered(r, s.k_order));

@@ -168,6 +168,22 @@ void Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>&
              OperandHbmBytes(op, in, 1), out_bytes, r);
       break;
     }
+    case Price::kFft:
+    case Price::kTriangularSolve: {
+      // XLA's flop counts (kernels/); the bytes as every op's: what is
+      // read from and written to HBM.
+      const auto attrs = AttrsOf(op);
+      if (const auto* f = std::get_if<FftAttrs>(&attrs->value)) {
+        r.cost.flops = kernels::FftCost(f->shape, ElementTypeBytes(PartType(in[0].element))).flops;
+      } else if (const auto* t = std::get_if<TriangularSolveAttrs>(&attrs->value)) {
+        r.cost.flops = kernels::TriangularSolveCost(t->shape, ElementTypeBytes(in[0].element)).flops;
+      } else {
+        return;
+      }
+      r.cost.bytes_read = in_bytes;
+      r.cost.bytes_written = out_bytes;
+      break;
+    }
     case Price::kTopK:
     case Price::kSort:
     case Price::kReduce:

@@ -295,6 +295,7 @@ Status Interpreter::TopK(const Op& op, const Tensor& x, std::vector<Tensor>& out
   const Dims& d = x.type.dims;
   if (d.empty() || out.size() != 2 || k < 0 || k > d.back())
     return InvalidArgumentError("bad k for the last dimension");
+  if (IsComplex(x.type.element)) return InvalidArgumentError("complex values have no order to take the largest by");
   const int64_t n = d.back(), rows = x.num_elements() / std::max<int64_t>(n, 1);
   if (out[0].num_elements() != rows * k || out[1].num_elements() != rows * k ||
       out[1].type.element != ElementType::kI32)

@@ -304,6 +304,8 @@ Status Interpreter::Compute(const OpEntry& e, const Op& op,
     case Run::kPad: return Data(e.run, op, in, out[0]);
     case Run::kDot: return DotGeneral(op, *in[0], *in[1], out[0]);
     case Run::kConvolution: return Convolution(op, *in[0], *in[1], out[0]);
+    case Run::kFft: return Fft(op, *in[0], out[0]);
+    case Run::kTriangularSolve: return TriangularSolve(op, *in[0], *in[1], out[0]);
     case Run::kReduce: return Reduce(op, in, out);
     case Run::kReduceWindow: return ReduceWindow(op, in, out);
     case Run::kSort: return Sort(op, in, out);

@@ -22,6 +22,8 @@
 //   bf16, one pass; HIGH: bf16x3; HIGHEST: f32). Integer arithmetic wraps;
 //   shifts past the width give 0 (or the sign for arithmetic right shifts);
 //   integer division by zero gives -1 (remainder: the dividend), as XLA.
+//   complex<f32> / complex<f64> compute in their part type as XLA's
+//   elemental IR emitter does (hlo/elementwise_complex.h).
 // - Same bits for any thread count: work is cut by output element only.
 // - Options::dry_run: shapes, HBM and prices only; values with more than
 //   kDryRunComputeElements elements are not computed (their bytes are

@@ -7,6 +7,7 @@
 //   interpreter.cc       values, regions, memory, dispatch (RunOp, Compute)
 //   interp_data.cc       elementwise ops and data movement
 //   interp_matmul.cc     dot_general and convolution
+//   interp_linalg.cc     fft and triangular_solve
 //   interp_reduce.cc     reduce, reduce_window, sort, top_k
 //   interp_scatter.cc    gather, scatter, select_and_scatter
 //   interp_collective.cc the collectives over the device's pmap
@@ -215,6 +216,11 @@ class Interpreter {
   // times the kernel's [(taps, I/g), O/g] on the matmul kernel.
 
   Status Convolution(const Op& op, const Tensor& l, const Tensor& r, Tensor& out);
+
+  // ---- fft and triangular_solve on kernels/fft.h and
+  // kernels/triangular_solve.h, by their typed attributes.
+  Status Fft(const Op& op, const Tensor& x, Tensor& out);
+  Status TriangularSolve(const Op& op, const Tensor& a, const Tensor& b, Tensor& out);
 
   // ---- reductions. A body that is one binary op runs as EvalElementwise on
   // runs of elements; any other body runs through the interpreter per

@@ -228,6 +228,24 @@ Status Parser::HashAttr(Attr* out) {
       name == "sdy.manual_axes") {
     return SdyAngle(out);
   }
+  if (name == "sdy.op_sharding_rule") {
+    // Shardy's factor rule of an op (custom calls carry one): not read, kept
+    // as its text, brackets balanced up to the closing '>'. A '>' of '->'
+    // is an arrow, not a bracket.
+    TPUMESH_RETURN_IF_ERROR(Expect("<"));
+    const size_t begin = pos_;
+    int depth = 1;
+    while (depth > 0) {
+      const char c = Peek();
+      if (c == '\0') return Error("unterminated #sdy.op_sharding_rule");
+      if (c == '<') ++depth;
+      else if (c == '>' && !(pos_ > begin && s_[pos_ - 1] == '-')) --depth;
+      if (depth > 0) Advance(1);
+    }
+    out->kind = Attr::Kind::kWord;
+    out->s = std::string(s_.substr(begin, pos_ - begin));
+    return Expect(">");
+  }
   // #stablehlo.dot<k = v, ...>, #stablehlo.gather<...>, channel_handle, ...
   TPUMESH_RETURN_IF_ERROR(Expect("<"));
   TPUMESH_RETURN_IF_ERROR(Enter());
@@ -441,15 +459,23 @@ Status Parser::DenseElements(DenseLiteral* lit, size_t depth, std::vector<int64_
     else if ((*counts)[depth] != n) return Error("ragged dense literal");
   } else {
     Skip();
-    if (Peek() == '(') return Error("complex constants are not supported");
-    std::string t;
-    if (ConsumeWord("true")) t = "1";
-    else if (ConsumeWord("false")) t = "0";
-    else if (LookaheadWord("inf") || LookaheadWord("nan")) t = Ident();
-    else if (Lookahead("-inf")) { Advance(4); t = "-inf"; }
-    else t = NumberText();
-    if (t.empty()) return Error("expected a dense element, found " + Near());
-    lit->scalars.push_back(std::move(t));
+    const bool complex = Consume("(");
+    if (!lit->scalars.empty() && complex != lit->complex)
+      return Error("dense literal mixes complex (re, im) and real elements");
+    lit->complex = complex;
+    for (int part = 0; part < (complex ? 2 : 1); ++part) {
+      if (part == 1) TPUMESH_RETURN_IF_ERROR(Expect(","));
+      Skip();
+      std::string t;
+      if (ConsumeWord("true")) t = "1";
+      else if (ConsumeWord("false")) t = "0";
+      else if (LookaheadWord("inf") || LookaheadWord("nan")) t = Ident();
+      else if (Lookahead("-inf")) { Advance(4); t = "-inf"; }
+      else t = NumberText();
+      if (t.empty()) return Error("expected a dense element, found " + Near());
+      lit->scalars.push_back(std::move(t));
+    }
+    if (complex) TPUMESH_RETURN_IF_ERROR(Expect(")"));
   }
   Leave();
   return OkStatus();
@@ -477,7 +503,12 @@ Status Parser::DenseBytes(const DenseLiteral& lit, Attr* out) {
     out->splat = static_cast<int64_t>(nbytes) == b && n != 1;
     return OkStatus();
   }
-  const int64_t given = static_cast<int64_t>(lit.scalars.size());
+  // A complex element is written (re, im): two scalars of its part type.
+  const int parts = IsComplex(el) ? 2 : 1;
+  if (!lit.scalars.empty() && lit.complex != IsComplex(el))
+    return Error(std::string(lit.complex ? "complex (re, im) elements" : "real elements") + " in a dense literal of " +
+                 out->type.ToString());
+  const int64_t given = static_cast<int64_t>(lit.scalars.size()) / parts;
   if (given == 0 && n == 0) return OkStatus();
   if (given != 1 && given != n)
     return Error("dense literal has " + std::to_string(given) + " elements; " +
@@ -489,9 +520,10 @@ Status Parser::DenseBytes(const DenseLiteral& lit, Attr* out) {
   }
   out->splat = given == 1 && n != 1;
   out->bytes.resize(static_cast<size_t>(given * b));
-  for (int64_t e = 0; e < given; ++e) {
-    TPUMESH_RETURN_IF_ERROR(ScalarBytes(lit.scalars[static_cast<size_t>(e)], el,
-                                        out->bytes.data() + e * b));
+  const ElementType part = PartType(el);
+  for (int64_t e = 0; e < given * parts; ++e) {
+    TPUMESH_RETURN_IF_ERROR(ScalarBytes(lit.scalars[static_cast<size_t>(e)], part,
+                                        out->bytes.data() + e * (b / parts)));
   }
   return OkStatus();
 }

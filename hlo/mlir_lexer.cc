@@ -128,10 +128,19 @@ StatusOr<ElementType> Parser::ElementTypeNamed(std::string_view w) {
       {"f16", ElementType::kF16},  {"bf16", ElementType::kBF16}, {"f32", ElementType::kF32},
       {"f64", ElementType::kF64},  {"si32", ElementType::kI32}, {"si64", ElementType::kI64},
       {"si8", ElementType::kI8},   {"si16", ElementType::kI16}};
+  if (w == "complex") {  // complex<f32>, complex<f64>: the word is read, its parts follow
+    TPUMESH_RETURN_IF_ERROR(Expect("<"));
+    const std::string part = Ident();
+    const auto p = kTypes.find(part);
+    if (p == kTypes.end() || (p->second != ElementType::kF32 && p->second != ElementType::kF64))
+      return Error("unsupported element type complex<" + part + "> (supported: complex<f32>, complex<f64>)");
+    TPUMESH_RETURN_IF_ERROR(Expect(">"));
+    return p->second == ElementType::kF32 ? ElementType::kC64 : ElementType::kC128;
+  }
   const auto it = kTypes.find(w);
   if (it == kTypes.end())
     return Error("unsupported element type " + Quoted(w) +
-                 " (supported: i1, i8-i64, ui8-ui64, f16, bf16, f32, f64)");
+                 " (supported: i1, i8-i64, ui8-ui64, f16, bf16, f32, f64, complex<f32>, complex<f64>)");
   return it->second;
 }
 
@@ -189,8 +198,11 @@ StatusOr<Type> Parser::ParseTypeInner() {
     }
     const std::string el = Ident();
     if (el.empty()) return Error("expected an element type, found " + Near());
-    if (el == "complex") return Error("complex element types are not supported");
-    TPUMESH_ASSIGN_OR_RETURN(t.element, ElementTypeNamed(el));
+    if (el == "index") {
+      t.element = ElementType::kI64;  // layouts' dense<...> : tensor<3xindex>
+    } else {
+      TPUMESH_ASSIGN_OR_RETURN(t.element, ElementTypeNamed(el));
+    }
     if (Consume(",")) return Error("tensor encodings (bounds, sparsity) are not supported");
     TPUMESH_RETURN_IF_ERROR(Expect(">"));
     return t;

@@ -43,7 +43,8 @@ struct LocInfo {
 // Dense literal elements before the type is known: scalars as text, with
 // the literal's nesting shape.
 struct DenseLiteral {
-  std::vector<std::string> scalars;
+  std::vector<std::string> scalars;  // a complex element: its two parts, (re, im)
+  bool complex = false;              // elements written as (re, im)
   std::vector<int64_t> shape;  // of nested lists; empty: one scalar
   bool hex_blob = false;
   std::string hex;
@@ -134,6 +135,7 @@ class Parser {
   StatusOr<int64_t> Integer();
 
   // ---- types ----
+  // The element type a word names; "complex" reads its <f32> or <f64> after it.
   StatusOr<ElementType> ElementTypeNamed(std::string_view w);
   StatusOr<Type> ParseType();
   StatusOr<Type> ParseTypeInner();

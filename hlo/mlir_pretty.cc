@@ -32,6 +32,13 @@ Status Parser::ParseSignature(Op* op, size_t result_count, bool required) {
     TPUMESH_ASSIGN_OR_RETURN(op->result_types, TypeListMaybeParens());
     return OkStatus();
   }
+  if (op->name == "stablehlo.complex" && lhs.size() == 1 && n == 2 && IsComplex(lhs[0].element)) {
+    Type part = lhs[0];  // the result's type: its operands are of its part type
+    part.element = PartType(part.element);
+    op->operand_types.assign(n, part);
+    op->result_types.assign(result_count, lhs[0]);
+    return OkStatus();
+  }
   if (lhs.size() == 1 && (n > 1 || result_count > 0)) {  // SameOperandsAndResultType
     op->operand_types.assign(n, lhs[0]);
     op->result_types.assign(result_count, lhs[0]);
@@ -104,6 +111,7 @@ Status Parser::PrettyValue(const std::string& key, Op* op) {
       {"stablehlo.dynamic_slice", {{"sizes", "slice_sizes"}}},
       {"stablehlo.pad", {{"low", "edge_padding_low"}, {"high", "edge_padding_high"}, {"interior", "interior_padding"}}},
       {"stablehlo.get_tuple_element", {{"index", "index"}}},
+      {"stablehlo.fft", {{"type", "fft_type"}, {"length", "fft_length"}}},
   };
   std::string name = key;
   if (const auto it = kRename.find(n); it != kRename.end()) {

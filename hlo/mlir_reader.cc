@@ -480,10 +480,50 @@ namespace tpumesh::hlo {
 
 namespace {
 
+// JAX's CPU lowering of lax.linalg.triangular_solve: custom_call
+// @lapack_{s,d,c,z}trsm_ffi(a, b) with LAPACK's flags as characters in
+// mhlo.backend_config (side L/R, uplo L/U, trans_x N/T/C, diag N/U), read as
+// the stablehlo.triangular_solve it computes (the operand layouts are
+// XLA's, not the values'). Any other custom call, or one of these with
+// other operands or flags, is left as it is (refused by Verify).
+void TrsmAsTriangularSolve(Op& op) {
+  static const char* kTargets[] = {"lapack_strsm_ffi", "lapack_dtrsm_ffi", "lapack_ctrsm_ffi", "lapack_ztrsm_ffi"};
+  if (op.name != "stablehlo.custom_call" || op.operands.size() != 2 ||
+      std::find(std::begin(kTargets), std::end(kTargets), op.callee) == std::end(kTargets))
+    return;
+  const Attr* config = op.Find("mhlo.backend_config");
+  if (!config || config->kind != Attr::Kind::kDict) return;
+  auto flag = [&](const char* key, const char* allowed) -> char {
+    const Attr* a = config->Find(key);
+    if (!a || a->kind != Attr::Kind::kInt || a->i <= 0 || a->i > 127) return 0;
+    const char c = static_cast<char>(a->i);
+    return std::string_view(allowed).find(c) == std::string_view::npos ? 0 : c;
+  };
+  const char side = flag("side", "LR"), uplo = flag("uplo", "LU"), trans = flag("trans_x", "NTC"),
+             diag = flag("diag", "NU");
+  if (!side || !uplo || !trans || !diag) return;
+  auto boolean = [](bool v) {
+    Attr a;
+    a.kind = Attr::Kind::kBool;
+    a.i = v;
+    return a;
+  };
+  Attr transpose;
+  transpose.kind = Attr::Kind::kWord;
+  transpose.s = trans == 'N' ? "NO_TRANSPOSE" : trans == 'T' ? "TRANSPOSE" : "ADJOINT";
+  op.name = "stablehlo.triangular_solve";
+  op.callee.clear();
+  op.attrs = {{"left_side", boolean(side == 'L')},
+              {"lower", boolean(uplo == 'L')},
+              {"unit_diagonal", boolean(diag == 'U')},
+              {"transpose_a", transpose}};
+}
+
 // Each op's registry entry and typed attributes, once, so that nothing
 // looks an op or an attribute up by name while the module runs.
 void ResolveEntries(std::vector<Op>& ops) {
   for (Op& op : ops) {
+    TrsmAsTriangularSolve(op);
     op.entry = FindOp(op.name);
     if (op.entry) op.typed = ResolveAttrs(op);
     for (Region& r : op.regions)

@@ -26,6 +26,8 @@ std::string_view ElementTypeName(ElementType t) {
     case ElementType::kBF16: return "bf16";
     case ElementType::kF32: return "f32";
     case ElementType::kF64: return "f64";
+    case ElementType::kC64: return "complex<f32>";
+    case ElementType::kC128: return "complex<f64>";
   }
   return "?";
 }
@@ -44,7 +46,9 @@ int ElementTypeBytes(ElementType t) {
     case ElementType::kF32: return 4;
     case ElementType::kI64:
     case ElementType::kU64:
-    case ElementType::kF64: return 8;
+    case ElementType::kF64:
+    case ElementType::kC64: return 8;
+    case ElementType::kC128: return 16;
   }
   return 0;
 }
@@ -52,6 +56,20 @@ int ElementTypeBytes(ElementType t) {
 bool IsFloat(ElementType t) {
   return t == ElementType::kF16 || t == ElementType::kBF16 || t == ElementType::kF32 ||
          t == ElementType::kF64;
+}
+
+bool IsComplex(ElementType t) { return t == ElementType::kC64 || t == ElementType::kC128; }
+
+ElementType PartType(ElementType t) {
+  if (t == ElementType::kC64) return ElementType::kF32;
+  if (t == ElementType::kC128) return ElementType::kF64;
+  return t;
+}
+
+StatusOr<ElementType> ComplexOf(ElementType t) {
+  if (t == ElementType::kF32) return ElementType::kC64;
+  if (t == ElementType::kF64) return ElementType::kC128;
+  return InvalidArgumentError("complex<" + std::string(ElementTypeName(t)) + "> is not supported (f32 and f64 parts only)");
 }
 
 bool IsUnsigned(ElementType t) {
@@ -99,7 +117,7 @@ const Attr* Attr::Find(std::string_view key) const {
 
 StatusOr<std::vector<int64_t>> Attr::Ints() const {
   if (kind == Kind::kInt) return std::vector<int64_t>{i};
-  if (kind == Kind::kDense && IsFloat(type.element) == false && type.kind == Type::Kind::kTensor) {
+  if (kind == Kind::kDense && !IsFloat(type.element) && !IsComplex(type.element) && type.kind == Type::Kind::kTensor) {
     const int b = ElementTypeBytes(type.element);
     const int64_t n = type.num_elements();
     std::vector<int64_t> out(static_cast<size_t>(n));

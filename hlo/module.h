@@ -42,13 +42,22 @@ inline constexpr int kMaxDepth = 256;                       // brackets, regions
 inline constexpr int64_t kMaxElements = int64_t{1} << 40;   // per tensor type
 inline constexpr int kMaxRank = 16;
 
+// kC64 and kC128 are complex<f32> and complex<f64>: an element is its real
+// part then its imaginary part (as XLA, numpy and std::complex lay it out).
 enum class ElementType : uint8_t {
-  kPred, kI8, kI16, kI32, kI64, kU8, kU16, kU32, kU64, kF16, kBF16, kF32, kF64
+  kPred, kI8, kI16, kI32, kI64, kU8, kU16, kU32, kU64, kF16, kBF16, kF32, kF64, kC64, kC128
 };
-// MLIR's spelling: "i1", "i32", "ui32", "bf16", "f32", ...
+// MLIR's spelling: "i1", "i32", "ui32", "bf16", "f32", "complex<f32>", ...
 std::string_view ElementTypeName(ElementType t);
 int ElementTypeBytes(ElementType t);  // kPred: 1 (a byte per element, as XLA)
-bool IsFloat(ElementType t);
+bool IsFloat(ElementType t);     // real floats; complex types are not
+bool IsComplex(ElementType t);
+// The type of a complex type's parts (kC64 -> kF32, kC128 -> kF64); a real
+// type itself.
+ElementType PartType(ElementType t);
+// The complex type with parts of `t` (kF32 -> kC64, kF64 -> kC128), or
+// InvalidArgument for any other type.
+StatusOr<ElementType> ComplexOf(ElementType t);
 bool IsUnsigned(ElementType t);  // kPred is neither signed nor unsigned
 // IEEE half precision <-> f32 (kernels/bf16.h: round to nearest even, NaN
 // stays NaN).

@@ -110,6 +110,7 @@ enum class OpClass : uint8_t {
   kControl,      // func.call, while, case, if, return, optimization_barrier
   kCollective,   // all_reduce, all_gather, reduce_scatter, collective_permute, all_to_all
   kSharding,     // sdy.manual_computation, custom_call @Sharding / @SPMD*, sharding constraints
+  kLinalg,       // fft, triangular_solve: kernels/fft.h, kernels/triangular_solve.h
 };
 
 // What the verifier checks beyond counts and tensor types (Verify).
@@ -134,7 +135,7 @@ enum class Run : uint8_t {
   kUnset,
   kElementwise, kConstant, kDeviceId, kCopy, kIota, kBroadcastInDim, kTranspose, kReverse, kSlice,
   kDynamicSlice, kDynamicUpdateSlice, kConcatenate, kPad,
-  kDot, kConvolution,
+  kDot, kConvolution, kFft, kTriangularSolve,
   kReduce, kReduceWindow, kSort, kTopK,
   kGather, kScatter, kSelectAndScatter,
   kAllReduce, kAllGather, kReduceScatter, kCollectivePermute, kAllToAll,
@@ -152,6 +153,8 @@ enum class Price : uint8_t {
   kWritten,          // the result written, nothing read
   kUpdate,           // the update read and written in place
   kDot, kConvolution, kReduce, kReduceWindow, kSort, kTopK, kGather, kScatter, kSelectAndScatter,
+  kFft,              // XLA's count (kernels/fft.h FftCost)
+  kTriangularSolve,  // XLA's count (kernels/triangular_solve.h TriangularSolveCost)
   kCollective,
   kRegions,          // no record of its own: the ops of the regions it runs are priced
 };
@@ -168,7 +171,11 @@ enum class Shard : uint8_t {
 
 // An elementwise op's scalar function (hlo/elementwise.h).
 struct ScalarFn {
-  enum class Kind : uint8_t { kNone, kUnary, kBinary, kCompare, kSelect, kClamp, kConvert, kReducePrecision };
+  // kComplex: two reals -> complex; kReal, kImag: a part of a complex value
+  // (hlo/elementwise_complex.h).
+  enum class Kind : uint8_t {
+    kNone, kUnary, kBinary, kCompare, kSelect, kClamp, kConvert, kReducePrecision, kComplex, kReal, kImag
+  };
   Kind kind = Kind::kNone;
   Un un = Un::kNeg;    // kUnary
   Bin bin = Bin::kAdd;  // kBinary

@@ -85,11 +85,14 @@ StatusOr<Tensor> InputFromRaw(const pipeline::H5Raw& raw, const Layout& layout, 
   if (dt == "bfloat16" && raw.width == 2) el = ElementType::kBF16;
   else if (dt == "float16" && raw.width == 2) el = ElementType::kF16;
   else if (dt == "bool" && raw.width == 1) el = ElementType::kPred;
+  else if (raw.cls == 'c') el = raw.width == 16 ? ElementType::kC128 : ElementType::kC64;
   else if (raw.cls == 'f') el = raw.width == 8 ? ElementType::kF64 : (raw.width == 2 ? ElementType::kF16 : ElementType::kF32);
   else if (raw.cls == 'i') el = raw.width == 1 ? ElementType::kI8 : raw.width == 2 ? ElementType::kI16 : raw.width == 4 ? ElementType::kI32 : ElementType::kI64;
   else el = raw.width == 1 ? ElementType::kU8 : raw.width == 2 ? ElementType::kU16 : raw.width == 4 ? ElementType::kU32 : ElementType::kU64;
   const bool ok = el == want.element || (IsFloat(el) && IsFloat(want.element)) ||
-                  (!IsFloat(el) && !IsFloat(want.element) && el != ElementType::kPred && want.element != ElementType::kPred);
+                  (IsComplex(el) && IsComplex(want.element)) ||
+                  (!IsFloat(el) && !IsFloat(want.element) && !IsComplex(el) && !IsComplex(want.element) &&
+                   el != ElementType::kPred && want.element != ElementType::kPred);
   if (!ok)
     return InvalidArgumentError(where + " holds " + std::string(ElementTypeName(el)) + " but @main's argument " +
                                 std::to_string(i) + " is " + want.ToString() +
@@ -130,6 +133,16 @@ std::vector<Tensor> RandomInputs(const Layout& layout, uint64_t seed) {
       switch (t.element) {
         case ElementType::kF32: std::memcpy(p + i * 4, &u, 4); break;
         case ElementType::kF64: { const double d = u; std::memcpy(p + i * 8, &d, 8); break; }
+        case ElementType::kC64: {  // (u, u'): the imaginary part from the low bits
+          const float c[2] = {u, static_cast<float>(static_cast<double>(r & 0x7ff) / 1024.0 - 1.0)};
+          std::memcpy(p + i * 8, c, 8);
+          break;
+        }
+        case ElementType::kC128: {
+          const double c[2] = {u, static_cast<double>(r & 0x7ff) / 1024.0 - 1.0};
+          std::memcpy(p + i * 16, c, 16);
+          break;
+        }
         case ElementType::kBF16: { const kernels::bf16 h = kernels::F32ToBf16(u); std::memcpy(p + i * 2, &h, 2); break; }
         case ElementType::kF16: { const uint16_t h = FloatToHalf(u); std::memcpy(p + i * 2, &h, 2); break; }
         case ElementType::kPred: p[i] = r & 1; break;
@@ -155,8 +168,10 @@ std::vector<std::pair<std::string, pipeline::H5Raw>> OutputDatasets(const std::v
     const ElementType e = t.type.element;
     r.width = ElementTypeBytes(e);
     // f16 as an IEEE half dataset (what h5py reads as np.float16); bf16,
-    // which HDF5 has no type for, as its bits with dtype="bfloat16".
+    // which HDF5 has no type for, as its bits with dtype="bfloat16";
+    // complex as h5py's compound {r, i}.
     if (e == ElementType::kF32 || e == ElementType::kF64 || e == ElementType::kF16) r.cls = 'f';
+    else if (IsComplex(e)) r.cls = 'c';
     else if (e == ElementType::kBF16) { r.cls = 'u'; r.dtype = "bfloat16"; }
     else if (e == ElementType::kPred) { r.cls = 'u'; r.dtype = "bool"; }
     else r.cls = IsUnsigned(e) ? 'u' : 'i';

@@ -185,7 +185,22 @@ class Verifier {
     if (arity && in.size() != arity) return Fail(op, "needs " + std::to_string(arity) + " operands");
     if (fn.kind == K::kCompare && r.element != ElementType::kPred) return Fail(op, "result must be i1");
     if (fn.kind == K::kSelect && in[0].element != ElementType::kPred) return Fail(op, "predicate must be i1");
-    const bool converts = fn.kind == K::kConvert || fn.kind == K::kCompare ||
+    // Complex values: stablehlo.complex makes them of two reals, real and
+    // imag (and abs) give their part type.
+    if (fn.kind == K::kComplex) {
+      auto want = ComplexOf(in[0].element);
+      if (in[0].element != in[1].element || !want.ok() || r.element != *want)
+        return Fail(op, "makes complex<f32> of two f32 or complex<f64> of two f64, not " + r.ToString() + " of " +
+                            in[0].ToString() + " and " + in[1].ToString());
+      return OkStatus();
+    }
+    const bool to_part = fn.kind == K::kReal || fn.kind == K::kImag || (fn.kind == K::kUnary && fn.un == Un::kAbs);
+    if (to_part && r.element != PartType(in[0].element))
+      return Fail(op, "of " + in[0].ToString() + " is " + std::string(ElementTypeName(PartType(in[0].element))) +
+                          ", not " + r.ToString());
+    if ((fn.kind == K::kReal || fn.kind == K::kImag) && !IsComplex(in[0].element) && !IsFloat(in[0].element))
+      return Fail(op, "takes a complex or float operand, not " + in[0].ToString());
+    const bool converts = fn.kind == K::kConvert || fn.kind == K::kCompare || to_part ||
                           (fn.kind == K::kUnary && fn.un == Un::kIsFinite);
     if (!converts) {
       const size_t first = fn.kind == K::kSelect ? 1 : 0;

@@ -1,5 +1,6 @@
-// XLA:CPU's f32 transcendentals, bit for bit, for hlo/elementwise.cc (its
-// only includer, built with -ffp-contract=off). hlo/'s internal header.
+// XLA:CPU's f32 transcendentals, bit for bit, for hlo/elementwise.cc and
+// hlo/elementwise_complex.cc (its only includers, both built with
+// -ffp-contract=off). hlo/'s internal header.
 //
 // Read off the optimized LLVM IR and the machine code that jaxlib 0.4.38 and jax 0.10.2 emit on an x86-64
 // host with FMA: XLA:CPU builds its target with AllowFPOpFusion::Fast, so the
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "hlo/elementwise.h"
 
@@ -232,6 +234,20 @@ struct ExpParts {
   }
 #endif
   return FlushDenormal(1.0f / std::sqrt(x));
+}
+
+// exp and log of f32 (and of f16 / bf16, computed in f32) as XLA:CPU
+// expands them; f64 keeps libm's. For the real ops and the parts of the
+// complex ones alike.
+template <typename C>
+[[gnu::always_inline]] inline C XlaCpuExp(C x) {
+  if constexpr (std::is_same_v<C, float>) return XlaCpuExpF32(x);
+  else return std::exp(x);
+}
+template <typename C>
+[[gnu::always_inline]] inline C XlaCpuLog(C x) {
+  if constexpr (std::is_same_v<C, float>) return XlaCpuLogF32(x);
+  else return std::log(x);
 }
 
 }  // namespace tpumesh::hlo

@@ -80,18 +80,39 @@ std::string DescribeH5Type(hid_t type) {
   }
 }
 
+bool IsComplexPair(hid_t type) {
+  const size_t width = H5Tget_size(type);
+  if (H5Tget_class(type) != H5T_COMPOUND || H5Tget_nmembers(type) != 2 || (width != 8 && width != 16)) return false;
+  const char* kNames[] = {"r", "i"};
+  bool ok = true;
+  H5T_order_t order = H5T_ORDER_NONE;
+  for (unsigned m = 0; m < 2 && ok; ++m) {
+    char* name = H5Tget_member_name(type, m);
+    ok = name && std::string(name) == kNames[m] && H5Tget_member_offset(type, m) == m * width / 2;
+    if (name) H5free_memory(name);
+    const hid_t part = ok ? H5Tget_member_type(type, m) : -1;
+    ok = ok && part >= 0 && H5Tget_class(part) == H5T_FLOAT && H5Tget_size(part) == width / 2 &&
+         IsIeee(part, width / 2) && (m == 0 || H5Tget_order(part) == order);
+    if (ok) order = H5Tget_order(part);
+    if (part >= 0) H5Tclose(part);
+  }
+  return ok;
+}
+
 StatusOr<H5Element> ClassifyElements(hid_t type, const std::string& where) {
   const size_t width = H5Tget_size(type);
   const H5T_class_t cls = H5Tget_class(type);
   const bool word = width == 1 || width == 2 || width == 4 || width == 8;
   if (cls == H5T_FLOAT && IsIeee(type, width)) return H5Element{'f', static_cast<int>(width)};
+  if (IsComplexPair(type)) return H5Element{'c', static_cast<int>(width)};
   if (cls == H5T_INTEGER && word) return H5Element{H5Tget_sign(type) == H5T_SGN_2 ? 'i' : 'u', static_cast<int>(width)};
   if (cls == H5T_ENUM && width == 1) return H5Element{'b', 1};  // h5py's bool
   std::string hint;
   if (cls == H5T_FLOAT) hint = " (not IEEE half, single or double)";
   return InvalidArgumentError(where + " holds " + DescribeH5Type(type) + hint +
-                              "; tpumesh reads IEEE floats of 2, 4 or 8 bytes and integers of 1, 2, 4 or 8 bytes "
-                              "(bfloat16 as uint16 with dtype=\"bfloat16\")");
+                              "; tpumesh reads IEEE floats of 2, 4 or 8 bytes, integers of 1, 2, 4 or 8 bytes "
+                              "(bfloat16 as uint16 with dtype=\"bfloat16\") and complex numbers as h5py stores them "
+                              "(a compound {r, i} of two IEEE floats of 4 or 8 bytes)");
 }
 
 StatusOr<hid_t> OpenDatasetForReading(hid_t file, const std::string& name, const std::string& where,

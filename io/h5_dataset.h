@@ -19,6 +19,9 @@
 //   1-byte bool enum; any other float layout (bfloat16's 1-8-7 as an HDF5
 //   float, long double, float128), opaque, compound and the rest are refused
 //   naming the HDF5 type: bits are never reinterpreted, values never cast.
+//   The one compound read is h5py's complex64 / complex128: exactly two
+//   members named r and i, at offsets 0 and half the width, IEEE floats of
+//   4 (or both of 8) bytes in one byte order.
 #ifndef TPUMESH_IO_H5_DATASET_H_
 #define TPUMESH_IO_H5_DATASET_H_
 
@@ -45,7 +48,8 @@ double H5HeldBytes(hid_t ds);
 bool H5Filtered(hid_t ds);
 
 // An element type as tpumesh reads it: 'f' IEEE float, 'i' signed or 'u'
-// unsigned integer, 'b' h5py's bool; width in bytes.
+// unsigned integer, 'b' h5py's bool, 'c' complex (h5py's compound {r, i});
+// width in bytes (a complex element's whole width: 8 or 16).
 struct H5Element {
   char cls = 'f';
   int width = 4;

@@ -71,6 +71,29 @@ Status CheckTag(const std::string& file, const std::string& name, hid_t type, co
                               "uint16 with dtype=\"float16\", bool as uint8 with dtype=\"bool\")");
 }
 
+// h5py's layout of numpy's complex64 (width 8) and complex128 (16): a
+// compound of IEEE little-endian floats r at offset 0 and i at width / 2.
+// The caller closes it.
+hid_t ComplexType(int width) {
+  const size_t half = static_cast<size_t>(width) / 2;
+  const hid_t part = half == 4 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
+  const hid_t t = H5Tcreate(H5T_COMPOUND, static_cast<size_t>(width));
+  H5Tinsert(t, "r", 0, part);
+  H5Tinsert(t, "i", half, part);
+  return t;
+}
+
+// IEEE half, little-endian, as h5py writes np.float16 (HDF5 1.10 has no
+// predefined half): sign bit 15, 5 exponent bits at 10 with bias 15, 10
+// mantissa bits. The caller closes it.
+hid_t HalfType() {
+  const hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+  H5Tset_fields(t, 15, 10, 5, 0, 10);
+  H5Tset_size(t, 2);
+  H5Tset_ebias(t, 15);
+  return t;
+}
+
 }  // namespace
 
 bool H5HasDataset(const std::string& file, const std::string& name) {
@@ -99,6 +122,8 @@ StatusOr<mesh::Array> H5ReadArray(const std::string& file, const std::string& na
     out = st;
   } else if (Status st = CheckDeclaredSize(file, name, ds, space, type); !st.ok()) {
     out = st;
+  } else if (el->cls == 'c') {
+    out = InvalidArgumentError(Where(file, name) + " holds complex numbers; this input takes real f32 or integer arrays");
   } else if (el->cls == 'f') {
     mesh::Array a = mesh::Array::Host(mesh::DType::kF32, shape);
     if (H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.mutable_raw()) >= 0) out = a;
@@ -281,6 +306,8 @@ StatusOr<H5Raw> H5ReadRaw(const std::string& file, const std::string& name) {
   } else if (el->cls == 'f') {
     mem = H5Tcopy(type);  // IEEE: only the byte order may differ
     H5Tset_order(mem, H5T_ORDER_LE);
+  } else if (el->cls == 'c') {
+    mem = ComplexType(el->width);  // h5py's {r, i}, little-endian
   } else {
     const bool s = el->cls == 'i';
     const int w = el->width;
@@ -313,23 +340,17 @@ Status H5Writer::WriteRaw(const std::string& name, const H5Raw& raw) {
   else if (raw.cls == 'u' && raw.width == 2) type = H5T_STD_U16LE_g;
   else if (raw.cls == 'u' && raw.width == 4) type = H5T_STD_U32LE_g;
   else if (raw.cls == 'u' && raw.width == 8) type = H5T_STD_U64LE_g;
-  // IEEE half, little-endian, as h5py writes np.float16 (HDF5 1.10 has no
-  // predefined half: sign bit 15, 5 exponent bits at 10 with bias 15, 10
-  // mantissa bits).
-  hid_t half = -1;
-  if (raw.cls == 'f' && raw.width == 2) {
-    half = type = H5Tcopy(H5T_IEEE_F32LE);
-    H5Tset_fields(half, 15, 10, 5, 0, 10);
-    H5Tset_size(half, 2);
-    H5Tset_ebias(half, 15);
-  }
-  if (type < 0) return InvalidArgumentError(name + ": unsupported element type");
-  struct CloseHalf {
+  else if (raw.cls == 'c' && (raw.width == 8 || raw.width == 16)) type = ComplexType(raw.width);
+  else if (raw.cls == 'f' && raw.width == 2) type = HalfType();
+  else return InvalidArgumentError(name + ": unsupported element type");
+  // Closes the type made for a complex or half dataset on every return.
+  struct CloseType {
     hid_t t;
-    ~CloseHalf() {
-      if (t >= 0) H5Tclose(t);
+    bool owned;
+    ~CloseType() {
+      if (owned) H5Tclose(t);
     }
-  } close_half{half};
+  } close_type{type, raw.cls == 'c' || (raw.cls == 'f' && raw.width == 2)};
   std::vector<hsize_t> dims(raw.dims.begin(), raw.dims.end());
   hid_t space = dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
   hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);

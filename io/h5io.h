@@ -35,7 +35,9 @@ StatusOr<mesh::Array> H5ReadArray(const std::string& file, const std::string& na
 StatusOr<std::vector<std::string>> H5ReadStrings(const std::string& file, const std::string& name);
 
 // A numeric dataset as stored: its class ('f' float, 'i' signed, 'u'
-// unsigned integer), element width in bytes, shape, its string attribute
+// unsigned integer, 'c' complex: h5py's compound {r, i} of two IEEE floats,
+// read and written as interleaved (re, im) pairs), element width in bytes
+// (complex: 8 or 16), shape, its string attribute
 // "dtype" when it has one ("bfloat16", "bool"), and its elements,
 // little-endian: a native IEEE half is cls 'f', width 2, its own bits. A
 // dtype tag that does not fit the elements (a native half tagged bfloat16)

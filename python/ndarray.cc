@@ -45,7 +45,7 @@ std::string DtypeName(py::handle obj) {
 
 Status Unsupported(py::handle obj) {
   return InvalidArgumentError("an input of numpy dtype " + DtypeName(obj) +
-                              ": StableHLO takes bool, integer and float arrays");
+                              ": StableHLO takes bool, integer, float and complex64/complex128 arrays");
 }
 
 // Copies the elements of `v` in C order into `out`, following its strides
@@ -84,7 +84,7 @@ void CopyStrided(const Py_buffer& v, uint8_t* out) {
 std::string DtypeOf(const pipeline::H5Raw& raw) {
   if (raw.dtype == "bool") return "|b1";
   if (raw.dtype == "float16") return "<f2";
-  const char kind = raw.cls == 'f' ? 'f' : raw.cls == 'i' ? 'i' : 'u';
+  const char kind = raw.cls == 'f' ? 'f' : raw.cls == 'i' ? 'i' : raw.cls == 'c' ? 'c' : 'u';
   return std::string(raw.width == 1 ? "|" : "<") + kind + std::to_string(raw.width);
 }
 
@@ -103,11 +103,17 @@ StatusOr<pipeline::H5Raw> RawFromNumpy(py::handle array, const std::string& tag)
     if (format[0] == '>' || format[0] == '!') big = true;
     format.remove_prefix(1);
   }
+  // complex64 / complex128: 'Z' and the part's code.
+  const bool complex = format.size() == 2 && format[0] == 'Z' && (format[1] == 'f' || format[1] == 'd');
+  if (complex) format.remove_prefix(1);
   if (format.size() != 1) return Unsupported(array);
   pipeline::H5Raw raw;
   raw.width = static_cast<int>(v.itemsize);
   const char code = format[0];
-  if (code == '?') {
+  if (complex) {
+    raw.cls = 'c';
+    if (raw.width != (code == 'f' ? 8 : 16)) return Unsupported(array);
+  } else if (code == '?') {
     raw.cls = 'u';
     raw.dtype = "bool";
   } else if (code == 'e') {
@@ -124,15 +130,18 @@ StatusOr<pipeline::H5Raw> RawFromNumpy(py::handle array, const std::string& tag)
     return Unsupported(array);
   }
   const int want = code == '?' ? 1 : code == 'e' ? 2 : code == 'f' ? 4 : code == 'd' ? 8 : 0;
-  if ((want != 0 && raw.width != want) || (raw.width != 1 && raw.width != 2 && raw.width != 4 && raw.width != 8))
+  if (!complex &&
+      ((want != 0 && raw.width != want) || (raw.width != 1 && raw.width != 2 && raw.width != 4 && raw.width != 8)))
     return Unsupported(array);
   raw.dims.assign(v.shape, v.shape + v.ndim);
   raw.data.resize(static_cast<size_t>(v.len));
   CopyStrided(v, raw.data.data());
-  if (big && raw.width > 1) {
-    for (size_t i = 0; i < raw.data.size(); i += static_cast<size_t>(raw.width))
+  // Big-endian values swapped to little-endian: each part of a complex one.
+  const int swap = complex ? raw.width / 2 : raw.width;
+  if (big && swap > 1) {
+    for (size_t i = 0; i < raw.data.size(); i += static_cast<size_t>(swap))
       std::reverse(raw.data.begin() + static_cast<std::ptrdiff_t>(i),
-                   raw.data.begin() + static_cast<std::ptrdiff_t>(i) + raw.width);
+                   raw.data.begin() + static_cast<std::ptrdiff_t>(i) + swap);
   }
   return raw;
 }

@@ -12,10 +12,11 @@
 // a call returns, and nothing returned points into the library.
 //
 // Contract: a `raw` is pipeline::H5Raw (io/h5io.h): class 'f' / 'i' / 'u',
-// width 1/2/4/8 bytes, dims, dtype tag ("bool", "float16", "bfloat16" or
-// ""), elements little-endian in C order. A dtype with no StableHLO element
-// type (complex, object, datetime, structured, long double, an object with
-// no buffer) is InvalidArgument naming the dtype, in one line. Call with the
+// width 1/2/4/8 bytes, or class 'c' (complex64 / complex128: width 8 / 16,
+// (re, im) pairs), dims, dtype tag ("bool", "float16", "bfloat16" or ""),
+// elements little-endian in C order. A dtype with no StableHLO element type
+// (object, datetime, structured, long double, clongdouble, an object with no
+// buffer) is InvalidArgument naming the dtype, in one line. Call with the
 // GIL held.
 #ifndef TPUMESH_PYTHON_NDARRAY_H_
 #define TPUMESH_PYTHON_NDARRAY_H_

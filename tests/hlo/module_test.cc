@@ -147,10 +147,9 @@ TEST(StableHloModuleTest, EveryExportedProgramParses) {
   const auto files = DataModules();
   // jax-0.4.38 and jax-current, each with a few dozen programs.
   ASSERT_GE(files.size(), 40u);
-  // Programs the reader refuses today (issue 40: complex element types; the
-  // index type of the LAPACK custom calls the current jax writes).
-  const char* refused[] = {"fft.mlir", "complex_arith.mlir", "complex128_arith.mlir", "linalg_custom_call.mlir",
-                           "triangular_solve.mlir"};
+  // Programs the reader may refuse (the LAPACK custom calls tpumesh does not
+  // run).
+  const char* refused[] = {"linalg_custom_call.mlir"};
   for (const auto& path : files) {
     SCOPED_TRACE(path.string());
     auto m = ReadModuleFile(path.string());
@@ -892,7 +891,10 @@ TEST(StableHloModuleErrorTest, GarbageToken) {
   ExpectError(OneOp("    %0 = 42\n"), "expected an op");
   ExpectError(OneOp("    %0 = stablehlo.add %arg0, %arg0 : tensor<f32> loc(?)\n"), "bad location");
   ExpectError(OneOp("    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf99>\n"), "unsupported element type 'f99'");
-  ExpectError(OneOp("    %0 = stablehlo.add %arg0, %arg0 : tensor<4xcomplex<f32>>\n"), "complex");
+  ExpectError(OneOp("    %0 = stablehlo.add %arg0, %arg0 : tensor<4xcomplex<i32>>\n"),
+              "unsupported element type complex<i32>");
+  ExpectError(OneOp("    %0 = stablehlo.constant dense<(1.0, 2.0)> : tensor<2xf32>\n"), "complex (re, im) elements");
+  ExpectError(OneOp("    %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xcomplex<f32>>\n"), "real elements");
   ExpectError(OneOp("    %0 = stablehlo.constant dense<[1, x]> : tensor<2xi32>\n"), "expected a dense element");
   ExpectError(OneOp("    %0 = stablehlo.constant dense<[1, 2]> : tensor<2xi32> \x01\n"), "");
   ExpectError(OneOp("    %0 = \"stablehlo.add\"(%arg0, %arg0) : (tensor<f32>, tensor<f32>) => tensor<f32>\n"),

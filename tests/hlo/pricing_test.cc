@@ -116,5 +116,28 @@ TEST(Pricing, ShardedJitIsPricedPerDeviceAsXlaPartitionsIt) {
   }
 }
 
+// stablehlo.fft and triangular_solve are priced with XLA's counts: the fft
+// round trips as XLA counts the module (8 x prod floor(log2 n) x operand
+// elements per transform; the pad and convert around them are free in its
+// count and cost no flops here beyond the one scalar convert's), and the
+// four solves as jax 0.4.38's module (2 k x elements of b each); the
+// current jax's lapack trsm custom calls, which XLA does not count, are
+// priced as the op they compute.
+TEST(Pricing, FftAndTriangularSolveCountWhatXlaCounts) {
+  const auto old = Manifest("jax-0.4.38");
+  const nlohmann::json* old_trsm = Program(old, "triangular_solve");
+  ASSERT_NE(old_trsm, nullptr);
+  for (const char* gen : {"jax-0.4.38", "jax-current"}) {
+    const auto m = Manifest(gen);
+    const nlohmann::json* fft = Program(m, "fft");
+    ASSERT_NE(fft, nullptr) << gen;
+    EXPECT_LE(PricedFlops(gen, *fft) - static_cast<double>((*fft)["lowered_flops"]), 1.0) << gen;
+    EXPECT_GE(PricedFlops(gen, *fft), static_cast<double>((*fft)["lowered_flops"])) << gen;
+    const nlohmann::json* trsm = Program(m, "triangular_solve");
+    ASSERT_NE(trsm, nullptr) << gen;
+    EXPECT_EQ(PricedFlops(gen, *trsm), static_cast<double>((*old_trsm)["lowered_flops"])) << gen;
+  }
+}
+
 }  // namespace
 }  // namespace tpumesh::hlo

@@ -2,12 +2,14 @@
 // io/model_file.h: native IEEE half is read as its values; floats of other
 // layouts, external storage, virtual datasets and unwritten chunks are
 // refused in one line naming the file and the dataset; a gzip-compressed
-// dataset that stores much less than it holds is read.
+// dataset that stores much less than it holds is read; h5py's complex
+// compound {r, i} is read and written, other compounds refused.
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -121,6 +123,136 @@ TEST(H5ioTest, OpaqueTwoByteElementsAreRefusedNamingTheirType) {
     ExpectOneLineNaming(st, path, "'w'");
     EXPECT_THAT(st.message(), AllOf(HasSubstr("2-byte opaque"), HasSubstr("NUMPY:bfloat16")));
   }
+}
+
+// A dataset `name` of compound elements, members (name, HDF5 float type) at
+// consecutive offsets, holding `values` (the members' values in order, as
+// doubles, converted by HDF5 to the members' types).
+bool WriteCompound(const std::string& path, const std::string& name,
+                   const std::vector<std::pair<std::string, hid_t>>& members, const std::vector<double>& values) {
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (file < 0) return false;
+  size_t size = 0;
+  for (const auto& m : members) size += H5Tget_size(m.second);
+  const hid_t type = H5Tcreate(H5T_COMPOUND, size);
+  const hid_t mem = H5Tcreate(H5T_COMPOUND, members.size() * sizeof(double));
+  size_t offset = 0;
+  for (size_t k = 0; k < members.size(); ++k) {
+    H5Tinsert(type, members[k].first.c_str(), offset, members[k].second);
+    H5Tinsert(mem, members[k].first.c_str(), k * sizeof(double), H5T_NATIVE_DOUBLE);
+    offset += H5Tget_size(members[k].second);
+  }
+  const hsize_t dims[1] = {values.size() / members.size()};
+  const hid_t space = H5Screate_simple(1, dims, nullptr);
+  const hid_t ds = H5Dcreate2(file, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  const bool ok = ds >= 0 && H5Dwrite(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0;
+  if (ds >= 0) H5Dclose(ds);
+  H5Sclose(space);
+  H5Tclose(mem);
+  H5Tclose(type);
+  H5Fclose(file);
+  return ok;
+}
+
+// h5py's complex64 and complex128 (a compound {r, i} of IEEE floats, of
+// either byte order) are read as interleaved (re, im) pairs, little-endian.
+TEST(H5ioTest, H5pyComplexIsReadAsPairs) {
+  const std::vector<double> values = {1.5, -2.25, 0.0, 3.0e38, -0.0, 1e-3};
+  struct Case {
+    hid_t part;
+    int width;
+  };
+  for (const Case& c : {Case{H5T_IEEE_F32LE, 8}, Case{H5T_IEEE_F32BE, 8}, Case{H5T_IEEE_F64LE, 16},
+                        Case{H5T_IEEE_F64BE, 16}}) {
+    const std::string path = Dir() + "/complex" + std::to_string(c.width) + ".h5";
+    ASSERT_TRUE(WriteCompound(path, "z", {{"r", c.part}, {"i", c.part}}, values));
+    auto raw = H5ReadRaw(path, "z");
+    ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+    EXPECT_EQ(raw->cls, 'c');
+    EXPECT_EQ(raw->width, c.width);
+    EXPECT_EQ(raw->dims, (std::vector<int64_t>{3}));
+    ASSERT_EQ(raw->data.size(), static_cast<size_t>(3 * c.width));
+    for (size_t i = 0; i < values.size(); ++i) {
+      double v;
+      if (c.width == 8) {
+        float f;
+        std::memcpy(&f, raw->data.data() + 4 * i, 4);
+        v = f;
+        EXPECT_EQ(v, static_cast<double>(static_cast<float>(values[i]))) << i;
+      } else {
+        std::memcpy(&v, raw->data.data() + 8 * i, 8);
+        EXPECT_EQ(v, values[i]) << i;
+      }
+      EXPECT_EQ(std::signbit(v), std::signbit(values[i])) << i;
+    }
+    // The f32 reader takes real arrays only: it says the dataset is complex.
+    auto a = H5ReadArray(path, "z");
+    ASSERT_FALSE(a.ok());
+    ExpectOneLineNaming(a.status(), path, "'z'");
+    EXPECT_THAT(a.status().message(), HasSubstr("complex"));
+  }
+}
+
+// Any other compound is refused, naming its type, as before.
+TEST(H5ioTest, OtherCompoundsAreRefused) {
+  const std::vector<std::vector<std::pair<std::string, hid_t>>> refused = {
+      {{"re", H5T_IEEE_F32LE}, {"im", H5T_IEEE_F32LE}},                          // other names
+      {{"i", H5T_IEEE_F32LE}, {"r", H5T_IEEE_F32LE}},                            // other order
+      {{"r", H5T_IEEE_F32LE}, {"i", H5T_IEEE_F64LE}},                            // mixed widths
+      {{"r", H5T_IEEE_F32LE}, {"i", H5T_IEEE_F32BE}},                            // mixed byte orders
+      {{"r", H5T_STD_I32LE}, {"i", H5T_STD_I32LE}},                              // integers
+      {{"r", H5T_IEEE_F32LE}, {"i", H5T_IEEE_F32LE}, {"j", H5T_IEEE_F32LE}},     // three members
+  };
+  for (size_t k = 0; k < refused.size(); ++k) {
+    const std::string path = Dir() + "/compound" + std::to_string(k) + ".h5";
+    const std::vector<double> values(refused[k].size() * 2, 1.0);
+    ASSERT_TRUE(WriteCompound(path, "c", refused[k], values)) << k;
+    const Status st = H5ReadRaw(path, "c").status();
+    ExpectOneLineNaming(st, path, "'c'");
+    EXPECT_THAT(st.message(), HasSubstr("compound type of " + std::to_string(refused[k].size()) + " members")) << k;
+  }
+}
+
+// Complex outputs are written as h5py writes them: a compound {r, i} of
+// little-endian IEEE floats, read back bit for bit.
+TEST(H5ioTest, ComplexIsWrittenAsH5pyDoes) {
+  const std::string path = Dir() + "/complex_out.h5";
+  H5Raw raw;
+  raw.cls = 'c';
+  raw.width = 16;
+  raw.dims = {2};
+  const double pairs[4] = {1.0, -2.0, std::numeric_limits<double>::infinity(), -0.0};
+  raw.data.resize(sizeof pairs);
+  std::memcpy(raw.data.data(), pairs, sizeof pairs);
+  {
+    auto w = H5Writer::Create(path);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE((*w)->WriteRaw("z", raw).ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  const hid_t ds = H5Dopen2(file, "z", H5P_DEFAULT);
+  const hid_t type = H5Dget_type(ds);
+  EXPECT_EQ(H5Tget_class(type), H5T_COMPOUND);
+  ASSERT_EQ(H5Tget_nmembers(type), 2);
+  for (unsigned m = 0; m < 2; ++m) {
+    char* name = H5Tget_member_name(type, m);
+    EXPECT_STREQ(name, m == 0 ? "r" : "i");
+    H5free_memory(name);
+    EXPECT_EQ(H5Tget_member_offset(type, m), 8u * m);
+    const hid_t part = H5Tget_member_type(type, m);
+    EXPECT_TRUE(H5Tequal(part, H5T_IEEE_F64LE) > 0);
+    H5Tclose(part);
+  }
+  H5Tclose(type);
+  H5Dclose(ds);
+  H5Fclose(file);
+  auto back = H5ReadRaw(path, "z");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->cls, 'c');
+  EXPECT_EQ(back->width, 16);
+  EXPECT_EQ(back->data, raw.data);
 }
 
 TEST(H5ioTest, ExternalStorageIsRefused) {

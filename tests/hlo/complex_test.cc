@@ -1,0 +1,253 @@
+// complex<f32> and complex<f64> through hlo/: read from MLIR (types and
+// (re, im) constants), verified, and computed as XLA does
+// (hlo/elementwise_complex.h): division by zero and by infinity, abs without
+// overflow or underflow, the parts, compare, convert. The expected values
+// are worked by hand from the definitions.
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "hlo/interpreter.h"
+
+namespace tpumesh::hlo {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Runs @main of `text` on `args` (each a type and its bytes' values as T)
+// and returns result 0's values as T (a complex element: two).
+template <typename T>
+std::vector<T> RunMain(const std::string& text, const std::vector<std::pair<std::string, std::vector<T>>>& args) {
+  auto m = ParseModule(text, "t.mlir");
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  if (!m.ok()) return {};
+  const Status verified = Verify(*m);
+  EXPECT_TRUE(verified.ok()) << verified.message();
+  if (!verified.ok()) return {};
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < args.size(); ++i) {
+    Tensor t = NewTensor(m->funcs[0].arg_types[i], nullptr).value();
+    EXPECT_EQ(static_cast<size_t>(t.type.size_bytes()), args[i].second.size() * sizeof(T));
+    std::memcpy(t.data.mutable_raw(), args[i].second.data(), static_cast<size_t>(t.type.size_bytes()));
+    in.push_back(std::move(t));
+  }
+  auto r = RunFunction(*m, "main", std::move(in), DeviceSite{}, Options{});
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return {};
+  const Tensor& out = (*r)[0];
+  const T* p = out.as<T>();
+  return std::vector<T>(p, p + out.type.size_bytes() / static_cast<int64_t>(sizeof(T)));
+}
+
+std::string Binary(const std::string& op, const std::string& type) {
+  return "func.func @main(%a: " + type + ", %b: " + type + ") -> " + type + " {\n  %0 = stablehlo." + op +
+         " %a, %b : " + type + "\n  return %0 : " + type + "\n}\n";
+}
+
+void ExpectSame(float got, float want, const std::string& what) {
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(got)) << what << ": " << got;
+  } else if (std::isinf(want) || want == 0) {
+    EXPECT_EQ(got, want) << what;
+    EXPECT_EQ(std::signbit(got), std::signbit(want)) << what;
+  } else {
+    EXPECT_NEAR(got, want, 2e-7 * std::fabs(want)) << what;
+  }
+}
+
+TEST(ComplexTest, DivideFollowsXlaAtZeroAndInfinity) {
+  // (dividend re, im, divisor re, im) -> quotient (re, im)
+  struct Case {
+    float a_re, a_im, b_re, b_im, q_re, q_im;
+  };
+  const Case cases[] = {
+      {1, 2, 3, 4, 11.0f / 25, 2.0f / 25},       // (1+2i)(3-4i) / 25
+      {4, -2, 0, 2, -1, -2},                     // the |b_r| < |b_i| branch
+      {1, 2, 0, 0, kInf, kInf},                  // zero divisor: inf with b_r's sign times a
+      {-1, 2, -0.0f, 0, kInf, -kInf},            // ... b_r = -0
+      {kInf, kInf, 1, 0, kInf, kInf},            // infinite dividend, finite divisor
+      {1, 1, kInf, kInf, 0, 0},                  // finite dividend, infinite divisor
+      {1, 1, kInf, 0, 0, 0},                     // Smith's quotient is not NaN here: kept
+  };
+  std::vector<float> a, b;
+  for (const Case& c : cases) {
+    a.insert(a.end(), {c.a_re, c.a_im});
+    b.insert(b.end(), {c.b_re, c.b_im});
+  }
+  const std::string type = "tensor<" + std::to_string(std::size(cases)) + "xcomplex<f32>>";
+  const auto got = RunMain<float>(Binary("divide", type), {{type, a}, {type, b}});
+  ASSERT_EQ(got.size(), 2 * std::size(cases));
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    ExpectSame(got[2 * i], cases[i].q_re, "case " + std::to_string(i) + " re");
+    ExpectSame(got[2 * i + 1], cases[i].q_im, "case " + std::to_string(i) + " im");
+  }
+}
+
+TEST(ComplexTest, AbsNeitherOverflowsNorUnderflows) {
+  const std::string text = R"(
+func.func @main(%z: tensor<6xcomplex<f32>>) -> tensor<6xf32> {
+  %0 = stablehlo.abs %z : (tensor<6xcomplex<f32>>) -> tensor<6xf32>
+  return %0 : tensor<6xf32>
+}
+)";
+  // 3-4-5 triangles whose squares overflow (1e76) or underflow (1e-60) f32.
+  const std::vector<float> z = {3e37f, 4e37f, -3e-30f, 4e-30f, 0, -0.0f, kInf, 1, kInf, -kInf, 0, -2};
+  const auto got = RunMain<float>(text, {{"tensor<6xcomplex<f32>>", z}});
+  const float want[] = {5e37f, 5e-30f, 0, kInf, kInf, 2};
+  ASSERT_EQ(got.size(), std::size(want));
+  for (size_t i = 0; i < std::size(want); ++i) ExpectSame(got[i], want[i], "abs " + std::to_string(i));
+}
+
+TEST(ComplexTest, SqrtLogAndSign) {
+  const std::string text = R"(
+func.func @main(%z: tensor<3xcomplex<f64>>) -> tensor<9xcomplex<f64>> {
+  %0 = stablehlo.sqrt %z : tensor<3xcomplex<f64>>
+  %1 = stablehlo.log %z : tensor<3xcomplex<f64>>
+  %2 = stablehlo.sign %z : tensor<3xcomplex<f64>>
+  %3 = stablehlo.concatenate %0, %1, %2, dim = 0 : (tensor<3xcomplex<f64>>, tensor<3xcomplex<f64>>, tensor<3xcomplex<f64>>) -> tensor<9xcomplex<f64>>
+  return %3 : tensor<9xcomplex<f64>>
+}
+)";
+  // z = -4, 3 + 4i, 0: sqrt 2i, 2 + i, 0; log (log 4, pi), (log 5, atan2(4, 3)),
+  // (-inf, 0); sign -1, (0.6, 0.8), 0.
+  const auto got = RunMain<double>(text, {{"tensor<3xcomplex<f64>>", {-4, 0, 3, 4, 0, 0}}});
+  const double want[18] = {0, 2, 2, 1, 0, 0, std::log(4.0), M_PI, std::log(5.0), std::atan2(4.0, 3.0),
+                           -std::numeric_limits<double>::infinity(), 0, -1, 0, 0.6, 0.8, 0, 0};
+  ASSERT_EQ(got.size(), 18u);
+  for (size_t i = 0; i < 18; ++i) {
+    if (std::isinf(want[i])) EXPECT_EQ(got[i], want[i]) << i;
+    else EXPECT_NEAR(got[i], want[i], 1e-15 * std::max(1.0, std::fabs(want[i]))) << i;
+  }
+}
+
+TEST(ComplexTest, SqrtOfAHugeValueDoesNotOverflow) {
+  // |3e38 + 3e38i| overflows f32, its square root (2.06e19) does not.
+  const std::string text = R"(
+func.func @main(%z: tensor<complex<f32>>) -> tensor<complex<f32>> {
+  %0 = stablehlo.sqrt %z : tensor<complex<f32>>
+  return %0 : tensor<complex<f32>>
+}
+)";
+  const auto got = RunMain<float>(text, {{"tensor<complex<f32>>", {3e38f, 3e38f}}});
+  ASSERT_EQ(got.size(), 2u);
+  const double r = std::sqrt(std::hypot(3e38, 3e38)), t = M_PI / 8;
+  EXPECT_NEAR(got[0], r * std::cos(t), 1e-6 * r);
+  EXPECT_NEAR(got[1], r * std::sin(t), 1e-6 * r);
+}
+
+TEST(ComplexTest, MultiplyAddAndConstants) {
+  const std::string text = R"(
+func.func @main(%z: tensor<2xcomplex<f64>>) -> tensor<2xcomplex<f64>> {
+  %c = stablehlo.constant dense<[(1.0, 2.0), (0.5, -1.5)]> : tensor<2xcomplex<f64>>
+  %i = stablehlo.constant dense<(0.0, 1.0)> : tensor<complex<f64>>
+  %ib = stablehlo.broadcast_in_dim %i, dims = [] : (tensor<complex<f64>>) -> tensor<2xcomplex<f64>>
+  %0 = stablehlo.multiply %z, %c : tensor<2xcomplex<f64>>
+  %1 = stablehlo.subtract %0, %ib : tensor<2xcomplex<f64>>
+  return %1 : tensor<2xcomplex<f64>>
+}
+)";
+  const std::vector<double> z = {3, -1, 2, 4};
+  const auto got = RunMain<double>(text, {{"tensor<2xcomplex<f64>>", z}});
+  // (3 - i)(1 + 2i) - i = 5 + 4i; (2 + 4i)(0.5 - 1.5i) - i = 7 - 2i
+  EXPECT_EQ(got, (std::vector<double>{5, 4, 7, -2}));
+}
+
+TEST(ComplexTest, ReduceAndPad) {
+  // jnp.sum of complex values: a reduce with a (0, 0) init; and a pad.
+  const std::string text = R"(
+func.func @main(%z: tensor<2x3xcomplex<f32>>) -> tensor<4xcomplex<f32>> {
+  %c = stablehlo.constant dense<(0.0, 0.0)> : tensor<complex<f32>>
+  %0 = stablehlo.reduce(%z init: %c) applies stablehlo.add across dimensions = [1] : (tensor<2x3xcomplex<f32>>, tensor<complex<f32>>) -> tensor<2xcomplex<f32>>
+  %f = stablehlo.constant dense<(9.0, -9.0)> : tensor<complex<f32>>
+  %1 = stablehlo.pad %0, %f, low = [1], high = [1], interior = [0] : (tensor<2xcomplex<f32>>, tensor<complex<f32>>) -> tensor<4xcomplex<f32>>
+  return %1 : tensor<4xcomplex<f32>>
+}
+)";
+  const std::vector<float> z = {1, 2, 3, -1, -0.5f, 0.5f, 0, 0, 0, 1, 2, 0};
+  EXPECT_EQ(RunMain<float>(text, {{"tensor<2x3xcomplex<f32>>", z}}),
+            (std::vector<float>{9, -9, 3.5f, 1.5f, 2, 1, 9, -9}));
+}
+
+TEST(ComplexTest, PartsExpCompareAndConvert) {
+  const std::string text = R"(
+func.func @main(%x: tensor<3xi32>, %y: tensor<3xf32>) -> tensor<3xf32> {
+  %zx = stablehlo.convert %x : (tensor<3xi32>) -> tensor<3xcomplex<f32>>
+  %zero = stablehlo.constant dense<0.0> : tensor<3xf32>
+  %zy = stablehlo.complex %zero, %y : tensor<3xcomplex<f32>>
+  %z = stablehlo.add %zx, %zy : tensor<3xcomplex<f32>>
+  %e = stablehlo.exponential %zy : tensor<3xcomplex<f32>>
+  %re = stablehlo.real %e : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+  %im = stablehlo.imag %z : (tensor<3xcomplex<f32>>) -> tensor<3xf32>
+  %eq = stablehlo.compare EQ, %z, %zx : (tensor<3xcomplex<f32>>, tensor<3xcomplex<f32>>) -> tensor<3xi1>
+  %s = stablehlo.select %eq, %re, %im : tensor<3xi1>, tensor<3xf32>
+  return %s : tensor<3xf32>
+}
+)";
+  // z = x + iy; where y = 0 (z == x) the result is re(exp(iy)) = cos 0 = 1,
+  // elsewhere im(z) = y.
+  const float pi = static_cast<float>(M_PI);
+  auto m = ParseModule(text, "t.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  std::vector<Tensor> in;
+  in.push_back(NewTensor(m->funcs[0].arg_types[0], nullptr).value());
+  in.push_back(NewTensor(m->funcs[0].arg_types[1], nullptr).value());
+  const int32_t x[3] = {7, -2, 5};
+  const float y[3] = {0, pi, -0.5f};
+  std::memcpy(in[0].data.mutable_raw(), x, sizeof x);
+  std::memcpy(in[1].data.mutable_raw(), y, sizeof y);
+  ASSERT_TRUE(Verify(*m).ok()) << Verify(*m).message();
+  auto r = RunFunction(*m, "main", std::move(in), DeviceSite{}, Options{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const float* got = (*r)[0].as<float>();
+  EXPECT_EQ(got[0], 1.0f);
+  EXPECT_EQ(got[1], pi);
+  EXPECT_EQ(got[2], -0.5f);
+}
+
+TEST(ComplexTest, TypesAreChecked) {
+  // stablehlo.complex takes two reals of the result's part type; real and
+  // abs give the part type; complex values compare EQ / NE only.
+  const std::string bad_complex = R"(
+func.func @main(%a: tensor<2xf64>, %b: tensor<2xf64>) -> tensor<2xcomplex<f32>> {
+  %0 = "stablehlo.complex"(%a, %b) : (tensor<2xf64>, tensor<2xf64>) -> tensor<2xcomplex<f32>>
+  return %0 : tensor<2xcomplex<f32>>
+}
+)";
+  auto m = ParseModule(bad_complex, "t.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_THAT(Verify(*m).message(), HasSubstr("stablehlo.complex"));
+  const std::string bad_real = R"(
+func.func @main(%a: tensor<2xcomplex<f32>>) -> tensor<2xf64> {
+  %0 = stablehlo.real %a : (tensor<2xcomplex<f32>>) -> tensor<2xf64>
+  return %0 : tensor<2xf64>
+}
+)";
+  m = ParseModule(bad_real, "t.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_THAT(Verify(*m).message(), HasSubstr("is f32"));
+  const std::string ordered = R"(
+func.func @main(%a: tensor<2xcomplex<f32>>) -> tensor<2xi1> {
+  %0 = stablehlo.compare LT, %a, %a : (tensor<2xcomplex<f32>>, tensor<2xcomplex<f32>>) -> tensor<2xi1>
+  return %0 : tensor<2xi1>
+}
+)";
+  m = ParseModule(ordered, "t.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(Verify(*m).ok());
+  std::vector<Tensor> in;
+  in.push_back(NewTensor(m->funcs[0].arg_types[0], nullptr).value());
+  auto r = RunFunction(*m, "main", std::move(in), DeviceSite{}, Options{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("EQ or NE only"));
+}
+
+}  // namespace
+}  // namespace tpumesh::hlo
