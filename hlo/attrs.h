@@ -10,8 +10,7 @@
 // the refusal comes before anything runs. hlo/'s internal header.
 //
 // Contract: ResolveAttrs never fails and never indexes out of range; what
-// does not fit is OpAttrs::status (InvalidArgument naming the attribute, or
-// Unimplemented for a convolution's batch_group_count != 1), and `value`
+// does not fit is OpAttrs::status (InvalidArgument naming the attribute), and `value`
 // then holds nothing. What depends on the mesh (a replica group's devices
 // against the number of devices) is checked where the op runs. Still read
 // by key (hlo/op_shapes.h): a constant's value, the sharding annotations,
