@@ -228,6 +228,7 @@ Status Parser::HashAttr(Attr* out) {
       name == "sdy.manual_axes") {
     return SdyAngle(out);
   }
+  if (name == "sdy.op_sharding_rule") return OpaqueAngle(out);  // a custom call's rule: ([i, j])->([k, l]) {i=4, ...}
   // #stablehlo.dot<k = v, ...>, #stablehlo.gather<...>, channel_handle, ...
   TPUMESH_RETURN_IF_ERROR(Expect("<"));
   TPUMESH_RETURN_IF_ERROR(Enter());
@@ -249,6 +250,30 @@ Status Parser::HashAttr(Attr* out) {
     TPUMESH_RETURN_IF_ERROR(Expect(">"));
   }
   Leave();
+  return OkStatus();
+}
+
+Status Parser::OpaqueAngle(Attr* out) {
+  Skip();
+  const size_t start = pos_;
+  int open = 0;
+  do {
+    const char c = Peek();
+    if (c == '\0') return Error("unterminated attribute <...>");
+    if (c == '"') {
+      TPUMESH_RETURN_IF_ERROR(String().status());
+      continue;
+    }
+    if (c == '-' && Peek(1) == '>') {  // an arrow, not a bracket
+      Advance(2);
+      continue;
+    }
+    if (c == '<') ++open;
+    if (c == '>') --open;
+    Advance();
+  } while (open > 0);
+  out->kind = Attr::Kind::kWord;
+  out->s = std::string(s_.substr(start, pos_ - start));
   return OkStatus();
 }
 
@@ -419,7 +444,10 @@ Status Parser::Dense(Attr* out) {
   TPUMESH_RETURN_IF_ERROR(Expect(">"));
   TPUMESH_RETURN_IF_ERROR(Expect(":"));
   out->kind = Attr::Kind::kDense;
-  TPUMESH_ASSIGN_OR_RETURN(out->type, ParseType());
+  index_elements_ = true;
+  auto type = ParseType();
+  index_elements_ = false;
+  TPUMESH_ASSIGN_OR_RETURN(out->type, std::move(type));
   if (out->type.kind != Type::Kind::kTensor) return Error("dense<> needs a tensor type");
   return DenseBytes(lit, out);
 }

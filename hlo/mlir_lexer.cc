@@ -190,7 +190,11 @@ StatusOr<Type> Parser::ParseTypeInner() {
     const std::string el = Ident();
     if (el.empty()) return Error("expected an element type, found " + Near());
     if (el == "complex") return Error("complex element types are not supported");
-    TPUMESH_ASSIGN_OR_RETURN(t.element, ElementTypeNamed(el));
+    if (el == "index" && index_elements_) {
+      t.element = ElementType::kI64;
+    } else {
+      TPUMESH_ASSIGN_OR_RETURN(t.element, ElementTypeNamed(el));
+    }
     if (Consume(",")) return Error("tensor encodings (bounds, sparsity) are not supported");
     TPUMESH_RETURN_IF_ERROR(Expect(">"));
     return t;
