@@ -132,7 +132,8 @@ StatusOr<std::vector<Tensor>> Interpreter::Manual(const Op& op, std::vector<Tens
 }
 
 StatusOr<std::vector<Tensor>> Interpreter::CustomCall(const Op& op, std::vector<Tensor> args) {
-  if (!CustomCallSupported(op.callee)) return UnimplementedError(m_.Where(op.loc) + ": " + CustomCallRefusal(op.callee));
+  if (!CustomCallSupported(op.callee))
+    return UnimplementedError(m_.Where(op.loc) + ": " + CustomCallRefusal(op.callee));
   if (args.size() != 1 || op.result_types.size() != 1) return Fail(op, "@" + op.callee + " takes one operand");
   const Attr* sh = op.Find("mhlo.sharding");
   if (op.callee == "Sharding") {

@@ -156,7 +156,8 @@ StatusOr<ConvShape> GetConvShape(const Op& op, const Type& l, const Type& r, con
       return InvalidArgumentError("result " + o.ToString() + " does not match the window (spatial dimension " +
                                   std::to_string(k) + " should be " + std::to_string(expect) + ")");
   }
-  if (o.dims[static_cast<size_t>(s.out_order[0])] != s.out_batch() || o.dims[static_cast<size_t>(s.out_order.back())] != s.cout)
+  if (o.dims[static_cast<size_t>(s.out_order[0])] != s.out_batch() ||
+      o.dims[static_cast<size_t>(s.out_order.back())] != s.cout)
     return InvalidArgumentError("result batch or features do not match");
   return s;
 }

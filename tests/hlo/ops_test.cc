@@ -269,7 +269,8 @@ func.func @main(%x: tensor<4x3x2xf32>, %k: tensor<2x2x4xf32>) -> tensor<2x2x4xf3
         const int image = (o / 2) * 2 + n;
         float s = 0;
         for (int t = 0; t < 2; ++t)
-          for (int i = 0; i < 2; ++i) s += x[static_cast<size_t>((image * 3 + w + t) * 2 + i)] * k[static_cast<size_t>((t * 2 + i) * 4 + o)];
+          for (int i = 0; i < 2; ++i)
+            s += x[static_cast<size_t>((image * 3 + w + t) * 2 + i)] * k[static_cast<size_t>((t * 2 + i) * 4 + o)];
         want[static_cast<size_t>((n * 2 + w) * 4 + o)] = s;
       }
   EXPECT_EQ(RunMain<float>(text, {Make<float>("tensor<4x3x2xf32>", x), Make<float>("tensor<2x2x4xf32>", k)}), want);
