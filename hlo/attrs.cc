@@ -111,8 +111,7 @@ StatusOr<GatherAttrs> Gather(const Op& op) {
   g.operand_batching_dims = DictInts(dn, "operand_batching_dims");
   g.start_indices_batching_dims = DictInts(dn, "start_indices_batching_dims");
   g.start_index_map = DictInts(dn, "start_index_map");
-  const size_t indices_rank = op.operand_types.size() > 1 ? op.operand_types[1].dims.size() : 0;
-  g.index_vector_dim = DictInt(dn, "index_vector_dim", static_cast<int64_t>(indices_rank));
+  g.index_vector_dim = DictInt(dn, "index_vector_dim", 0);  // printed only when not 0
   TPUMESH_ASSIGN_OR_RETURN(g.slice_sizes, IntsAttr(op, "slice_sizes"));
   return g;
 }
@@ -125,9 +124,7 @@ StatusOr<ScatterAttrs> Scatter(const Op& op) {
   s.input_batching_dims = DictInts(dn, "input_batching_dims");
   s.scatter_indices_batching_dims = DictInts(dn, "scatter_indices_batching_dims");
   s.scatter_dims_to_operand_dims = DictInts(dn, "scatter_dims_to_operand_dims");
-  const size_t k = (op.operand_types.size() - 1) / 2;  // inputs, indices, updates
-  const size_t indices_rank = k < op.operand_types.size() ? op.operand_types[k].dims.size() : 0;
-  s.index_vector_dim = DictInt(dn, "index_vector_dim", static_cast<int64_t>(indices_rank));
+  s.index_vector_dim = DictInt(dn, "index_vector_dim", 0);  // printed only when not 0
   return s;
 }
 

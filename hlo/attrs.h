@@ -11,8 +11,7 @@
 // the refusal comes before anything runs. hlo/'s internal header.
 //
 // Contract: ResolveAttrs never fails and never indexes out of range; what
-// does not fit is OpAttrs::status (InvalidArgument naming the attribute, or
-// Unimplemented for a convolution's batch_group_count != 1), and `value`
+// does not fit is OpAttrs::status (InvalidArgument naming the attribute), and `value`
 // then holds nothing. What depends on the mesh (a replica group's devices
 // against the number of devices) is checked where the op runs. Still read
 // by key (hlo/op_shapes.h): a constant's value, the sharding annotations,
@@ -73,12 +72,12 @@ struct WindowAttrs {  // reduce_window, select_and_scatter; 1s (padding 0s) when
 struct GatherAttrs {  // dimension_numbers and slice_sizes
   Dims offset_dims, collapsed_slice_dims, operand_batching_dims, start_indices_batching_dims, start_index_map,
       slice_sizes;
-  int64_t index_vector_dim = 0;  // the indices' rank when absent
+  int64_t index_vector_dim = 0;  // 0 when absent: StableHLO prints it only when not 0
 };
 struct ScatterAttrs {  // scatter_dimension_numbers
   Dims update_window_dims, inserted_window_dims, input_batching_dims, scatter_indices_batching_dims,
       scatter_dims_to_operand_dims;
-  int64_t index_vector_dim = 0;  // the indices' rank when absent
+  int64_t index_vector_dim = 0;  // 0 when absent: StableHLO prints it only when not 0
 };
 struct CollectiveAttrs {
   // replica_groups, each group's devices (a dense form's -1 padding

@@ -132,6 +132,8 @@ StatusOr<std::vector<Tensor>> Interpreter::Manual(const Op& op, std::vector<Tens
 }
 
 StatusOr<std::vector<Tensor>> Interpreter::CustomCall(const Op& op, std::vector<Tensor> args) {
+  if (!CustomCallSupported(op.callee))
+    return UnimplementedError(m_.Where(op.loc) + ": " + CustomCallRefusal(op.callee));
   if (args.size() != 1 || op.result_types.size() != 1) return Fail(op, "@" + op.callee + " takes one operand");
   const Attr* sh = op.Find("mhlo.sharding");
   if (op.callee == "Sharding") {
@@ -153,7 +155,7 @@ StatusOr<std::vector<Tensor>> Interpreter::CustomCall(const Op& op, std::vector<
     g.split = SplitOf(s, site_.device_id, g.type.dims);  // the shards stay where they are
     return std::vector<Tensor>{std::move(g)};
   }
-  return Fail(op, "unsupported custom call @" + op.callee);
+  return InternalError(m_.Where(op.loc) + ": @" + op.callee + " is in kCustomCallTargets without its case here");
 }
 
 Split Interpreter::DeclaredSplit(const Attr& attrs, const Type& t) const {

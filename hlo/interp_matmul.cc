@@ -158,12 +158,15 @@ Status Interpreter::Convolution(const Op& op, const Tensor& l, const Tensor& r, 
     pixels *= s.out_sp[k];
     in_pixels *= s.in_sp[k];
   }
-  const int64_t G = s.groups, ig = s.cin / G, og = s.cout / G, K = taps * ig;
+  // Group g: input features [g * ig, ...) of every image for feature
+  // groups, every feature of images [g * N, ...) for batch groups; output
+  // features [g * og, ...) of the N result images.
+  const int64_t G = s.all_groups(), ig = s.group_in(), og = s.group_out(), K = taps * ig, N = s.out_batch();
   bool out_identity = true;
   for (size_t k = 0; k < s.out_order.size(); ++k) out_identity &= s.out_order[k] == static_cast<int64_t>(k);
   // [N, spatial..., O]: the result itself when it is f32 in that layout.
   const bool direct = out_identity && out.type.element == ElementType::kF32;
-  std::vector<float> y_storage(direct ? 0 : static_cast<size_t>(s.batch * pixels * s.cout));
+  std::vector<float> y_storage(direct ? 0 : static_cast<size_t>(N * pixels * s.cout));
   float* y = direct ? out.mutable_as<float>() : y_storage.data();
   kernels::MatmulOptions mo;
   mo.precision = MatmulPrecision(op);
@@ -194,17 +197,18 @@ Status Interpreter::Convolution(const Op& op, const Tensor& l, const Tensor& r, 
     const int64_t chunks = (pixels + chunk - 1) / chunk;
     Status st;
     std::mutex mu;
-    kernels::ParallelForTasks(s.batch * chunks, o_.threads, [&](int64_t tb, int64_t te) {
+    const int64_t image0 = s.batch_groups > 1 ? g * N : 0, feature0 = s.groups > 1 ? g * ig : 0;
+    kernels::ParallelForTasks(N * chunks, o_.threads, [&](int64_t tb, int64_t te) {
       std::vector<float> col(static_cast<size_t>(chunk * K)), res(static_cast<size_t>(chunk * og));
       for (int64_t task = tb; task < te; ++task) {
         const int64_t n = task / chunks, p0 = (task % chunks) * chunk, p1 = std::min(pixels, p0 + chunk);
-        const float* xn = x + n * in_pixels * s.cin;
+        const float* xn = x + (image0 + n) * in_pixels * s.cin + feature0;
         for (int64_t p = p0; p < p1; ++p) {
           float* row = col.data() + (p - p0) * K;
           for (int64_t t = 0; t < taps; ++t) {
             const int64_t src = source(p, t);
             if (src < 0) std::memset(row + t * ig, 0, static_cast<size_t>(ig) * sizeof(float));
-            else std::memcpy(row + t * ig, xn + src * s.cin + g * ig, static_cast<size_t>(ig) * sizeof(float));
+            else std::memcpy(row + t * ig, xn + src * s.cin, static_cast<size_t>(ig) * sizeof(float));
           }
         }
         Status ms = kernels::Matmul(p1 - p0, col.data(), K, p, res.data(), og, 1);
@@ -222,7 +226,7 @@ Status Interpreter::Convolution(const Op& op, const Tensor& l, const Tensor& r, 
   }
   // y is [N, spatial..., O]: write it in the output's layout.
   if (direct) return OkStatus();
-  Dims y_dims = {s.batch};
+  Dims y_dims = {N};
   y_dims.insert(y_dims.end(), s.out_sp.begin(), s.out_sp.end());
   y_dims.push_back(s.cout);
   Tensor yt;

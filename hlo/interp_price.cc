@@ -142,8 +142,9 @@ void Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>&
     case Price::kConvolution: {
       auto cs = GetConvShape(op, in[0], in[1], out[0]);
       if (!cs.ok()) return;
-      // XLA's count: 2 x output features x input features per group x the
-      // taps that land inside the (dilated) input, summed over pixels.
+      // XLA's count: 2 x output features x input features per feature group
+      // x result images x the taps that land inside the (dilated) input,
+      // summed over pixels.
       double valid = 1;
       for (size_t k = 0; k < cs->in_sp.size(); ++k) {
         double v = 0;
@@ -154,9 +155,9 @@ void Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>&
           }
         valid *= v;
       }
-      const double G = static_cast<double>(cs->groups);
-      const double ig = static_cast<double>(cs->cin) / G, og = static_cast<double>(cs->cout) / G;
-      r.cost.flops = 2 * static_cast<double>(cs->batch) * valid * ig * og * G;
+      const double G = static_cast<double>(cs->all_groups());
+      const double ig = static_cast<double>(cs->group_in()), og = static_cast<double>(cs->group_out());
+      r.cost.flops = 2 * static_cast<double>(cs->out_batch()) * valid * ig * og * G;
       r.cost.bytes_read = in_bytes;
       r.cost.bytes_written = out_bytes;
       double taps = 1, pixels = 1;
@@ -164,7 +165,7 @@ void Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>&
         taps *= static_cast<double>(cs->k_sp[k]);
         pixels *= static_cast<double>(cs->out_sp[k]);
       }
-      AddMxu(op, static_cast<double>(cs->batch) * pixels, og, taps * ig, G, OperandHbmBytes(op, in, 0),
+      AddMxu(op, static_cast<double>(cs->out_batch()) * pixels, og, taps * ig, G, OperandHbmBytes(op, in, 0),
              OperandHbmBytes(op, in, 1), out_bytes, r);
       break;
     }

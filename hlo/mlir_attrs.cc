@@ -228,24 +228,7 @@ Status Parser::HashAttr(Attr* out) {
       name == "sdy.manual_axes") {
     return SdyAngle(out);
   }
-  if (name == "sdy.op_sharding_rule") {
-    // Shardy's factor rule of an op (custom calls carry one): not read, kept
-    // as its text, brackets balanced up to the closing '>'. A '>' of '->'
-    // is an arrow, not a bracket.
-    TPUMESH_RETURN_IF_ERROR(Expect("<"));
-    const size_t begin = pos_;
-    int depth = 1;
-    while (depth > 0) {
-      const char c = Peek();
-      if (c == '\0') return Error("unterminated #sdy.op_sharding_rule");
-      if (c == '<') ++depth;
-      else if (c == '>' && !(pos_ > begin && s_[pos_ - 1] == '-')) --depth;
-      if (depth > 0) Advance(1);
-    }
-    out->kind = Attr::Kind::kWord;
-    out->s = std::string(s_.substr(begin, pos_ - begin));
-    return Expect(">");
-  }
+  if (name == "sdy.op_sharding_rule") return OpaqueAngle(out);  // a custom call's rule: ([i, j])->([k, l]) {i=4, ...}
   // #stablehlo.dot<k = v, ...>, #stablehlo.gather<...>, channel_handle, ...
   TPUMESH_RETURN_IF_ERROR(Expect("<"));
   TPUMESH_RETURN_IF_ERROR(Enter());
@@ -267,6 +250,30 @@ Status Parser::HashAttr(Attr* out) {
     TPUMESH_RETURN_IF_ERROR(Expect(">"));
   }
   Leave();
+  return OkStatus();
+}
+
+Status Parser::OpaqueAngle(Attr* out) {
+  Skip();
+  const size_t start = pos_;
+  int open = 0;
+  do {
+    const char c = Peek();
+    if (c == '\0') return Error("unterminated attribute <...>");
+    if (c == '"') {
+      TPUMESH_RETURN_IF_ERROR(String().status());
+      continue;
+    }
+    if (c == '-' && Peek(1) == '>') {  // an arrow, not a bracket
+      Advance(2);
+      continue;
+    }
+    if (c == '<') ++open;
+    if (c == '>') --open;
+    Advance();
+  } while (open > 0);
+  out->kind = Attr::Kind::kWord;
+  out->s = std::string(s_.substr(start, pos_ - start));
   return OkStatus();
 }
 
@@ -437,7 +444,10 @@ Status Parser::Dense(Attr* out) {
   TPUMESH_RETURN_IF_ERROR(Expect(">"));
   TPUMESH_RETURN_IF_ERROR(Expect(":"));
   out->kind = Attr::Kind::kDense;
-  TPUMESH_ASSIGN_OR_RETURN(out->type, ParseType());
+  index_elements_ = true;
+  auto type = ParseType();
+  index_elements_ = false;
+  TPUMESH_ASSIGN_OR_RETURN(out->type, std::move(type));
   if (out->type.kind != Type::Kind::kTensor) return Error("dense<> needs a tensor type");
   return DenseBytes(lit, out);
 }

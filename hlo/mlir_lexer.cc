@@ -198,7 +198,7 @@ StatusOr<Type> Parser::ParseTypeInner() {
     }
     const std::string el = Ident();
     if (el.empty()) return Error("expected an element type, found " + Near());
-    if (el == "index") {
+    if (el == "index" && index_elements_) {
       t.element = ElementType::kI64;  // layouts' dense<...> : tensor<3xindex>
     } else {
       TPUMESH_ASSIGN_OR_RETURN(t.element, ElementTypeNamed(el));

@@ -157,6 +157,9 @@ class Parser {
   //   <["x"=2, "y"=4]>                        -> {axes = [{"x" = 2}, {"y" = 4}]}
   //   <[<@mesh, [...]>, ...]>                 -> {list = [...]}
   Status SdyAngle(Attr* out);
+  // <...> read whole, nested brackets and arrows included, and kept as its
+  // text (a word): attributes nothing here interprets (sdy.op_sharding_rule).
+  Status OpaqueAngle(Attr* out);
   // {"x", "y":(1)2} or {} or {?}: the axes of one dimension, as strings.
   Status SdyAxisSet(Attr* out);
   // [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]
@@ -233,6 +236,10 @@ class Parser {
   size_t pos_ = 0;
   int line_ = 1, col_ = 1;
   int depth_ = 0;
+  // Inside a dense attribute's type: `index` elements read as i64 (custom
+  // calls' operand_layouts = [dense<[0, 1]> : tensor<2xindex>]); tensors the
+  // module computes with never have them.
+  bool index_elements_ = false;
   Module module_;
   std::vector<Scope> scopes_;
   std::map<std::string, LocInfo> loc_aliases_;

@@ -2,6 +2,7 @@
 // into the generic form's attribute names (hlo/module.h says which).
 #include "hlo/mlir_parser.h"
 
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -88,6 +89,19 @@ Status Parser::PrettyValue(const std::string& key, Op* op) {
     return OkStatus();
   }
   if (key == "precision") return put("precision_config", std::move(v)), OkStatus();
+  if (key == "format" && n == "stablehlo.reduce_precision") {  // format = e5m10
+    int x = 0, m = 0;
+    char tail = 0;
+    if (v.kind != Attr::Kind::kWord || std::sscanf(v.s.c_str(), "e%dm%d%c", &x, &m, &tail) != 2)
+      return Error("expected a format like e5m10 in stablehlo.reduce_precision");
+    Attr eb, mb;
+    eb.kind = mb.kind = Attr::Kind::kInt;
+    eb.i = x;
+    mb.i = m;
+    put("exponent_bits", std::move(eb));
+    put("mantissa_bits", std::move(mb));
+    return OkStatus();
+  }
   if (key == "dim_numbers" && n == "stablehlo.convolution") {
     return Error("internal: conv dims parsed elsewhere");
   }

@@ -123,11 +123,14 @@ StatusOr<ConvShape> GetConvShape(const Op& op, const Type& l, const Type& r, con
   s.cin = l.dims[static_cast<size_t>(s.in_order.back())];
   s.cout = r.dims[static_cast<size_t>(s.k_order.back())];
   TPUMESH_ASSIGN_OR_RETURN(s.groups, IntAttr(op, "feature_group_count", 1));
-  TPUMESH_ASSIGN_OR_RETURN(int64_t bg, IntAttr(op, "batch_group_count", 1));
-  if (bg != 1) return UnimplementedError("batch_group_count != 1 is not supported");
+  TPUMESH_ASSIGN_OR_RETURN(s.batch_groups, IntAttr(op, "batch_group_count", 1));
   if (s.groups < 1 || s.cin % s.groups || s.cout % s.groups ||
       r.dims[static_cast<size_t>(s.k_order[ns])] != s.cin / s.groups)
     return InvalidArgumentError("feature groups do not divide the features");
+  if (s.batch_groups < 1 || (s.batch_groups > 1 && s.groups > 1) || s.batch % s.batch_groups ||
+      s.cout % s.batch_groups)
+    return InvalidArgumentError("batch_group_count must divide the batch and the output features (and "
+                                "feature_group_count be 1)");
   for (size_t k = 0; k < ns; ++k) {
     s.in_sp.push_back(l.dims[static_cast<size_t>(isp[k])]);
     s.k_sp.push_back(r.dims[static_cast<size_t>(ksp[k])]);
@@ -153,7 +156,8 @@ StatusOr<ConvShape> GetConvShape(const Op& op, const Type& l, const Type& r, con
       return InvalidArgumentError("result " + o.ToString() + " does not match the window (spatial dimension " +
                                   std::to_string(k) + " should be " + std::to_string(expect) + ")");
   }
-  if (o.dims[static_cast<size_t>(s.out_order[0])] != s.batch || o.dims[static_cast<size_t>(s.out_order.back())] != s.cout)
+  if (o.dims[static_cast<size_t>(s.out_order[0])] != s.out_batch() ||
+      o.dims[static_cast<size_t>(s.out_order.back())] != s.cout)
     return InvalidArgumentError("result batch or features do not match");
   return s;
 }

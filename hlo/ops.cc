@@ -184,8 +184,10 @@ std::vector<OpEntry> Build() {
           Price::kFree, Shard::kRegions, false),
       Row("sdy.sharding_constraint", C::kSharding, "data", "free", kUnary, kAnyRegions, Check::kWhereItRuns,
           Run::kShardingConstraint, Price::kFree, Shard::kRegions, false),
+      // Any operand count: a target's own count is checked where it runs,
+      // after the verifier has refused the targets that do not run.
       Row("stablehlo.custom_call", C::kSharding, "data",
-          "@Sharding, @SPMDFullToShardShape, @SPMDShardToFullShape: free", kUnary, kAnyRegions, Check::kCustomCall,
+          "@Sharding, @SPMDFullToShardShape, @SPMDShardToFullShape: free", kAny, kAnyRegions, Check::kCustomCall,
           Run::kCustomCall, Price::kFree, Shard::kRegions, false),
   };
   t.insert(t.end(), rest.begin(), rest.end());
@@ -198,6 +200,35 @@ std::vector<OpEntry> Build() {
 const std::vector<OpEntry>& OpTable() {
   static const auto* t = new std::vector<OpEntry>(Build());
   return *t;
+}
+
+bool CustomCallSupported(std::string_view target) {
+  return std::find(std::begin(kCustomCallTargets), std::end(kCustomCallTargets), target) !=
+         std::end(kCustomCallTargets);
+}
+
+std::string CustomCallRefusal(std::string_view target) {
+  // Where the target's code lives, by the prefixes JAX's lowerings use.
+  struct Family {
+    std::string_view prefix, where;
+  };
+  static constexpr Family kFamilies[] = {
+      {"lapack_", "LAPACK on the host"},
+      {"cu", "a CUDA library (cuBLAS, cuSOLVER, cuDNN)"},
+      {"hip", "a ROCm library"},
+      {"tpu_custom_call", "a Pallas / Mosaic kernel"},
+      {"ducc_", "DUCC's FFT on the host"},
+  };
+  std::string_view where = "code of an XLA backend";
+  for (const Family& f : kFamilies)
+    if (target.substr(0, f.prefix.size()) == f.prefix) {
+      where = f.where;
+      break;
+    }
+  std::string supported;
+  for (std::string_view t : kCustomCallTargets) supported += (supported.empty() ? "@" : ", @") + std::string(t);
+  return "unsupported custom_call @" + std::string(target) + " (" + std::string(where) +
+         "; tpumesh runs StableHLO ops on its own kernels, and of custom calls only " + supported + ")";
 }
 
 const OpEntry* FindOp(std::string_view name) {

@@ -21,6 +21,7 @@
 #define TPUMESH_HLO_OPS_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -210,6 +211,17 @@ const OpEntry* FindOp(std::string_view name);
 // The op's resolved entry (Op::entry), or found by name for an op built by
 // hand rather than read; null when unsupported.
 inline const OpEntry* EntryOf(const Op& op) { return op.entry ? op.entry : FindOp(op.name); }
+
+// stablehlo.custom_call's targets: a call runs only when its target is one
+// of kCustomCallTargets (each has its case in Interpreter::CustomCall);
+// adding a target is a name here and its case there. Any other target is
+// refused before anything runs, by CustomCallRefusal.
+inline constexpr std::string_view kCustomCallTargets[] = {"Sharding", "SPMDFullToShardShape",
+                                                          "SPMDShardToFullShape"};
+bool CustomCallSupported(std::string_view target);
+// Why a target is refused, a function of its name alone:
+// "unsupported custom_call @lapack_spotrf_ffi (LAPACK on the host; ...)".
+std::string CustomCallRefusal(std::string_view target);
 
 }  // namespace tpumesh::hlo
 

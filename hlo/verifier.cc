@@ -137,14 +137,9 @@ class Verifier {
           return Fail(op, "returns " + TypesToString(in) + " but @" + f->name + " declares " +
                               TypesToString(f->result_types));
         return OkStatus();
-      case Check::kCustomCall: {
-        static const char* kTargets[] = {"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"};
-        for (const char* t : kTargets)
-          if (op.callee == t) return OkStatus();
-        return UnimplementedError(m_.Where(op.loc) + ": unsupported op " +
-                                  Quoted("stablehlo.custom_call @" + op.callee) +
-                                  " (supported custom calls: Sharding, SPMDFullToShardShape, SPMDShardToFullShape)");
-      }
+      case Check::kCustomCall:
+        if (CustomCallSupported(op.callee)) return OkStatus();
+        return UnimplementedError(m_.Where(op.loc) + ": " + CustomCallRefusal(op.callee));
       case Check::kConcatenate: {
         TPUMESH_ASSIGN_OR_RETURN(AxisAttrs concat, Wrap(op, TypedAttrs<AxisAttrs>(op)));
         const int64_t d = concat.axis;

@@ -2,6 +2,7 @@
 // for the semantics the exported programs do not reach: padding that holds
 // a non-neutral init in reduce_window, integer division by zero and shifts
 // past the width, saturating float -> int converts, scatter out of bounds.
+#include <bit>
 #include <climits>
 #include <cstring>
 #include <limits>
@@ -168,6 +169,132 @@ TEST(HloOpsTest, DeclaredTypesMustBeTheValuesTypes) {
   EXPECT_NE(st.message().find("t.mlir:2:8: stablehlo.add: operand 0 is declared tensor<4xf64> but %a is tensor<4xf32>"),
             std::string::npos)
       << st.message();
+}
+
+// The StableHLO spec's scatter examples (update_window_dims, inserted and
+// batching dims, scatter_dims_to_operand_dims out of order, a window out of
+// bounds skipped), then the two forms JAX writes for slices: x.at[1:3, 2:4]
+// .add(u) with a 1-D index vector and no scatter dims (index_vector_dim 0,
+// which StableHLO does not print), and rows by an implicit trailing index
+// vector (index_vector_dim == the indices' rank).
+std::string Scatter(const std::string& x_type, const std::string& indices, const std::string& updates,
+                    const std::string& dims) {
+  return "func.func @main(%x: " + x_type + ") -> " + x_type + " {\n  %i = stablehlo.constant " + indices +
+         "\n  %u = stablehlo.constant " + updates +
+         "\n  %0 = \"stablehlo.scatter\"(%x, %i, %u) <{indices_are_sorted = false, scatter_dimension_numbers = "
+         "#stablehlo.scatter<" + dims + ">, unique_indices = false}> ({\n"
+         "  ^bb0(%a: tensor<i64>, %b: tensor<i64>):\n"
+         "    %s = stablehlo.add %a, %b : tensor<i64>\n"
+         "    stablehlo.return %s : tensor<i64>\n"
+         "  }) : (" + x_type + ", " + indices.substr(indices.rfind(": ") + 2) + ", " +
+         updates.substr(updates.rfind(": ") + 2) + ") -> " + x_type + "\n  return %0 : " + x_type + "\n}\n";
+}
+
+std::vector<int64_t> Iota(int64_t from, int64_t n) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = from + i;
+  return v;
+}
+
+TEST(HloOpsTest, ScatterFollowsTheSpec) {
+  EXPECT_EQ(RunMain<int64_t>(Scatter("tensor<3x4x2xi64>",
+                                     "dense<[[[0, 2], [1, 0], [2, 1]], [[0, 1], [1, 0], [0, 9]]]> : tensor<2x3x2xi64>",
+                                     "dense<1> : tensor<2x3x2x2xi64>",
+                                     "update_window_dims = [2, 3], inserted_window_dims = [0], "
+                                     "scatter_dims_to_operand_dims = [1, 0], index_vector_dim = 2"),
+                             {Make<int64_t>("tensor<3x4x2xi64>", Iota(1, 24))}),
+            (std::vector<int64_t>{1, 2, 5, 6, 7, 8, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 21, 22, 23,
+                                  24}));
+  EXPECT_EQ(RunMain<int64_t>(Scatter("tensor<2x3x4x2xi64>",
+                                     "dense<[[[[0, 0], [1, 0], [2, 1]], [[0, 1], [1, 1], [0, 9]]], [[[0, 0], [2, 1], "
+                                     "[2, 2]], [[1, 2], [0, 1], [1, 0]]]]> : tensor<2x2x3x2xi64>",
+                                     "dense<1> : tensor<2x2x3x2x2xi64>",
+                                     "update_window_dims = [3, 4], inserted_window_dims = [1], input_batching_dims = "
+                                     "[0], scatter_indices_batching_dims = [1], scatter_dims_to_operand_dims = [2, 1], "
+                                     "index_vector_dim = 3"),
+                             {Make<int64_t>("tensor<2x3x4x2xi64>", Iota(1, 48))}),
+            (std::vector<int64_t>{3,  4,  6,  7,  6,  7,  7,  8,  9,  10, 11, 12, 15, 16, 17, 18,
+                                  17, 18, 19, 20, 22, 23, 24, 25, 25, 26, 28, 29, 30, 31, 31, 32,
+                                  35, 36, 38, 39, 38, 39, 39, 40, 41, 42, 44, 45, 46, 47, 47, 48}));
+  // x.at[1:3, 2:4].add(u): index_vector_dim 0, not printed.
+  EXPECT_EQ(RunMain<int64_t>(Scatter("tensor<3x4xi64>", "dense<[1, 2]> : tensor<2xi64>",
+                                     "dense<[[10, 20], [30, 40]]> : tensor<2x2xi64>",
+                                     "update_window_dims = [0, 1], scatter_dims_to_operand_dims = [0, 1]"),
+                             {Make<int64_t>("tensor<3x4xi64>", Iota(0, 12))}),
+            (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 16, 27, 8, 9, 40, 51}));
+  // x.at[[0, 2]].add(u): an implicit trailing index vector.
+  EXPECT_EQ(RunMain<int64_t>(Scatter("tensor<3x2xi64>", "dense<[0, 2]> : tensor<2xi64>",
+                                     "dense<[[10, 20], [30, 40]]> : tensor<2x2xi64>",
+                                     "update_window_dims = [1], inserted_window_dims = [0], "
+                                     "scatter_dims_to_operand_dims = [0], index_vector_dim = 1"),
+                             {Make<int64_t>("tensor<3x2xi64>", Iota(0, 6))}),
+            (std::vector<int64_t>{10, 21, 2, 3, 34, 45}));
+}
+
+// x[2] as jnp writes it: a 1-D index vector with index_vector_dim 0 (not
+// printed), the start clamped into the operand.
+TEST(HloOpsTest, GatherOfOneIndexVector) {
+  const std::string text = R"(
+func.func @main(%x: tensor<4xi32>) -> tensor<2xi32> {
+  %i = stablehlo.constant dense<2> : tensor<1xi32>
+  %j = stablehlo.constant dense<7> : tensor<1xi32>
+  %0 = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0]>, indices_are_sorted = true, slice_sizes = array<i64: 1>}> : (tensor<4xi32>, tensor<1xi32>) -> tensor<i32>
+  %1 = "stablehlo.gather"(%x, %j) <{dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0]>, indices_are_sorted = true, slice_sizes = array<i64: 1>}> : (tensor<4xi32>, tensor<1xi32>) -> tensor<i32>
+  %a = stablehlo.reshape %0 : (tensor<i32>) -> tensor<1xi32>
+  %b = stablehlo.reshape %1 : (tensor<i32>) -> tensor<1xi32>
+  %2 = stablehlo.concatenate %a, %b, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+  return %2 : tensor<2xi32>
+}
+)";
+  EXPECT_EQ(RunMain<int32_t>(text, {Make<int32_t>("tensor<4xi32>", {10, 11, 12, 13})}), (std::vector<int32_t>{12, 13}));
+}
+
+// batch_group_count 2 (a depthwise conv's kernel gradient): images [0, 2)
+// make output features [0, 2), images [2, 4) features [2, 4); against the
+// direct loop.
+TEST(HloOpsTest, ConvolutionWithBatchGroups) {
+  const std::string text = R"(
+func.func @main(%x: tensor<4x3x2xf32>, %k: tensor<2x2x4xf32>) -> tensor<2x2x4xf32> {
+  %0 = stablehlo.convolution(%x, %k) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {stride = [1], pad = [[0, 0]], lhs_dilate = [1], rhs_dilate = [1]} {batch_group_count = 2 : i64, feature_group_count = 1 : i64} : (tensor<4x3x2xf32>, tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  return %0 : tensor<2x2x4xf32>
+}
+)";
+  std::vector<float> x(24), k(16);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3;
+  for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<float>(i % 5) * 0.5f - 1;
+  std::vector<float> want(16, 0);
+  for (int n = 0; n < 2; ++n)
+    for (int w = 0; w < 2; ++w)
+      for (int o = 0; o < 4; ++o) {
+        const int image = (o / 2) * 2 + n;
+        float s = 0;
+        for (int t = 0; t < 2; ++t)
+          for (int i = 0; i < 2; ++i)
+            s += x[static_cast<size_t>((image * 3 + w + t) * 2 + i)] * k[static_cast<size_t>((t * 2 + i) * 4 + o)];
+        want[static_cast<size_t>((n * 2 + w) * 4 + o)] = s;
+      }
+  EXPECT_EQ(RunMain<float>(text, {Make<float>("tensor<4x3x2xf32>", x), Make<float>("tensor<2x2x4xf32>", k)}), want);
+}
+
+// reduce_precision in the pretty form JAX prints, as XLA computes it: the
+// mantissa rounded to nearest even, overflow to inf, what falls below the
+// format's normals to a signed zero, NaN kept bit for bit.
+TEST(HloOpsTest, ReducePrecisionFollowsXla) {
+  const std::string text = R"(
+func.func @main(%x: tensor<9xf32>) -> tensor<9xf32> {
+  %0 = stablehlo.reduce_precision %x, format = e5m10 : tensor<9xf32>
+  return %0 : tensor<9xf32>
+}
+)";
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::bit_cast<float>(0x7fc00123u);
+  const std::vector<float> in = {1 + 0x1p-11f,      1 + 3 * 0x1p-11f, 65519.0f, 65520.0f, -1e6f,
+                                 -0x1p-15f,         0x1p-14f,         nan,      0x1.ffep-15f};
+  const std::vector<float> want = {1.0f, 1 + 0x1p-9f, 65504.0f, inf, -inf, -0.0f, 0x1p-14f, nan, 0x1p-14f};
+  const auto got = RunMain<float>(text, {Make<float>("tensor<9xf32>", in)});
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i << ": " << in[i];
 }
 
 }  // namespace

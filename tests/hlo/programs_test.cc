@@ -3,7 +3,6 @@
 // run on the emulated mesh and compared with JAX's outputs on a CPU: within
 // 1e-5 of the output's largest magnitude, and bit for bit where the issue
 // asks it (integers, collectives' f32 sums, threefry keys and uniforms).
-// The programs of kKnownUnsupported are listed, not run (see there).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -26,18 +25,9 @@ std::string Dir(const std::string& gen) {
   return std::string(TPUMESH_SOURCE_DIR) + "/tests/data/stablehlo/" + gen;
 }
 
-// What JAX users run that tpumesh refuses or gets wrong today (issue 40):
-// their manifest entries carry a "needs" field naming what is missing
-// (complex tensors, stablehlo.fft, batch_group_count, ...). MatchesJax skips them by name,
-// with that reason; drop a name here once tpumesh runs the program.
-const char* kKnownUnsupported[] = {"cnn_train_step", "scatter_slices", "reduce_precision"};
-
-bool KnownUnsupported(const std::string& name) {
-  return std::find(std::begin(kKnownUnsupported), std::end(kKnownUnsupported), name) != std::end(kKnownUnsupported);
-}
 
 struct Case {
-  std::string generation, name, kind, needs;
+  std::string generation, name, kind;
 };
 
 std::vector<Case> Cases() {
@@ -49,7 +39,7 @@ std::vector<Case> Cases() {
     for (const auto& p : m["programs"]) {
       const std::string name = p["name"];
       if (!p["files"].contains("h5")) continue;  // text only (SD 1.5, tiny_unet_data8): priced by pricing_test
-      out.push_back({gen, name, p["kind"], p.value("needs", std::string())});
+      out.push_back({gen, name, p["kind"]});
     }
   }
   return out;
@@ -93,7 +83,6 @@ class ProgramsTest : public testing::TestWithParam<Case> {};
 
 TEST_P(ProgramsTest, MatchesJax) {
   const Case& c = GetParam();
-  if (KnownUnsupported(c.name)) GTEST_SKIP() << c.generation << "/" << c.name << " is known unsupported: " << c.needs;
   const std::string base = Dir(c.generation) + "/" + c.name;
   auto m = ReadModuleFile(base + ".mlir");
   ASSERT_TRUE(m.ok()) << m.status().message();
@@ -209,15 +198,23 @@ TEST(ProgramsTest, SameBitsForAnyThreadCount) {
 }
 
 // linalg_custom_call (jnp.linalg.cholesky and solve: LAPACK custom_calls on
-// a CPU, MLIR only) has nothing tpumesh can run: it is refused.
+// a CPU, MLIR only) has nothing tpumesh can run: it reads (the custom calls'
+// index-typed layouts and sharding rules included) and is refused before
+// anything runs, in one line naming the first call's target and place.
 TEST(ProgramsTest, LapackCustomCallsAreRefused) {
-  for (const char* gen : kGenerations) {
+  const std::pair<const char*, const char*> where[] = {{"jax-0.4.38", ":35:12: "}, {"jax-current", ":18:12: "}};
+  for (const auto& [gen, line_col] : where) {
     const std::string path = Dir(gen) + "/linalg_custom_call.mlir";
     ASSERT_TRUE(std::ifstream(path).good()) << path;
     auto m = ReadModuleFile(path);
-    if (!m.ok()) continue;  // refused by the reader
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const Status verified = Verify(*m);
+    EXPECT_EQ(verified.code(), StatusCode::kUnimplemented) << verified.message();
+    const std::string want = path + line_col + "unsupported custom_call @lapack_spotrf_ffi (LAPACK on the host; ";
+    EXPECT_EQ(verified.message().substr(0, want.size()), want);
+    EXPECT_EQ(verified.message().find('\n'), std::string::npos);
     auto layout = LayoutOf(*m);
-    bool refused = !Verify(*m).ok() || !layout.ok();
+    bool refused = !verified.ok() || !layout.ok();
     if (!refused) {
       auto mesh = mesh::CreateMesh(DefaultMeshSpec(*layout, {}));
       ASSERT_TRUE(mesh.ok());
@@ -229,19 +226,6 @@ TEST(ProgramsTest, LapackCustomCallsAreRefused) {
     }
     EXPECT_TRUE(refused) << gen << ": linalg_custom_call ran";
   }
-}
-
-// Every known unsupported program is exported in both generations and says
-// in its manifest what it needs.
-TEST(ProgramsData, KnownUnsupportedSayWhatTheyNeed) {
-  const std::vector<Case> cases = Cases();
-  for (const char* gen : kGenerations)
-    for (const char* name : kKnownUnsupported) {
-      auto it = std::find_if(cases.begin(), cases.end(),
-                             [&](const Case& c) { return c.generation == gen && c.name == name; });
-      ASSERT_NE(it, cases.end()) << gen << "/" << name << " is not in the manifest";
-      EXPECT_FALSE(it->needs.empty()) << gen << "/" << name << " has no \"needs\"";
-    }
 }
 
 TEST(ProgramsData, Present) {
