@@ -29,13 +29,27 @@ StatusOr<std::vector<Tensor>> Interpreter::Control(
   if (run == Run::kCustomCall) return CustomCall(op, std::move(args));
   if (run == Run::kWhile) {
     if (op.regions.size() != 2) return Fail(op, "needs cond and body regions");
-    while (true) {
+    for (int64_t trips = 0;; ++trips) {
       TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> c, RunRegion(op.regions[0], args, env));
       if (c.size() != 1 || c[0].type.element != ElementType::kPred || c[0].num_elements() != 1)
         return Fail(op, "the condition must return one i1");
-      if (!*c[0].as<bool>()) break;
+      // A dry run of a loop whose condition depends on the inputs: its
+      // trip count is not known, the body is priced once.
+      const bool unknown = !c[0].known;
+      if (unknown) {
+        if (o_.warn && site_.device_id == 0)
+          o_.warn(m_.Where(op.loc) + ": " + op.name + ": its trip count depends on the inputs; priced as " +
+                  (trips == 0 ? "one trip" : std::to_string(trips + 1) + " trips") +
+                  " (simulate --inputs FILE.h5 counts it)");
+      } else if (!*c[0].as<bool>()) {
+        break;
+      }
       TPUMESH_ASSIGN_OR_RETURN(args, RunRegion(op.regions[1], std::move(args), env));
       if (args.size() != op.results.size()) return Fail(op, "the body returns the wrong number of values");
+      if (unknown) {
+        for (Tensor& t : args) t.known = false;
+        break;
+      }
     }
     return args;
   }
@@ -49,7 +63,9 @@ StatusOr<std::vector<Tensor>> Interpreter::Control(
       if (i < 0 || i >= static_cast<int64_t>(op.regions.size())) i = static_cast<int64_t>(op.regions.size()) - 1;
     }
     if (op.regions.empty()) return Fail(op, "has no branches");
-    return RunRegion(op.regions[static_cast<size_t>(i)], {}, env);
+    TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunRegion(op.regions[static_cast<size_t>(i)], {}, env));
+    for (Tensor& t : out) t.known = t.known && in[0]->known;  // a dry run's branch taken by an unknown index
+    return out;
   }
   if (run == Run::kManualComputation) return Manual(op, std::move(args), env);
   return Fail(op, "internal: not a control op");
@@ -58,6 +74,7 @@ StatusOr<std::vector<Tensor>> Interpreter::Control(
 StatusOr<Tensor> Interpreter::Slice(const Tensor& global, const Sharding& s, const Type& local, const Op& op) {
   TPUMESH_ASSIGN_OR_RETURN(auto shard, s.ShardOf(site_.device_id, global.type.dims));
   TPUMESH_ASSIGN_OR_RETURN(Tensor t, At(op, NewTensor(local, site_.device, o_.dry_run, "shard")));
+  t.known = !o_.dry_run && global.known;
   for (size_t k = 0; k < shard.size(); ++k)
     if (global.type.dims[k] / shard[k].count != local.dims[k])
       return Fail(op, "the shard of " + global.type.ToString() + " is not " + local.ToString());
@@ -73,6 +90,7 @@ StatusOr<Tensor> Interpreter::Slice(const Tensor& global, const Sharding& s, con
 
 StatusOr<Tensor> Interpreter::Assemble(const Tensor& local, const Sharding& s, const Type& global, const Op& op) {
   TPUMESH_ASSIGN_OR_RETURN(Tensor g, At(op, NewTensor(global, site_.device, o_.dry_run, "global")));
+  g.known = !o_.dry_run && local.known;
   if (o_.dry_run) return g;
   mesh::Array keep;
   TPUMESH_ASSIGN_OR_RETURN(auto all, GatherAll(local, &keep));
@@ -232,7 +250,7 @@ void Interpreter::PriceReshard(const Location& loc, mesh::CollectiveKind kind,
     r.ici_seconds = cost.seconds;
     r.ici_bytes = cost.bytes_sent_per_device;
   }
-  o_.ops->push_back(std::move(r));
+  Record(&loc, std::move(r));
 }
 
 }  // namespace tpumesh::hlo

@@ -41,6 +41,16 @@ namespace tpumesh::hlo {
 // applied to the block's two arguments (a plain sum, max, ...), else null.
 const Op* SimpleBody(const Region& r);
 
+// The most outputs along one spatial dimension a convolution's price counts
+// taps for (ValidTaps is linear in them): past it, pricing fails with
+// RESOURCE_EXHAUSTED instead of running for hours on a 600-byte module.
+inline constexpr int64_t kMaxPricedPositions = int64_t{1} << 27;
+
+// XLA's valid_position_count of spatial dimension k of a convolution: the
+// (output, tap) pairs whose tap lands on an element of the (dilated,
+// padded) input, counted in O(1) per output.
+StatusOr<double> ValidTaps(const ConvShape& cs, size_t k);
+
 class Interpreter {
  public:
   Interpreter(const Module& m, const DeviceSite& site, const Options& o) : m_(m), site_(site), o_(o) {
@@ -270,6 +280,9 @@ class Interpreter {
   StatusOr<std::vector<std::vector<int64_t>>> Groups(const Op& op) const;
 
   StatusOr<std::vector<int64_t>> MyGroup(const Op& op) const;
+  // collective_permute's source_target_pairs name devices of the mesh (run
+  // and pricing both ask: one check).
+  Status CheckPairs(const Op& op) const;
 
   // Every device's copy of x, indexed by device id.
   StatusOr<std::vector<const uint8_t*>> GatherAll(const Tensor& x, mesh::Array* keep);
@@ -342,7 +355,16 @@ class Interpreter {
   double HbmBytesRead(const Op& op, const std::vector<Type>& in) const;
   double HbmBytesWritten(const Op& op, const std::vector<Type>& out) const;
 
-  void Price(const OpEntry& e, const Op& op, const std::vector<Type>& in, const std::vector<Type>& out);
+  // Appends the op's record; an op it cannot price is an error naming
+  // why (never a record dropped).
+  Status Price(const OpEntry& e, const Op& op, const std::vector<Type>& in, const std::vector<Type>& out,
+               double host_seconds = 0);
+
+  // Appends `r` to Options::ops, or, when the same op (`site`) executed
+  // before with the same record, counts it there (OpRecord::repeat; its
+  // host_seconds the mean): a loop's ops are one record each however many
+  // trips it makes, so memory stays O(ops in the module).
+  void Record(const void* site, mesh::OpRecord r);
 
   // The MXU's share of a record: `count` products of [m, k] x [k, n], each
   // moving its part of the operands and result, at the op's precision.
@@ -364,6 +386,8 @@ class Interpreter {
   std::vector<bool> materialized_;  // value id -> written to HBM (pricing)
   std::vector<bool> view_ok_;       // value id -> may be a Tensor::repeat view
   std::unordered_map<const Block*, std::vector<std::vector<int>>> free_lists_;
+  // (site, name, shape) -> its record's index in Options::ops (Record).
+  std::unordered_map<std::string, size_t> record_index_;
 };
 
 }  // namespace tpumesh::hlo

@@ -123,8 +123,9 @@ StatusOr<ConvShape> GetConvShape(const Op& op, const Type& l, const Type& r, con
   s.cin = l.dims[static_cast<size_t>(s.in_order.back())];
   s.cout = r.dims[static_cast<size_t>(s.k_order.back())];
   TPUMESH_ASSIGN_OR_RETURN(s.groups, IntAttr(op, "feature_group_count", 1));
-  TPUMESH_ASSIGN_OR_RETURN(int64_t bg, IntAttr(op, "batch_group_count", 1));
-  if (bg != 1) return UnimplementedError("batch_group_count != 1 is not supported");
+  TPUMESH_ASSIGN_OR_RETURN(s.batch_groups, IntAttr(op, "batch_group_count", 1));
+  if (s.batch_groups < 1 || s.batch % s.batch_groups || s.cout % s.batch_groups)
+    return InvalidArgumentError("batch groups do not divide the batch and the output features");
   if (s.groups < 1 || s.cin % s.groups || s.cout % s.groups ||
       r.dims[static_cast<size_t>(s.k_order[ns])] != s.cin / s.groups)
     return InvalidArgumentError("feature groups do not divide the features");
@@ -153,9 +154,17 @@ StatusOr<ConvShape> GetConvShape(const Op& op, const Type& l, const Type& r, con
       return InvalidArgumentError("result " + o.ToString() + " does not match the window (spatial dimension " +
                                   std::to_string(k) + " should be " + std::to_string(expect) + ")");
   }
-  if (o.dims[static_cast<size_t>(s.out_order[0])] != s.batch || o.dims[static_cast<size_t>(s.out_order.back())] != s.cout)
+  if (o.dims[static_cast<size_t>(s.out_order[0])] != s.batch / s.batch_groups || o.dims[static_cast<size_t>(s.out_order.back())] != s.cout)
     return InvalidArgumentError("result batch or features do not match");
   return s;
+}
+
+Status ConvolutionComputable(const ConvShape& s, const Type& l, const Type& r) {
+  if (!IsFloat(l.element) || !IsFloat(r.element)) return UnimplementedError("integer convolution is not computed");
+  if (s.batch_groups != 1)
+    return UnimplementedError("batch_group_count " + std::to_string(s.batch_groups) +
+                              " is priced (simulate --stablehlo) but not computed yet");
+  return OkStatus();
 }
 
 }  // namespace tpumesh::hlo

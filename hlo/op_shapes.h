@@ -4,8 +4,8 @@
 // partitioner's pricing (hlo/partition.h) on local types. hlo/'s internal header.
 //
 // Contract: the getters check the numbers against the operand types and
-// return InvalidArgument (Unimplemented for batch_group_count != 1) naming
-// what does not fit; they never index out of range.
+// return InvalidArgument naming what does not fit; they never index out of
+// range.
 #ifndef TPUMESH_HLO_OP_SHAPES_H_
 #define TPUMESH_HLO_OP_SHAPES_H_
 
@@ -46,11 +46,18 @@ int64_t Prod(const Type& t, const Dims& ds);
 // operand and result types.
 struct ConvShape {
   Dims in_order, k_order, out_order;  // permutations into N,S..,C / S..,I,O / N,S..,O
-  int64_t batch = 0, cin = 0, cout = 0, groups = 1;
+  // groups: feature_group_count; batch_groups: batch_group_count (the
+  // output's batch is batch / batch_groups, each group of output features
+  // summed over its share of the batch).
+  int64_t batch = 0, cin = 0, cout = 0, groups = 1, batch_groups = 1;
   Dims in_sp, k_sp, out_sp, stride, pad_lo, pad_hi, lhs_dil, rhs_dil;
   std::vector<bool> reverse;
 };
 StatusOr<ConvShape> GetConvShape(const Op& op, const Type& l, const Type& r, const Type& o);
+// What the interpreter computes of a convolution it can price: float
+// operands, batch_group_count 1 (Unimplemented otherwise). Verify asks it
+// of every convolution before `run` starts, and the run asks it again.
+Status ConvolutionComputable(const ConvShape& s, const Type& l, const Type& r);
 
 }  // namespace tpumesh::hlo
 
