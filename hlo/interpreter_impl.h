@@ -296,6 +296,22 @@ class Interpreter {
 
   StatusOr<std::vector<Tensor>> Control(Run run, const Op& op, const std::vector<const Tensor*>& in, Env& env);
 
+  // A dry run's counted loop (JAX's fori_loop and scan): a loop argument
+  // compared against a constant (or an argument the body returns as it
+  // is) and advanced by a constant each trip, from a known start. trips -1:
+  // not one. Loops of more than kTripsPricedOnce trips are priced by one
+  // trip: its records count for every trip (OpRecord::repeat), the counter
+  // leaves with its last value, the other results are not known.
+  struct CountedLoop {
+    int64_t trips = -1;
+    size_t counter = 0;
+    int64_t final_value = 0;
+  };
+  static constexpr int64_t kTripsPricedOnce = 64;
+  StatusOr<CountedLoop> Counted(const Op& op, const std::vector<Tensor>& args);
+  StatusOr<std::vector<Tensor>> PriceCountedLoop(const Op& op, const CountedLoop& c, std::vector<Tensor> args,
+                                                 Env& env);
+
   // A device's shard of a global value and back, for a sharding.
   StatusOr<Tensor> Slice(const Tensor& global, const Sharding& s, const Type& local, const Op& op);
   StatusOr<Tensor> Assemble(const Tensor& local, const Sharding& s, const Type& global, const Op& op);
@@ -363,8 +379,9 @@ class Interpreter {
   // Appends `r` to Options::ops, or, when the same op (`site`) executed
   // before with the same record, counts it there (OpRecord::repeat; its
   // host_seconds the mean): a loop's ops are one record each however many
-  // trips it makes, so memory stays O(ops in the module).
-  void Record(const void* site, mesh::OpRecord r);
+  // trips it makes, so memory stays O(ops in the module). Returns the
+  // record's index.
+  size_t Record(const void* site, mesh::OpRecord r);
 
   // The MXU's share of a record: `count` products of [m, k] x [k, n], each
   // moving its part of the operands and result, at the op's precision.
@@ -388,6 +405,12 @@ class Interpreter {
   std::unordered_map<const Block*, std::vector<std::vector<int>>> free_lists_;
   // (site, name, shape) -> its record's index in Options::ops (Record).
   std::unordered_map<std::string, size_t> record_index_;
+  // op -> the local types it was last priced on and its record (Price).
+  struct Priced {
+    std::vector<Type> in, out;
+    size_t index = 0;
+  };
+  std::unordered_map<const Op*, Priced> last_priced_;
 };
 
 }  // namespace tpumesh::hlo
