@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "hlo/attrs.h"
 #include "hlo/elementwise.h"
 #include "hlo/interpreter.h"
 #include "hlo/op_shapes.h"
@@ -40,6 +41,17 @@ namespace tpumesh::hlo {
 // The op of a region's body when the body is one binary elementwise op
 // applied to the block's two arguments (a plain sum, max, ...), else null.
 const Op* SimpleBody(const Region& r);
+
+// A scatter's dimension numbers checked against its operand and result
+// types, and what follows from them (the StableHLO spec's index
+// arithmetic): Verify asks it before anything runs, the run uses it.
+struct ScatterLayout {
+  size_t k = 0;  // inputs (and updates, and results)
+  ScatterAttrs attrs;
+  Dims update_scatter_dims, window_operand, index_batch_dims;
+  int64_t index_vector = 1;  // the index vector's length
+};
+StatusOr<ScatterLayout> ScatterLayoutOf(const Op& op);
 
 // The most outputs along one spatial dimension a convolution's price counts
 // taps for (ValidTaps is linear in them): past it, pricing fails with

@@ -8,6 +8,7 @@
 #include "base/printable.h"
 #include "hlo/attrs.h"
 #include "hlo/interpreter.h"
+#include "hlo/interpreter_impl.h"
 #include "hlo/op_shapes.h"
 #include "hlo/ops.h"
 
@@ -92,6 +93,9 @@ class Verifier {
       if (const auto* conv = std::get_if<ConvAttrs>(&AttrsOf(op)->value))
         if (Status s = ConvolutionComputable(conv->shape, in[0], in[1]); !s.ok())
           return Status(s.code(), m_.Where(op.loc) + ": " + op.name + ": " + s.message());
+    if (e->run == Run::kScatter)
+      if (auto layout = ScatterLayoutOf(op); !layout.ok())
+        return Status(layout.status().code(), m_.Where(op.loc) + ": " + op.name + ": " + layout.status().message());
     if (const double folds = WindowFolds(op); purpose_ == VerifyFor::kRun && folds > kMaxWindowFolds)
       return ResourceExhaustedError(m_.Where(op.loc) + ": " + op.name + ": its window folds " + Count(folds) +
                                     " values, more than the " + Count(kMaxWindowFolds) +

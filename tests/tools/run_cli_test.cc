@@ -306,3 +306,41 @@ TEST(RunCli, SimulateRefusesCollectivesOutsideTheMesh) {
 }
 
 }  // namespace issue40
+
+namespace issue40 {
+
+// A scatter the interpreter cannot compute (a slice scattered with a 1-D
+// index vector and no scatter dims), inside a while body, after an op that
+// would take 4 TB: refused by the whole-module check before anything runs,
+// naming the scatter (run reached it only after computing what came first).
+TEST(RunCli, UnsupportedScatterInALoopIsRefusedBeforeAnythingRuns) {
+  const std::string p = Write(
+      "scatter.mlir",
+      "func.func @main(%x: tensor<6x7xf32>, %i: tensor<2xi32>, %u: tensor<3x3xf32>) -> tensor<6x7xf32> {\n"
+      "  %big = stablehlo.iota dim = 0 : tensor<1000000000000xf32>\n"
+      "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+      "  %0:2 = stablehlo.while(%k = %c0, %a = %x) : tensor<i32>, tensor<6x7xf32>\n"
+      "  cond {\n"
+      "    %n = stablehlo.constant dense<3> : tensor<i32>\n"
+      "    %t = stablehlo.compare LT, %k, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+      "    stablehlo.return %t : tensor<i1>\n"
+      "  } do {\n"
+      "    %s = \"stablehlo.scatter\"(%a, %i, %u) <{scatter_dimension_numbers = #stablehlo.scatter<"
+      "update_window_dims = [0, 1], scatter_dims_to_operand_dims = [0, 1]>}> ({\n"
+      "    ^bb0(%p: tensor<f32>, %q: tensor<f32>):\n"
+      "      %r = stablehlo.add %p, %q : tensor<f32>\n"
+      "      stablehlo.return %r : tensor<f32>\n"
+      "    }) : (tensor<6x7xf32>, tensor<2xi32>, tensor<3x3xf32>) -> tensor<6x7xf32>\n"
+      "    %one = stablehlo.constant dense<1> : tensor<i32>\n"
+      "    %k1 = stablehlo.add %k, %one : tensor<i32>\n"
+      "    stablehlo.return %k1, %s : tensor<i32>, tensor<6x7xf32>\n"
+      "  }\n"
+      "  return %0#1 : tensor<6x7xf32>\n"
+      "}\n");
+  const std::string out = Dir() + "/scatter.h5";
+  const CliResult r = RunTpumesh("run " + p + " --outputs " + out);
+  ExpectRefused(r, out, p + ":10:10: stablehlo.scatter: updates do not match the indices");
+  EXPECT_EQ(r.err.find("pmap"), std::string::npos) << r.err;
+}
+
+}  // namespace issue40
