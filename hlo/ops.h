@@ -204,7 +204,9 @@ struct OpEntry {
 // - chlo.erf (f32; chlo's materializeErfApproximationF32, the ErfImpl32
 //   rational): clamp to [-4, 4], x^2, a Horner chain of 7 multiply-adds
 //   (14 ops) and one of 5 (10 ops), x times the numerator, the division,
-//   clamp to [-1, 1]: 29 flops.
+//   clamp to [-1, 1]: 29 flops. (The exported modules' HLO keeps erf as
+//   one op, which XLA's HloCostAnalysis counts as 1 transcendental; a
+//   TPU's vector unit evaluates the polynomial, so that is what is priced.)
 // - chlo.erf_inv (f32; Giles' approximation): w = -log1p(-x^2) and
 //   sqrt(w) (2 transcendentals); two 9-coefficient Horner chains (one per
 //   branch, both evaluated), the branch's compare and selects, x times the

@@ -124,9 +124,12 @@ TEST(Pricing, ShardedJitIsPricedPerDeviceAsXlaPartitionsIt) {
 // their own, kept here so a change shows:
 //  - control_flow, while_dynamic: XLA counts a loop's body once, tpumesh
 //    for every trip (fori_loop of 10: 10x);
-//  - special_math, gelu_exact (erfc), elementwise_extra: chlo's special
-//    functions (lgamma, digamma, erfc, bessel, zeta, ...) priced as 1
-//    transcendental per element, where XLA counts their expansions' flops;
+//  - special_math, gelu_exact (erfc): chlo's special functions (lgamma,
+//    digamma, erfc, bessel, zeta, ...) priced as 1 transcendental per
+//    element, where XLA counts their expansions' flops;
+//  - elementwise_extra: its chlo.erf is priced as the 29-flop polynomial a
+//    TPU evaluates (hlo/ops.h, CostPerElement), where XLA's HloCostAnalysis
+//    counts HLO's erf op as 1 transcendental (+3,584 flops of 128 x 29);
 //  - rng, rng_alt_partitionable, uniform_range, reduce, select_and_scatter,
 //    gather_scatter, shapes: not investigated here (threefry's and
 //    select_and_scatter's counts differ between XLA's own lowered and
