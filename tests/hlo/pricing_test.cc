@@ -129,7 +129,7 @@ TEST(Pricing, ShardedJitIsPricedPerDeviceAsXlaPartitionsIt) {
 //    element, where XLA counts their expansions' flops;
 //  - elementwise_extra: its chlo.erf is priced as the 29-flop polynomial a
 //    TPU evaluates (hlo/ops.h, CostPerElement), where XLA's HloCostAnalysis
-//    counts HLO's erf op as 1 transcendental (+3,584 flops of 128 x 29);
+//    counts HLO's erf op as 1 transcendental (+3,712 flops: 128 x 29);
 //  - rng, rng_alt_partitionable, uniform_range, reduce, select_and_scatter,
 //    gather_scatter, shapes: not investigated here (threefry's and
 //    select_and_scatter's counts differ between XLA's own lowered and
