@@ -344,3 +344,20 @@ TEST(RunCli, UnsupportedScatterInALoopIsRefusedBeforeAnythingRuns) {
 }
 
 }  // namespace issue40
+
+namespace issue40 {
+
+// The trace of a 2-million-trip loop: one event per op of its body, each as
+// long as all its calls (the next starts where it ends), with their count.
+TEST(RunCli, TraceOfALoopHasOneEventPerOpForAllItsCalls) {
+  const std::string p = Write("counted_trace.mlir", kCounted);
+  const std::string trace = Dir() + "/loop_trace.json";
+  const CliResult r = RunTpumesh("simulate --stablehlo " + p + " --trace " + trace);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string t = Read(trace);
+  EXPECT_THAT(t, HasSubstr("\"calls\":2000001.0"));  // the compares, the last one included
+  EXPECT_THAT(t, HasSubstr("\"calls\":2000000.0"));
+  EXPECT_LT(t.size(), size_t{1} << 16);
+}
+
+}  // namespace issue40
