@@ -51,7 +51,7 @@ inline constexpr int64_t kDryRunComputeElements = 4096;
 // Options::max_executed_ops of simulate --stablehlo: a few seconds of
 // pricing (counted loops are priced by one trip, so only a loop that never
 // ends, or a huge unrolled module, reaches it).
-inline constexpr int64_t kMaxDryRunOps = int64_t{1} << 21;
+inline constexpr int64_t kMaxDryRunOps = int64_t{1} << 20;
 
 struct Tensor {
   Type type;

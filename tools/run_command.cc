@@ -52,7 +52,7 @@ StatusOr<StableHloResult> RunStableHloModule(const hlo::Module& m, const StableH
   if (o.xla_generation == "0.4") opt.generation = hlo::XlaGeneration::kJax04;
   else if (o.xla_generation == "current") opt.generation = hlo::XlaGeneration::kCurrent;
   opt.dry_run = dry_run;
-  if (dry_run) opt.max_executed_ops = hlo::kMaxDryRunOps;
+  opt.max_executed_ops = dry_run ? hlo::kMaxDryRunOps : o.max_ops;
   opt.warn = [](const std::string& what) { std::fprintf(stderr, "tpumesh: warning: %s\n", what.c_str()); };
   opt.mxu_precision = o.mxu_precision;
   std::vector<mesh::OpRecord> unused;
@@ -182,6 +182,11 @@ void RegisterRun(CLI::App& app, RunFn* run) {
   cmd->add_flag("-q,--quiet", opt->quiet, "No progress on stderr");
   cmd->add_option("--seed", opt->seed, "Seed of the random inputs when --inputs is absent, 0 to 18446744073709551615")
       ->check(SeedNumber())
+      ->capture_default_str();
+  cmd->add_option("--max-ops", opt->max_ops,
+                  "The most ops executed (loops included) before the run stops with one line naming the op: an "
+                  "endless loop ends there")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
       ->capture_default_str();
   cmd->add_flag("--mxu-precision", opt->mxu_precision,
                 "Compute f32 dot_general and convolution as a TPU's MXU does for their precision_config (DEFAULT: "

@@ -32,6 +32,7 @@ struct StableHloRun {
   std::string xla_generation = "auto";  // auto | 0.4 | current
   bool list_ops = false;                 // print the op table and stop
   bool quiet = false;                    // no progress on stderr
+  int64_t max_ops = int64_t{1} << 32;    // run: ops executed at most (hlo::Options::max_executed_ops)
   DeviceFlags dev;
 };
 Status RunStableHlo(const StableHloRun& o);

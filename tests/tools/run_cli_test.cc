@@ -259,7 +259,7 @@ TEST(RunCli, SimulateOfAnEndlessLoopEndsAtItsBound) {
                               "}\n");
   const CliResult r = RunTpumesh("simulate --stablehlo " + p);
   EXPECT_EQ(r.code, 1) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("endless.mlir:7:10: stablehlo.add: more than 2097152 ops executed"));
+  EXPECT_THAT(r.err, HasSubstr("endless.mlir:7:10: stablehlo.add: more than 1048576 ops executed"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
