@@ -16,13 +16,21 @@ StatusOr<std::vector<std::vector<int64_t>>> Interpreter::Groups(const Op& op) co
     std::iota(all.begin(), all.end(), 0);
     return std::vector<std::vector<int64_t>>{all};
   }
-  if (c.dense_groups)
-    for (const auto& g : c.groups)
-      for (int64_t d : g)
-        if (d >= site_.num_devices)
-          return InvalidArgumentError("replica group names device " + std::to_string(d) + " of a mesh of " +
-                                      std::to_string(site_.num_devices));
+  for (const auto& g : c.groups)
+    for (int64_t d : g)
+      if (d < 0 || d >= site_.num_devices)
+        return InvalidArgumentError("replica group names device " + std::to_string(d) + " of a mesh of " +
+                                    std::to_string(site_.num_devices));
   return std::move(c.groups);
+}
+
+Status Interpreter::CheckPairs(const Op& op) const {
+  TPUMESH_ASSIGN_OR_RETURN(CollectiveAttrs permute, TypedAttrs<CollectiveAttrs>(op));
+  for (int64_t d : permute.pairs)
+    if (d < 0 || d >= site_.num_devices)
+      return InvalidArgumentError("source_target_pairs names device " + std::to_string(d) + " of a mesh of " +
+                                  std::to_string(site_.num_devices));
+  return OkStatus();
 }
 
 StatusOr<std::vector<int64_t>> Interpreter::MyGroup(const Op& op) const {
@@ -54,12 +62,11 @@ Status Interpreter::Collective(Run run, const Op& op, const std::vector<const Te
   uint8_t* dst = static_cast<uint8_t*>(y.data.mutable_raw());
   const int me = site_.device_id;
   if (run == Run::kCollectivePermute) {
+    TPUMESH_RETURN_IF_ERROR(CheckPairs(op));
     TPUMESH_ASSIGN_OR_RETURN(CollectiveAttrs permute, TypedAttrs<CollectiveAttrs>(op));
     const Dims& flat = permute.pairs;
     if (!(x.type == y.type)) return InvalidArgumentError("result type differs from the operand's");
     for (size_t i = 0; i < flat.size(); i += 2) {
-      if (flat[i] < 0 || flat[i] >= site_.num_devices || flat[i + 1] < 0 || flat[i + 1] >= site_.num_devices)
-        return InvalidArgumentError("source_target_pairs names a device outside the mesh");
       if (flat[i + 1] == me)
         std::memcpy(dst, all[static_cast<size_t>(flat[i])], static_cast<size_t>(x.type.size_bytes()));
     }

@@ -1,11 +1,13 @@
 // Control ops (calls, loops, branches, barriers), sdy.manual_computation,
 // the sharding custom calls, and the splits XLA's partitioner would make of
 // each value (hlo/partition.h), priced where they reshard.
+#include "hlo/attrs.h"
 #include "hlo/interpreter_impl.h"
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "base/printable.h"
 
@@ -29,13 +31,31 @@ StatusOr<std::vector<Tensor>> Interpreter::Control(
   if (run == Run::kCustomCall) return CustomCall(op, std::move(args));
   if (run == Run::kWhile) {
     if (op.regions.size() != 2) return Fail(op, "needs cond and body regions");
-    while (true) {
+    if (o_.dry_run && o_.ops) {
+      TPUMESH_ASSIGN_OR_RETURN(const CountedLoop counted, Counted(op, args));
+      if (counted.trips > kTripsPricedOnce) return PriceCountedLoop(op, counted, std::move(args), env);
+    }
+    for (int64_t trips = 0;; ++trips) {
       TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> c, RunRegion(op.regions[0], args, env));
       if (c.size() != 1 || c[0].type.element != ElementType::kPred || c[0].num_elements() != 1)
         return Fail(op, "the condition must return one i1");
-      if (!*c[0].as<bool>()) break;
+      // A dry run of a loop whose condition depends on the inputs: its
+      // trip count is not known, the body is priced once.
+      const bool unknown = !c[0].known;
+      if (unknown) {
+        if (o_.warn && site_.device_id == 0)
+          o_.warn(m_.Where(op.loc) + ": " + op.name + ": its trip count depends on the inputs; priced as " +
+                  (trips == 0 ? "one trip" : std::to_string(trips + 1) + " trips") +
+                  " (simulate --inputs FILE.h5 counts it)");
+      } else if (!*c[0].as<bool>()) {
+        break;
+      }
       TPUMESH_ASSIGN_OR_RETURN(args, RunRegion(op.regions[1], std::move(args), env));
       if (args.size() != op.results.size()) return Fail(op, "the body returns the wrong number of values");
+      if (unknown) {
+        for (Tensor& t : args) t.known = false;
+        break;
+      }
     }
     return args;
   }
@@ -49,15 +69,150 @@ StatusOr<std::vector<Tensor>> Interpreter::Control(
       if (i < 0 || i >= static_cast<int64_t>(op.regions.size())) i = static_cast<int64_t>(op.regions.size()) - 1;
     }
     if (op.regions.empty()) return Fail(op, "has no branches");
-    return RunRegion(op.regions[static_cast<size_t>(i)], {}, env);
+    TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> out, RunRegion(op.regions[static_cast<size_t>(i)], {}, env));
+    for (Tensor& t : out) t.known = t.known && in[0]->known;  // a dry run's branch taken by an unknown index
+    return out;
   }
   if (run == Run::kManualComputation) return Manual(op, std::move(args), env);
   return Fail(op, "internal: not a control op");
 }
 
+namespace {
+
+// The integer a scalar tensor of an integer type holds (nullopt otherwise).
+std::optional<int64_t> IntegerScalar(const Tensor& t) {
+  if (t.num_elements() != 1 || IsFloat(t.type.element) || t.type.element == ElementType::kPred) return std::nullopt;
+  int64_t v = 0;
+  if (!ConvertElements(t.type.element, t.data.raw(), ElementType::kI64, 0, 1, &v).ok()) return std::nullopt;
+  return v;
+}
+
+// The op of `b` that defines value v (null: an argument or outside).
+const Op* DefinedIn(const Block& b, int v) {
+  for (const Op& op : b.ops)
+    if (std::find(op.results.begin(), op.results.end(), v) != op.results.end()) return &op;
+  return nullptr;
+}
+
+// ceil(a / b) for b > 0.
+__int128 CeilDiv(__int128 a, __int128 b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+}  // namespace
+
+StatusOr<Interpreter::CountedLoop> Interpreter::Counted(const Op& op, const std::vector<Tensor>& args) {
+  CountedLoop no;
+  const Block& cond = op.regions[0].blocks[0];
+  const Block& body = op.regions[1].blocks[0];
+  if (cond.ops.empty() || body.ops.empty()) return no;
+  const Op& ret = cond.ops.back();
+  if (ret.operands.size() != 1) return no;
+  const Op* cmp = DefinedIn(cond, ret.operands[0]);
+  const OpEntry* ce = cmp ? EntryOf(*cmp) : nullptr;
+  if (!ce || ce->scalar.kind != ScalarFn::Kind::kCompare || cmp->operands.size() != 2) return no;
+  const auto direction = TypedAttrs<CompareAttrs>(*cmp);
+  if (!direction.ok()) return no;
+  // A value of the condition that does not change: a constant of the
+  // region, or a loop argument the body returns as it is.
+  auto invariant = [&](int v) -> StatusOr<std::optional<int64_t>> {
+    if (const Op* def = DefinedIn(cond, v)) {
+      const OpEntry* de = EntryOf(*def);
+      if (!de || de->run != Run::kConstant) return std::optional<int64_t>();
+      Env scratch;
+      std::vector<mesh::OpRecord>* keep = o_.ops;
+      o_.ops = nullptr;  // a constant is free: nothing to price
+      const Status ran = RunOp(*def, scratch);
+      o_.ops = keep;
+      TPUMESH_RETURN_IF_ERROR(ran);
+      return IntegerScalar(scratch[def->results[0]]);
+    }
+    const auto at = std::find(cond.args.begin(), cond.args.end(), v);
+    if (at == cond.args.end()) return std::optional<int64_t>();
+    const size_t j = static_cast<size_t>(at - cond.args.begin());
+    if (body.ops.back().operands.size() != body.args.size() || body.ops.back().operands[j] != body.args[j] ||
+        !args[j].known)
+      return std::optional<int64_t>();
+    return IntegerScalar(args[j]);
+  };
+  // The counter: a loop argument the body returns plus a constant.
+  for (int side = 0; side < 2; ++side) {
+    const auto at = std::find(cond.args.begin(), cond.args.end(), cmp->operands[static_cast<size_t>(side)]);
+    if (at == cond.args.end()) continue;
+    const size_t k = static_cast<size_t>(at - cond.args.begin());
+    if (!args[k].known || body.ops.back().operands.size() != body.args.size()) continue;
+    const std::optional<int64_t> init = IntegerScalar(args[k]);
+    TPUMESH_ASSIGN_OR_RETURN(const std::optional<int64_t> limit, invariant(cmp->operands[static_cast<size_t>(1 - side)]));
+    const Op* next = DefinedIn(body, body.ops.back().operands[k]);
+    const OpEntry* ne = next ? EntryOf(*next) : nullptr;
+    if (!init || !limit || !ne || ne->scalar.kind != ScalarFn::Kind::kBinary || ne->scalar.bin != Bin::kAdd) continue;
+    std::optional<int64_t> step;
+    for (int q = 0; q < 2; ++q)
+      if (next->operands[static_cast<size_t>(q)] == body.args[k])
+        if (const Op* c = DefinedIn(body, next->operands[static_cast<size_t>(1 - q)]);
+            c && EntryOf(*c) && EntryOf(*c)->run == Run::kConstant) {
+          Env scratch;
+          std::vector<mesh::OpRecord>* keep = o_.ops;
+          o_.ops = nullptr;
+          const Status ran = RunOp(*c, scratch);
+          o_.ops = keep;
+          TPUMESH_RETURN_IF_ERROR(ran);
+          step = IntegerScalar(scratch[c->results[0]]);
+        }
+    if (!step || *step == 0) continue;
+    // counter `dir` limit, the counter on the left.
+    CompareDirection dir = direction->direction;
+    if (side == 1) {
+      if (dir == CompareDirection::kLt) dir = CompareDirection::kGt;
+      else if (dir == CompareDirection::kLe) dir = CompareDirection::kGe;
+      else if (dir == CompareDirection::kGt) dir = CompareDirection::kLt;
+      else if (dir == CompareDirection::kGe) dir = CompareDirection::kLe;
+    }
+    const __int128 a = *init, l = *limit, st = *step;
+    std::optional<__int128> n;
+    if (dir == CompareDirection::kLt && st > 0) n = CeilDiv(l - a, st);
+    else if (dir == CompareDirection::kLe && st > 0) n = CeilDiv(l - a + 1, st);
+    else if (dir == CompareDirection::kGt && st < 0) n = CeilDiv(a - l, -st);
+    else if (dir == CompareDirection::kGe && st < 0) n = CeilDiv(a - l + 1, -st);
+    else if (dir == CompareDirection::kNe && (l - a) % st == 0 && (l - a) / st >= 0) n = (l - a) / st;
+    if (!n) continue;
+    if (*n < 0) n = 0;
+    // The counter must not wrap in its type on the way (i32 counters).
+    const __int128 last = a + *n * st;
+    if (ElementTypeBytes(args[k].type.element) < 8 && (last > INT32_MAX || last < INT32_MIN)) continue;
+    CountedLoop c;
+    c.trips = static_cast<int64_t>(*n);
+    c.counter = k;
+    c.final_value = static_cast<int64_t>(last);
+    return c;
+  }
+  return no;
+}
+
+StatusOr<std::vector<Tensor>> Interpreter::PriceCountedLoop(const Op& op, const CountedLoop& c,
+                                                            std::vector<Tensor> args, Env& env) {
+  std::vector<double> before;
+  before.reserve(o_.ops->size());
+  for (const mesh::OpRecord& r : *o_.ops) before.push_back(r.repeat);
+  TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> cond, RunRegion(op.regions[0], args, env));
+  TPUMESH_ASSIGN_OR_RETURN(args, RunRegion(op.regions[1], std::move(args), env));
+  if (args.size() != op.results.size()) return Fail(op, "the body returns the wrong number of values");
+  // One trip priced: its records stand for all c.trips.
+  for (size_t i = 0; i < o_.ops->size(); ++i) {
+    mesh::OpRecord& r = (*o_.ops)[i];
+    r.repeat += (r.repeat - (i < before.size() ? before[i] : 0)) * static_cast<double>(c.trips - 1);
+  }
+  TPUMESH_RETURN_IF_ERROR(RunRegion(op.regions[0], args, env).status());  // the last test, false
+  for (Tensor& t : args) t.known = false;  // made by one trip, not by all
+  TPUMESH_ASSIGN_OR_RETURN(Tensor counter, At(op, NewTensor(args[c.counter].type, site_.device, false, "counter")));
+  TPUMESH_RETURN_IF_ERROR(
+      ConvertElements(ElementType::kI64, &c.final_value, counter.type.element, 0, 1, counter.data.mutable_raw()));
+  args[c.counter] = std::move(counter);
+  return args;
+}
+
 StatusOr<Tensor> Interpreter::Slice(const Tensor& global, const Sharding& s, const Type& local, const Op& op) {
   TPUMESH_ASSIGN_OR_RETURN(auto shard, s.ShardOf(site_.device_id, global.type.dims));
   TPUMESH_ASSIGN_OR_RETURN(Tensor t, At(op, NewTensor(local, site_.device, o_.dry_run, "shard")));
+  t.known = !o_.dry_run && global.known;
   for (size_t k = 0; k < shard.size(); ++k)
     if (global.type.dims[k] / shard[k].count != local.dims[k])
       return Fail(op, "the shard of " + global.type.ToString() + " is not " + local.ToString());
@@ -73,6 +228,7 @@ StatusOr<Tensor> Interpreter::Slice(const Tensor& global, const Sharding& s, con
 
 StatusOr<Tensor> Interpreter::Assemble(const Tensor& local, const Sharding& s, const Type& global, const Op& op) {
   TPUMESH_ASSIGN_OR_RETURN(Tensor g, At(op, NewTensor(global, site_.device, o_.dry_run, "global")));
+  g.known = !o_.dry_run && local.known;
   if (o_.dry_run) return g;
   mesh::Array keep;
   TPUMESH_ASSIGN_OR_RETURN(auto all, GatherAll(local, &keep));
@@ -234,7 +390,7 @@ void Interpreter::PriceReshard(const Location& loc, mesh::CollectiveKind kind,
     r.ici_seconds = cost.seconds;
     r.ici_bytes = cost.bytes_sent_per_device;
   }
-  o_.ops->push_back(std::move(r));
+  Record(&loc, std::move(r));
 }
 
 }  // namespace tpumesh::hlo

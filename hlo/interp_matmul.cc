@@ -144,9 +144,7 @@ Status Interpreter::Convolution(const Op& op, const Tensor& l, const Tensor& r, 
   const auto* conv = std::get_if<ConvAttrs>(&attrs->value);
   if (!conv) return InternalError("convolution without its dimension numbers");
   const ConvShape& s = conv->shape;
-  if (!IsFloat(l.type.element) || !IsFloat(r.type.element))
-    return UnimplementedError(std::string(IsComplex(l.type.element) || IsComplex(r.type.element) ? "complex" : "integer") +
-                              " convolution");
+  TPUMESH_RETURN_IF_ERROR(ConvolutionComputable(s, l.type, r.type));
   const size_t ns = s.in_sp.size();
   TPUMESH_ASSIGN_OR_RETURN(F32Operand xo, AsF32Ordered(l, s.in_order));
   TPUMESH_ASSIGN_OR_RETURN(F32Operand wo, AsF32Ordered(r, s.k_order));

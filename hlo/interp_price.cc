@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <utility>
 
 namespace tpumesh::hlo {
 
@@ -89,7 +91,70 @@ double Interpreter::HbmBytesWritten(const Op& op, const std::vector<Type>& out) 
   return b;
 }
 
-void Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>& in, const std::vector<Type>& out) {
+namespace {
+
+int64_t FloorDiv(__int128 a, __int128 b) {  // b > 0
+  __int128 q = a / b;
+  if ((a % b != 0) && (a < 0)) --q;
+  return static_cast<int64_t>(q);
+}
+
+// x with a * x = 1 (mod m), for gcd(a, m) = 1.
+int64_t InverseMod(int64_t a, int64_t m) {
+  int64_t t = 0, new_t = 1, r = m, new_r = ((a % m) + m) % m;
+  while (new_r != 0) {
+    const int64_t q = r / new_r;
+    t = std::exchange(new_t, t - q * new_t);
+    r = std::exchange(new_r, r - q * new_r);
+  }
+  return ((t % m) + m) % m;
+}
+
+}  // namespace
+
+StatusOr<double> ValidTaps(const ConvShape& cs, size_t k) {
+  const int64_t outs = cs.out_sp[k], taps = cs.k_sp[k], in = cs.in_sp[k];
+  const int64_t stride = cs.stride[k], pad = cs.pad_lo[k], ld = cs.lhs_dil[k], rd = cs.rhs_dil[k];
+  if (outs > kMaxPricedPositions)
+    return ResourceExhaustedError("convolution: " + std::to_string(outs) + " outputs along spatial dimension " +
+                                  std::to_string(k) + ", more than the " + std::to_string(kMaxPricedPositions) +
+                                  " priced per dimension");
+  if (in == 0 || taps == 0) return 0.0;
+  // Tap t of output o reads dilated position p = base + t * rd, base =
+  // o * stride - pad: an input element when 0 <= p <= (in - 1) * ld and ld
+  // divides p. Those t form a range with a period, counted per output.
+  const int64_t g = std::gcd(rd, ld), period = ld / g;
+  const int64_t inv = InverseMod((rd / g) % period, period);
+  double valid = 0;
+  for (int64_t o = 0; o < outs; ++o) {
+    const __int128 base = static_cast<__int128>(o) * stride - pad;
+    const int64_t lo = std::max<int64_t>(0, -FloorDiv(base, rd));  // ceil(-base / rd)
+    const int64_t hi = std::min<int64_t>(taps - 1, FloorDiv(static_cast<__int128>(in - 1) * ld - base, rd));
+    if (hi < lo) continue;
+    if (ld == 1) {
+      valid += static_cast<double>(hi - lo + 1);
+      continue;
+    }
+    // t * rd = -base (mod ld): none unless g divides base, else t = t0 (mod period).
+    const __int128 neg = -base;
+    if (((neg % g) + g) % g != 0) continue;
+    const int64_t b = static_cast<int64_t>((((neg / g) % period) + period) % period);
+    const int64_t t0 = static_cast<int64_t>(static_cast<__int128>(b) * inv % period);
+    valid += static_cast<double>(FloorDiv(hi - t0, period) - FloorDiv(static_cast<__int128>(lo) - 1 - t0, period));
+  }
+  return valid;
+}
+
+Status Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>& in, const std::vector<Type>& out,
+                          double host_seconds) {
+  // The op priced before on the same local types has the same record (its
+  // price depends on nothing else): counted again without rebuilding it.
+  if (auto it = last_priced_.find(&op); it != last_priced_.end() && it->second.in == in && it->second.out == out) {
+    mesh::OpRecord& had = (*o_.ops)[it->second.index];
+    had.host_seconds = (had.host_seconds * had.repeat + host_seconds) / (had.repeat + 1);
+    had.repeat += 1;
+    return OkStatus();
+  }
   mesh::OpRecord r;
   const std::string& loc = op.loc.name;
   const size_t slash = loc.rfind('/');
@@ -107,16 +172,19 @@ void Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>&
   switch (e.price) {
     case Price::kFlop:
     case Price::kTranscendental:
-    case Price::kErfInv:
-      r.cost.flops = e.price == Price::kFlop ? n_out : e.price == Price::kErfInv ? 37 * n_out : 0;
-      r.cost.transcendentals = e.price == Price::kTranscendental ? n_out : e.price == Price::kErfInv ? 2 * n_out : 0;
+    case Price::kErf:
+    case Price::kErfInv: {
+      const ElementwiseCost c = CostPerElement(e.price);
+      r.cost.flops = c.flops * n_out;
+      r.cost.transcendentals = c.transcendentals * n_out;
       r.cost.bytes_read = in_bytes;
       r.cost.bytes_written = out_bytes;
       break;
+    }
     case Price::kUnset:  // refused by tests/hlo/registry_test.cc
     case Price::kFree:
     case Price::kRegions:
-      return;  // not an op on the chip
+      return OkStatus();  // not an op on the chip
     case Price::kMove:
       r.cost.bytes_read = in_bytes;
       r.cost.bytes_written = out_bytes;
@@ -129,10 +197,9 @@ void Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>&
       r.cost.bytes_written = r.cost.bytes_read;
       break;
     case Price::kDot: {
-      auto dd = GetDotDims(op, in[0], in[1]);
-      if (!dd.ok()) return;
-      const double B = static_cast<double>(Prod(in[0], dd->lb)), M = static_cast<double>(Prod(in[0], dd->lf)),
-                   K = static_cast<double>(Prod(in[0], dd->lc)), N = static_cast<double>(Prod(in[1], dd->rf));
+      TPUMESH_ASSIGN_OR_RETURN(const auto dd, GetDotDims(op, in[0], in[1]));
+      const double B = static_cast<double>(Prod(in[0], dd.lb)), M = static_cast<double>(Prod(in[0], dd.lf)),
+                   K = static_cast<double>(Prod(in[0], dd.lc)), N = static_cast<double>(Prod(in[1], dd.rf));
       r.cost.flops = 2 * B * M * N * K;
       r.cost.bytes_read = in_bytes;
       r.cost.bytes_written = out_bytes;
@@ -140,33 +207,27 @@ void Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>&
       break;
     }
     case Price::kConvolution: {
-      auto cs = GetConvShape(op, in[0], in[1], out[0]);
-      if (!cs.ok()) return;
-      // XLA's count: 2 x output features x input features per feature group
-      // x result images x the taps that land inside the (dilated) input,
-      // summed over pixels.
-      double valid = 1;
-      for (size_t k = 0; k < cs->in_sp.size(); ++k) {
-        double v = 0;
-        for (int64_t o = 0; o < cs->out_sp[k]; ++o)
-          for (int64_t t = 0; t < cs->k_sp[k]; ++t) {
-            const int64_t pos = o * cs->stride[k] + t * cs->rhs_dil[k] - cs->pad_lo[k];
-            if (pos >= 0 && pos % cs->lhs_dil[k] == 0 && pos / cs->lhs_dil[k] < cs->in_sp[k]) v += 1;
-          }
+      TPUMESH_ASSIGN_OR_RETURN(const ConvShape cs, GetConvShape(op, in[0], in[1], out[0]));
+      // XLA's count (HloCostAnalysis): 2 x the input features of a group x
+      // the output features x the batch of a batch group x the taps that
+      // land inside the (dilated) input, summed over output pixels.
+      double valid = 1, taps = 1, pixels = 1;
+      for (size_t k = 0; k < cs.in_sp.size(); ++k) {
+        TPUMESH_ASSIGN_OR_RETURN(const double v, ValidTaps(cs, k));
         valid *= v;
+        taps *= static_cast<double>(cs.k_sp[k]);
+        pixels *= static_cast<double>(cs.out_sp[k]);
       }
-      const double G = static_cast<double>(cs->all_groups());
-      const double ig = static_cast<double>(cs->group_in()), og = static_cast<double>(cs->group_out());
-      r.cost.flops = 2 * static_cast<double>(cs->out_batch()) * valid * ig * og * G;
+      const double groups = static_cast<double>(cs.groups * cs.batch_groups);
+      const double ig = static_cast<double>(cs.cin / cs.groups);
+      const double batch = static_cast<double>(cs.batch / cs.batch_groups);
+      r.cost.flops = 2 * ig * static_cast<double>(cs.cout) * batch * valid;
       r.cost.bytes_read = in_bytes;
       r.cost.bytes_written = out_bytes;
-      double taps = 1, pixels = 1;
-      for (size_t k = 0; k < cs->in_sp.size(); ++k) {
-        taps *= static_cast<double>(cs->k_sp[k]);
-        pixels *= static_cast<double>(cs->out_sp[k]);
-      }
-      AddMxu(op, static_cast<double>(cs->out_batch()) * pixels, og, taps * ig, G, OperandHbmBytes(op, in, 0),
-             OperandHbmBytes(op, in, 1), out_bytes, r);
+      // On the MXU: per feature group and batch group, [batch x pixels,
+      // taps x ig] x [taps x ig, its output features].
+      AddMxu(op, batch * pixels, static_cast<double>(cs.cout) / groups, taps * ig, groups,
+             OperandHbmBytes(op, in, 0), OperandHbmBytes(op, in, 1), out_bytes, r);
       break;
     }
     case Price::kFft:
@@ -179,7 +240,7 @@ void Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>&
       } else if (const auto* t = std::get_if<TriangularSolveAttrs>(&attrs->value)) {
         r.cost.flops = kernels::TriangularSolveCost(t->shape, ElementTypeBytes(in[0].element)).flops;
       } else {
-        return;
+        return InternalError(op.name + " without its attributes");
       }
       r.cost.bytes_read = in_bytes;
       r.cost.bytes_written = out_bytes;
@@ -207,10 +268,9 @@ void Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>&
       } else if (e.price == Price::kReduce) {
         elems = static_cast<double>(in[0].num_elements()) - n_out;
       } else {
-        auto window = TypedAttrs<WindowAttrs>(op);
+        TPUMESH_ASSIGN_OR_RETURN(const WindowAttrs window, TypedAttrs<WindowAttrs>(op));
         double wc = 1;
-        if (window.ok())
-          for (int64_t x : window->dims) wc *= static_cast<double>(x);
+        for (int64_t x : window.dims) wc *= static_cast<double>(x);
         elems = n_out * wc;
       }
       // XLA's count: each element folded costs the body's ops (one for a
@@ -245,22 +305,47 @@ void Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type>&
       if (in.size() == 3) {
         // XLA's count: per source element, a select per window element
         // and one scatter.
-        auto window = TypedAttrs<WindowAttrs>(op);
+        TPUMESH_ASSIGN_OR_RETURN(const WindowAttrs window, TypedAttrs<WindowAttrs>(op));
         double wc = 1;
-        if (window.ok())
-          for (int64_t v : window->dims) wc *= static_cast<double>(v);
+        for (int64_t v : window.dims) wc *= static_cast<double>(v);
         r.cost.flops = static_cast<double>(in[1].num_elements()) * (wc + 1);
       }
       break;
     case Price::kCollective: {
-      auto group = e.run == Run::kCollectivePermute ? StatusOr<std::vector<int64_t>>(std::vector<int64_t>{})
-                                                    : MyGroup(op);
-      if (!group.ok()) return;
-      PriceCollective(e.run, op, in[0], *group, r);
+      std::vector<int64_t> group;
+      if (e.run == Run::kCollectivePermute) {
+        TPUMESH_RETURN_IF_ERROR(CheckPairs(op));
+      } else {
+        TPUMESH_ASSIGN_OR_RETURN(group, MyGroup(op));
+      }
+      PriceCollective(e.run, op, in[0], group, r);
       break;
     }
   }
+  r.host_seconds = host_seconds;
+  last_priced_[&op] = {in, out, Record(&op, std::move(r))};
+  return OkStatus();
+}
+
+size_t Interpreter::Record(const void* site, mesh::OpRecord r) {
+  std::string key(reinterpret_cast<const char*>(&site), sizeof site);
+  key += r.name + '\n' + r.shape;
+  auto [it, fresh] = record_index_.try_emplace(std::move(key), o_.ops->size());
+  if (!fresh) {
+    mesh::OpRecord& had = (*o_.ops)[it->second];
+    const bool same = had.cost.flops == r.cost.flops && had.cost.transcendentals == r.cost.transcendentals &&
+                      had.cost.bytes_read == r.cost.bytes_read && had.cost.bytes_written == r.cost.bytes_written &&
+                      had.ici_seconds == r.ici_seconds && had.ici_bytes == r.ici_bytes &&
+                      had.mxu.size() == r.mxu.size() && had.precision == r.precision;
+    if (same) {
+      had.host_seconds = (had.host_seconds * had.repeat + r.host_seconds) / (had.repeat + 1);
+      had.repeat += 1;
+      return it->second;
+    }
+    it->second = o_.ops->size();
+  }
   o_.ops->push_back(std::move(r));
+  return o_.ops->size() - 1;
 }
 
 double Interpreter::OperandHbmBytes(const Op& op, const std::vector<Type>& in, size_t i) const {

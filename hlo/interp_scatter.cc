@@ -179,49 +179,66 @@ Status Interpreter::SelectAndScatter(const Op& op, const std::vector<const Tenso
   return OkStatus();
 }
 
-Status Interpreter::Scatter(const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+StatusOr<ScatterLayout> ScatterLayoutOf(const Op& op) {
+  const std::vector<Type>& in = op.operand_types;
   const size_t k = (in.size() - 1) / 2;
-  if (in.size() != 2 * k + 1 || k == 0 || out.size() != k || op.regions.size() != 1)
+  if (in.size() != 2 * k + 1 || k == 0 || op.result_types.size() != k || op.regions.size() != 1)
     return InvalidArgumentError("needs inputs, indices, as many updates and a body");
-  const Tensor& indices = *in[k];
   TPUMESH_ASSIGN_OR_RETURN(ScatterAttrs s, TypedAttrs<ScatterAttrs>(op));  // of indices' type
   const Dims &uwd = s.update_window_dims, &inserted = s.inserted_window_dims, &ibatch = s.input_batching_dims,
              &sibatch = s.scatter_indices_batching_dims, &to_operand = s.scatter_dims_to_operand_dims;
-  const Dims& id = indices.type.dims;
+  const Dims& id = in[k].dims;
   const int64_t ivd = s.index_vector_dim;
-  const Dims& od = in[0]->type.dims;
-  const Dims& ud = in[k + 1]->type.dims;
+  const Dims& od = in[0].dims;
+  const Dims& ud = in[k + 1].dims;
   auto in_range = [](const Dims& ds, size_t rank) {
     for (int64_t v : ds)
       if (v < 0 || v >= static_cast<int64_t>(rank)) return false;
     return true;
   };
   for (size_t i = 0; i < k; ++i)
-    if (in[i]->type.dims != od || !(out[i].type == in[i]->type) || in[k + 1 + i]->type.dims != ud)
+    if (in[i].dims != od || !(op.result_types[i] == in[i]) || in[k + 1 + i].dims != ud)
       return InvalidArgumentError("inputs, updates and results differ in shape");
   if (!in_range(uwd, ud.size()) || !in_range(inserted, od.size()) || !in_range(ibatch, od.size()) ||
       !in_range(sibatch, id.size()) || !in_range(to_operand, od.size()) || ibatch.size() != sibatch.size() ||
       ivd < 0 || ivd > static_cast<int64_t>(id.size()) || std::count(sibatch.begin(), sibatch.end(), ivd))
     return InvalidArgumentError("dimension numbers out of range");
-  for (size_t i = 0; i < k; ++i)
-    std::memcpy(out[i].data.mutable_raw(), in[i]->data.raw(), static_cast<size_t>(out[i].type.size_bytes()));
-  Dims update_scatter_dims;
+  ScatterLayout l;
+  l.k = k;
+  l.attrs = s;
   for (int64_t j = 0; j < static_cast<int64_t>(ud.size()); ++j)
-    if (std::find(uwd.begin(), uwd.end(), j) == uwd.end()) update_scatter_dims.push_back(j);
-  Dims window_operand;
+    if (std::find(uwd.begin(), uwd.end(), j) == uwd.end()) l.update_scatter_dims.push_back(j);
   for (int64_t j = 0; j < static_cast<int64_t>(od.size()); ++j)
     if (std::find(inserted.begin(), inserted.end(), j) == inserted.end() &&
         std::find(ibatch.begin(), ibatch.end(), j) == ibatch.end())
-      window_operand.push_back(j);
-  if (window_operand.size() != uwd.size()) return InvalidArgumentError("update_window_dims do not match the operand");
-  Dims ibd;
+      l.window_operand.push_back(j);
+  if (l.window_operand.size() != uwd.size()) return InvalidArgumentError("update_window_dims do not match the operand");
   for (int64_t j = 0; j < static_cast<int64_t>(id.size()); ++j)
-    if (j != ivd) ibd.push_back(j);
-  if (ibd.size() != update_scatter_dims.size()) return InvalidArgumentError("updates do not match the indices");
-  const int64_t idx_vec = ivd < static_cast<int64_t>(id.size()) ? id[static_cast<size_t>(ivd)] : 1;
-  if (static_cast<int64_t>(to_operand.size()) != idx_vec)
-    return InvalidArgumentError(
-        "scatter_dims_to_operand_dims has the wrong length");
+    if (j != ivd) l.index_batch_dims.push_back(j);
+  if (l.index_batch_dims.size() != l.update_scatter_dims.size())
+    return InvalidArgumentError("updates do not match the indices");
+  l.index_vector = ivd < static_cast<int64_t>(id.size()) ? id[static_cast<size_t>(ivd)] : 1;
+  if (static_cast<int64_t>(to_operand.size()) != l.index_vector)
+    return InvalidArgumentError("scatter_dims_to_operand_dims has the wrong length");
+  return l;
+}
+
+Status Interpreter::Scatter(const Op& op, const std::vector<const Tensor*>& in, std::vector<Tensor>& out) {
+  TPUMESH_ASSIGN_OR_RETURN(const ScatterLayout l, ScatterLayoutOf(op));  // the op's types are the values'
+  const size_t k = l.k;
+  const Tensor& indices = *in[k];
+  const ScatterAttrs& s = l.attrs;
+  const Dims &uwd = s.update_window_dims, &ibatch = s.input_batching_dims, &sibatch = s.scatter_indices_batching_dims,
+             &to_operand = s.scatter_dims_to_operand_dims;
+  const Dims& id = indices.type.dims;
+  const int64_t ivd = s.index_vector_dim;
+  const Dims& od = in[0]->type.dims;
+  const Dims& ud = in[k + 1]->type.dims;
+  const Dims &update_scatter_dims = l.update_scatter_dims, &window_operand = l.window_operand,
+             &ibd = l.index_batch_dims;
+  const int64_t idx_vec = l.index_vector;
+  for (size_t i = 0; i < k; ++i)
+    std::memcpy(out[i].data.mutable_raw(), in[i]->data.raw(), static_cast<size_t>(out[i].type.size_bytes()));
   const Dims is = Strides(id), os = Strides(od);
   std::vector<Type> st;
   for (size_t i = 0; i < k; ++i) {

@@ -135,10 +135,10 @@ StatusOr<std::vector<Tensor>> Interpreter::RunRegion(const Region& r, std::vecto
     if (o_.cancel != nullptr && o_.cancel->load(std::memory_order_relaxed))
       return CancelledError("interrupted after " + std::to_string(executed_) + " ops");
     if (++executed_ > o_.max_executed_ops)
-      return Fail(
-          op, "more than " + std::to_string(o_.max_executed_ops) +
-                  " ops executed (a loop whose trip count depends on data "
-                  "cannot be priced without computing it: use `tpumesh run`)");
+      return ResourceExhaustedError(m_.Where(op.loc) + ": " + op.name + ": more than " +
+                                    std::to_string(o_.max_executed_ops) + " ops executed, the bound of this " +
+                                    (o_.dry_run ? "pricing (an endless loop, or one too long to price op by op)"
+                                                : "run (an endless loop?)"));
     TPUMESH_RETURN_IF_ERROR(RunOp(op, env, frees[i]));
     for (int v : frees[i]) env.erase(v);
     if (o_.on_op && site_.device_id == 0) o_.on_op(executed_);
@@ -161,6 +161,11 @@ bool Interpreter::Small(const Op& op) const {
     if (t.num_elements() > kDryRunComputeElements) return false;
   for (const Type& t : op.operand_types)
     if (t.num_elements() > kDryRunComputeElements) return false;
+  // A window's folds are not bounded by the tensors' sizes (padding).
+  if (WindowFolds(op) > kDryRunComputeElements * kDryRunComputeElements) return false;
+  // Priced but not computed here (a convolution's batch groups).
+  if (const auto* conv = std::get_if<ConvAttrs>(&AttrsOf(op)->value))
+    return ConvolutionComputable(conv->shape, op.operand_types[0], op.operand_types[1]).ok();
   return true;
 }
 
@@ -218,11 +223,12 @@ Status Interpreter::RunOp(const Op& op, Env& env, const std::vector<int>& dying)
       return Fail(op, "internal: an unrounded product reached an op that cannot take it");
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> out;
-  const size_t records_before = o_.ops ? o_.ops->size() : 0;
+  bool computed = true;  // its results' bytes are the values' (Tensor::known)
   if (e->op_class == OpClass::kControl || e->op_class == OpClass::kSharding) {
     TPUMESH_ASSIGN_OR_RETURN(out, Control(e->run, op, in, env));
   } else {
     const bool compute = !o_.dry_run || (Small(op) && e->op_class != OpClass::kCollective);
+    computed = compute;
     if (compute && !o_.dry_run && e->run == Run::kBroadcastInDim &&
         view_ok_[static_cast<size_t>(op.results[0])] && in[0]->repeat == 0) {
       auto bd = TypedAttrs<AxesAttrs>(op);
@@ -238,7 +244,7 @@ Status Interpreter::RunOp(const Op& op, Env& env, const std::vector<int>& dying)
         std::vector<Type> in_local, out_local;
         std::vector<DeviceGroup> partial;
         Partition(op, in, out, in_local, out_local, partial);
-        if (o_.ops) Price(*e, op, in_local, out_local);
+        if (o_.ops) TPUMESH_RETURN_IF_ERROR(At(op, Price(*e, op, in_local, out_local)));
         env[op.results[0]] = std::move(out[0]);
         return OkStatus();
       }
@@ -269,13 +275,18 @@ Status Interpreter::RunOp(const Op& op, Env& env, const std::vector<int>& dying)
     std::vector<DeviceGroup> partial;
     Partition(op, in, out, in_local, out_local, partial);
     if (o_.ops && e->op_class != OpClass::kControl) {
-      Price(*e, op, in_local, out_local);
-      if (!o_.dry_run && o_.ops->size() > records_before)
-        o_.ops->back().host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double host =
+          o_.dry_run ? 0 : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      TPUMESH_RETURN_IF_ERROR(At(op, Price(*e, op, in_local, out_local, host)));
       PricePartialSums(op, out_local, partial);
     }
   }
   if (out.size() != op.results.size()) return Fail(op, "internal: result count");
+  if (o_.dry_run && e->op_class != OpClass::kControl && e->op_class != OpClass::kSharding) {
+    bool known = computed;
+    for (const Tensor* t : in) known = known && t->known;
+    for (Tensor& t : out) t.known = known;
+  }
   for (size_t i = 0; i < out.size(); ++i) {
     if (!(out[i].type == op.result_types[i]))
       return Fail(op, "result " + std::to_string(i) + " is " + out[i].type.ToString() + ", declared " +

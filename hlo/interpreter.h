@@ -53,6 +53,10 @@
 namespace tpumesh::hlo {
 
 inline constexpr int64_t kDryRunComputeElements = 4096;
+// Options::max_executed_ops of simulate --stablehlo: a few seconds of
+// pricing (counted loops are priced by one trip, so only a loop that never
+// ends, or a huge unrolled module, reaches it).
+inline constexpr int64_t kMaxDryRunOps = int64_t{1} << 20;
 
 struct UnroundedProduct;
 
@@ -65,6 +69,10 @@ struct Tensor {
   // time, so the broadcast never fills memory). Internal to the
   // interpreter: such a view never leaves it.
   int64_t repeat = 0;
+  // False when its bytes are not the value's: in a dry run, an argument, a
+  // value too large to compute, or one computed from such a value. A dry
+  // run's while loop whose condition is not known is priced once (Options::warn).
+  bool known = true;
   // How XLA's SPMD partitioner would split this value over the devices
   // (hlo/partition.h): pricing only, the bytes above are always the whole
   // value. Empty: every device holds all of it.
@@ -107,8 +115,13 @@ struct Options {
   // Cancelled (Ctrl-C in the Python module). Null: never.
   const std::atomic<bool>* cancel = nullptr;
   // Ops executed at most (loops included) before the run stops with an
-  // error: a dry run of a data-dependent loop never ends otherwise.
+  // error naming the op (RESOURCE_EXHAUSTED): a dry run of an endless loop
+  // ends in seconds (kMaxDryRunOps), a run after 2^32 ops.
   int64_t max_executed_ops = int64_t{1} << 32;
+  // A warning the run goes on after (one line, "FILE:LINE:COL: op: ..."):
+  // a dry run's loop whose trip count depends on the inputs, priced once.
+  // Null: not told.
+  std::function<void(const std::string&)> warn;
 };
 
 // The XLA generation that wrote `m`: the current jax's when the module has
@@ -116,11 +129,27 @@ struct Options {
 // otherwise ("[0]").
 XlaGeneration DetectGeneration(const Module& m);
 
-// Every op of `m` is in the table (hlo/ops.h), its operand and result types
+// The body applications of a reduce_window (results x window) or a
+// select_and_scatter (source x window), 0 for any other op: what bounds
+// their time, not their tensors' sizes (a window may cover mostly padding).
+double WindowFolds(const Op& op);
+// The most WindowFolds `run` computes in one op (Verify refuses more
+// before anything runs; simulate --stablehlo prices any).
+inline constexpr double kMaxWindowFolds = 4294967296.0;  // 2^32
+
+// What a module is verified for: kRun computes every op (`run`); kPrice
+// prices them without computing (simulate --stablehlo), so what is priced
+// but not computed here passes (a convolution's batch_group_count > 1,
+// hlo/op_shapes.h's ConvolutionComputable).
+enum class VerifyFor : uint8_t { kRun, kPrice };
+
+// Every op of `m` (in every function and every region, reached or not) is
+// in the table (hlo/ops.h), its operand and result types and attributes
 // are as the op requires, every func.call names a function of the module
 // with matching types, @main exists. The first problem, as one
-// "FILE:LINE:COL: op: what" error (Unimplemented for an op not supported).
-Status Verify(const Module& m);
+// "FILE:LINE:COL: op: what" error (Unimplemented for an op not supported),
+// before anything runs.
+Status Verify(const Module& m, VerifyFor purpose = VerifyFor::kRun);
 
 // Where a run is: the device it computes on, and the collectives of its
 // pmap (null when the module has none or in a dry run).

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "hlo/attrs.h"
 #include "hlo/contraction.h"
 #include "hlo/elementwise.h"
 #include "hlo/interpreter.h"
@@ -42,6 +43,27 @@ namespace tpumesh::hlo {
 // The op of a region's body when the body is one binary elementwise op
 // applied to the block's two arguments (a plain sum, max, ...), else null.
 const Op* SimpleBody(const Region& r);
+
+// A scatter's dimension numbers checked against its operand and result
+// types, and what follows from them (the StableHLO spec's index
+// arithmetic): Verify asks it before anything runs, the run uses it.
+struct ScatterLayout {
+  size_t k = 0;  // inputs (and updates, and results)
+  ScatterAttrs attrs;
+  Dims update_scatter_dims, window_operand, index_batch_dims;
+  int64_t index_vector = 1;  // the index vector's length
+};
+StatusOr<ScatterLayout> ScatterLayoutOf(const Op& op);
+
+// The most outputs along one spatial dimension a convolution's price counts
+// taps for (ValidTaps is linear in them): past it, pricing fails with
+// RESOURCE_EXHAUSTED instead of running for hours on a 600-byte module.
+inline constexpr int64_t kMaxPricedPositions = int64_t{1} << 27;
+
+// XLA's valid_position_count of spatial dimension k of a convolution: the
+// (output, tap) pairs whose tap lands on an element of the (dilated,
+// padded) input, counted in O(1) per output.
+StatusOr<double> ValidTaps(const ConvShape& cs, size_t k);
 
 class Interpreter {
  public:
@@ -287,6 +309,9 @@ class Interpreter {
   StatusOr<std::vector<std::vector<int64_t>>> Groups(const Op& op) const;
 
   StatusOr<std::vector<int64_t>> MyGroup(const Op& op) const;
+  // collective_permute's source_target_pairs name devices of the mesh (run
+  // and pricing both ask: one check).
+  Status CheckPairs(const Op& op) const;
 
   // Every device's copy of x, indexed by device id.
   StatusOr<std::vector<const uint8_t*>> GatherAll(const Tensor& x, mesh::Array* keep);
@@ -299,6 +324,22 @@ class Interpreter {
   // ---------------------------------------------------------------- control
 
   StatusOr<std::vector<Tensor>> Control(Run run, const Op& op, const std::vector<const Tensor*>& in, Env& env);
+
+  // A dry run's counted loop (JAX's fori_loop and scan): a loop argument
+  // compared against a constant (or an argument the body returns as it
+  // is) and advanced by a constant each trip, from a known start. trips -1:
+  // not one. Loops of more than kTripsPricedOnce trips are priced by one
+  // trip: its records count for every trip (OpRecord::repeat), the counter
+  // leaves with its last value, the other results are not known.
+  struct CountedLoop {
+    int64_t trips = -1;
+    size_t counter = 0;
+    int64_t final_value = 0;
+  };
+  static constexpr int64_t kTripsPricedOnce = 64;
+  StatusOr<CountedLoop> Counted(const Op& op, const std::vector<Tensor>& args);
+  StatusOr<std::vector<Tensor>> PriceCountedLoop(const Op& op, const CountedLoop& c, std::vector<Tensor> args,
+                                                 Env& env);
 
   // A device's shard of a global value and back, for a sharding.
   StatusOr<Tensor> Slice(const Tensor& global, const Sharding& s, const Type& local, const Op& op);
@@ -359,7 +400,17 @@ class Interpreter {
   double HbmBytesRead(const Op& op, const std::vector<Type>& in) const;
   double HbmBytesWritten(const Op& op, const std::vector<Type>& out) const;
 
-  void Price(const OpEntry& e, const Op& op, const std::vector<Type>& in, const std::vector<Type>& out);
+  // Appends the op's record; an op it cannot price is an error naming
+  // why (never a record dropped).
+  Status Price(const OpEntry& e, const Op& op, const std::vector<Type>& in, const std::vector<Type>& out,
+               double host_seconds = 0);
+
+  // Appends `r` to Options::ops, or, when the same op (`site`) executed
+  // before with the same record, counts it there (OpRecord::repeat; its
+  // host_seconds the mean): a loop's ops are one record each however many
+  // trips it makes, so memory stays O(ops in the module). Returns the
+  // record's index.
+  size_t Record(const void* site, mesh::OpRecord r);
 
   // The MXU's share of a record: `count` products of [m, k] x [k, n], each
   // moving its part of the operands and result, at the op's precision.
@@ -382,6 +433,14 @@ class Interpreter {
   std::vector<bool> view_ok_;       // value id -> may be a Tensor::repeat view
   std::vector<Product> products_;   // value id -> how XLA:CPU computes it (hlo/contraction.h)
   std::unordered_map<const Block*, std::vector<std::vector<int>>> free_lists_;
+  // (site, name, shape) -> its record's index in Options::ops (Record).
+  std::unordered_map<std::string, size_t> record_index_;
+  // op -> the local types it was last priced on and its record (Price).
+  struct Priced {
+    std::vector<Type> in, out;
+    size_t index = 0;
+  };
+  std::unordered_map<const Op*, Priced> last_priced_;
 };
 
 }  // namespace tpumesh::hlo

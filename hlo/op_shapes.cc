@@ -162,4 +162,11 @@ StatusOr<ConvShape> GetConvShape(const Op& op, const Type& l, const Type& r, con
   return s;
 }
 
+Status ConvolutionComputable(const ConvShape& s, const Type& l, const Type& r) {
+  if (!IsFloat(l.element) || !IsFloat(r.element))
+    return UnimplementedError(std::string(IsComplex(l.element) || IsComplex(r.element) ? "complex" : "integer") +
+                              " convolution is not computed");
+  return OkStatus();
+}
+
 }  // namespace tpumesh::hlo

@@ -65,6 +65,10 @@ struct ConvShape {
   int64_t group_out() const { return cout / all_groups(); }
 };
 StatusOr<ConvShape> GetConvShape(const Op& op, const Type& l, const Type& r, const Type& o);
+// What the interpreter computes of a convolution it can price: float
+// operands (Unimplemented otherwise). Verify asks it
+// of every convolution before `run` starts, and the run asks it again.
+Status ConvolutionComputable(const ConvShape& s, const Type& l, const Type& r);
 
 }  // namespace tpumesh::hlo
 

@@ -9,10 +9,14 @@ constexpr std::string_view kEw = "1 flop per element on the vector unit; operand
 constexpr std::string_view kTr = "1 transcendental per element (the vector unit's transcendental rate)";
 constexpr std::string_view kMove = "no flops; operands and result through HBM";
 
-// The docs' words for the elementwise prices (one wording per rule).
+// The docs' words for the elementwise prices (one wording per rule; the
+// counts are CostPerElement's).
 std::string_view ElementwiseDoc(Price p) {
   switch (p) {
     case Price::kTranscendental: return kTr;
+    case Price::kErf:
+      return "29 flops per element (XLA's ErfImpl32: clamp, x^2, a 7- and a 5-term Horner chain, x times one over "
+             "the other, clamp)";
     case Price::kErfInv:
       return "37 flops and 2 transcendentals per element (XLA's expansion: log1p, sqrt and a polynomial with selects)";
     default: return kEw;
@@ -236,6 +240,16 @@ const OpEntry* FindOp(std::string_view name) {
   const auto it = std::lower_bound(t.begin(), t.end(), name,
                                    [](const OpEntry& e, std::string_view n) { return e.name < n; });
   return it != t.end() && it->name == name ? &*it : nullptr;
+}
+
+ElementwiseCost CostPerElement(Price p) {
+  switch (p) {
+    case Price::kFlop: return {1, 0};
+    case Price::kTranscendental: return {0, 1};
+    case Price::kErf: return {29, 0};
+    case Price::kErfInv: return {37, 2};
+    default: return {};
+  }
 }
 
 }  // namespace tpumesh::hlo

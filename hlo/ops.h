@@ -31,7 +31,8 @@ namespace tpumesh::hlo {
 
 // The elementwise ops with one scalar function each:
 // X(enumerator, name, price) with price kFlop or kTranscendental (per
-// element on the vector unit), or kErfInv (XLA's expansion). Adding one is
+// element on the vector unit), or kErf / kErfInv (the polynomial XLA expands
+// them to, CostPerElement). Adding one is
 // a row here and its math in hlo/elementwise.cc (UnOp / BinOp).
 #define TPUMESH_HLO_UNARY_OPS(X)                                 \
   X(kNeg, "stablehlo.negate", kFlop)                             \
@@ -58,7 +59,7 @@ namespace tpumesh::hlo {
   X(kPopcnt, "stablehlo.popcnt", kFlop)                          \
   X(kClz, "stablehlo.count_leading_zeros", kFlop)                \
   X(kErfInv, "chlo.erf_inv", kErfInv)                            \
-  X(kErf, "chlo.erf", kTranscendental)                           \
+  X(kErf, "chlo.erf", kErf)                                      \
   X(kSquare, "chlo.square", kFlop)                               \
   X(kAcos, "chlo.acos", kTranscendental)                         \
   X(kAcosh, "chlo.acosh", kTranscendental)                       \
@@ -148,7 +149,8 @@ enum class Price : uint8_t {
   kUnset,
   kFlop,             // 1 flop per element of the result
   kTranscendental,   // 1 transcendental per element
-  kErfInv,           // XLA's expansion: 37 flops and 2 transcendentals per element
+  kErf,              // XLA's expansion (CostPerElement): 29 flops per element
+  kErfInv,           // XLA's expansion (CostPerElement): 37 flops and 2 transcendentals per element
   kFree,             // no record
   kMove,             // no flops; operands and result through HBM
   kWritten,          // the result written, nothing read
@@ -203,6 +205,25 @@ struct OpEntry {
   bool fusible = false;
   ScalarFn scalar;  // elementwise ops
 };
+
+// Per element, what an elementwise price rule (kFlop, kTranscendental,
+// kErf, kErfInv) costs on the vector unit, as XLA's HloCostAnalysis counts
+// the ops the op expands to:
+// - chlo.erf (f32; chlo's materializeErfApproximationF32, the ErfImpl32
+//   rational): clamp to [-4, 4], x^2, a Horner chain of 7 multiply-adds
+//   (14 ops) and one of 5 (10 ops), x times the numerator, the division,
+//   clamp to [-1, 1]: 29 flops. (The exported modules' HLO keeps erf as
+//   one op, which XLA's HloCostAnalysis counts as 1 transcendental; a
+//   TPU's vector unit evaluates the polynomial, so that is what is priced.)
+// - chlo.erf_inv (f32; Giles' approximation): w = -log1p(-x^2) and
+//   sqrt(w) (2 transcendentals); two 9-coefficient Horner chains (one per
+//   branch, both evaluated), the branch's compare and selects, x times the
+//   polynomial, |x| == 1's infinity: 37 flops (XLA's count of the
+//   erfinv program, tests/data/stablehlo/*/manifest.json).
+struct ElementwiseCost {
+  double flops = 0, transcendentals = 0;
+};
+ElementwiseCost CostPerElement(Price p);
 
 // Every supported op, sorted by name.
 const std::vector<OpEntry>& OpTable();

@@ -291,7 +291,7 @@ Partitioned Propagate(const Op& op, const std::vector<Type>& in_types, const std
     }
     case Shard::kConvolution: {
       auto cs = GetConvShape(op, in_types[0], in_types[1], out_types[0]);
-      if (!cs.ok() || cs->batch_groups != 1) {  // batch groups: on whole operands
+      if (!cs.ok() || cs->batch_groups != 1) {  // batch groups: computed on whole operands
         gather_all();
         return p;
       }

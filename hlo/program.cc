@@ -101,6 +101,13 @@ StatusOr<Tensor> InputFromRaw(const pipeline::H5Raw& raw, const Layout& layout, 
   have.element = el;
   TPUMESH_ASSIGN_OR_RETURN(Tensor src, NewTensor(have, nullptr));
   std::memcpy(src.data.mutable_raw(), raw.data.data(), std::min<size_t>(raw.data.size(), static_cast<size_t>(have.size_bytes())));
+  if (el == ElementType::kPred) {  // an i1 is one byte, 0 or 1 (any other byte is no boolean XLA makes)
+    const uint8_t* b = static_cast<const uint8_t*>(src.data.raw());
+    for (int64_t k = 0; k < have.size_bytes(); ++k)
+      if (b[k] > 1)
+        return InvalidArgumentError(where + " holds " + std::to_string(b[k]) + " at element " + std::to_string(k) +
+                                    ": an i1 (bool) input must be 0 or 1");
+  }
   if (el == want.element) return src;
   // convert (floats rounded to the argument's type; integers wrap as XLA's convert)
   TPUMESH_ASSIGN_OR_RETURN(Tensor dst, NewTensor(want, nullptr));
@@ -209,6 +216,7 @@ StatusOr<ProgramRun> RunProgram(const Module& m, const Layout& layout, mesh::Mes
     std::vector<Tensor> args;
     for (size_t i = 0; i < inputs.size(); ++i) {
       TPUMESH_ASSIGN_OR_RETURN(Tensor t, NewTensor(main->arg_types[i], site.device, true, "argument"));
+      t.known = false;
       args.push_back(std::move(t));
     }
     Options o = options;
@@ -230,6 +238,9 @@ StatusOr<ProgramRun> RunProgram(const Module& m, const Layout& layout, mesh::Mes
       }
     }
     std::vector<std::vector<mesh::OpRecord>>* records = &run.records;
+    // A plain jit program's error as the op gave it, without the pmap's
+    // "pmap: device 0:" (the only device).
+    Status alone_failed;
     auto body = [&](mesh::DeviceContext& ctx, std::span<const mesh::Array> args) -> StatusOr<std::vector<mesh::Array>> {
       DeviceSite site;
       site.device = &ctx.device();
@@ -247,12 +258,16 @@ StatusOr<ProgramRun> RunProgram(const Module& m, const Layout& layout, mesh::Mes
       }
       Options o = options;
       o.ops = &(*records)[static_cast<size_t>(ctx.device_id())];
-      TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> res, RunFunction(m, "main", std::move(targs), site, o));
+      auto ran = RunFunction(m, "main", std::move(targs), site, o);
+      if (!ran.ok() && n == 1) alone_failed = ran.status();
+      TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> res, std::move(ran));
       std::vector<mesh::Array> arrays;
       for (Tensor& r : res) arrays.push_back(std::move(r.data));
       return arrays;
     };
-    TPUMESH_ASSIGN_OR_RETURN(std::vector<mesh::DistributedArray> outs, mesh.Pmap(body, dist));
+    auto pmapped = mesh.Pmap(body, dist);
+    if (!pmapped.ok() && !alone_failed.ok()) return alone_failed;
+    TPUMESH_ASSIGN_OR_RETURN(std::vector<mesh::DistributedArray> outs, std::move(pmapped));
     for (size_t i = 0; i < outs.size(); ++i) {
       TPUMESH_ASSIGN_OR_RETURN(Tensor t, NewTensor(layout.outputs[i], nullptr));
       const int64_t per = main->result_types[i].size_bytes();

@@ -1,5 +1,6 @@
 // Verify (hlo/interpreter.h): each op against its registry entry (hlo/ops.h)
 // before anything runs.
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -7,15 +8,23 @@
 #include "base/printable.h"
 #include "hlo/attrs.h"
 #include "hlo/interpreter.h"
+#include "hlo/interpreter_impl.h"
 #include "hlo/op_shapes.h"
 #include "hlo/ops.h"
 
 namespace tpumesh::hlo {
 namespace {
 
+// A count as "1e+12" or "4294967296".
+std::string Count(double n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", n);
+  return buf;
+}
+
 class Verifier {
  public:
-  explicit Verifier(const Module& m) : m_(m) {}
+  Verifier(const Module& m, VerifyFor purpose) : m_(m), purpose_(purpose) {}
   Status Run() {
     const Func* main = m_.FindFunc("main");
     if (!main) return InvalidArgumentError(m_.file + ": no @main function");
@@ -80,6 +89,17 @@ class Verifier {
       return Status(attrs->status.code(), m_.Where(op.loc) + ": " + op.name + ": " + attrs->status.message());
     const auto& in = op.operand_types;
     const auto& out = op.result_types;
+    if (purpose_ == VerifyFor::kRun && e->run == Run::kConvolution)
+      if (const auto* conv = std::get_if<ConvAttrs>(&AttrsOf(op)->value))
+        if (Status s = ConvolutionComputable(conv->shape, in[0], in[1]); !s.ok())
+          return Status(s.code(), m_.Where(op.loc) + ": " + op.name + ": " + s.message());
+    if (e->run == Run::kScatter)
+      if (auto layout = ScatterLayoutOf(op); !layout.ok())
+        return Status(layout.status().code(), m_.Where(op.loc) + ": " + op.name + ": " + layout.status().message());
+    if (const double folds = WindowFolds(op); purpose_ == VerifyFor::kRun && folds > kMaxWindowFolds)
+      return ResourceExhaustedError(m_.Where(op.loc) + ": " + op.name + ": its window folds " + Count(folds) +
+                                    " values, more than the " + Count(kMaxWindowFolds) +
+                                    " `run` computes in one op (simulate --stablehlo prices it)");
     switch (e->check) {
       case Check::kUnset:
         return Fail(op, "internal: no check in the op table");
@@ -212,10 +232,23 @@ class Verifier {
   }
 
   const Module& m_;
+  const VerifyFor purpose_;
 };
 
 }  // namespace
 
-Status Verify(const Module& m) { return Verifier(m).Run(); }
+double WindowFolds(const Op& op) {
+  const OpEntry* e = EntryOf(op);
+  if (!e || (e->run != Run::kReduceWindow && e->run != Run::kSelectAndScatter)) return 0;
+  const auto window = TypedAttrs<WindowAttrs>(op);
+  if (!window.ok()) return 0;
+  double folds = 1;
+  for (int64_t w : window->dims) folds *= static_cast<double>(w);
+  const Type* per = e->run == Run::kSelectAndScatter ? (op.operand_types.size() > 1 ? &op.operand_types[1] : nullptr)
+                                                     : (op.result_types.empty() ? nullptr : &op.result_types[0]);
+  return per ? folds * static_cast<double>(per->num_elements()) : 0;
+}
+
+Status Verify(const Module& m, VerifyFor purpose) { return Verifier(m, purpose).Run(); }
 
 }  // namespace tpumesh::hlo

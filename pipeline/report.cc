@@ -290,29 +290,34 @@ std::string TraceJson(const RunReport& r) {
     double host_now = 0;
     for (const auto& e : r.logs[d].ops()) {
       const double ts = e.start_seconds * 1e6;
-      const json args = {{"shape", e.op.shape},
-                         {"flops", e.op.cost.flops},
-                         {"bytes", e.op.cost.bytes()},
-                         {"modelled_us", e.timing.seconds * 1e6},
-                         {"utilisation", e.timing.utilisation}};
+      // A record standing for `repeat` identical calls (a workload's repeat,
+      // a loop's op run again) is one event as long as all of them; its
+      // args are one call's.
+      const double n = e.op.repeat, us = 1e6 * n;
+      json args = {{"shape", e.op.shape},
+                   {"flops", e.op.cost.flops},
+                   {"bytes", e.op.cost.bytes()},
+                   {"modelled_us", e.timing.seconds * 1e6},
+                   {"utilisation", e.timing.utilisation}};
+      if (n != 1) args["calls"] = n;
       if (e.timing.mxu_seconds > 0)
-        add({{"ph", "X"}, {"name", e.op.name}, {"pid", pid}, {"tid", 1}, {"ts", ts}, {"dur", e.timing.mxu_seconds * 1e6}, {"args", args}});
+        add({{"ph", "X"}, {"name", e.op.name}, {"pid", pid}, {"tid", 1}, {"ts", ts}, {"dur", e.timing.mxu_seconds * us}, {"args", args}});
       if (e.timing.vector_seconds > 0)
-        add({{"ph", "X"}, {"name", e.op.name}, {"pid", pid}, {"tid", 2}, {"ts", ts + e.timing.mxu_seconds * 1e6},
-             {"dur", e.timing.vector_seconds * 1e6}, {"args", args}});
+        add({{"ph", "X"}, {"name", e.op.name}, {"pid", pid}, {"tid", 2}, {"ts", ts + e.timing.mxu_seconds * us},
+             {"dur", e.timing.vector_seconds * us}, {"args", args}});
       if (e.timing.hbm_seconds > 0)
-        add({{"ph", "X"}, {"name", e.op.name}, {"pid", pid}, {"tid", 3}, {"ts", ts}, {"dur", e.timing.hbm_seconds * 1e6}, {"args", args}});
+        add({{"ph", "X"}, {"name", e.op.name}, {"pid", pid}, {"tid", 3}, {"ts", ts}, {"dur", e.timing.hbm_seconds * us}, {"args", args}});
       if (e.timing.ici_seconds > 0)
         add({{"ph", "X"}, {"name", e.op.name}, {"pid", pid}, {"tid", 4},
-             {"ts", ts + (e.timing.seconds - e.timing.ici_seconds) * 1e6}, {"dur", e.timing.ici_seconds * 1e6},
+             {"ts", ts + (e.timing.seconds - e.timing.ici_seconds) * us}, {"dur", e.timing.ici_seconds * us},
              {"args", {{"module", e.op.module}, {"shape", e.op.shape}, {"ici_bytes", e.op.ici_bytes},
                        {"flops", e.op.cost.flops}, {"bytes", e.op.cost.bytes()},
                        {"modelled_us", e.timing.seconds * 1e6}}}});
       if (e.op.host_seconds > 0) {
         add({{"ph", "X"}, {"name", e.op.name}, {"pid", host_pid}, {"tid", pid}, {"ts", host_now * 1e6},
-             {"dur", e.op.host_seconds * 1e6},
+             {"dur", e.op.host_seconds * us},
              {"args", {{"shape", e.op.shape}, {"flops", e.op.cost.flops}, {"bytes", e.op.cost.bytes()}}}});
-        host_now += e.op.host_seconds;
+        host_now += e.op.host_seconds * n;
       }
     }
   }

@@ -32,7 +32,8 @@ void PrintOpTable() {
 StatusOr<StableHloResult> RunStableHloModule(const hlo::Module& m, const StableHloRun& o,
                                              const StableHloInputsFn& inputs, std::function<void(int64_t)> on_op,
                                              const std::atomic<bool>* cancel) {
-  TPUMESH_RETURN_IF_ERROR(hlo::Verify(m));
+  const bool dry_run = o.dry_run && o.inputs.empty();  // simulate --inputs computes (run_command.h)
+  TPUMESH_RETURN_IF_ERROR(hlo::Verify(m, dry_run ? hlo::VerifyFor::kPrice : hlo::VerifyFor::kRun));
   StableHloResult result;
   TPUMESH_ASSIGN_OR_RETURN(result.layout, hlo::LayoutOf(m));
   const hlo::Layout& layout = result.layout;
@@ -41,7 +42,7 @@ StatusOr<StableHloResult> RunStableHloModule(const hlo::Module& m, const StableH
     return InvalidArgumentError(Printable(o.program) + " runs on " + std::to_string(layout.devices) + " device(s) (" +
                                 layout.Describe() + "); the device flags give " + std::to_string(mesh->num_devices()));
   std::vector<hlo::Tensor> args;
-  if (!o.dry_run) {
+  if (!dry_run) {
     TPUMESH_ASSIGN_OR_RETURN(args, inputs(layout));
   } else {
     args.resize(layout.inputs.size());
@@ -50,7 +51,9 @@ StatusOr<StableHloResult> RunStableHloModule(const hlo::Module& m, const StableH
   opt.generation = hlo::DetectGeneration(m);
   if (o.xla_generation == "0.4") opt.generation = hlo::XlaGeneration::kJax04;
   else if (o.xla_generation == "current") opt.generation = hlo::XlaGeneration::kCurrent;
-  opt.dry_run = o.dry_run;
+  opt.dry_run = dry_run;
+  opt.max_executed_ops = dry_run ? hlo::kMaxDryRunOps : o.max_ops;
+  opt.warn = [](const std::string& what) { std::fprintf(stderr, "tpumesh: warning: %s\n", what.c_str()); };
   opt.mxu_precision = o.mxu_precision;
   std::vector<mesh::OpRecord> unused;
   opt.ops = &unused;  // set per device by RunProgram
@@ -123,10 +126,13 @@ Status RunStableHlo(const StableHloRun& o) {
   AddReportFiles(r, o.dev.out, &out_files);
   TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(out_files));
   const mesh::OpTypeTotals all = pipeline::AllDevicesTotals(r);
+  double priced = 0;  // ops executed on device 0 (a record stands for its repeats)
+  if (!run.records.empty())
+    for (const mesh::OpRecord& rec : run.records[0]) priced += rec.repeat;
   char buf[400];
-  std::snprintf(buf, sizeof buf, "%s %s: %s, %zu ops priced on device 0, %.4g FLOPs per device; modelled on %s: %.6f s%s\n",
+  std::snprintf(buf, sizeof buf, "%s %s: %s, %.0f ops priced on device 0, %.4g FLOPs per device; modelled on %s: %.6f s%s\n",
                 o.dry_run ? "priced" : "ran", Printable(o.program).c_str(), layout.Describe().c_str(),
-                run.records.empty() ? size_t{0} : run.records[0].size(), r.logs.empty() ? 0.0 : r.logs[0].total().flops,
+                priced, r.logs.empty() ? 0.0 : r.logs[0].total().flops,
                 r.chip.name.c_str(), r.modelled_seconds(), o.dry_run ? "" : "");
   std::cout << buf;
   (void)all;
@@ -176,6 +182,11 @@ void RegisterRun(CLI::App& app, RunFn* run) {
   cmd->add_flag("-q,--quiet", opt->quiet, "No progress on stderr");
   cmd->add_option("--seed", opt->seed, "Seed of the random inputs when --inputs is absent, 0 to 18446744073709551615")
       ->check(SeedNumber())
+      ->capture_default_str();
+  cmd->add_option("--max-ops", opt->max_ops,
+                  "The most ops executed (loops included) before the run stops with one line naming the op: an "
+                  "endless loop ends there")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
       ->capture_default_str();
   cmd->add_flag("--mxu-precision", opt->mxu_precision,
                 "Compute f32 dot_general and convolution as a TPU's MXU does for their precision_config (DEFAULT: "

@@ -25,10 +25,14 @@ struct StableHloRun {
   std::string outputs;  // HDF5 output_0 ... (run only)
   uint64_t seed = 0;
   bool mxu_precision = false;
-  bool dry_run = false;  // simulate --stablehlo
+  // simulate --stablehlo: priced, no outputs. Without `inputs` a dry run
+  // (hlo::Options::dry_run); with them computed for real, so loops whose
+  // trip counts depend on the data make their real trips.
+  bool dry_run = false;
   std::string xla_generation = "auto";  // auto | 0.4 | current
   bool list_ops = false;                 // print the op table and stop
   bool quiet = false;                    // no progress on stderr
+  int64_t max_ops = int64_t{1} << 32;    // run: ops executed at most (hlo::Options::max_executed_ops)
   DeviceFlags dev;
 };
 Status RunStableHlo(const StableHloRun& o);

@@ -26,6 +26,7 @@ struct SimulateCmdOptions {
   pipeline::SimulateOptions sim;
   std::string workload;
   std::string stablehlo;
+  std::string inputs;  // with --stablehlo: computed on these (tools/run_command.h)
   DeviceFlags dev;
   RequestFlags req;
   bool sweep_mesh = false;
@@ -170,6 +171,7 @@ Status CheckSimulate(const SimulateCmdOptions& o, RunFiles* files) {
     return InvalidArgumentError("--sweep-dataflow tries every dataflow and VMEM size: give neither --dataflow nor --vmem-mib");
   if (!o.stablehlo.empty() && (!o.workload.empty() || !o.sim.arch.empty() || !o.sim.model.empty() || sweep))
     return InvalidArgumentError("--stablehlo prices its own module: give it without --arch, --model, --workload or a sweep");
+  if (!o.inputs.empty() && o.stablehlo.empty()) return InvalidArgumentError("--inputs goes with --stablehlo");
   if (o.stablehlo.empty() && o.workload.empty() && o.sweep_mesh && !o.dev.mesh.axes.empty())
     return InvalidArgumentError("--sweep-mesh tries every mesh: give --devices, not --mesh");
   return OkStatus();
@@ -181,6 +183,7 @@ Status RunSimulateAlone(SimulateCmdOptions o) {
   if (!o.stablehlo.empty()) {
     StableHloRun run;
     run.program = o.stablehlo;
+    run.inputs = o.inputs;
     run.dry_run = true;
     run.dev = o.dev;
     return RunStableHlo(run);
@@ -255,6 +258,10 @@ void RegisterSimulate(CLI::App& app, RunFn* run) {
   cmd->add_option("--stablehlo", opt->stablehlo,
                   "Price a StableHLO module (the MLIR text JAX prints) without computing it: every op on the chip, "
                   "per op, layer and device (docs/stablehlo.md); `tpumesh run` computes it");
+  cmd->add_option("--inputs", opt->inputs,
+                  "With --stablehlo: an HDF5 file of @main's arguments (as `run --inputs`); the module is then "
+                  "computed for real, so a loop whose trip count depends on the data is priced for its real trips "
+                  "(without it each such loop is priced as one trip, with a warning)");
   cmd->add_option("--max-layers", opt->max_layers,
                   "With --workload: the most layers the file may expand to (a depthwise row counts its channels), "
                   "and with --report, --report-csv or --trace the most rows they list (layers x devices); a "

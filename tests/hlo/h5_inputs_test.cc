@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hlo/program.h"
+#include "io/h5io.h"
 #include "kernels/bf16.h"
 #include "tests/testing/h5_files.h"
 #include "tests/testing/temp_dir.h"
@@ -67,6 +68,33 @@ TEST(H5InputsTest, NativeHalfIntoIntegerArgumentIsRefused) {
   auto in = ReadInputs(HalfFile(), OneArgument(ElementType::kI32, 6));
   ASSERT_FALSE(in.ok());
   EXPECT_THAT(in.status().message(), HasSubstr("dataset 'input_0' holds f16 but @main's argument 0 is tensor<6xi32>"));
+}
+
+// An i1 input is a byte 0 or 1: 2 or 255 (what a uint8 array cast to bool
+// by hand can hold) is refused naming the dataset, not read as true.
+TEST(H5InputsTest, PredInputOtherThanZeroOrOneIsRefused) {
+  for (const uint8_t bad : {uint8_t{2}, uint8_t{255}}) {
+    const std::string path = tpumesh::testing::TestTempDir() + "/pred.h5";
+    pipeline::H5Raw raw;
+    raw.cls = 'u';
+    raw.width = 1;
+    raw.dims = {4};
+    raw.dtype = "bool";
+    raw.data = {0, 1, bad, 0};
+    auto w = pipeline::H5Writer::Create(path);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE((*w)->WriteRaw("input_0", raw).ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+    auto in = ReadInputs(path, OneArgument(ElementType::kPred, 4));
+    ASSERT_FALSE(in.ok()) << int{bad};
+    EXPECT_THAT(in.status().message(), HasSubstr("dataset 'input_0' holds " + std::to_string(bad) + " at element 2"));
+    raw.data[2] = 1;
+    auto w2 = pipeline::H5Writer::Create(path);
+    ASSERT_TRUE(w2.ok());
+    ASSERT_TRUE((*w2)->WriteRaw("input_0", raw).ok());
+    ASSERT_TRUE((*w2)->Commit().ok());
+    EXPECT_TRUE(ReadInputs(path, OneArgument(ElementType::kPred, 4)).ok());
+  }
 }
 
 TEST(H5InputsTest, ExternalStorageIsRefused) {

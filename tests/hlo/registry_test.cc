@@ -99,6 +99,7 @@ TEST(RegistryTest, EveryUnaryAndBinaryOpVerifiesRunsAndIsPriced) {
       switch (e.price) {
         case Price::kFlop: EXPECT_EQ(flops, 4); EXPECT_EQ(tr, 0); break;
         case Price::kTranscendental: EXPECT_EQ(flops, 0); EXPECT_EQ(tr, 4); break;
+        case Price::kErf: EXPECT_EQ(flops, 29 * 4); EXPECT_EQ(tr, 0); break;
         case Price::kErfInv: EXPECT_EQ(flops, 37 * 4); EXPECT_EQ(tr, 2 * 4); break;
         default: ADD_FAILURE() << "an elementwise price";
       }
