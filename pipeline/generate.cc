@@ -15,11 +15,11 @@
 #include "io/atomic_file.h"
 #include "io/model_file.h"
 #include "mesh/collectives.h"
-#include "nlohmann/json.hpp"
 #include "models/parallel.h"
+#include "nlohmann/json.hpp"
 #include "pipeline/default_model.h"
 #include "pipeline/loader.h"
-#include "pipeline/rank_report.h"
+#include "report/rank_report.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -363,7 +363,7 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
     hbm_peak[d] = mesh_->device(d).hbm_peak();
   // Every rank's records and host time to rank 0, which prices them all.
   TPUMESH_RETURN_IF_ERROR(
-      FinishAcrossRanks(*mesh_, records, hbm_peak, Since(t_run), r.keep_ops, &res.report));
+      report::FinishAcrossRanks(*mesh_, records, hbm_peak, Since(t_run), r.keep_ops, &res.report));
   res.run_seconds = root ? res.report.host_seconds : Since(t_run);
   for (int d = mesh_->first_local(); d < mesh_->first_local() + mesh_->num_local(); ++d) {
     // The log holds every op and collective of the device: its clock.

@@ -11,7 +11,7 @@
 //        on its B/n images
 //   -> gathered to the host -> (x / 2 + 0.5).clamp(0, 1) -> uint8 images.
 // Every layer call, guidance and scheduler step is recorded and priced on
-// the chip (pipeline/report.h); each device's simulated clock advances by
+// the chip (report/report.h); each device's simulated clock advances by
 // its ops' modelled time.
 //
 // Contract:
@@ -72,8 +72,8 @@
 #include "mesh/mesh.h"
 #include "pipeline/lora.h"
 #include "pipeline/preview.h"
-#include "pipeline/report.h"
 #include "pipeline/txt2img.h"
+#include "report/report.h"
 
 namespace tpumesh::pipeline {
 
@@ -123,7 +123,7 @@ struct GenerateResult {
   double compile_seconds = 0;     // building the plan (0 when cached)
   double run_seconds = 0;         // the pmap and the image conversion (the slowest rank's)
   double modelled_seconds = 0;    // the slowest device's simulated clock
-  RunReport report;               // every device's ops priced on the chip
+  report::RunReport report;       // every device's ops priced on the chip
 };
 
 class Generator {

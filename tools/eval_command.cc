@@ -6,11 +6,12 @@
 #include <string>
 
 #include "io/atomic_file.h"
+#include "io/run_files.h"
 #include "pipeline/eval.h"
+#include "report/report_files.h"
 #include "tools/commands.h"
 #include "tools/device_flags.h"
 #include "tools/ranks.h"
-#include "tools/report_output.h"
 #include "tools/request_flags.h"
 
 namespace tpumesh::tools {
@@ -43,7 +44,7 @@ Status RunEvalCommand(EvalCmdOptions opt) {
         if (!path.empty())
           return InvalidArgumentError(flag + ": the tokenizer runs on the host, with no chip work to report");
     }
-    TPUMESH_ASSIGN_OR_RETURN(opt.eval.loras, ParseLoraFlags(opt.loras));
+    TPUMESH_ASSIGN_OR_RETURN(opt.eval.loras, pipeline::ParseLoraFlags(opt.loras));
     for (const pipeline::LoraSpec& l : opt.eval.loras) files.inputs.push_back({"--lora", l.path});
     return CheckRunFiles(files);
   }();
@@ -55,7 +56,7 @@ Status RunEvalCommand(EvalCmdOptions opt) {
   // The output, the report and the trace together: all written, or none.
   Status written;
   if (cluster->rank() == 0) {
-    if (opt.eval.component != "tokenizer") AddReportFiles(s.report, opt.dev.out, &s.files);
+    if (opt.eval.component != "tokenizer") report::AddReportFiles(s.report, opt.dev.out, &s.files);
     written = WriteFilesAtomic(s.files);
   }
   TPUMESH_RETURN_IF_ERROR(AgreeToFinish(*cluster, written));
@@ -73,9 +74,9 @@ Status RunEvalCommand(EvalCmdOptions opt) {
   }
   std::cout << "\n";
   if (opt.eval.component == "tokenizer") return OkStatus();
-  if (opt.dev.out.any()) std::cout << pipeline::ReportTable(s.report);
+  if (opt.dev.out.any()) std::cout << report::ReportTable(s.report);
   std::cout.flush();
-  PrintReportFiles(opt.dev.out);
+  report::PrintReportFiles(opt.dev.out);
   return OkStatus();
 }
 

@@ -22,13 +22,14 @@
 #include "base/input_file.h"
 #include "io/atomic_file.h"
 #include "io/h5io.h"
+#include "io/run_files.h"
 #include "mesh/prng.h"
 #include "pipeline/default_model.h"
 #include "pipeline/generate.h"
+#include "report/report_files.h"
 #include "tools/commands.h"
 #include "tools/device_flags.h"
 #include "tools/ranks.h"
-#include "tools/report_output.h"
 #include "tools/request_flags.h"
 
 namespace tpumesh::tools {
@@ -47,8 +48,8 @@ extern "C" void OnSigint(int) {
 struct GenerateCmdOptions {
   pipeline::GeneratorOptions gen;
   DeviceFlags dev;
-  RequestFlags req;
-  ImageInputFlags images;
+  pipeline::RequestFlags req;
+  pipeline::ImageInputFlags images;
   std::vector<std::string> prompts;
   std::string prompts_file;
   std::vector<std::string> negatives;
@@ -165,9 +166,9 @@ Status RunGenerate(GenerateCmdOptions o) {
   std::unique_ptr<pipeline::Generator> gen;
   std::unique_ptr<pipeline::H5Writer> latents_out;
   const Status ready = [&]() -> Status {
-    TPUMESH_ASSIGN_OR_RETURN(r, ParseRequestFlags(o.req));
-    TPUMESH_RETURN_IF_ERROR(ReadImageInputs(o.images, &r));
-    TPUMESH_ASSIGN_OR_RETURN(r.seed, ParseSeed(o.seed));
+    TPUMESH_ASSIGN_OR_RETURN(r, pipeline::ParseRequestFlags(o.req));
+    TPUMESH_RETURN_IF_ERROR(pipeline::ReadImageInputs(o.images, &r));
+    TPUMESH_ASSIGN_OR_RETURN(r.seed, pipeline::ParseSeed(o.seed));
     if (o.prng == "partitionable") {
       r.prng = mesh::PrngImpl::kPartitionable;
     } else if (o.prng == "original") {
@@ -195,7 +196,7 @@ Status RunGenerate(GenerateCmdOptions o) {
     run_files.outputs.insert(run_files.outputs.begin(), {"--save-latents", o.save_latents});
     run_files.inputs = {{"--model", o.gen.model}, {"--latents", o.latents}, {"--prompts-file", o.prompts_file},
                         ChipInput(o.dev.mesh.chip)};
-    TPUMESH_ASSIGN_OR_RETURN(o.gen.loras, ParseLoraFlags(o.loras));
+    TPUMESH_ASSIGN_OR_RETURN(o.gen.loras, pipeline::ParseLoraFlags(o.loras));
     for (const pipeline::LoraSpec& l : o.gen.loras) run_files.inputs.push_back({"--lora", l.path});
     for (const std::string& f : o.images.init_images) run_files.inputs.emplace_back("--init-image", f);
     for (const std::string& f : o.images.masks) run_files.inputs.emplace_back("--mask", f);
@@ -360,7 +361,7 @@ Status RunGenerate(GenerateCmdOptions o) {
                          {"size", std::to_string(res.width) + "x" + std::to_string(res.height)},
                          {"precision", o.req.precision}, {"guidance", std::to_string(res.guidance)},
                          {"family", gen->flow().family().name}};
-      AddReportFiles(res.report, o.dev.out, &files);
+      report::AddReportFiles(res.report, o.dev.out, &files);
       return WriteFilesAtomic(files);
     }();
   }
@@ -379,8 +380,8 @@ Status RunGenerate(GenerateCmdOptions o) {
   std::printf("modelled on %d emulated %s device(s): %.4f s for the run (%.2f images/s modelled; host %.2f s)\n",
               gen->devices(), gen->mesh().chip().name.c_str(), res.modelled_seconds,
               res.modelled_seconds > 0 ? b / res.modelled_seconds : 0.0, res.run_seconds);
-  if (!o.quiet || !o.dev.out.report.empty()) std::printf("%s", pipeline::ReportTable(res.report).c_str());
-  PrintReportFiles(o.dev.out);
+  if (!o.quiet || !o.dev.out.report.empty()) std::printf("%s", report::ReportTable(res.report).c_str());
+  report::PrintReportFiles(o.dev.out);
   return OkStatus();
 }
 

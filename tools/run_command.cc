@@ -12,12 +12,13 @@
 #include "base/printable.h"
 #include "hlo/ops.h"
 #include "hlo/program.h"
+#include "hlo/run.h"
 #include "io/atomic_file.h"
 #include "io/h5io.h"
-#include "pipeline/report.h"
+#include "io/run_files.h"
+#include "report/report_files.h"
 #include "tools/commands.h"
 #include "tools/ranks.h"
-#include "tools/report_output.h"
 #include "tools/request_flags.h"
 
 namespace tpumesh::tools {
@@ -29,48 +30,21 @@ void PrintOpTable() {
     std::cout << "| `" << e.name << "` | " << e.category << " | " << e.priced << " |\n";
 }
 
-StatusOr<StableHloResult> RunStableHloModule(const hlo::Module& m, const StableHloRun& o,
-                                             const StableHloInputsFn& inputs, std::function<void(int64_t)> on_op,
-                                             const std::atomic<bool>* cancel) {
-  TPUMESH_RETURN_IF_ERROR(hlo::Verify(m));
-  StableHloResult result;
-  TPUMESH_ASSIGN_OR_RETURN(result.layout, hlo::LayoutOf(m));
-  const hlo::Layout& layout = result.layout;
-  TPUMESH_ASSIGN_OR_RETURN(auto mesh, mesh::CreateMesh(hlo::DefaultMeshSpec(layout, o.dev.mesh)));
-  if (mesh->num_devices() != layout.devices)
-    return InvalidArgumentError(Printable(o.program) + " runs on " + std::to_string(layout.devices) + " device(s) (" +
-                                layout.Describe() + "); the device flags give " + std::to_string(mesh->num_devices()));
-  std::vector<hlo::Tensor> args;
-  if (!o.dry_run) {
-    TPUMESH_ASSIGN_OR_RETURN(args, inputs(layout));
-  } else {
-    args.resize(layout.inputs.size());
-  }
-  hlo::Options opt;
-  opt.generation = hlo::DetectGeneration(m);
-  if (o.xla_generation == "0.4") opt.generation = hlo::XlaGeneration::kJax04;
-  else if (o.xla_generation == "current") opt.generation = hlo::XlaGeneration::kCurrent;
-  opt.dry_run = o.dry_run;
-  opt.mxu_precision = o.mxu_precision;
-  std::vector<mesh::OpRecord> unused;
-  opt.ops = &unused;  // set per device by RunProgram
-  opt.on_op = std::move(on_op);
-  opt.cancel = cancel;
-  TPUMESH_ASSIGN_OR_RETURN(result.run, hlo::RunProgram(m, layout, *mesh, std::move(args), opt));
-  const hlo::ProgramRun& run = result.run;
-  pipeline::RunReport& r = result.report;
-  r.mode = o.dry_run ? "simulate" : "run";
-  r.chip = mesh->chip();
-  r.devices = mesh->num_devices();
-  r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
-  r.host_seconds = run.host_seconds;
-  if (!o.dry_run) r.hbm_peak_bytes = run.hbm_peak_bytes;
-  r.Finish(run.records, run.record_of_device, !o.dev.out.trace.empty());
-  r.info = {{"program", o.program}, {"layout", layout.Describe()},
-            {"matmul_arithmetic", o.mxu_precision ? "the MXU's (precision_config)" : "f32 (as XLA on a CPU)"},
-            {"xla_math", opt.generation == hlo::XlaGeneration::kCurrent ? "current jax" : "jax 0.4"}};
-  return result;
+namespace {
+
+// What the run takes of the command's options.
+hlo::RunOptions ModuleRunOptions(const StableHloRun& o) {
+  hlo::RunOptions r;
+  r.program = o.program;
+  r.mesh = o.dev.mesh;
+  r.dry_run = o.dry_run;
+  r.mxu_precision = o.mxu_precision;
+  r.xla_generation = o.xla_generation;
+  r.keep_ops = !o.dev.out.trace.empty();
+  return r;
 }
+
+}  // namespace
 
 Status RunStableHlo(const StableHloRun& o) {
   if (o.list_ops) {
@@ -107,12 +81,12 @@ Status RunStableHlo(const StableHloRun& o) {
     if (o.inputs.empty()) return hlo::RandomInputs(layout, o.seed);
     return hlo::ReadInputs(o.inputs, layout);
   };
-  auto ran = RunStableHloModule(m, o, inputs, on_op);
+  auto ran = hlo::RunModule(m, ModuleRunOptions(o), inputs, on_op);
   if (shown && tty) std::fprintf(stderr, "\r\033[K");
-  TPUMESH_ASSIGN_OR_RETURN(StableHloResult result, std::move(ran));
+  TPUMESH_ASSIGN_OR_RETURN(hlo::RunResult result, std::move(ran));
   const hlo::Layout& layout = result.layout;
   const hlo::ProgramRun& run = result.run;
-  pipeline::RunReport& r = result.report;
+  report::RunReport& r = result.report;
   std::vector<std::pair<std::string, std::string>> out_files;
   if (!o.dry_run) {
     TPUMESH_ASSIGN_OR_RETURN(auto writer, pipeline::H5Writer::Create(o.outputs));
@@ -120,9 +94,9 @@ Status RunStableHlo(const StableHloRun& o) {
     TPUMESH_ASSIGN_OR_RETURN(std::string bytes, writer->Finish());
     out_files.emplace_back(o.outputs, std::move(bytes));
   }
-  AddReportFiles(r, o.dev.out, &out_files);
+  report::AddReportFiles(r, o.dev.out, &out_files);
   TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(out_files));
-  const mesh::OpTypeTotals all = pipeline::AllDevicesTotals(r);
+  const mesh::OpTypeTotals all = report::AllDevicesTotals(r);
   char buf[400];
   std::snprintf(buf, sizeof buf, "%s %s: %s, %zu ops priced on device 0, %.4g FLOPs per device; modelled on %s: %.6f s%s\n",
                 o.dry_run ? "priced" : "ran", Printable(o.program).c_str(), layout.Describe().c_str(),
@@ -135,9 +109,9 @@ Status RunStableHlo(const StableHloRun& o) {
                   run.outputs.size(), run.host_seconds);
     std::cout << buf;
   }
-  std::cout << pipeline::ReportTable(r);
+  std::cout << report::ReportTable(r);
   std::cout.flush();
-  PrintReportFiles(o.dev.out);
+  report::PrintReportFiles(o.dev.out);
   return OkStatus();
 }
 

@@ -1,34 +1,11 @@
-#include "tools/report_output.h"
+#include "io/run_files.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 
 #include "io/atomic_file.h"
 
-namespace tpumesh::tools {
-
-void PrintReportFiles(const ReportPaths& p) {
-  if (!p.report.empty()) std::printf("report: %s\n", p.report.c_str());
-  if (!p.trace.empty()) std::printf("trace: %s (open in https://ui.perfetto.dev)\n", p.trace.c_str());
-  if (!p.csv.empty()) std::printf("per-layer CSV: %s\n", p.csv.c_str());
-}
-
-void AddReportFiles(const pipeline::RunReport& report, const ReportPaths& p,
-                    std::vector<std::pair<std::string, std::string>>* files) {
-  if (!p.report.empty()) files->emplace_back(p.report, pipeline::ReportJson(report));
-  if (!p.trace.empty()) files->emplace_back(p.trace, pipeline::TraceJson(report));
-  if (!p.csv.empty()) files->emplace_back(p.csv, pipeline::LayersCsv(report));
-}
-
-Status WriteReportFiles(const pipeline::RunReport& report, const ReportPaths& p) {
-  std::vector<std::pair<std::string, std::string>> files;
-  AddReportFiles(report, p, &files);
-  TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(files));
-  PrintReportFiles(p);
-  return OkStatus();
-}
-
+namespace tpumesh {
 namespace {
 
 std::filesystem::path Canonical(const std::string& path) {
@@ -36,10 +13,6 @@ std::filesystem::path Canonical(const std::string& path) {
   std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
   return ec ? std::filesystem::absolute(path, ec).lexically_normal() : p;
 }
-
-}  // namespace
-
-namespace {
 
 // generate's image names: image_NN.png (two digits or more) and grid.png.
 bool IsImageName(const std::string& name, bool preview) {
@@ -130,4 +103,4 @@ Status CheckRunFiles(const RunFiles& files) {
   return OkStatus();
 }
 
-}  // namespace tpumesh::tools
+}  // namespace tpumesh
