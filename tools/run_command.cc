@@ -118,21 +118,24 @@ Status RunStableHlo(const StableHloRun& o) {
 // `run` under mpirun or srun (docs/cluster.md): the interpreter (hlo/)
 // places every device in one process, so rank 0 runs the module alone on
 // its own mesh while the other ranks wait; every rank runs the checks and
-// reads the inputs first, and rank 0 alone prints and writes.
+// reads the inputs first, and rank 0 alone prints and writes. In one
+// process, and for the op table, RunStableHlo checks for itself.
 Status RunStableHloOnRanks(const StableHloRun& o) {
-  TPUMESH_ASSIGN_OR_RETURN(mesh::Cluster * cluster, JoinCluster());
-  if (cluster->size() == 1 || o.list_ops) return cluster->rank() == 0 ? RunStableHlo(o) : OkStatus();
-  RunFiles files;
-  const Status checked = [&]() -> Status {
+  RankSteps steps;
+  steps.check = [&o](mesh::Cluster& cluster, RankSteps::Inputs* inputs) -> Status {
+    if (cluster.size() == 1 || o.list_ops) return OkStatus();
     if (o.program.empty()) return InvalidArgumentError("run: give the PROGRAM.mlir to run (or --list-ops)");
     if (o.outputs.empty()) return InvalidArgumentError("run: --outputs FILE.h5 is required");
+    RunFiles files;
     files.outputs = o.dev.out.flags();
     files.outputs.insert(files.outputs.begin(), {"--outputs", o.outputs});
     files.inputs = {{"PROGRAM", o.program}, {"--inputs", o.inputs}, ChipInput(o.dev.mesh.chip)};
+    *inputs = files.inputs;
     return CheckRunFiles(files);
-  }();
-  TPUMESH_RETURN_IF_ERROR(AgreeToStart(*cluster, checked, files.inputs));
-  return AgreeToFinish(*cluster, cluster->rank() == 0 ? RunStableHlo(o) : OkStatus());
+  };
+  steps.root_alone = true;
+  steps.work = [&o](mesh::Cluster&) { return RunStableHlo(o); };
+  return RunOnRanks(steps);
 }
 
 void RegisterRun(CLI::App& app, RunFn* run) {

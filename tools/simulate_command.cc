@@ -202,25 +202,33 @@ Status RunSimulate(SimulateCmdOptions o) {
   // Under mpirun or srun every rank runs the checks; one model's run
   // spreads its dry runs over the ranks, anything else runs on rank 0 while
   // the others wait; rank 0 alone prints and writes (docs/cluster.md).
-  TPUMESH_ASSIGN_OR_RETURN(mesh::Cluster * cluster, JoinCluster());
-  const bool root = cluster->rank() == 0;
-  RunFiles files;
-  const Status checked = CheckSimulate(o, &files);
-  TPUMESH_RETURN_IF_ERROR(AgreeToStart(*cluster, checked, files.inputs));
-  if (o.sweep_mesh || o.sweep_dataflow || !o.stablehlo.empty() || !o.workload.empty())
-    return AgreeToFinish(*cluster, root ? RunSimulateAlone(o) : OkStatus());
-
-  const Status parsed = [&]() -> Status {
-    TPUMESH_ASSIGN_OR_RETURN(o.sim.request, pipeline::ParseRequestFlags(o.req));
+  report::RunReport r;
+  RankSteps steps;
+  steps.check = [&](mesh::Cluster&, RankSteps::Inputs* inputs) -> Status {
+    RunFiles files;
+    const Status checked = CheckSimulate(o, &files);
+    *inputs = files.inputs;
+    return checked;
+  };
+  steps.root_alone = o.sweep_mesh || o.sweep_dataflow || !o.stablehlo.empty() || !o.workload.empty();
+  if (steps.root_alone) {
+    steps.work = [&](mesh::Cluster&) { return RunSimulateAlone(o); };
+    return RunOnRanks(steps);
+  }
+  steps.work = [&](mesh::Cluster& cluster) -> Status {
+    const Status parsed = [&]() -> Status {
+      TPUMESH_ASSIGN_OR_RETURN(o.sim.request, pipeline::ParseRequestFlags(o.req));
+      return OkStatus();
+    }();
+    TPUMESH_RETURN_IF_ERROR(cluster.Agree(parsed));
+    o.sim.mesh = o.dev.mesh;
+    o.sim.mesh.cluster = &cluster;
+    o.sim.request.keep_ops = !o.dev.out.trace.empty();
+    TPUMESH_ASSIGN_OR_RETURN(r, pipeline::Simulate(o.sim));
     return OkStatus();
-  }();
-  TPUMESH_RETURN_IF_ERROR(cluster->Agree(parsed));
-  o.sim.mesh = o.dev.mesh;
-  o.sim.mesh.cluster = cluster;
-  o.sim.request.keep_ops = !o.dev.out.trace.empty();
-  TPUMESH_ASSIGN_OR_RETURN(report::RunReport r, pipeline::Simulate(o.sim));
-  Status written;
-  if (root) {
+  };
+  steps.finish = [&](mesh::Cluster& cluster) -> Status {
+    if (cluster.rank() != 0) return OkStatus();
     const double t = r.modelled_seconds();
     std::printf("simulated %s: %lld image(s) %s on %d emulated %s device(s), mesh %s, x %d per data index, %s steps "
                 "(%s UNet calls), %s, guidance %.2f, precision %s\n",
@@ -234,11 +242,10 @@ Status RunSimulate(SimulateCmdOptions o) {
     std::fflush(stdout);
     std::vector<std::pair<std::string, std::string>> out;
     report::AddReportFiles(r, o.dev.out, &out);
-    written = WriteFilesAtomic(out);
-  }
-  TPUMESH_RETURN_IF_ERROR(AgreeToFinish(*cluster, written));
-  if (root) report::PrintReportFiles(o.dev.out);
-  return OkStatus();
+    return WriteFilesAtomic(out);
+  };
+  steps.report = [&] { report::PrintReportFiles(o.dev.out); };
+  return RunOnRanks(steps);
 }
 
 }  // namespace
