@@ -213,6 +213,12 @@ StatusOr<ScatterLayout> ScatterLayoutOf(const Op& op) {
         std::find(ibatch.begin(), ibatch.end(), j) == ibatch.end())
       l.window_operand.push_back(j);
   if (l.window_operand.size() != uwd.size()) return InvalidArgumentError("update_window_dims do not match the operand");
+  // The spec's bound: a window is no larger than the operand along
+  // each of its dimensions.
+  for (size_t w = 0; w < uwd.size(); ++w)
+    if (ud[static_cast<size_t>(uwd[w])] > od[static_cast<size_t>(l.window_operand[w])])
+      return InvalidArgumentError("the update window is larger than the operand along dimension " +
+                                  std::to_string(l.window_operand[w]));
   for (int64_t j = 0; j < static_cast<int64_t>(id.size()); ++j)
     if (j != ivd) l.index_batch_dims.push_back(j);
   if (l.index_batch_dims.size() != l.update_scatter_dims.size())

@@ -10,7 +10,7 @@
 #include "mesh/mesh.h"
 #include "models/parallel.h"
 #include "pipeline/loader.h"
-#include "pipeline/rank_report.h"
+#include "report/rank_report.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -244,7 +244,7 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
   std::vector<int64_t> hbm_peak(m->num_devices(), 0);
   for (int d = m->first_local(); d < m->first_local() + m->num_local(); ++d) hbm_peak[d] = m->device(d).hbm_peak();
   // Every rank's records and host time to rank 0, which prices them all.
-  TPUMESH_RETURN_IF_ERROR(FinishAcrossRanks(*m, records, hbm_peak, stats.host_seconds, o.keep_ops, &stats.report));
+  TPUMESH_RETURN_IF_ERROR(report::FinishAcrossRanks(*m, records, hbm_peak, stats.host_seconds, o.keep_ops, &stats.report));
   stats.host_seconds = stats.report.host_seconds;
   for (int d = m->first_local(); d < m->first_local() + m->num_local(); ++d)
     m->device(d).SetClock(stats.report.logs[d].seconds());

@@ -32,7 +32,7 @@
 #include "mesh/mesh.h"
 #include "models/nn.h"
 #include "pipeline/lora.h"
-#include "pipeline/report.h"
+#include "report/report.h"
 
 namespace tpumesh::pipeline {
 
@@ -50,7 +50,7 @@ struct EvalOptions {
 };
 
 struct EvalStats {
-  RunReport report;
+  report::RunReport report;
   int64_t batch = 0;
   double host_seconds = 0;       // the pmap (the forward pass), measured
   double total_seconds = 0;      // loading, replicating and the pmap

@@ -14,12 +14,13 @@
 
 #include "io/atomic_file.h"
 #include "io/model_file.h"
+#include "io/run_files.h"
 #include "mesh/collectives.h"
-#include "nlohmann/json.hpp"
 #include "models/parallel.h"
+#include "nlohmann/json.hpp"
 #include "pipeline/default_model.h"
 #include "pipeline/loader.h"
-#include "pipeline/rank_report.h"
+#include "report/rank_report.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -363,7 +364,7 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
     hbm_peak[d] = mesh_->device(d).hbm_peak();
   // Every rank's records and host time to rank 0, which prices them all.
   TPUMESH_RETURN_IF_ERROR(
-      FinishAcrossRanks(*mesh_, records, hbm_peak, Since(t_run), r.keep_ops, &res.report));
+      report::FinishAcrossRanks(*mesh_, records, hbm_peak, Since(t_run), r.keep_ops, &res.report));
   res.run_seconds = root ? res.report.host_seconds : Since(t_run);
   for (int d = mesh_->first_local(); d < mesh_->first_local() + mesh_->num_local(); ++d) {
     // The log holds every op and collective of the device: its clock.
@@ -371,12 +372,6 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   }
   res.modelled_seconds = res.report.modelled_seconds();
   return res;
-}
-
-std::string ImageFileName(int i, int count) {
-  const int digits = std::max(2, static_cast<int>(std::to_string(std::max(count - 1, 0)).size()));
-  const std::string n = std::to_string(i);
-  return "image_" + std::string(std::max(0, digits - static_cast<int>(n.size())), '0') + n + ".png";
 }
 
 StatusOr<OutputFiles> EncodeImages(const std::string& dir, const GenerateResult& res, const GenerateRequest& r,
@@ -398,7 +393,7 @@ StatusOr<OutputFiles> EncodeImages(const std::string& dir, const GenerateResult&
     return s.str();
   };
   for (int i = 0; i < b; ++i) {
-    const std::string name = ImageFileName(i, b);
+    const std::string name = ImageFileName(i, b);  // io/run_files.h
     TPUMESH_ASSIGN_OR_RETURN(std::string png, EncodePng(res.images[i], {{"parameters", params(i)}}));
     files.emplace_back((std::filesystem::path(dir) / name).string(), std::move(png));
   }

@@ -11,7 +11,7 @@
 //        on its B/n images
 //   -> gathered to the host -> (x / 2 + 0.5).clamp(0, 1) -> uint8 images.
 // Every layer call, guidance and scheduler step is recorded and priced on
-// the chip (pipeline/report.h); each device's simulated clock advances by
+// the chip (report/report.h); each device's simulated clock advances by
 // its ops' modelled time.
 //
 // Contract:
@@ -72,8 +72,8 @@
 #include "mesh/mesh.h"
 #include "pipeline/lora.h"
 #include "pipeline/preview.h"
-#include "pipeline/report.h"
 #include "pipeline/txt2img.h"
+#include "report/report.h"
 
 namespace tpumesh::pipeline {
 
@@ -123,7 +123,7 @@ struct GenerateResult {
   double compile_seconds = 0;     // building the plan (0 when cached)
   double run_seconds = 0;         // the pmap and the image conversion (the slowest rank's)
   double modelled_seconds = 0;    // the slowest device's simulated clock
-  RunReport report;               // every device's ops priced on the chip
+  report::RunReport report;       // every device's ops priced on the chip
 };
 
 class Generator {
@@ -183,10 +183,6 @@ class Generator {
   std::map<PlanKey, std::unique_ptr<Txt2ImgPlan>> plans_;
   std::optional<LatentPreview> preview_;  // fitted at the first call that asks for previews
 };
-
-// The file name of image i of a set of `count`: image_NN.png, with as many
-// digits as the last index needs (two at least).
-std::string ImageFileName(int i, int count);
 
 // (path, bytes) of files written together (io/atomic_file.h WriteFilesAtomic).
 using OutputFiles = std::vector<std::pair<std::string, std::string>>;

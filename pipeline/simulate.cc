@@ -14,7 +14,7 @@
 #include "models/architectures.h"
 #include "models/parallel.h"
 #include "pipeline/loader.h"
-#include "pipeline/rank_report.h"
+#include "report/rank_report.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -38,7 +38,7 @@ Status AgreeOver(const mesh::MeshSpec& spec, const Status& mine) {
   return spec.cluster != nullptr ? spec.cluster->Agree(mine) : mine;
 }
 
-StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf) {
+StatusOr<report::RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf) {
   const auto t0 = std::chrono::steady_clock::now();
   const GenerateRequest& req = o.request;
   std::unique_ptr<mesh::Mesh> mesh;
@@ -128,7 +128,7 @@ StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf)
   if (cluster.size() > 1) {
     // Every rank's classes (and wall time, tag -1) to every rank, so that
     // each holds the whole report, as one process would.
-    std::vector<TaggedRecords> mine;
+    std::vector<report::TaggedRecords> mine;
     const std::vector<mesh::OpRecord> none;
     mine.push_back({-1, 0, 0, &none});
     std::memcpy(&mine.back().value, &wall_per_rank[0], sizeof(double));
@@ -136,13 +136,13 @@ StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf)
       if (mesh->is_local(class_device[c]))
         mine.push_back({static_cast<int64_t>(c), class_peak[c], class_params[c], &class_ops[c]});
     mesh::Bytes blob;
-    EncodeRecords(mine, &blob);
+    report::EncodeRecords(mine, &blob);
     TPUMESH_ASSIGN_OR_RETURN(std::vector<mesh::Bytes> all, cluster.AllGatherBytes(blob));
     wall_per_rank.assign(cluster.size(), 0);
     for (int k = 0; k < cluster.size(); ++k) {
       const std::string from = "rank " + std::to_string(k);
-      TPUMESH_ASSIGN_OR_RETURN(std::vector<DecodedRecords> lists, DecodeRecords(all[k], from));
-      for (DecodedRecords& l : lists) {
+      TPUMESH_ASSIGN_OR_RETURN(std::vector<report::DecodedRecords> lists, report::DecodeRecords(all[k], from));
+      for (report::DecodedRecords& l : lists) {
         if (l.tag == -1) {
           std::memcpy(&wall_per_rank[k], &l.value, sizeof(double));
           continue;
@@ -156,7 +156,7 @@ StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf)
     }
   }
 
-  RunReport r;
+  report::RunReport r;
   r.mode = "simulate";
   r.chip = mesh->chip();
   r.devices = mesh->num_devices();
@@ -190,7 +190,7 @@ StatusOr<RunReport> SimulateOn(const SimulateOptions& o, const ModelConfigs& cf)
 // Every figure of every distinct log a finite number. The workload's bounds
 // (io/workload.h) and the chip file's ranges keep them so; this says which
 // layer did not, rather than writing inf or null into a report.
-Status CheckFinite(const RunReport& r, const std::vector<int>& class_of, const std::string& origin) {
+Status CheckFinite(const report::RunReport& r, const std::vector<int>& class_of, const std::string& origin) {
   std::vector<bool> seen;
   for (size_t d = 0; d < r.logs.size(); ++d) {
     const size_t c = static_cast<size_t>(class_of[d]);
@@ -213,19 +213,19 @@ Status CheckFinite(const RunReport& r, const std::vector<int>& class_of, const s
 
 }  // namespace
 
-StatusOr<RunReport> Simulate(const SimulateOptions& o) {
+StatusOr<report::RunReport> Simulate(const SimulateOptions& o) {
   StatusOr<ModelConfigs> cf = ReadConfigs(o);
   TPUMESH_RETURN_IF_ERROR(AgreeOver(o.mesh, cf.status()));
   return SimulateOn(o, *cf);
 }
 
-StatusOr<RunReport> SimulateWorkload(const WorkloadOptions& o) {
+StatusOr<report::RunReport> SimulateWorkload(const WorkloadOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const kernels::Precision precision =
       o.precision == models::Precision::kDefault ? kernels::Precision::kDefault : kernels::Precision::kHighest;
   TPUMESH_ASSIGN_OR_RETURN(std::vector<WorkloadLayer> layers, LoadWorkload(o.path, precision, o.max_layers));
   TPUMESH_ASSIGN_OR_RETURN(auto mesh, mesh::CreateMesh(o.mesh));
-  RunReport r;
+  report::RunReport r;
   r.mode = "simulate";
   r.chip = mesh->chip();
   r.devices = mesh->num_devices();
@@ -323,7 +323,7 @@ StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {
     so.mesh.axes = "data=" + std::to_string(n / m) + ",model=" + std::to_string(m);
     so.request.keep_ops = false;
     so.check_hbm = false;
-    TPUMESH_ASSIGN_OR_RETURN(RunReport r, SimulateOn(so, cf));
+    TPUMESH_ASSIGN_OR_RETURN(report::RunReport r, SimulateOn(so, cf));
     MeshSweepRow row;
     row.mesh = so.mesh.axes;
     row.data = n / m;
@@ -352,19 +352,19 @@ StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {
 }
 
 StatusOr<std::vector<DataflowSweepRow>> SweepDataflow(
-    const mesh::MeshSpec& base, const std::function<StatusOr<RunReport>(const mesh::MeshSpec&)>& run) {
+    const mesh::MeshSpec& base, const std::function<StatusOr<report::RunReport>(const mesh::MeshSpec&)>& run) {
   std::vector<DataflowSweepRow> rows;
   for (const char* dataflow : {"ws", "os", "is"}) {
     for (double vmem : kSweepVmemMib) {
       mesh::MeshSpec spec = base;
       spec.dataflow = dataflow;
       spec.vmem_mib = vmem;
-      TPUMESH_ASSIGN_OR_RETURN(RunReport r, run(spec));
+      TPUMESH_ASSIGN_OR_RETURN(report::RunReport r, run(spec));
       DataflowSweepRow row;
       row.dataflow = dataflow;
       row.vmem_mib = vmem;
       row.seconds = r.modelled_seconds();
-      const mesh::OpTypeTotals all = AllDevicesTotals(r);
+      const mesh::OpTypeTotals all = report::AllDevicesTotals(r);
       row.mxu_cycles = all.mxu_cycles;
       row.hbm_bytes = all.bytes;
       row.energy_joules = all.energy.total();

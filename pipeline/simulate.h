@@ -34,10 +34,10 @@
 #include <vector>
 
 #include "base/status.h"
-#include "mesh/mesh.h"
 #include "io/workload.h"
-#include "pipeline/report.h"
+#include "mesh/mesh.h"
 #include "pipeline/txt2img.h"
+#include "report/report.h"
 
 namespace tpumesh::pipeline {
 
@@ -54,7 +54,7 @@ struct SimulateOptions {
   bool check_hbm = true;
 };
 
-StatusOr<RunReport> Simulate(const SimulateOptions& options);
+StatusOr<report::RunReport> Simulate(const SimulateOptions& options);
 
 // `simulate --workload FILE`: a user's layers (io/workload.h), no model,
 // priced on every device of the mesh: compute layers as recorded, each
@@ -72,7 +72,7 @@ struct WorkloadOptions {
   // make a 760 MB JSON report).
   bool device_rows = false;
 };
-StatusOr<RunReport> SimulateWorkload(const WorkloadOptions& options);
+StatusOr<report::RunReport> SimulateWorkload(const WorkloadOptions& options);
 
 // One row of `simulate --sweep-mesh`: the same request on data=D, model=M.
 struct MeshSweepRow {
@@ -111,7 +111,7 @@ inline constexpr double kSweepVmemMib[] = {16, 32, 64, 128};
 // mesh); it is called for ws, os and is, each with every kSweepVmemMib, on
 // `base` with its dataflow and VMEM replaced. Rows in that order.
 StatusOr<std::vector<DataflowSweepRow>> SweepDataflow(
-    const mesh::MeshSpec& base, const std::function<StatusOr<RunReport>(const mesh::MeshSpec&)>& run);
+    const mesh::MeshSpec& base, const std::function<StatusOr<report::RunReport>(const mesh::MeshSpec&)>& run);
 
 }  // namespace tpumesh::pipeline
 

@@ -1,7 +1,5 @@
 #include "pipeline/txt2img.h"
 
-#include "base/printable.h"
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -12,7 +10,7 @@
 
 #include "base/printable.h"
 #include "nlohmann/json.hpp"
-#include "pipeline/report.h"
+#include "report/report.h"
 
 namespace tpumesh::pipeline {
 namespace {
@@ -58,6 +56,35 @@ bool SizesSet(const SizeConditioning& s) {
   for (const auto* a : {&s.original_size, &s.crops_coords_top_left, &s.target_size})
     if ((*a)[0] != 0 || (*a)[1] != 0) return true;
   return false;
+}
+
+// Records of the pipeline's own small steps, so that real runs and
+// simulations count the same work: classifier-free guidance u + g (c - u)
+// over n latent values, and one scheduler step over n values.
+mesh::OpRecord GuidanceRecord(int64_t n, bool bf16_bytes) {
+  mesh::OpRecord r;
+  r.name = "guidance";
+  r.type = "elementwise";
+  r.shape = "latents[" + std::to_string(n) + "]";
+  r.cost.flops = 3.0 * n;  // c - u, g * d, u + s
+  const double b = bf16_bytes ? 2 : 4;
+  r.cost.bytes_read = 2 * b * n;
+  r.cost.bytes_written = b * n;
+  return r;
+}
+
+mesh::OpRecord SchedulerStepRecord(const std::string& scheduler, int64_t n, bool bf16_bytes) {
+  mesh::OpRecord r;
+  r.name = "scheduler_step_" + scheduler;
+  r.type = "elementwise";
+  r.shape = "latents[" + std::to_string(n) + "]";
+  // About 8 flops per value (the step's axpy-like combinations) over the
+  // sample, the model output and one history term; the latents stay f32.
+  (void)bf16_bytes;
+  r.cost.flops = 8.0 * n;
+  r.cost.bytes_read = 3 * 4.0 * n;
+  r.cost.bytes_written = 4.0 * n;
+  return r;
 }
 
 }  // namespace
@@ -520,8 +547,8 @@ StatusOr<Array> TextToImage::EncodeImages(const models::Ctx& ctx, const Txt2ImgP
   return latents;
 }
 
-std::vector<RunReport::ShardedLayer> ShardingPlan(const std::vector<ComponentParams>& components, int model_ranks) {
-  std::vector<RunReport::ShardedLayer> plan;
+std::vector<report::RunReport::ShardedLayer> ShardingPlan(const std::vector<ComponentParams>& components, int model_ranks) {
+  std::vector<report::RunReport::ShardedLayer> plan;
   const int m = model_ranks;
   if (m <= 1) return plan;
   const std::string suffix = ".weight";

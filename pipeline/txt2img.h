@@ -55,7 +55,7 @@
 #include "models/unet.h"
 #include "models/vae.h"
 #include "pipeline/conditioning.h"
-#include "pipeline/report.h"
+#include "report/report.h"
 #include "schedulers/schedulers.h"
 #include "text/tokenizer.h"
 
@@ -238,8 +238,8 @@ class TextToImage {
 
 // Every split layer of every component (module "unet/down_blocks.0.resnets.0.conv2")
 // and how it is split over `model_ranks`, with rank 0's share, for
-// RunReport::sharding; empty when the model is not split.
-std::vector<RunReport::ShardedLayer> ShardingPlan(const std::vector<ComponentParams>& components, int model_ranks);
+// report::RunReport::sharding; empty when the model is not split.
+std::vector<report::RunReport::ShardedLayer> ShardingPlan(const std::vector<ComponentParams>& components, int model_ranks);
 
 // Places every component's parameters on the devices of a data x model mesh
 // (mesh::CreateDataModelMesh): device d gets read-only views of its model

@@ -24,7 +24,7 @@ void RegisterStableHlo(pybind11::module_& m);  // run / price a module; HDF5 dat
 void RegisterEval(pybind11::module_& m);       // one component on inputs; HDF5 writers
 
 // Every file the module writes for the user (a PNG, a trace, an HDF5 file)
-// passes the commands' one output guard first (tools/report_output.h
+// passes the commands' one output guard first (io/run_files.h
 // CheckRunFiles: not a directory, FIFO, device or socket; its folder takes a
 // file; not one of `inputs`, the files the call reads, as (argument, path));
 // throws OSError with its one-line message.

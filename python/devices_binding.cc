@@ -1,5 +1,5 @@
 // tpumesh.devices(): the emulated devices as the CLI's `devices` prints them
-// (tools/devices_text.h), and MeshSpec, the device flags' values, which
+// (report/devices_text.h), and MeshSpec, the device flags' values, which
 // every call that makes a mesh takes.
 #include <memory>
 #include <string>
@@ -8,7 +8,7 @@
 #include "bindings.h"
 #include "mesh/device.h"
 #include "py_status.h"
-#include "tools/devices_text.h"
+#include "report/devices_text.h"
 
 namespace tpumesh::python {
 namespace py = pybind11;
@@ -31,7 +31,7 @@ void RegisterDevices(py::module_& m) {
     std::unique_ptr<mesh::Mesh> mesh = ValueOrThrow(mesh::CreateMesh(spec));
     std::vector<std::string> reprs;
     for (int d = 0; d < mesh->num_devices(); ++d) reprs.push_back(mesh->device(d).ToString());
-    return py::make_tuple(tools::DevicesText(*mesh), tools::DevicesJson(*mesh), reprs);
+    return py::make_tuple(report::DevicesText(*mesh), report::DevicesJson(*mesh), reprs);
   });
 }
 

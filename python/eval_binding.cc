@@ -8,7 +8,7 @@
 // (python/tpumesh/_eval.py passes paths in a private temporary folder) and
 // returns its dataset as a numpy array with the report. The arguments are
 // checked by the command's functions (models::ParsePrecision,
-// tools::ParseLoraFlags), so a bad value is the CLI's one-line message; the
+// pipeline::ParseLoraFlags), so a bad value is the CLI's one-line message; the
 // caller's `input_label` replaces the input path in messages (a dict's
 // temporary file is named "inputs"). RunEval polls no cancel flag: Ctrl-C
 // raises KeyboardInterrupt when the run returns.
@@ -21,9 +21,9 @@
 #include "io/h5io.h"
 #include "pipeline/default_model.h"
 #include "pipeline/eval.h"
-#include "pipeline/report.h"
+#include "pipeline/request_text.h"
 #include "py_status.h"
-#include "tools/request_flags.h"
+#include "report/report.h"
 
 namespace tpumesh::python {
 namespace py = pybind11;
@@ -61,7 +61,7 @@ py::tuple EvalComponent(const std::string& model, const std::string& model_label
   o.input = input;
   o.output = output;
   o.precision = ValueOrThrow(models::ParsePrecision(precision));
-  o.loras = ValueOrThrow(tools::ParseLoraFlags(loras));
+  o.loras = ValueOrThrow(pipeline::ParseLoraFlags(loras));
   o.mesh = spec;
   o.keep_ops = keep_ops;
   StatusOr<pipeline::EvalStats> ran = InternalError("not run");
@@ -82,8 +82,8 @@ py::tuple EvalComponent(const std::string& model, const std::string& model_label
     // The embedded model's file is a temporary copy: the report names the
     // model as generate's does.
     if (!model_label.empty()) s.report.info["model"] = model_label;
-    report = pipeline::ReportJson(s.report);
-    if (keep_ops) trace = pipeline::TraceJson(s.report);
+    report = report::ReportJson(s.report);
+    if (keep_ops) trace = report::TraceJson(s.report);
   }
   return py::make_tuple(name, array[0], report, trace, s.batch, s.host_seconds, s.total_seconds,
                         s.modelled_seconds);

@@ -2,7 +2,7 @@
 // (pipeline/generate.h, the Generator `tpumesh generate` runs) and its
 // pricing without compute (pipeline/simulate.h, `tpumesh simulate`'s). The
 // request's values are checked by the same functions the commands use
-// (tools/request_flags.h ParseRequestFlags and ParseSeed, the flow's
+// (pipeline/request_text.h ParseRequestFlags and ParseSeed, the flow's
 // Validate), so a bad value is the same one-line message.
 #include <atomic>
 #include <cstring>
@@ -17,13 +17,13 @@
 
 #include "bindings.h"
 #include "io/atomic_file.h"
+#include "io/run_files.h"
 #include "pipeline/default_model.h"
 #include "pipeline/generate.h"
-#include "pipeline/report.h"
+#include "pipeline/request_text.h"
 #include "pipeline/simulate.h"
 #include "py_status.h"
-#include "tools/report_output.h"
-#include "tools/request_flags.h"
+#include "report/report.h"
 
 namespace tpumesh::python {
 namespace py = pybind11;
@@ -33,7 +33,7 @@ namespace {
 // as plain values: ints, floats, strings, "W,H" pairs) as the commands'
 // request flags, then checked by ParseRequestFlags.
 pipeline::GenerateRequest RequestFrom(const py::dict& kw) {
-  tools::RequestFlags f;
+  pipeline::RequestFlags f;
   pipeline::GenerateRequest& r = f.request;
   auto get = [&](const char* key) -> std::optional<py::object> {
     if (!kw.contains(key) || kw[key].is_none()) return std::nullopt;
@@ -52,12 +52,12 @@ pipeline::GenerateRequest RequestFrom(const py::dict& kw) {
   if (auto v = get("target_size")) f.target_size = v->cast<std::string>();
   if (auto v = get("negative_prompts")) r.negative_prompts = v->cast<std::vector<std::string>>();
   if (auto v = get("keep_ops")) r.keep_ops = v->cast<bool>();
-  tools::ImageInputFlags images;
+  pipeline::ImageInputFlags images;
   if (auto v = get("init_images")) images.init_images = v->cast<std::vector<std::string>>();
   if (auto v = get("masks")) images.masks = v->cast<std::vector<std::string>>();
   if (auto v = get("strength")) images.strength = v->cast<double>();
-  pipeline::GenerateRequest parsed = ValueOrThrow(tools::ParseRequestFlags(f));
-  ThrowIfError(tools::ReadImageInputs(images, &parsed), ErrorKind::kFile);
+  pipeline::GenerateRequest parsed = ValueOrThrow(pipeline::ParseRequestFlags(f));
+  ThrowIfError(pipeline::ReadImageInputs(images, &parsed), ErrorKind::kFile);
   return parsed;
 }
 
@@ -73,7 +73,7 @@ struct GenerateOutput {
   pipeline::GenerateRequest request;
   std::string model_name;
   // The files the run read, as (argument, path): save() never writes over
-  // one (tools/report_output.h CheckRunFiles, generate's guard).
+  // one (io/run_files.h CheckRunFiles, generate's guard).
   std::vector<std::pair<std::string, std::string>> inputs;
 
   py::object Images() const {
@@ -100,11 +100,11 @@ struct GenerateOutput {
   // image name in DIR that is a FIFO, device or folder; no input of the run
   // among the images), then all or none.
   std::vector<std::string> Save(const std::string& dir) const {
-    tools::RunFiles files;
+    RunFiles files;
     files.inputs = inputs;
     files.image_dir = dir;
-    ThrowIfError(tools::CheckRunFiles(files), ErrorKind::kOutputPath);
-    ThrowIfError(tools::CheckImageSet(dir, static_cast<int>(result.images.size())), ErrorKind::kOutputPath);
+    ThrowIfError(CheckRunFiles(files), ErrorKind::kOutputPath);
+    ThrowIfError(CheckImageSet(dir, static_cast<int>(result.images.size())), ErrorKind::kOutputPath);
     return ValueOrThrow(pipeline::WriteImages(dir, result, request, model_name), ErrorKind::kFile);
   }
   py::object InitialLatents() const {
@@ -135,11 +135,11 @@ class PyPipeline {
     auto out = std::make_unique<GenerateOutput>();
     pipeline::GenerateRequest& r = out->request;
     r = RequestFrom(kw);
-    out->inputs = {{"model", model_}, {"chip", tools::ChipInput(spec.chip).second}};
+    out->inputs = {{"model", model_}, {"chip", ChipInput(spec.chip).second}};
     for (const std::string& f : StringsIn(kw, "init_images")) out->inputs.emplace_back("init_image", f);
     for (const std::string& f : StringsIn(kw, "masks")) out->inputs.emplace_back("mask", f);
     r.prompts = std::move(prompts);
-    r.seed = ValueOrThrow(tools::ParseSeed(seed));
+    r.seed = ValueOrThrow(pipeline::ParseSeed(seed));
     if (prng == "partitionable") {
       r.prng = mesh::PrngImpl::kPartitionable;
     } else if (prng == "original") {
@@ -254,8 +254,8 @@ void RegisterPipeline(py::module_& m) {
       .def("pngs", &GenerateOutput::Pngs)
       .def("save", &GenerateOutput::Save)
       .def("initial_latents", &GenerateOutput::InitialLatents)
-      .def("report_json", [](const GenerateOutput& o) { return pipeline::ReportJson(o.result.report); })
-      .def("trace_json", [](const GenerateOutput& o) { return pipeline::TraceJson(o.result.report); })
+      .def("report_json", [](const GenerateOutput& o) { return report::ReportJson(o.result.report); })
+      .def("trace_json", [](const GenerateOutput& o) { return report::TraceJson(o.result.report); })
       .def_property_readonly("model_name", [](const GenerateOutput& o) { return o.model_name; })
       .def_property_readonly("prompts", [](const GenerateOutput& o) { return o.result.prompts; })
       .def_property_readonly("negative_prompts", [](const GenerateOutput& o) { return o.result.negative_prompts; })
@@ -287,11 +287,11 @@ void RegisterPipeline(py::module_& m) {
                        const py::dict& kw, bool check_hbm) {
     pipeline::SimulateOptions o = SimulateOptionsFrom(spec, arch, model, kw);
     o.check_hbm = check_hbm;
-    StatusOr<pipeline::RunReport> r = InternalError("not run");
+    StatusOr<report::RunReport> r = InternalError("not run");
     RunReleased([&] { r = pipeline::Simulate(o); });
-    pipeline::RunReport report = ValueOrThrow(std::move(r));
-    return py::make_tuple(pipeline::ReportJson(report),
-                          o.request.keep_ops ? pipeline::TraceJson(report) : std::string());
+    report::RunReport report = ValueOrThrow(std::move(r));
+    return py::make_tuple(report::ReportJson(report),
+                          o.request.keep_ops ? report::TraceJson(report) : std::string());
   });
   m.def("sweep_mesh", [](const mesh::MeshSpec& spec, const std::string& arch, const std::string& model,
                          const py::dict& kw) {

@@ -1,6 +1,6 @@
 // tpumesh.stablehlo: a StableHLO module (the MLIR text JAX prints) run or
 // priced on the emulated mesh through the flow `tpumesh run` and `simulate
-// --stablehlo` share (tools/run_command.h RunStableHloModule), numpy arrays
+// --stablehlo` share (hlo/run.h RunModule), numpy arrays
 // in and out; and the small file helpers the tests and examples use (HDF5
 // datasets as the commands read them, PNG as generate writes it).
 #include <atomic>
@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "bindings.h"
+#include "hlo/module.h"
 #include "hlo/program.h"
+#include "hlo/run.h"
 #include "io/atomic_file.h"
 #include "io/png.h"
-#include "hlo/module.h"
+#include "io/run_files.h"
 #include "py_status.h"
-#include "tools/report_output.h"
-#include "tools/run_command.h"
 
 namespace tpumesh::python {
 namespace py = pybind11;
@@ -41,13 +41,13 @@ py::tuple RunModule(const std::string& text_or_path, bool is_path, const std::st
   std::vector<pipeline::H5Raw> raws;
   for (const py::tuple& t : inputs)
     raws.push_back(ValueOrThrow(RawFromNumpy(t[0], t[1].cast<std::string>())));
-  tools::StableHloRun o;
+  hlo::RunOptions o;
   o.program = name;
   o.dry_run = dry_run;
   o.mxu_precision = mxu_precision;
   o.xla_generation = xla_generation;
-  o.dev.mesh = spec;
-  if (trace) o.dev.out.trace = "(trace)";  // keeps every op for the trace
+  o.mesh = spec;
+  o.keep_ops = trace;
   auto from_arrays = [&raws, &name](const hlo::Layout& layout) -> StatusOr<std::vector<hlo::Tensor>> {
     if (raws.size() != layout.inputs.size())
       return InvalidArgumentError(name + ": @main takes " + std::to_string(layout.inputs.size()) +
@@ -59,23 +59,23 @@ py::tuple RunModule(const std::string& text_or_path, bool is_path, const std::st
     }
     return args;
   };
-  StatusOr<tools::StableHloResult> ran = InternalError("not run");
+  StatusOr<hlo::RunResult> ran = InternalError("not run");
   std::atomic<bool> cancel{false};
-  RunReleased([&] { ran = tools::RunStableHloModule(m, o, from_arrays, {}, &cancel); }, &cancel);
-  tools::StableHloResult result = ValueOrThrow(std::move(ran));
+  RunReleased([&] { ran = hlo::RunModule(m, o, from_arrays, {}, &cancel); }, &cancel);
+  hlo::RunResult result = ValueOrThrow(std::move(ran));
   py::list outputs;
   for (const auto& [unused, raw] : hlo::OutputDatasets(result.run.outputs)) outputs.append(NumpyFromRaw(raw));
-  return py::make_tuple(outputs, pipeline::ReportJson(result.report),
-                        trace ? pipeline::TraceJson(result.report) : std::string());
+  return py::make_tuple(outputs, report::ReportJson(result.report),
+                        trace ? report::TraceJson(result.report) : std::string());
 }
 
 }  // namespace
 
 void CheckOutputFile(const std::string& path, const std::vector<std::pair<std::string, std::string>>& inputs) {
-  tools::RunFiles files;
+  RunFiles files;
   files.outputs.push_back({"path", path});
   files.inputs = inputs;
-  ThrowIfError(tools::CheckRunFiles(files), ErrorKind::kOutputPath);
+  ThrowIfError(CheckRunFiles(files), ErrorKind::kOutputPath);
 }
 
 void RegisterStableHlo(py::module_& m) {

@@ -9,11 +9,11 @@
 #include <memory>
 #include <string>
 
+#include "io/run_files.h"
 #include "mesh/device.h"
 #include "pipeline/convert.h"
 #include "pipeline/single_file.h"
 #include "tools/commands.h"
-#include "tools/report_output.h"
 
 namespace tpumesh::tools {
 namespace {

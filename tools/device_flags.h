@@ -9,13 +9,13 @@
 
 #include "CLI/CLI.hpp"
 #include "mesh/mesh.h"
-#include "tools/report_output.h"
+#include "report/report_files.h"
 
 namespace tpumesh::tools {
 
 struct DeviceFlags {
   mesh::MeshSpec mesh;
-  ReportPaths out;  // --report, --trace, --report-csv
+  report::ReportPaths out;  // --report, --trace, --report-csv
 };
 
 // What a command takes of the group.

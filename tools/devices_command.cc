@@ -6,9 +6,9 @@
 #include <string>
 
 #include "mesh/mesh.h"
+#include "report/devices_text.h"
 #include "tools/commands.h"
 #include "tools/device_flags.h"
-#include "tools/devices_text.h"
 
 namespace tpumesh::tools {
 namespace {
@@ -20,7 +20,7 @@ struct DevicesOptions {
 
 Status RunDevices(const DevicesOptions& opt) {
   TPUMESH_ASSIGN_OR_RETURN(std::unique_ptr<mesh::Mesh> m, mesh::CreateMesh(opt.dev.mesh));
-  std::cout << (opt.json ? DevicesJson(*m) : DevicesText(*m));
+  std::cout << (opt.json ? report::DevicesJson(*m) : report::DevicesText(*m));
   return OkStatus();
 }
 

@@ -22,13 +22,14 @@
 #include "base/input_file.h"
 #include "io/atomic_file.h"
 #include "io/h5io.h"
+#include "io/run_files.h"
 #include "mesh/prng.h"
 #include "pipeline/default_model.h"
 #include "pipeline/generate.h"
+#include "report/report_files.h"
 #include "tools/commands.h"
 #include "tools/device_flags.h"
 #include "tools/ranks.h"
-#include "tools/report_output.h"
 #include "tools/request_flags.h"
 
 namespace tpumesh::tools {
@@ -47,8 +48,8 @@ extern "C" void OnSigint(int) {
 struct GenerateCmdOptions {
   pipeline::GeneratorOptions gen;
   DeviceFlags dev;
-  RequestFlags req;
-  ImageInputFlags images;
+  pipeline::RequestFlags req;
+  pipeline::ImageInputFlags images;
   std::vector<std::string> prompts;
   std::string prompts_file;
   std::vector<std::string> negatives;
@@ -142,11 +143,8 @@ Status CheckOutputDir(const std::string& dir) {
 Status RunGenerate(GenerateCmdOptions o) {
   // Under mpirun or srun: every rank reads the inputs and runs the checks,
   // rank 0 alone prints and writes (docs/cluster.md).
-  TPUMESH_ASSIGN_OR_RETURN(mesh::Cluster * cluster, JoinCluster());
-  const bool root = cluster->rank() == 0;
-  if (!root) o.quiet = true;
   pipeline::GenerateRequest r;
-  RunFiles run_files;
+  bool root = false;
   // The folders this run makes (-o new/deeper/out: all three) are removed
   // again, innermost first and only while empty, if the run writes nothing
   // (an error, Ctrl-C, or SIGTERM: registered with the signal handler).
@@ -164,122 +162,17 @@ Status RunGenerate(GenerateCmdOptions o) {
   } made;
   std::unique_ptr<pipeline::Generator> gen;
   std::unique_ptr<pipeline::H5Writer> latents_out;
-  const Status ready = [&]() -> Status {
-    TPUMESH_ASSIGN_OR_RETURN(r, ParseRequestFlags(o.req));
-    TPUMESH_RETURN_IF_ERROR(ReadImageInputs(o.images, &r));
-    TPUMESH_ASSIGN_OR_RETURN(r.seed, ParseSeed(o.seed));
-    if (o.prng == "partitionable") {
-      r.prng = mesh::PrngImpl::kPartitionable;
-    } else if (o.prng == "original") {
-      r.prng = mesh::PrngImpl::kOriginal;
-    } else {
-      return InvalidArgumentError("--prng must be partitionable or original, not '" + o.prng + "'");
-    }
-    r.prompts = o.prompts;
-    if (!o.prompts_file.empty()) {
-      auto text = ReadInputFile(o.prompts_file);
-      if (!text.ok()) return text.status().WithContext("--prompts-file");
-      std::istringstream in(*text);
-      std::string line;
-      while (std::getline(in, line)) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (!line.empty()) r.prompts.push_back(line);
-      }
-      if (r.prompts.empty()) return InvalidArgumentError(o.prompts_file + ": no prompts (one per line)");
-    }
-    r.negative_prompts = o.negatives;
-
-    // Every output checked before any work, on every rank: writable, and
-    // not an input.
-    run_files.outputs = o.dev.out.flags();
-    run_files.outputs.insert(run_files.outputs.begin(), {"--save-latents", o.save_latents});
-    run_files.inputs = {{"--model", o.gen.model}, {"--latents", o.latents}, {"--prompts-file", o.prompts_file},
-                        ChipInput(o.dev.mesh.chip)};
-    TPUMESH_ASSIGN_OR_RETURN(o.gen.loras, ParseLoraFlags(o.loras));
-    for (const pipeline::LoraSpec& l : o.gen.loras) run_files.inputs.push_back({"--lora", l.path});
-    for (const std::string& f : o.images.init_images) run_files.inputs.emplace_back("--init-image", f);
-    for (const std::string& f : o.images.masks) run_files.inputs.emplace_back("--mask", f);
-    run_files.image_dir = o.out;
-    run_files.preview = o.preview_every > 0;
-    TPUMESH_RETURN_IF_ERROR(CheckRunFiles(run_files));
-    // The image folder is made by the rank that writes.
-    if (root) {
-      std::error_code ec;
-      for (std::filesystem::path d = std::filesystem::path(o.out).lexically_normal();
-           !d.empty() && d != d.root_path() && !std::filesystem::exists(std::filesystem::symlink_status(d, ec));
-           d = d.parent_path())
-        made.dirs.push_back(d);
-      for (const auto& d : made.dirs) RegisterTempFile(d.string());
-      TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
-    }
-    o.gen.mesh = o.dev.mesh;
-    o.gen.mesh.cluster = cluster;
-    // One precision per process: each weight is held once, packed.
-    pipeline::GeneratorOptions gen_options = o.gen;
-    gen_options.release_packed_weights = true;
-    TPUMESH_ASSIGN_OR_RETURN(gen, pipeline::Generator::Open(gen_options));
-    if (!o.latents.empty()) {
-      auto l = pipeline::H5ReadArray(o.latents, "latents");
-      if (!l.ok()) return l.status().WithContext("--latents");
-      if (l->dtype() == mesh::DType::kF32)
-        for (int64_t i = 0; i < l->num_elements(); ++i)
-          if (!std::isfinite(l->data<float>()[i]))
-            return InvalidArgumentError("--latents " + o.latents + ": 'latents' holds " +
-                                        std::to_string(l->data<float>()[i]) + " at index " + std::to_string(i) +
-                                        " (every value must be finite)");
-      r.initial_latents = std::move(l).value();
-    }
-    r.keep_step_latents = !o.save_latents.empty();
-    r.preview_every = o.preview_every;
-    r.keep_ops = !o.dev.out.trace.empty();
-    TPUMESH_RETURN_IF_ERROR(gen->Validate(r));
-    TPUMESH_RETURN_IF_ERROR(CheckImageSet(o.out, gen->data_size() * r.batch_per_device));
-    // Created before the run so that an unwritable path fails first; the
-    // file appears only on Commit.
-    if (!o.save_latents.empty()) {
-      auto w = pipeline::H5Writer::Create(o.save_latents);
-      if (!w.ok()) return w.status().WithContext("--save-latents");
-      latents_out = std::move(w).value();
-    }
-    return OkStatus();
-  }();
-  TPUMESH_RETURN_IF_ERROR(AgreeToStart(*cluster, ready, run_files.inputs));
-  if (!o.quiet && !gen->vocabulary().empty()) {
-    // A model trained on a small grammar (the default's) cannot draw other
-    // words: say which ones it will not understand, and what it knows.
-    std::vector<std::string> unknown;
-    for (const auto* prompts : {&r.prompts, &r.negative_prompts})
-      for (const std::string& p : *prompts)
-        for (std::string& w : pipeline::UnknownWords(p, gen->vocabulary()))
-          if (std::find(unknown.begin(), unknown.end(), w) == unknown.end()) unknown.push_back(std::move(w));
-    if (!unknown.empty()) {
-      std::string quoted, known;
-      for (const std::string& w : unknown) quoted += (quoted.empty() ? "'" : ", '") + w + "'";
-      for (const std::string& w : gen->vocabulary()) known += (known.empty() ? "" : " ") + w;
-      std::fprintf(stderr, "tpumesh generate: note: %s not in the model's vocabulary; it was trained on: %s\n",
-                   quoted.c_str(), known.c_str());
-    }
-  }
-
-  g_cancel.store(false);
-  struct sigaction sa{};
-  sa.sa_handler = OnSigint;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old{};
-  sigaction(SIGINT, &sa, &old);
+  // SIGINT stops the run gracefully from the start of the work until the
+  // command returns.
+  struct sigaction old_sigint{};
+  bool sigint_set = false;
   struct Restore {
     struct sigaction* old;
-    ~Restore() { sigaction(SIGINT, old, nullptr); }
-  } restore{&old};
-
-  const int b = gen->data_size() * r.batch_per_device;
-  const std::string ranks =
-      cluster->size() > 1 ? " over " + std::to_string(cluster->size()) + " ranks (" + cluster->transport() + ")" : "";
-  if (!o.quiet)
-    std::fprintf(stderr, "tpumesh generate: %d image(s) on %d emulated %s device(s)%s, mesh %s, model %s (%s)%s%s\n", b,
-                 gen->devices(), gen->mesh().chip().name.c_str(), ranks.c_str(),
-                 mesh::MeshAxesToString(gen->mesh().axes()).c_str(), gen->model_name().c_str(),
-                 gen->flow().family().pipeline_class, gen->loras().empty() ? "" : ", LoRA ", gen->loras().c_str());
+    const bool* set;
+    ~Restore() {
+      if (*set) sigaction(SIGINT, old, nullptr);
+    }
+  } restore{&old_sigint, &sigint_set};
   // The preview (rank 0's images), replaced whole at every update. Once this
   // run has written it, it is one of the run's outputs: removed again if the
   // run writes nothing (an error, Ctrl-C, or SIGTERM: the signal handler
@@ -297,92 +190,218 @@ Status RunGenerate(GenerateCmdOptions o) {
     }
   } preview_file{(std::filesystem::path(o.out) / "preview.png").string()};
   pipeline::PreviewFn preview;
-  if (o.preview_every > 0 && root)
-    preview = [&](const pipeline::Image& grid, int done, int total) {
-      const CommitSection commit;  // written and registered before a signal's handler looks
-      const Status st = pipeline::WritePngAtomic(
-          preview_file.path, grid,
-          {{"parameters", "preview (approximate: the denoised estimate through a linear map fitted to the VAE) after " +
-                              std::to_string(done) + " of " + std::to_string(total) + " steps"}});
-      if (st.ok() && !preview_file.written) {
-        RegisterTempFile(preview_file.path);
-        preview_file.written = true;
-      }
-      if (!st.ok() && !o.quiet) std::fprintf(stderr, "\ntpumesh generate: preview not written: %s\n", st.ToString().c_str());
-    };
   pipeline::GenerateResult res;
-  for (int run = 0; run < o.runs; ++run) {
-    ProgressBar bar(o.quiet, gen->mesh().num_local());
-    auto got = gen->Generate(r, std::ref(bar), &g_cancel, preview);
-    if (!got.ok()) {
-      if (got.status().code() == StatusCode::kCancelled && cluster->remote_failure() < 0)
-        return got.status().WithContext("interrupted; nothing written");
-      return got.status();
-    }
-    res = std::move(got).value();
-    if (!root) continue;
-    if (res.compiled)
-      std::printf("compiled in %.2f s (plan: %d data x %d model device(s), %d image(s) per data index, %dx%d, "
-                  "%d steps = %d UNet calls, %s, guidance %.2f, precision %s)\n",
-                  res.compile_seconds, gen->data_size(), gen->model_size(), r.batch_per_device, res.width, res.height, r.steps,
-                  static_cast<int>(res.timesteps.size()), res.scheduler.c_str(), res.guidance,
-                  o.req.precision.c_str());
-    std::printf("run %d: %.2f s host wall, %.3f images/s%s; %s\n", run + 1, res.run_seconds,
-                res.run_seconds > 0 ? b / res.run_seconds : 0.0, res.compiled ? "" : " (plan cached)",
-                bar.PhaseTimes(static_cast<int>(res.timesteps.size())).c_str());
-    if (res.report.host_seconds_per_rank.size() > 1) {
-      std::string per;
-      for (size_t k = 0; k < res.report.host_seconds_per_rank.size(); ++k) {
-        char t[48];
-        std::snprintf(t, sizeof t, "%s%.2f s", k ? ", " : "", res.report.host_seconds_per_rank[k]);
-        per += t;
-      }
-      std::printf("run %d: host wall per rank: %s\n", run + 1, per.c_str());
-    }
-  }
-  // Cancelled (Ctrl-C): mpirun forwards the signal to every rank; the ranks
-  // stop at the same step and agree below.
-  Status written = g_cancel.load() ? CancelledError("interrupted; nothing written") : OkStatus();
+  int b = 0;
   std::string first, last;
-  if (root && written.ok()) {
-    written = [&]() -> Status {
-      // Every output of the run together: all written, or none.
-      TPUMESH_ASSIGN_OR_RETURN(pipeline::OutputFiles files, pipeline::EncodeImages(o.out, res, r, gen->model_name()));
-      first = std::filesystem::path(files.front().first).filename().string();
-      last = std::filesystem::path(files.back().first).filename().string();
-      if (latents_out) {
-        TPUMESH_RETURN_IF_ERROR(latents_out->Write("latents", res.initial_latents));
-        TPUMESH_RETURN_IF_ERROR(latents_out->Write("latents_after_step", res.latents_after_step));
-        TPUMESH_ASSIGN_OR_RETURN(std::string bytes, latents_out->Finish());
-        files.emplace_back(o.save_latents, std::move(bytes));
+
+  RankSteps steps;
+  steps.check = [&](mesh::Cluster& cluster, RankSteps::Inputs* inputs) -> Status {
+    root = cluster.rank() == 0;
+    if (!root) o.quiet = true;
+    RunFiles run_files;
+    const Status ready = [&]() -> Status {
+      TPUMESH_ASSIGN_OR_RETURN(r, pipeline::ParseRequestFlags(o.req));
+      TPUMESH_RETURN_IF_ERROR(pipeline::ReadImageInputs(o.images, &r));
+      TPUMESH_ASSIGN_OR_RETURN(r.seed, pipeline::ParseSeed(o.seed));
+      if (o.prng == "partitionable") {
+        r.prng = mesh::PrngImpl::kPartitionable;
+      } else if (o.prng == "original") {
+        r.prng = mesh::PrngImpl::kOriginal;
+      } else {
+        return InvalidArgumentError("--prng must be partitionable or original, not '" + o.prng + "'");
       }
-      res.report.info = {{"model", gen->model_name()}, {"scheduler", res.scheduler},
-                         {"steps", std::to_string(r.steps)}, {"unet_calls", std::to_string(res.timesteps.size())},
-                         {"size", std::to_string(res.width) + "x" + std::to_string(res.height)},
-                         {"precision", o.req.precision}, {"guidance", std::to_string(res.guidance)},
-                         {"family", gen->flow().family().name}};
-      AddReportFiles(res.report, o.dev.out, &files);
-      return WriteFilesAtomic(files);
+      r.prompts = o.prompts;
+      if (!o.prompts_file.empty()) {
+        auto text = ReadInputFile(o.prompts_file);
+        if (!text.ok()) return text.status().WithContext("--prompts-file");
+        std::istringstream in(*text);
+        std::string line;
+        while (std::getline(in, line)) {
+          if (!line.empty() && line.back() == '\r') line.pop_back();
+          if (!line.empty()) r.prompts.push_back(line);
+        }
+        if (r.prompts.empty()) return InvalidArgumentError(o.prompts_file + ": no prompts (one per line)");
+      }
+      r.negative_prompts = o.negatives;
+
+      // Every output checked before any work, on every rank: writable, and
+      // not an input.
+      run_files.outputs = o.dev.out.flags();
+      run_files.outputs.insert(run_files.outputs.begin(), {"--save-latents", o.save_latents});
+      run_files.inputs = {{"--model", o.gen.model}, {"--latents", o.latents}, {"--prompts-file", o.prompts_file},
+                          ChipInput(o.dev.mesh.chip)};
+      TPUMESH_ASSIGN_OR_RETURN(o.gen.loras, pipeline::ParseLoraFlags(o.loras));
+      for (const pipeline::LoraSpec& l : o.gen.loras) run_files.inputs.push_back({"--lora", l.path});
+      for (const std::string& f : o.images.init_images) run_files.inputs.emplace_back("--init-image", f);
+      for (const std::string& f : o.images.masks) run_files.inputs.emplace_back("--mask", f);
+      run_files.image_dir = o.out;
+      run_files.preview = o.preview_every > 0;
+      TPUMESH_RETURN_IF_ERROR(CheckRunFiles(run_files));
+      // The image folder is made by the rank that writes.
+      if (root) {
+        std::error_code ec;
+        for (std::filesystem::path d = std::filesystem::path(o.out).lexically_normal();
+             !d.empty() && d != d.root_path() && !std::filesystem::exists(std::filesystem::symlink_status(d, ec));
+             d = d.parent_path())
+          made.dirs.push_back(d);
+        for (const auto& d : made.dirs) RegisterTempFile(d.string());
+        TPUMESH_RETURN_IF_ERROR(CheckOutputDir(o.out));
+      }
+      o.gen.mesh = o.dev.mesh;
+      o.gen.mesh.cluster = &cluster;
+      // One precision per process: each weight is held once, packed.
+      pipeline::GeneratorOptions gen_options = o.gen;
+      gen_options.release_packed_weights = true;
+      TPUMESH_ASSIGN_OR_RETURN(gen, pipeline::Generator::Open(gen_options));
+      if (!o.latents.empty()) {
+        auto l = pipeline::H5ReadArray(o.latents, "latents");
+        if (!l.ok()) return l.status().WithContext("--latents");
+        if (l->dtype() == mesh::DType::kF32)
+          for (int64_t i = 0; i < l->num_elements(); ++i)
+            if (!std::isfinite(l->data<float>()[i]))
+              return InvalidArgumentError("--latents " + o.latents + ": 'latents' holds " +
+                                          std::to_string(l->data<float>()[i]) + " at index " + std::to_string(i) +
+                                          " (every value must be finite)");
+        r.initial_latents = std::move(l).value();
+      }
+      r.keep_step_latents = !o.save_latents.empty();
+      r.preview_every = o.preview_every;
+      r.keep_ops = !o.dev.out.trace.empty();
+      TPUMESH_RETURN_IF_ERROR(gen->Validate(r));
+      TPUMESH_RETURN_IF_ERROR(CheckImageSet(o.out, gen->data_size() * r.batch_per_device));
+      // Created before the run so that an unwritable path fails first; the
+      // file appears only on Commit.
+      if (!o.save_latents.empty()) {
+        auto w = pipeline::H5Writer::Create(o.save_latents);
+        if (!w.ok()) return w.status().WithContext("--save-latents");
+        latents_out = std::move(w).value();
+      }
+      return OkStatus();
     }();
-  }
-  TPUMESH_RETURN_IF_ERROR(AgreeToFinish(*cluster, written));
-  if (!root) return OkStatus();
-  made.keep = true;
-  preview_file.keep = true;
-  std::printf("wrote %d image(s) to %s (%s ... %s)", b, o.out.c_str(), first.c_str(), last.c_str());
-  if (latents_out) std::printf(", latents to %s", o.save_latents.c_str());
-  std::printf("\n");
-  if (res.nonfinite_values > 0)
-    std::fprintf(stderr,
-                 "tpumesh: warning: the run produced %lld non-finite values (NaN or Inf) in the decoded images; "
-                 "they are black in the PNGs (a broken model file or scheduler settings?)\n",
-                 static_cast<long long>(res.nonfinite_values));
-  std::printf("modelled on %d emulated %s device(s): %.4f s for the run (%.2f images/s modelled; host %.2f s)\n",
-              gen->devices(), gen->mesh().chip().name.c_str(), res.modelled_seconds,
-              res.modelled_seconds > 0 ? b / res.modelled_seconds : 0.0, res.run_seconds);
-  if (!o.quiet || !o.dev.out.report.empty()) std::printf("%s", pipeline::ReportTable(res.report).c_str());
-  PrintReportFiles(o.dev.out);
-  return OkStatus();
+    *inputs = run_files.inputs;
+    return ready;
+  };
+  steps.work = [&](mesh::Cluster& cluster) -> Status {
+    if (!o.quiet && !gen->vocabulary().empty()) {
+      // A model trained on a small grammar (the default's) cannot draw other
+      // words: say which ones it will not understand, and what it knows.
+      std::vector<std::string> unknown;
+      for (const auto* prompts : {&r.prompts, &r.negative_prompts})
+        for (const std::string& p : *prompts)
+          for (std::string& w : pipeline::UnknownWords(p, gen->vocabulary()))
+            if (std::find(unknown.begin(), unknown.end(), w) == unknown.end()) unknown.push_back(std::move(w));
+      if (!unknown.empty()) {
+        std::string quoted, known;
+        for (const std::string& w : unknown) quoted += (quoted.empty() ? "'" : ", '") + w + "'";
+        for (const std::string& w : gen->vocabulary()) known += (known.empty() ? "" : " ") + w;
+        std::fprintf(stderr, "tpumesh generate: note: %s not in the model's vocabulary; it was trained on: %s\n",
+                     quoted.c_str(), known.c_str());
+      }
+    }
+
+    g_cancel.store(false);
+    struct sigaction sa{};
+    sa.sa_handler = OnSigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_sigint);
+    sigint_set = true;
+
+    b = gen->data_size() * r.batch_per_device;
+    const std::string ranks =
+        cluster.size() > 1 ? " over " + std::to_string(cluster.size()) + " ranks (" + cluster.transport() + ")" : "";
+    if (!o.quiet)
+      std::fprintf(stderr,
+                   "tpumesh generate: %d image(s) on %d emulated %s device(s)%s, mesh %s, model %s (%s)%s%s\n", b,
+                   gen->devices(), gen->mesh().chip().name.c_str(), ranks.c_str(),
+                   mesh::MeshAxesToString(gen->mesh().axes()).c_str(), gen->model_name().c_str(),
+                   gen->flow().family().pipeline_class, gen->loras().empty() ? "" : ", LoRA ", gen->loras().c_str());
+    if (o.preview_every > 0 && root)
+      preview = [&](const pipeline::Image& grid, int done, int total) {
+        const CommitSection commit;  // written and registered before a signal's handler looks
+        const Status st = pipeline::WritePngAtomic(
+            preview_file.path, grid,
+            {{"parameters",
+              "preview (approximate: the denoised estimate through a linear map fitted to the VAE) after " +
+                  std::to_string(done) + " of " + std::to_string(total) + " steps"}});
+        if (st.ok() && !preview_file.written) {
+          RegisterTempFile(preview_file.path);
+          preview_file.written = true;
+        }
+        if (!st.ok() && !o.quiet) std::fprintf(stderr, "\ntpumesh generate: preview not written: %s\n", st.ToString().c_str());
+      };
+    for (int run = 0; run < o.runs; ++run) {
+      ProgressBar bar(o.quiet, gen->mesh().num_local());
+      auto got = gen->Generate(r, std::ref(bar), &g_cancel, preview);
+      if (!got.ok()) {
+        if (got.status().code() == StatusCode::kCancelled && cluster.remote_failure() < 0)
+          return got.status().WithContext("interrupted; nothing written");
+        return got.status();
+      }
+      res = std::move(got).value();
+      if (!root) continue;
+      if (res.compiled)
+        std::printf("compiled in %.2f s (plan: %d data x %d model device(s), %d image(s) per data index, %dx%d, "
+                    "%d steps = %d UNet calls, %s, guidance %.2f, precision %s)\n",
+                    res.compile_seconds, gen->data_size(), gen->model_size(), r.batch_per_device, res.width,
+                    res.height, r.steps,
+                    static_cast<int>(res.timesteps.size()), res.scheduler.c_str(), res.guidance,
+                    o.req.precision.c_str());
+      std::printf("run %d: %.2f s host wall, %.3f images/s%s; %s\n", run + 1, res.run_seconds,
+                  res.run_seconds > 0 ? b / res.run_seconds : 0.0, res.compiled ? "" : " (plan cached)",
+                  bar.PhaseTimes(static_cast<int>(res.timesteps.size())).c_str());
+      if (res.report.host_seconds_per_rank.size() > 1) {
+        std::string per;
+        for (size_t k = 0; k < res.report.host_seconds_per_rank.size(); ++k) {
+          char t[48];
+          std::snprintf(t, sizeof t, "%s%.2f s", k ? ", " : "", res.report.host_seconds_per_rank[k]);
+          per += t;
+        }
+        std::printf("run %d: host wall per rank: %s\n", run + 1, per.c_str());
+      }
+    }
+    return OkStatus();
+  };
+  // Cancelled (Ctrl-C): mpirun forwards the signal to every rank; the ranks
+  // stop at the same step and agree on it.
+  steps.finish = [&](mesh::Cluster&) -> Status {
+    Status written = g_cancel.load() ? CancelledError("interrupted; nothing written") : OkStatus();
+    if (!root || !written.ok()) return written;
+    // Every output of the run together: all written, or none.
+    TPUMESH_ASSIGN_OR_RETURN(pipeline::OutputFiles files, pipeline::EncodeImages(o.out, res, r, gen->model_name()));
+    first = std::filesystem::path(files.front().first).filename().string();
+    last = std::filesystem::path(files.back().first).filename().string();
+    if (latents_out) {
+      TPUMESH_RETURN_IF_ERROR(latents_out->Write("latents", res.initial_latents));
+      TPUMESH_RETURN_IF_ERROR(latents_out->Write("latents_after_step", res.latents_after_step));
+      TPUMESH_ASSIGN_OR_RETURN(std::string bytes, latents_out->Finish());
+      files.emplace_back(o.save_latents, std::move(bytes));
+    }
+    res.report.info = {{"model", gen->model_name()}, {"scheduler", res.scheduler},
+                       {"steps", std::to_string(r.steps)}, {"unet_calls", std::to_string(res.timesteps.size())},
+                       {"size", std::to_string(res.width) + "x" + std::to_string(res.height)},
+                       {"precision", o.req.precision}, {"guidance", std::to_string(res.guidance)},
+                       {"family", gen->flow().family().name}};
+    report::AddReportFiles(res.report, o.dev.out, &files);
+    return WriteFilesAtomic(files);
+  };
+  steps.report = [&] {
+    made.keep = true;
+    preview_file.keep = true;
+    std::printf("wrote %d image(s) to %s (%s ... %s)", b, o.out.c_str(), first.c_str(), last.c_str());
+    if (latents_out) std::printf(", latents to %s", o.save_latents.c_str());
+    std::printf("\n");
+    if (res.nonfinite_values > 0)
+      std::fprintf(stderr,
+                   "tpumesh: warning: the run produced %lld non-finite values (NaN or Inf) in the decoded images; "
+                   "they are black in the PNGs (a broken model file or scheduler settings?)\n",
+                   static_cast<long long>(res.nonfinite_values));
+    std::printf("modelled on %d emulated %s device(s): %.4f s for the run (%.2f images/s modelled; host %.2f s)\n",
+                gen->devices(), gen->mesh().chip().name.c_str(), res.modelled_seconds,
+                res.modelled_seconds > 0 ? b / res.modelled_seconds : 0.0, res.run_seconds);
+    if (!o.quiet || !o.dev.out.report.empty()) std::printf("%s", report::ReportTable(res.report).c_str());
+    report::PrintReportFiles(o.dev.out);
+  };
+  return RunOnRanks(steps);
 }
 
 }  // namespace

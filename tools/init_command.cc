@@ -7,10 +7,10 @@
 #include <memory>
 #include <string>
 
+#include "io/run_files.h"
 #include "mesh/device.h"
 #include "pipeline/init_model.h"
 #include "tools/commands.h"
-#include "tools/report_output.h"
 #include "tools/request_flags.h"
 
 namespace tpumesh::tools {
@@ -28,7 +28,7 @@ Status RunInit(InitCmdOptions opt) {
   files.outputs = {{"--output", opt.init.output}};
   files.input_dirs = {{"--tokenizer", opt.init.tokenizer_dir}};
   TPUMESH_RETURN_IF_ERROR(CheckRunFiles(files));
-  TPUMESH_ASSIGN_OR_RETURN(opt.init.seed, ParseSeed(opt.seed));
+  TPUMESH_ASSIGN_OR_RETURN(opt.init.seed, pipeline::ParseSeed(opt.seed));
   TPUMESH_ASSIGN_OR_RETURN(opt.init.dtype, mesh::ParseDType(opt.dtype));
   if (opt.init.dtype != mesh::DType::kF32 && opt.init.dtype != mesh::DType::kBF16)
     return InvalidArgumentError("--dtype must be f32 or bf16, not '" + opt.dtype + "'");

@@ -181,6 +181,24 @@ Status AgreeToStart(mesh::Cluster& cluster, const Status& ready,
   return cluster.Agree(same);
 }
 
+Status RunOnRanks(const RankSteps& steps) {
+  TPUMESH_ASSIGN_OR_RETURN(mesh::Cluster * cluster, JoinCluster());
+  const bool root = cluster->rank() == 0;
+  RankSteps::Inputs inputs;
+  const Status ready = steps.check(*cluster, &inputs);
+  TPUMESH_RETURN_IF_ERROR(AgreeToStart(*cluster, ready, inputs));
+  Status finished;
+  if (steps.root_alone) {
+    if (root) finished = steps.work(*cluster);
+  } else {
+    TPUMESH_RETURN_IF_ERROR(steps.work(*cluster));
+    if (steps.finish) finished = steps.finish(*cluster);
+  }
+  TPUMESH_RETURN_IF_ERROR(AgreeToFinish(*cluster, finished));
+  if (root && steps.report) steps.report();
+  return OkStatus();
+}
+
 Status AgreeToFinish(mesh::Cluster& cluster, const Status& done) {
   if (cluster.size() == 1) return done;
   // Rank 0 may have been writing (or computing alone) for longer than the

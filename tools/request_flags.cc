@@ -1,34 +1,13 @@
 #include "tools/request_flags.h"
 
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <tuple>
 
 #include "base/printable.h"
 #include "tools/device_flags.h"
+
 namespace tpumesh::tools {
 namespace {
-
-// "A,B" -> {A, B}, two integers >= min.
-StatusOr<std::array<int, 2>> ParsePair(const std::string& flag, const std::string& text, const char* form,
-                                       int min) {
-  const size_t comma = text.find(',');
-  std::array<int, 2> out{};
-  bool ok = comma != std::string::npos;
-  for (int i = 0; ok && i < 2; ++i) {
-    const std::string part = i == 0 ? text.substr(0, comma) : text.substr(comma + 1);
-    char* end = nullptr;
-    errno = 0;
-    const long v = part.empty() ? -1 : std::strtol(part.c_str(), &end, 10);
-    ok = errno == 0 && end != nullptr && *end == '\0' && v >= min && v <= 1 << 20;
-    out[i] = static_cast<int>(v);
-  }
-  if (!ok)
-    return InvalidArgumentError(flag + " '" + text + "': expected " + form + ", two integers from " +
-                                std::to_string(min) + " to 1048576");
-  return out;
-}
 
 // A size from 1 to `max`: below 1 a parse error here (0 would read as "the
 // model's"); past `max` refused against the model, which names the limit.
@@ -45,21 +24,16 @@ CLI::Validator AtLeastOne(int max) {
       "");
 }
 
-// Guidance past a few tens already saturates every image; 1000 is far past
-// any use and keeps u + G (c - u) finite.
-constexpr float kMaxGuidance = 1000;
-std::string GuidanceRange() { return "0 to 1000"; }
-
 }  // namespace
 
-void AddRequestFlags(CLI::App* cmd, RequestFlags* f) {
+void AddRequestFlags(CLI::App* cmd, pipeline::RequestFlags* f) {
   pipeline::GenerateRequest& r = f->request;
   cmd->add_option("--steps", r.steps,
                   "Denoising steps, 1 to " + std::to_string(pipeline::kMaxSteps) +
                       " and at most the scheduler's num_train_timesteps")
       ->capture_default_str();
   cmd->add_option("--guidance", f->guidance,
-                  "Classifier-free guidance scale, " + GuidanceRange() +
+                  "Classifier-free guidance scale, " + pipeline::GuidanceRange() +
                       "; <= 1: none (default: the model family's, 7.5 SD, 5.0 SDXL)")
       ->check(RealNumber());
   std::string names;
@@ -89,7 +63,7 @@ void AddRequestFlags(CLI::App* cmd, RequestFlags* f) {
                   "SDXL: the target_size conditioning W,H in pixels (default: the image size)");
 }
 
-void AddImageInputFlags(CLI::App* cmd, ImageInputFlags* f) {
+void AddImageInputFlags(CLI::App* cmd, pipeline::ImageInputFlags* f) {
   cmd->add_option("--init-image", f->init_images,
                   "img2img: start from this 8-bit RGB PNG (its size is the output size); once for every image, or "
                   "repeated, one per image");
@@ -103,65 +77,10 @@ void AddImageInputFlags(CLI::App* cmd, ImageInputFlags* f) {
       ->check(RealNumber());
 }
 
-Status ReadImageInputs(const ImageInputFlags& f, pipeline::GenerateRequest* r) {
-  for (auto [flag, files, mode, out] :
-       {std::tuple{"--init-image", &f.init_images, pipeline::PngRead::kRgbOnly, &r->init_images},
-        std::tuple{"--mask", &f.masks, pipeline::PngRead::kGrey, &r->masks}}) {
-    for (const std::string& path : *files) {
-      auto image = pipeline::ReadPngAs(path, mode);
-      if (!image.ok()) {
-        const Status& st = image.status();
-        if (mode == pipeline::PngRead::kRgbOnly && st.message().find("only 8-bit RGB") != std::string::npos)
-          return InvalidArgumentError(std::string(flag) + ": " + std::string(st.message()) +
-                                      " (convert it to 8-bit RGB, e.g. PIL's image.convert(\"RGB\"))");
-        return st.WithContext(flag);
-      }
-      out->push_back({path, std::move(image).value()});
-    }
-  }
-  r->strength = f.strength;
-  return OkStatus();
-}
-
-StatusOr<pipeline::GenerateRequest> ParseRequestFlags(const RequestFlags& f) {
-  pipeline::GenerateRequest r = f.request;
-  if (f.guidance && !(*f.guidance >= 0 && *f.guidance <= kMaxGuidance)) {
-    return InvalidArgumentError(std::string("--guidance must be a finite number, ") + GuidanceRange() + ", got " +
-                                ShortestNumber(*f.guidance));
-  }
-  r.guidance = f.guidance;
-  TPUMESH_ASSIGN_OR_RETURN(r.precision, models::ParsePrecision(f.precision));
-  for (const std::string& kv : f.scheduler_opts) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return InvalidArgumentError("--scheduler-opt '" + kv + "': expected KEY=VALUE");
-    r.scheduler_overrides.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  // W,H and X,Y on the command line; diffusers' tuples are (h, w) and (top, left).
-  for (auto [flag, text, out, form, min] :
-       {std::tuple{"--original-size", &f.original_size, &r.sizes.original_size, "W,H", 1},
-        {"--crops-coords-top-left", &f.crops_coords_top_left, &r.sizes.crops_coords_top_left, "X,Y", 0},
-        {"--target-size", &f.target_size, &r.sizes.target_size, "W,H", 1}}) {
-    if (text->empty()) continue;
-    TPUMESH_ASSIGN_OR_RETURN(auto xy, ParsePair(flag, *text, form, min));
-    *out = {xy[1], xy[0]};
-  }
-  return r;
-}
-
-StatusOr<uint64_t> ParseSeed(const std::string& text) {
-  const Status bad = InvalidArgumentError("--seed " + Quoted(text) + ": expected a whole number from 0 to 18446744073709551615");
-  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos) return bad;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
-  if (errno == ERANGE) return bad;
-  return static_cast<uint64_t>(v);
-}
-
 CLI::Validator SeedNumber() {
   return CLI::Validator(
       [](std::string& value) -> std::string {
-        return ParseSeed(value).ok() ? "" : "expected a whole number from 0 to 18446744073709551615, got " + Quoted(value);
+        return pipeline::ParseSeed(value).ok() ? "" : "expected a whole number from 0 to 18446744073709551615, got " + Quoted(value);
       },
       "0 TO 18446744073709551615");
 }
@@ -171,15 +90,6 @@ void AddLoraFlag(CLI::App* cmd, std::vector<std::string>* loras) {
                   "FILE.safetensors[:SCALE]: a LoRA (kohya or diffusers/PEFT keys) fused into the UNet and text "
                   "encoder weights at load, W += SCALE * alpha / rank * up @ down (SCALE default 1; repeatable, "
                   "fused in order)");
-}
-
-StatusOr<std::vector<pipeline::LoraSpec>> ParseLoraFlags(const std::vector<std::string>& loras) {
-  std::vector<pipeline::LoraSpec> specs;
-  for (const std::string& text : loras) {
-    TPUMESH_ASSIGN_OR_RETURN(pipeline::LoraSpec spec, pipeline::ParseLoraSpec(text));
-    specs.push_back(std::move(spec));
-  }
-  return specs;
 }
 
 }  // namespace tpumesh::tools

@@ -12,12 +12,13 @@
 #include "base/printable.h"
 #include "hlo/ops.h"
 #include "hlo/program.h"
+#include "hlo/run.h"
 #include "io/atomic_file.h"
 #include "io/h5io.h"
-#include "pipeline/report.h"
+#include "io/run_files.h"
+#include "report/report_files.h"
 #include "tools/commands.h"
 #include "tools/ranks.h"
-#include "tools/report_output.h"
 #include "tools/request_flags.h"
 
 namespace tpumesh::tools {
@@ -29,51 +30,24 @@ void PrintOpTable() {
     std::cout << "| `" << e.name << "` | " << e.category << " | " << e.priced << " |\n";
 }
 
-StatusOr<StableHloResult> RunStableHloModule(const hlo::Module& m, const StableHloRun& o,
-                                             const StableHloInputsFn& inputs, std::function<void(int64_t)> on_op,
-                                             const std::atomic<bool>* cancel) {
-  const bool dry_run = o.dry_run && o.inputs.empty();  // simulate --inputs computes (run_command.h)
-  TPUMESH_RETURN_IF_ERROR(hlo::Verify(m, dry_run ? hlo::VerifyFor::kPrice : hlo::VerifyFor::kRun));
-  StableHloResult result;
-  TPUMESH_ASSIGN_OR_RETURN(result.layout, hlo::LayoutOf(m));
-  const hlo::Layout& layout = result.layout;
-  TPUMESH_ASSIGN_OR_RETURN(auto mesh, mesh::CreateMesh(hlo::DefaultMeshSpec(layout, o.dev.mesh)));
-  if (mesh->num_devices() != layout.devices)
-    return InvalidArgumentError(Printable(o.program) + " runs on " + std::to_string(layout.devices) + " device(s) (" +
-                                layout.Describe() + "); the device flags give " + std::to_string(mesh->num_devices()));
-  std::vector<hlo::Tensor> args;
-  if (!dry_run) {
-    TPUMESH_ASSIGN_OR_RETURN(args, inputs(layout));
-  } else {
-    args.resize(layout.inputs.size());
-  }
-  hlo::Options opt;
-  opt.generation = hlo::DetectGeneration(m);
-  if (o.xla_generation == "0.4") opt.generation = hlo::XlaGeneration::kJax04;
-  else if (o.xla_generation == "current") opt.generation = hlo::XlaGeneration::kCurrent;
-  opt.dry_run = dry_run;
-  opt.max_executed_ops = dry_run ? hlo::kMaxDryRunOps : o.max_ops;
-  opt.warn = [](const std::string& what) { std::fprintf(stderr, "tpumesh: warning: %s\n", what.c_str()); };
-  opt.mxu_precision = o.mxu_precision;
-  std::vector<mesh::OpRecord> unused;
-  opt.ops = &unused;  // set per device by RunProgram
-  opt.on_op = std::move(on_op);
-  opt.cancel = cancel;
-  TPUMESH_ASSIGN_OR_RETURN(result.run, hlo::RunProgram(m, layout, *mesh, std::move(args), opt));
-  const hlo::ProgramRun& run = result.run;
-  pipeline::RunReport& r = result.report;
-  r.mode = o.dry_run ? "simulate" : "run";
-  r.chip = mesh->chip();
-  r.devices = mesh->num_devices();
-  r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
-  r.host_seconds = run.host_seconds;
-  if (!o.dry_run) r.hbm_peak_bytes = run.hbm_peak_bytes;
-  r.Finish(run.records, run.record_of_device, !o.dev.out.trace.empty());
-  r.info = {{"program", o.program}, {"layout", layout.Describe()},
-            {"matmul_arithmetic", o.mxu_precision ? "the MXU's (precision_config)" : "f32 (as XLA on a CPU)"},
-            {"xla_math", opt.generation == hlo::XlaGeneration::kCurrent ? "current jax" : "jax 0.4"}};
-  return result;
+namespace {
+
+// What the run takes of the command's options.
+hlo::RunOptions ModuleRunOptions(const StableHloRun& o) {
+  hlo::RunOptions r;
+  r.program = o.program;
+  r.mesh = o.dev.mesh;
+  r.dry_run = o.dry_run;
+  r.mxu_precision = o.mxu_precision;
+  r.xla_generation = o.xla_generation;
+  r.keep_ops = !o.dev.out.trace.empty();
+  r.compute = !o.inputs.empty();  // simulate --inputs computes (run_command.h)
+  r.max_ops = o.max_ops;
+  r.warn = [](const std::string& what) { std::fprintf(stderr, "tpumesh: warning: %s\n", what.c_str()); };
+  return r;
 }
+
+}  // namespace
 
 Status RunStableHlo(const StableHloRun& o) {
   if (o.list_ops) {
@@ -110,12 +84,12 @@ Status RunStableHlo(const StableHloRun& o) {
     if (o.inputs.empty()) return hlo::RandomInputs(layout, o.seed);
     return hlo::ReadInputs(o.inputs, layout);
   };
-  auto ran = RunStableHloModule(m, o, inputs, on_op);
+  auto ran = hlo::RunModule(m, ModuleRunOptions(o), inputs, on_op);
   if (shown && tty) std::fprintf(stderr, "\r\033[K");
-  TPUMESH_ASSIGN_OR_RETURN(StableHloResult result, std::move(ran));
+  TPUMESH_ASSIGN_OR_RETURN(hlo::RunResult result, std::move(ran));
   const hlo::Layout& layout = result.layout;
   const hlo::ProgramRun& run = result.run;
-  pipeline::RunReport& r = result.report;
+  report::RunReport& r = result.report;
   std::vector<std::pair<std::string, std::string>> out_files;
   if (!o.dry_run) {
     TPUMESH_ASSIGN_OR_RETURN(auto writer, pipeline::H5Writer::Create(o.outputs));
@@ -123,9 +97,9 @@ Status RunStableHlo(const StableHloRun& o) {
     TPUMESH_ASSIGN_OR_RETURN(std::string bytes, writer->Finish());
     out_files.emplace_back(o.outputs, std::move(bytes));
   }
-  AddReportFiles(r, o.dev.out, &out_files);
+  report::AddReportFiles(r, o.dev.out, &out_files);
   TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(out_files));
-  const mesh::OpTypeTotals all = pipeline::AllDevicesTotals(r);
+  const mesh::OpTypeTotals all = report::AllDevicesTotals(r);
   double priced = 0;  // ops executed on device 0 (a record stands for its repeats)
   if (!run.records.empty())
     for (const mesh::OpRecord& rec : run.records[0]) priced += rec.repeat;
@@ -141,30 +115,33 @@ Status RunStableHlo(const StableHloRun& o) {
                   run.outputs.size(), run.host_seconds);
     std::cout << buf;
   }
-  std::cout << pipeline::ReportTable(r);
+  std::cout << report::ReportTable(r);
   std::cout.flush();
-  PrintReportFiles(o.dev.out);
+  report::PrintReportFiles(o.dev.out);
   return OkStatus();
 }
 
 // `run` under mpirun or srun (docs/cluster.md): the interpreter (hlo/)
 // places every device in one process, so rank 0 runs the module alone on
 // its own mesh while the other ranks wait; every rank runs the checks and
-// reads the inputs first, and rank 0 alone prints and writes.
+// reads the inputs first, and rank 0 alone prints and writes. In one
+// process, and for the op table, RunStableHlo checks for itself.
 Status RunStableHloOnRanks(const StableHloRun& o) {
-  TPUMESH_ASSIGN_OR_RETURN(mesh::Cluster * cluster, JoinCluster());
-  if (cluster->size() == 1 || o.list_ops) return cluster->rank() == 0 ? RunStableHlo(o) : OkStatus();
-  RunFiles files;
-  const Status checked = [&]() -> Status {
+  RankSteps steps;
+  steps.check = [&o](mesh::Cluster& cluster, RankSteps::Inputs* inputs) -> Status {
+    if (cluster.size() == 1 || o.list_ops) return OkStatus();
     if (o.program.empty()) return InvalidArgumentError("run: give the PROGRAM.mlir to run (or --list-ops)");
     if (o.outputs.empty()) return InvalidArgumentError("run: --outputs FILE.h5 is required");
+    RunFiles files;
     files.outputs = o.dev.out.flags();
     files.outputs.insert(files.outputs.begin(), {"--outputs", o.outputs});
     files.inputs = {{"PROGRAM", o.program}, {"--inputs", o.inputs}, ChipInput(o.dev.mesh.chip)};
+    *inputs = files.inputs;
     return CheckRunFiles(files);
-  }();
-  TPUMESH_RETURN_IF_ERROR(AgreeToStart(*cluster, checked, files.inputs));
-  return AgreeToFinish(*cluster, cluster->rank() == 0 ? RunStableHlo(o) : OkStatus());
+  };
+  steps.root_alone = true;
+  steps.work = [&o](mesh::Cluster&) { return RunStableHlo(o); };
+  return RunOnRanks(steps);
 }
 
 void RegisterRun(CLI::App& app, RunFn* run) {

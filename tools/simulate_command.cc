@@ -9,12 +9,13 @@
 #include <string>
 
 #include "io/atomic_file.h"
+#include "io/run_files.h"
 #include "nlohmann/json.hpp"
 #include "pipeline/simulate.h"
+#include "report/report_files.h"
 #include "tools/commands.h"
 #include "tools/device_flags.h"
 #include "tools/ranks.h"
-#include "tools/report_output.h"
 #include "tools/request_flags.h"
 #include "tools/run_command.h"
 #include "tools/sweep_chart.h"
@@ -28,7 +29,7 @@ struct SimulateCmdOptions {
   std::string stablehlo;
   std::string inputs;  // with --stablehlo: computed on these (tools/run_command.h)
   DeviceFlags dev;
-  RequestFlags req;
+  pipeline::RequestFlags req;
   bool sweep_mesh = false;
   bool sweep_dataflow = false;
   bool json = false;
@@ -81,7 +82,7 @@ Status RunSweep(const SimulateCmdOptions& o) {
 
 // --sweep-dataflow: `run` under ws / os / is and every swept VMEM size.
 Status RunDataflowSweep(const SimulateCmdOptions& o, const std::string& what,
-                        const std::function<StatusOr<pipeline::RunReport>(const mesh::MeshSpec&)>& run) {
+                        const std::function<StatusOr<report::RunReport>(const mesh::MeshSpec&)>& run) {
   TPUMESH_ASSIGN_OR_RETURN(std::vector<pipeline::DataflowSweepRow> rows, pipeline::SweepDataflow(o.dev.mesh, run));
   if (!o.svg.empty()) {
     const std::string title = what + " on " + o.dev.mesh.chip + ": dataflow x VMEM";
@@ -130,7 +131,7 @@ Status RunWorkload(const SimulateCmdOptions& o) {
       at.mesh = spec;
       return pipeline::SimulateWorkload(at);
     });
-  TPUMESH_ASSIGN_OR_RETURN(pipeline::RunReport r, pipeline::SimulateWorkload(w));
+  TPUMESH_ASSIGN_OR_RETURN(report::RunReport r, pipeline::SimulateWorkload(w));
   std::printf("simulated %s: %s layer(s) on %d emulated %s device(s), mesh %s, dataflow %s, precision %s\n",
               o.workload.c_str(), r.info["workload_layers"].c_str(), r.devices, r.chip.name.c_str(),
               r.mesh_axes.c_str(), r.info["dataflow"].c_str(), o.req.precision.c_str());
@@ -148,8 +149,8 @@ Status RunWorkload(const SimulateCmdOptions& o) {
   }
   if (shown < layers.size())
     std::printf("... %zu more layer(s): --report or --report-csv has them all\n", layers.size() - shown);
-  std::printf("%s", pipeline::ReportTable(r).c_str());
-  return WriteReportFiles(r, o.dev.out);
+  std::printf("%s", report::ReportTable(r).c_str());
+  return report::WriteReportFiles(r, o.dev.out);
 }
 
 // simulate's checks: flags that go together, outputs writable.
@@ -189,7 +190,7 @@ Status RunSimulateAlone(SimulateCmdOptions o) {
     return RunStableHlo(run);
   }
   if (!o.workload.empty()) return RunWorkload(o);
-  TPUMESH_ASSIGN_OR_RETURN(o.sim.request, ParseRequestFlags(o.req));
+  TPUMESH_ASSIGN_OR_RETURN(o.sim.request, pipeline::ParseRequestFlags(o.req));
   o.sim.mesh = o.dev.mesh;
   if (o.sweep_mesh) return RunSweep(o);
   const std::string what = o.sim.arch.empty() ? o.sim.model : o.sim.arch;
@@ -204,25 +205,33 @@ Status RunSimulate(SimulateCmdOptions o) {
   // Under mpirun or srun every rank runs the checks; one model's run
   // spreads its dry runs over the ranks, anything else runs on rank 0 while
   // the others wait; rank 0 alone prints and writes (docs/cluster.md).
-  TPUMESH_ASSIGN_OR_RETURN(mesh::Cluster * cluster, JoinCluster());
-  const bool root = cluster->rank() == 0;
-  RunFiles files;
-  const Status checked = CheckSimulate(o, &files);
-  TPUMESH_RETURN_IF_ERROR(AgreeToStart(*cluster, checked, files.inputs));
-  if (o.sweep_mesh || o.sweep_dataflow || !o.stablehlo.empty() || !o.workload.empty())
-    return AgreeToFinish(*cluster, root ? RunSimulateAlone(o) : OkStatus());
-
-  const Status parsed = [&]() -> Status {
-    TPUMESH_ASSIGN_OR_RETURN(o.sim.request, ParseRequestFlags(o.req));
+  report::RunReport r;
+  RankSteps steps;
+  steps.check = [&](mesh::Cluster&, RankSteps::Inputs* inputs) -> Status {
+    RunFiles files;
+    const Status checked = CheckSimulate(o, &files);
+    *inputs = files.inputs;
+    return checked;
+  };
+  steps.root_alone = o.sweep_mesh || o.sweep_dataflow || !o.stablehlo.empty() || !o.workload.empty();
+  if (steps.root_alone) {
+    steps.work = [&](mesh::Cluster&) { return RunSimulateAlone(o); };
+    return RunOnRanks(steps);
+  }
+  steps.work = [&](mesh::Cluster& cluster) -> Status {
+    const Status parsed = [&]() -> Status {
+      TPUMESH_ASSIGN_OR_RETURN(o.sim.request, pipeline::ParseRequestFlags(o.req));
+      return OkStatus();
+    }();
+    TPUMESH_RETURN_IF_ERROR(cluster.Agree(parsed));
+    o.sim.mesh = o.dev.mesh;
+    o.sim.mesh.cluster = &cluster;
+    o.sim.request.keep_ops = !o.dev.out.trace.empty();
+    TPUMESH_ASSIGN_OR_RETURN(r, pipeline::Simulate(o.sim));
     return OkStatus();
-  }();
-  TPUMESH_RETURN_IF_ERROR(cluster->Agree(parsed));
-  o.sim.mesh = o.dev.mesh;
-  o.sim.mesh.cluster = cluster;
-  o.sim.request.keep_ops = !o.dev.out.trace.empty();
-  TPUMESH_ASSIGN_OR_RETURN(pipeline::RunReport r, pipeline::Simulate(o.sim));
-  Status written;
-  if (root) {
+  };
+  steps.finish = [&](mesh::Cluster& cluster) -> Status {
+    if (cluster.rank() != 0) return OkStatus();
     const double t = r.modelled_seconds();
     std::printf("simulated %s: %lld image(s) %s on %d emulated %s device(s), mesh %s, x %d per data index, %s steps "
                 "(%s UNet calls), %s, guidance %.2f, precision %s\n",
@@ -232,15 +241,14 @@ Status RunSimulate(SimulateCmdOptions o) {
                 o.req.precision.c_str());
     std::printf("modelled: %.3f s per batch, %.2f images/s (priced in %s s, nothing computed)\n", t,
                 t > 0 ? r.images / t : 0.0, r.info["simulation_wall_seconds"].substr(0, 5).c_str());
-    std::printf("%s", pipeline::ReportTable(r).c_str());
+    std::printf("%s", report::ReportTable(r).c_str());
     std::fflush(stdout);
     std::vector<std::pair<std::string, std::string>> out;
-    AddReportFiles(r, o.dev.out, &out);
-    written = WriteFilesAtomic(out);
-  }
-  TPUMESH_RETURN_IF_ERROR(AgreeToFinish(*cluster, written));
-  if (root) PrintReportFiles(o.dev.out);
-  return OkStatus();
+    report::AddReportFiles(r, o.dev.out, &out);
+    return WriteFilesAtomic(out);
+  };
+  steps.report = [&] { report::PrintReportFiles(o.dev.out); };
+  return RunOnRanks(steps);
 }
 
 }  // namespace

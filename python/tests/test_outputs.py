@@ -1,5 +1,5 @@
 """Every file the module writes passes the commands' one output guard
-(tools/report_output.h CheckRunFiles) before anything is written:
+(io/run_files.h CheckRunFiles) before anything is written:
 GenerateResult.save as `tpumesh generate -o`, io.write_png,
 io.write_datasets, the traces of simulate and stablehlo. And what the
 module reads is what it says it is: a regular file, an HDF5 file, a uint8

@@ -3,4 +3,4 @@
 // into pipeline/ (its sibling). Its own layer's header resolves; the
 // pipeline header must not.
 #include "hlo/program.h"
-#include "pipeline/report.h"
+#include "pipeline/generate.h"

@@ -15,8 +15,8 @@
 #include "mesh/cost_model.h"
 #include "nlohmann/json.hpp"
 #include "pipeline/generate.h"
-#include "pipeline/report.h"
 #include "pipeline/simulate.h"
+#include "report/report.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/testing/tiny_model.h"
 
@@ -106,8 +106,8 @@ TEST(CostModelTest, SimulationAndRealRunAgreeAndOpsAddUpToTheReport) {
   EXPECT_GT(log.total().host_seconds, 0);
 
   const std::string dir = tpumesh::testing::TestTempDir();
-  ASSERT_TRUE(WriteReportJson(dir + "/r.json", res->report).ok());
-  ASSERT_TRUE(WriteTraceJson(dir + "/t.json", res->report).ok());
+  ASSERT_TRUE(report::WriteReportJson(dir + "/r.json", res->report).ok());
+  ASSERT_TRUE(report::WriteTraceJson(dir + "/t.json", res->report).ok());
   std::ifstream rf(dir + "/r.json"), tf(dir + "/t.json");
   const json report = json::parse(rf);
   for (const char* k : {"modelled_seconds", "host_seconds", "images", "chip", "devices"})

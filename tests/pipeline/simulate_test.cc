@@ -13,13 +13,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "mesh/chip_spec.h"
 #include "kernels/matmul_cost.h"
+#include "mesh/chip_spec.h"
 #include "mesh/cost_model.h"
 #include "models/nn.h"
 #include "nlohmann/json.hpp"
-#include "pipeline/report.h"
 #include "pipeline/simulate.h"
+#include "report/report.h"
 #include "tests/testing/temp_dir.h"
 
 namespace tpumesh::pipeline {
@@ -124,13 +124,13 @@ TEST(SimulateTest, Sd15AttentionAndLinearPricesAreTheHandCount) {
 
 // The first conv2d a run records is the UNet's conv_in (the text encoders
 // have none): its input's batch is the UNet's.
-std::string FirstConvShape(const RunReport& r) {
+std::string FirstConvShape(const report::RunReport& r) {
   for (const auto& e : r.logs.at(0).ops())
     if (e.op.name == "conv2d") return e.op.shape;
   return "";
 }
 
-int CountNamed(const RunReport& r, const std::string& name) {
+int CountNamed(const report::RunReport& r, const std::string& name) {
   int n = 0;
   for (const auto& e : r.logs.at(0).ops()) n += e.op.name == name;
   return n;
@@ -260,9 +260,9 @@ TEST(SimulateTest, PerLayerRowsSumToTheOpTypeTotals) {
                            "unet/down_blocks.1.attentions.0.transformer_blocks.0.attn1",
                            "text_encoder/text_model.encoder.layers.0.mlp.fc1", "vae/decoder.conv_out"})
     EXPECT_TRUE(names.count(want)) << want;
-  const json report = json::parse(ReportJson(*r));
+  const json report = json::parse(report::ReportJson(*r));
   EXPECT_EQ(report.at("devices").at(0).at("layers").size(), r->logs[0].layers().size());
-  const std::string csv = LayersCsv(*r);
+  const std::string csv = report::LayersCsv(*r);
   EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\n')),
             1 + r->logs[0].layers().size() + r->logs[1].layers().size());
 }
@@ -346,8 +346,8 @@ TEST(SimulateTest, PerOpPricesAddUpToTheReportAndTheTraceIsValid) {
   EXPECT_DOUBLE_EQ(total.host_seconds, 0);  // nothing ran
 
   const std::string dir = tpumesh::testing::TestTempDir();
-  ASSERT_TRUE(WriteReportJson(dir + "/r.json", *r).ok());
-  ASSERT_TRUE(WriteTraceJson(dir + "/t.json", *r).ok());
+  ASSERT_TRUE(report::WriteReportJson(dir + "/r.json", *r).ok());
+  ASSERT_TRUE(report::WriteTraceJson(dir + "/t.json", *r).ok());
   std::ifstream rf(dir + "/r.json"), tf(dir + "/t.json");
   const json report = json::parse(rf);
   const json& s = report.at("summary");

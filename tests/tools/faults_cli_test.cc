@@ -450,7 +450,7 @@ TEST(FaultsCliTest, ConvertRefusesFoldersThatWouldNotRun) {
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
-// ---- Issue 28: the outputs of every command (tools/report_output.h
+// ---- Issue 28: the outputs of every command (io/run_files.h
 // CheckRunFiles, io/atomic_file.h). ----
 
 // The bytes and kind of every entry of `dir`, to show that a refusal changed

@@ -1,10 +1,10 @@
-#include "pipeline/rank_report.h"
+#include "report/rank_report.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-namespace tpumesh::pipeline {
+namespace tpumesh::report {
 namespace {
 
 // A writer and a reader of the wire form: native
@@ -188,4 +188,4 @@ Status FinishAcrossRanks(mesh::Mesh& mesh, const std::vector<std::vector<mesh::O
   return OkStatus();
 }
 
-}  // namespace tpumesh::pipeline
+}  // namespace tpumesh::report

@@ -1,35 +1,11 @@
-#include "tools/report_output.h"
+#include "io/run_files.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 
 #include "io/atomic_file.h"
-#include "pipeline/generate.h"
 
-namespace tpumesh::tools {
-
-void PrintReportFiles(const ReportPaths& p) {
-  if (!p.report.empty()) std::printf("report: %s\n", p.report.c_str());
-  if (!p.trace.empty()) std::printf("trace: %s (open in https://ui.perfetto.dev)\n", p.trace.c_str());
-  if (!p.csv.empty()) std::printf("per-layer CSV: %s\n", p.csv.c_str());
-}
-
-void AddReportFiles(const pipeline::RunReport& report, const ReportPaths& p,
-                    std::vector<std::pair<std::string, std::string>>* files) {
-  if (!p.report.empty()) files->emplace_back(p.report, pipeline::ReportJson(report));
-  if (!p.trace.empty()) files->emplace_back(p.trace, pipeline::TraceJson(report));
-  if (!p.csv.empty()) files->emplace_back(p.csv, pipeline::LayersCsv(report));
-}
-
-Status WriteReportFiles(const pipeline::RunReport& report, const ReportPaths& p) {
-  std::vector<std::pair<std::string, std::string>> files;
-  AddReportFiles(report, p, &files);
-  TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic(files));
-  PrintReportFiles(p);
-  return OkStatus();
-}
-
+namespace tpumesh {
 namespace {
 
 std::filesystem::path Canonical(const std::string& path) {
@@ -37,10 +13,6 @@ std::filesystem::path Canonical(const std::string& path) {
   std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
   return ec ? std::filesystem::absolute(path, ec).lexically_normal() : p;
 }
-
-}  // namespace
-
-namespace {
 
 // generate's image names: image_NN.png (two digits or more) and grid.png.
 bool IsImageName(const std::string& name, bool preview) {
@@ -70,17 +42,23 @@ bool IsInside(const std::string& path, const std::string& dir) {
 
 }  // namespace
 
+std::string ImageFileName(int i, int count) {
+  const int digits = std::max(2, static_cast<int>(std::to_string(std::max(count - 1, 0)).size()));
+  const std::string n = std::to_string(i);
+  return "image_" + std::string(std::max(0, digits - static_cast<int>(n.size())), '0') + n + ".png";
+}
+
 Status CheckImageSet(const std::string& dir, int count) {
   std::error_code ec;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (!IsImageName(name, false) || name == "grid.png") continue;
     const std::string index = name.substr(6, name.size() - 10);  // image_<index>.png
-    if (index.size() <= 9 && std::stoi(index) < count && pipeline::ImageFileName(std::stoi(index), count) == name)
+    if (index.size() <= 9 && std::stoi(index) < count && ImageFileName(std::stoi(index), count) == name)
       continue;
     return InvalidArgumentError(it->path().string() + ": an image this run does not replace (it writes " +
-                                pipeline::ImageFileName(0, count) +
-                                (count > 1 ? " to " + pipeline::ImageFileName(count - 1, count) : std::string()) +
+                                ImageFileName(0, count) +
+                                (count > 1 ? " to " + ImageFileName(count - 1, count) : std::string()) +
                                 " and grid.png; a folder holds one set): move it away or choose another -o");
   }
   return OkStatus();
@@ -147,4 +125,4 @@ Status CheckRunFiles(const RunFiles& files) {
   return OkStatus();
 }
 
-}  // namespace tpumesh::tools
+}  // namespace tpumesh

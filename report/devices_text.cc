@@ -1,4 +1,4 @@
-#include "tools/devices_text.h"
+#include "report/devices_text.h"
 
 #include <cstdio>
 #include <sstream>
@@ -7,7 +7,7 @@
 #include "mesh/chip_spec.h"
 #include "nlohmann/json.hpp"
 
-namespace tpumesh::tools {
+namespace tpumesh::report {
 namespace {
 
 std::string Fixed(double v, int digits) {
@@ -83,4 +83,4 @@ std::string DevicesText(const mesh::Mesh& m) {
   return out.str();
 }
 
-}  // namespace tpumesh::tools
+}  // namespace tpumesh::report

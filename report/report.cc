@@ -1,4 +1,4 @@
-#include "pipeline/report.h"
+#include "report/report.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,7 +12,7 @@
 #include "mesh/device.h"
 #include "nlohmann/json.hpp"
 
-namespace tpumesh::pipeline {
+namespace tpumesh::report {
 namespace {
 
 using nlohmann::json;
@@ -91,32 +91,6 @@ json ShardingPlanJson(const RunReport& r) {
 }
 
 }  // namespace
-
-mesh::OpRecord GuidanceRecord(int64_t n, bool bf16_bytes) {
-  mesh::OpRecord r;
-  r.name = "guidance";
-  r.type = "elementwise";
-  r.shape = "latents[" + std::to_string(n) + "]";
-  r.cost.flops = 3.0 * n;  // c - u, g * d, u + s
-  const double b = bf16_bytes ? 2 : 4;
-  r.cost.bytes_read = 2 * b * n;
-  r.cost.bytes_written = b * n;
-  return r;
-}
-
-mesh::OpRecord SchedulerStepRecord(const std::string& scheduler, int64_t n, bool bf16_bytes) {
-  mesh::OpRecord r;
-  r.name = "scheduler_step_" + scheduler;
-  r.type = "elementwise";
-  r.shape = "latents[" + std::to_string(n) + "]";
-  // About 8 flops per value (the step's axpy-like combinations) over the
-  // sample, the model output and one history term; the latents stay f32.
-  (void)bf16_bytes;
-  r.cost.flops = 8.0 * n;
-  r.cost.bytes_read = 3 * 4.0 * n;
-  r.cost.bytes_written = 4.0 * n;
-  return r;
-}
 
 void RunReport::Finish(const std::vector<std::vector<mesh::OpRecord>>& records, bool keep_ops) {
   std::vector<int> of_device(records.size());
@@ -363,4 +337,4 @@ std::string ReportTable(const RunReport& r) {
   return o.str();
 }
 
-}  // namespace tpumesh::pipeline
+}  // namespace tpumesh::report

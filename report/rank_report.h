@@ -18,8 +18,8 @@
 //   {host_seconds}.
 // - EncodeRecords / DecodeRecords: the wire form of record lists, for other
 //   collections (simulate's dry runs).
-#ifndef TPUMESH_PIPELINE_RANK_REPORT_H_
-#define TPUMESH_PIPELINE_RANK_REPORT_H_
+#ifndef TPUMESH_REPORT_RANK_REPORT_H_
+#define TPUMESH_REPORT_RANK_REPORT_H_
 
 #include <cstdint>
 #include <span>
@@ -29,9 +29,9 @@
 #include "mesh/cluster.h"
 #include "mesh/cost_model.h"
 #include "mesh/mesh.h"
-#include "pipeline/report.h"
+#include "report/report.h"
 
-namespace tpumesh::pipeline {
+namespace tpumesh::report {
 
 Status FinishAcrossRanks(mesh::Mesh& mesh, const std::vector<std::vector<mesh::OpRecord>>& records,
                          const std::vector<int64_t>& hbm_peak, double host_seconds, bool keep_ops,
@@ -54,6 +54,6 @@ struct DecodedRecords {
 // InternalError on a malformed blob (`from` names its sender).
 StatusOr<std::vector<DecodedRecords>> DecodeRecords(std::span<const std::byte> blob, const std::string& from);
 
-}  // namespace tpumesh::pipeline
+}  // namespace tpumesh::report
 
-#endif  // TPUMESH_PIPELINE_RANK_REPORT_H_
+#endif  // TPUMESH_REPORT_RANK_REPORT_H_

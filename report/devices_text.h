@@ -2,14 +2,14 @@
 // shows them, the mesh axes, the chip and the host, as text or as JSON. One
 // formatting for the command and for the Python module's tpumesh.devices()
 // (python/).
-#ifndef TPUMESH_TOOLS_DEVICES_TEXT_H_
-#define TPUMESH_TOOLS_DEVICES_TEXT_H_
+#ifndef TPUMESH_REPORT_DEVICES_TEXT_H_
+#define TPUMESH_REPORT_DEVICES_TEXT_H_
 
 #include <string>
 
 #include "mesh/mesh.h"
 
-namespace tpumesh::tools {
+namespace tpumesh::report {
 
 // The text, a line per device between the header and the chip and host lines
 // (docs/cli.md, "tpumesh devices"), each line ending in '\n'.
@@ -17,6 +17,6 @@ std::string DevicesText(const mesh::Mesh& m);
 // The JSON (chip, topology, mesh, devices, host_cores), indented by 2.
 std::string DevicesJson(const mesh::Mesh& m);
 
-}  // namespace tpumesh::tools
+}  // namespace tpumesh::report
 
-#endif  // TPUMESH_TOOLS_DEVICES_TEXT_H_
+#endif  // TPUMESH_REPORT_DEVICES_TEXT_H_

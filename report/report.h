@@ -1,4 +1,4 @@
-// The chip's view of a run, for generate, eval and simulate: each device's
+// The chip's view of a run, for generate, eval, simulate and run: each device's
 // op records priced on the chip (mesh/cost_model.h), a summary, a JSON
 // report, a Chrome trace and a short table.
 //
@@ -18,8 +18,8 @@
 // collective, after the op's compute), plus a "host" process with the
 // wall-clock time each op took on this host. Files are written atomically
 // (io/atomic_file.h).
-#ifndef TPUMESH_PIPELINE_REPORT_H_
-#define TPUMESH_PIPELINE_REPORT_H_
+#ifndef TPUMESH_REPORT_REPORT_H_
+#define TPUMESH_REPORT_REPORT_H_
 
 #include <cstdint>
 #include <map>
@@ -30,13 +30,7 @@
 #include "mesh/chip_spec.h"
 #include "mesh/cost_model.h"
 
-namespace tpumesh::pipeline {
-
-// Records of the pipeline's own small steps, so that real runs and
-// simulations count the same work: classifier-free guidance u + g (c - u)
-// over n latent values, and one scheduler step over n values (`name`).
-mesh::OpRecord GuidanceRecord(int64_t n, bool bf16_bytes);
-mesh::OpRecord SchedulerStepRecord(const std::string& scheduler, int64_t n, bool bf16_bytes);
+namespace tpumesh::report {
 
 struct RunReport {
   std::string mode;  // "generate", "eval" or "simulate"
@@ -44,7 +38,7 @@ struct RunReport {
   int devices = 0;
   int64_t images = 0;
   double host_seconds = 0;
-  // Host wall seconds of each rank (pipeline/rank_report.h), rank 0 first;
+  // Host wall seconds of each rank (report/rank_report.h), rank 0 first;
   // host_seconds is their maximum. Empty: one process, not recorded.
   std::vector<double> host_seconds_per_rank;
   std::map<std::string, std::string> info;  // extra summary fields (model, steps, scheduler...)
@@ -95,6 +89,6 @@ Status WriteTraceJson(const std::string& path, const RunReport& report);
 // MXU utilisation, host seconds; then the totals.
 std::string ReportTable(const RunReport& report);
 
-}  // namespace tpumesh::pipeline
+}  // namespace tpumesh::report
 
-#endif  // TPUMESH_PIPELINE_REPORT_H_
+#endif  // TPUMESH_REPORT_REPORT_H_

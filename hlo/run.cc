@@ -1,0 +1,55 @@
+#include "hlo/run.h"
+
+#include <utility>
+
+#include "base/printable.h"
+#include "hlo/interpreter.h"
+
+namespace tpumesh::hlo {
+
+StatusOr<RunResult> RunModule(const Module& m, const RunOptions& o, const InputsFn& inputs,
+                              std::function<void(int64_t)> on_op, const std::atomic<bool>* cancel) {
+  const bool price_only = o.dry_run && !o.compute;
+  TPUMESH_RETURN_IF_ERROR(Verify(m, price_only ? VerifyFor::kPrice : VerifyFor::kRun));
+  RunResult result;
+  TPUMESH_ASSIGN_OR_RETURN(result.layout, LayoutOf(m));
+  const Layout& layout = result.layout;
+  TPUMESH_ASSIGN_OR_RETURN(auto mesh, mesh::CreateMesh(DefaultMeshSpec(layout, o.mesh)));
+  if (mesh->num_devices() != layout.devices)
+    return InvalidArgumentError(Printable(o.program) + " runs on " + std::to_string(layout.devices) + " device(s) (" +
+                                layout.Describe() + "); the device flags give " + std::to_string(mesh->num_devices()));
+  std::vector<Tensor> args;
+  if (!price_only) {
+    TPUMESH_ASSIGN_OR_RETURN(args, inputs(layout));
+  } else {
+    args.resize(layout.inputs.size());
+  }
+  Options opt;
+  opt.generation = DetectGeneration(m);
+  if (o.xla_generation == "0.4") opt.generation = XlaGeneration::kJax04;
+  else if (o.xla_generation == "current") opt.generation = XlaGeneration::kCurrent;
+  opt.dry_run = price_only;
+  opt.max_executed_ops = price_only ? kMaxDryRunOps : o.max_ops;
+  opt.warn = o.warn;
+  opt.mxu_precision = o.mxu_precision;
+  std::vector<mesh::OpRecord> unused;
+  opt.ops = &unused;  // set per device by RunProgram
+  opt.on_op = std::move(on_op);
+  opt.cancel = cancel;
+  TPUMESH_ASSIGN_OR_RETURN(result.run, RunProgram(m, layout, *mesh, std::move(args), opt));
+  const ProgramRun& run = result.run;
+  report::RunReport& r = result.report;
+  r.mode = o.dry_run ? "simulate" : "run";
+  r.chip = mesh->chip();
+  r.devices = mesh->num_devices();
+  r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
+  r.host_seconds = run.host_seconds;
+  if (!o.dry_run) r.hbm_peak_bytes = run.hbm_peak_bytes;
+  r.Finish(run.records, run.record_of_device, o.keep_ops);
+  r.info = {{"program", o.program}, {"layout", layout.Describe()},
+            {"matmul_arithmetic", o.mxu_precision ? "the MXU's (precision_config)" : "f32 (as XLA on a CPU)"},
+            {"xla_math", opt.generation == XlaGeneration::kCurrent ? "current jax" : "jax 0.4"}};
+  return result;
+}
+
+}  // namespace tpumesh::hlo
