@@ -75,7 +75,7 @@ StatusOr<std::unique_ptr<PJRT_Client>> CreateClient(const mesh::MeshSpec& spec) 
     d.core_on_chip = c.core_on_chip;
     const std::string where = "coords=(" + std::to_string(c.chip[0]) + "," + std::to_string(c.chip[1]) + "," +
                               std::to_string(c.chip[2]) + "), core_on_chip=" + std::to_string(c.core_on_chip);
-    d.to_string = "TpumeshDevice(id=" + std::to_string(i) + ", process_index=0, " + where + ")";
+    d.to_string = "TpuDevice(id=" + std::to_string(i) + ", process_index=0, " + where + ")";  // a TPU's repr
     d.debug_string = "tpumesh:" + std::to_string(i) + " " + chip.device_kind + " (emulated) " + where;
     PJRT_NamedValue coords{};
     coords.struct_size = sizeof(PJRT_NamedValue);

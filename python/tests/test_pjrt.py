@@ -1,0 +1,91 @@
+"""tpumesh as JAX's own backend (docs/pjrt.md): the PJRT plugin found by JAX's
+plugin discovery (jax_plugins.tpumesh, from the build's python/ folder on
+PYTHONPATH, or installed by `pip install .`), its devices as jax.devices()
+shows them. Each case runs in a fresh interpreter: JAX_PLATFORMS and the
+plugin's configuration are read once, at jax's backend setup. Deselected
+where jax is not importable (conftest.py)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import tpumesh
+
+needs_jax = pytest.mark.needs_jax
+
+# Prints what JAX shows of its devices, as JSON.
+PROBE = """
+import json, sys
+import jax
+platform = sys.argv[1] if len(sys.argv) > 1 else None
+devices = jax.devices(platform) if platform else jax.devices()
+print(json.dumps({
+    "default_backend": jax.default_backend(),
+    "count": len(devices),
+    "devices": [{"id": d.id, "platform": d.platform, "kind": d.device_kind, "coords": list(d.coords),
+                 "core_on_chip": d.core_on_chip, "repr": repr(d),
+                 "bytes_limit": d.memory_stats()["bytes_limit"]} for d in devices],
+}))
+"""
+
+
+def run_jax(env=None, args=()):
+    full = dict(os.environ)
+    for k in ("JAX_PLATFORMS", "TPUMESH_PJRT_CHIP", "TPUMESH_PJRT_DEVICES", "TPUMESH_PJRT_TOPOLOGY", "XLA_FLAGS"):
+        full.pop(k, None)
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-c", PROBE, *args], env=full, capture_output=True, text=True,
+                          timeout=300)
+
+
+def probe(env=None, args=()):
+    r = run_jax(env, args)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+@needs_jax
+def test_jax_platforms_tpumesh_lists_a_v5e_2x4():
+    got = probe({"JAX_PLATFORMS": "tpumesh"})
+    ours = tpumesh.devices()  # the module's own v5e-8, as the CLI places it
+    assert got["default_backend"] == "tpumesh"
+    assert got["count"] == 8 == len(ours)
+    for d, o in zip(got["devices"], ours):
+        assert d["id"] == o.id
+        assert d["platform"] == "tpumesh"
+        assert d["kind"] == "TPU v5 lite" == o.device_kind.removesuffix(" (emulated)")
+        assert tuple(d["coords"]) == o.coords
+        assert d["core_on_chip"] == o.core_on_chip == 0
+        assert d["bytes_limit"] == o.hbm_bytes == 16 << 30
+    assert [tuple(d["coords"]) for d in got["devices"]] == [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0),
+                                                              (0, 2, 0), (1, 2, 0), (0, 3, 0), (1, 3, 0)]
+    assert got["devices"][1]["repr"] == "TpuDevice(id=1, process_index=0, coords=(1,0,0), core_on_chip=0)"
+
+
+@needs_jax
+def test_chip_and_topology_from_the_environment():
+    got = probe({"JAX_PLATFORMS": "tpumesh", "TPUMESH_PJRT_CHIP": "v4", "TPUMESH_PJRT_TOPOLOGY": "2x2x1"})
+    ours = tpumesh.devices("v4", "2x2x1")
+    assert got["count"] == 4 == len(ours)
+    assert [d["kind"] for d in got["devices"]] == [o.device_kind.removesuffix(" (emulated)") for o in ours]
+    assert [tuple(d["coords"]) for d in got["devices"]] == [o.coords for o in ours]
+    assert [d["bytes_limit"] for d in got["devices"]] == [o.hbm_bytes for o in ours]
+    assert probe({"JAX_PLATFORMS": "tpumesh", "TPUMESH_PJRT_DEVICES": "4"})["count"] == 4
+
+
+@needs_jax
+def test_cpu_stays_jaxs_default():
+    # Installed but not asked for: jax's default devices are still the CPU's; ours by name.
+    got = probe(args=("tpumesh",))
+    assert got["default_backend"] == "cpu"
+    assert got["count"] == 8 and {d["platform"] for d in got["devices"]} == {"tpumesh"}
+
+
+@needs_jax
+def test_bad_configuration_is_an_exception_with_our_message():
+    r = run_jax({"JAX_PLATFORMS": "tpumesh", "TPUMESH_PJRT_DEVICES": "zero"})
+    assert r.returncode == 1, r.stderr  # a Python exception, not a crash
+    assert "TPUMESH_PJRT_DEVICES must be a device count from 1 to 1024, got 'zero'" in r.stderr
