@@ -7,47 +7,17 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "base/status.h"
+#include "pjrt/buffer.h"
+#include "pjrt/c_boundary.h"
 #include "pjrt/client.h"
 #include "pjrt/pjrt_c_api.h"
 
-struct PJRT_Error {
-  tpumesh::Status status;
-};
-
 namespace tpumesh::pjrt {
 namespace {
-
-PJRT_Error* ToError(Status status) {
-  if (status.ok()) return nullptr;
-  return new PJRT_Error{std::move(status)};
-}
-
-PJRT_Error* NotImplemented(const char* function) {
-  return ToError(UnimplementedError(std::string("tpumesh: ") + function + " is not implemented"));
-}
-
-// The caller's struct must hold every field this plugin reads or writes
-// (its STRUCT_SIZE at 0.90): a framework built against an older API
-// version may pass a smaller one.
-template <typename Args>
-Status CheckArgs(const Args* args, const char* function) {
-  static_assert(kPjrtStructSize<Args> > 0, "kPjrtStructSize is not declared for this struct");
-  if (args == nullptr) return InvalidArgumentError(std::string("tpumesh: ") + function + ": no arguments");
-  if (args->struct_size < kPjrtStructSize<Args>)
-    return InvalidArgumentError(std::string("tpumesh: ") + function + ": argument struct of " +
-                                std::to_string(args->struct_size) + " bytes, expected at least " +
-                                std::to_string(kPjrtStructSize<Args>) + " (PJRT C API " + std::to_string(kPjrtApiMajor) +
-                                "." + std::to_string(kPjrtApiMinor) + ")");
-  return OkStatus();
-}
-
-#define TPUMESH_PJRT_CHECK(args, function)                            \
-  do {                                                                \
-    if (Status s = CheckArgs(args, function); !s.ok()) return ToError(std::move(s)); \
-  } while (0)
 
 // ---- Errors
 
@@ -376,6 +346,7 @@ PJRT_Api MakeApi() {
   api.PJRT_Memory_DebugString = MemoryDebugString;
   api.PJRT_Memory_ToString = MemoryToString;
   api.PJRT_Memory_AddressableByDevices = MemoryAddressableByDevices;
+  FillBufferSlots(api);
   return api;
 }
 

@@ -247,6 +247,137 @@ struct PJRT_Memory_AddressableByDevices_Args {
   size_t num_devices;           // out
 };
 
+// ---- Events (tpumesh's are always ready: work is done when the call returns)
+struct PJRT_Event;
+typedef void (*PJRT_Event_OnReadyCallback)(PJRT_Error* error, void* user_arg);
+struct PJRT_Event_Destroy_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Event* event; };
+struct PJRT_Event_IsReady_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Event* event; bool is_ready; };
+struct PJRT_Event_Error_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Event* event; };
+struct PJRT_Event_Await_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Event* event; };
+struct PJRT_Event_OnReady_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Event* event;
+  PJRT_Event_OnReadyCallback callback;  // called with the event's error (owned by the callback) and user_arg
+  void* user_arg;
+};
+
+// ---- Buffers
+struct PJRT_Buffer;
+
+// Element types, numbered as the API numbers them (the first 16 of 0.90's).
+enum PJRT_Buffer_Type {
+  PJRT_Buffer_Type_INVALID = 0,
+  PJRT_Buffer_Type_PRED = 1,
+  PJRT_Buffer_Type_S8 = 2,
+  PJRT_Buffer_Type_S16 = 3,
+  PJRT_Buffer_Type_S32 = 4,
+  PJRT_Buffer_Type_S64 = 5,
+  PJRT_Buffer_Type_U8 = 6,
+  PJRT_Buffer_Type_U16 = 7,
+  PJRT_Buffer_Type_U32 = 8,
+  PJRT_Buffer_Type_U64 = 9,
+  PJRT_Buffer_Type_F16 = 10,
+  PJRT_Buffer_Type_F32 = 11,
+  PJRT_Buffer_Type_F64 = 12,
+  PJRT_Buffer_Type_BF16 = 13,
+  PJRT_Buffer_Type_C64 = 14,
+  PJRT_Buffer_Type_C128 = 15,
+};
+
+enum PJRT_HostBufferSemantics {
+  PJRT_HostBufferSemantics_kImmutableOnlyDuringCall = 0,
+  PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes = 1,
+  PJRT_HostBufferSemantics_kImmutableZeroCopy = 2,
+  PJRT_HostBufferSemantics_kMutableZeroCopy = 3,
+};
+
+enum PJRT_Buffer_MemoryLayout_Type {
+  PJRT_Buffer_MemoryLayout_Type_Tiled = 0,
+  PJRT_Buffer_MemoryLayout_Type_Strides = 1,
+};
+struct PJRT_Buffer_MemoryLayout_Tiled {
+  TPUMESH_PJRT_ARGS_HEAD;
+  const int64_t* minor_to_major;
+  size_t minor_to_major_size;
+  const int64_t* tile_dims;      // the tiles' dimensions, concatenated
+  const size_t* tile_dim_sizes;  // each tile's rank
+  size_t num_tiles;
+};
+struct PJRT_Buffer_MemoryLayout_Strides {
+  TPUMESH_PJRT_ARGS_HEAD;
+  const int64_t* byte_strides;
+  size_t num_byte_strides;
+};
+struct PJRT_Buffer_MemoryLayout {
+  TPUMESH_PJRT_ARGS_HEAD;
+  union {
+    PJRT_Buffer_MemoryLayout_Tiled tiled;
+    PJRT_Buffer_MemoryLayout_Strides strides;
+  };
+  PJRT_Buffer_MemoryLayout_Type type;
+};
+
+struct PJRT_Client_BufferFromHostBuffer_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Client* client;
+  const void* data;
+  PJRT_Buffer_Type type;
+  const int64_t* dims;
+  size_t num_dims;
+  const int64_t* byte_strides;  // null: dense row-major
+  size_t num_byte_strides;
+  PJRT_HostBufferSemantics host_buffer_semantics;
+  PJRT_Device* device;  // either this
+  PJRT_Memory* memory;  // or this
+  PJRT_Buffer_MemoryLayout* device_layout;  // null: the default
+  PJRT_Event* done_with_host_buffer;        // out
+  PJRT_Buffer* buffer;                      // out
+};
+struct PJRT_Buffer_Destroy_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Buffer* buffer; };
+struct PJRT_Buffer_ElementType_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Buffer* buffer; PJRT_Buffer_Type type; };
+struct PJRT_Buffer_Dimensions_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Buffer* buffer;
+  const int64_t* dims;  // out: owned by the buffer
+  size_t num_dims;      // out
+};
+struct PJRT_Buffer_UnpaddedDimensions_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Buffer* buffer;
+  const int64_t* unpadded_dims;  // out
+  size_t num_dims;               // out
+};
+struct PJRT_Buffer_DynamicDimensionIndices_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Buffer* buffer;
+  const size_t* dynamic_dim_indices;  // out
+  size_t num_dynamic_dims;            // out
+};
+struct PJRT_Buffer_GetMemoryLayout_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Buffer* buffer;
+  PJRT_Buffer_MemoryLayout layout;  // out: its arrays owned by the buffer
+};
+struct PJRT_Buffer_OnDeviceSizeInBytes_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Buffer* buffer;
+  size_t on_device_size_in_bytes;  // out
+};
+struct PJRT_Buffer_Device_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Buffer* buffer; PJRT_Device* device; };
+struct PJRT_Buffer_Memory_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Buffer* buffer; PJRT_Memory* memory; };
+struct PJRT_Buffer_Delete_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Buffer* buffer; };
+struct PJRT_Buffer_IsDeleted_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Buffer* buffer; bool is_deleted; };
+struct PJRT_Buffer_ToHostBuffer_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Buffer* src;
+  PJRT_Buffer_MemoryLayout* host_layout;  // null: dense row-major
+  void* dst;        // null: only dst_size is answered
+  size_t dst_size;  // in: dst's bytes; out (dst null): the bytes needed
+  PJRT_Event* event;  // out
+};
+struct PJRT_Buffer_IsOnCpu_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Buffer* buffer; bool is_on_cpu; };
+struct PJRT_Buffer_ReadyEvent_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Buffer* buffer; PJRT_Event* event; };
+
 // The slots of PJRT_Api 0.90, in order, without their "PJRT_" prefix.
 // X(name) for each; slot PJRT_<name> takes a PJRT_<name>_Args*.
 #define TPUMESH_PJRT_SLOTS(X) \
@@ -452,6 +583,29 @@ static_assert(sizeof(PJRT_Memory_Kind_Id_Args) == 32);
 static_assert(sizeof(PJRT_Memory_DebugString_Args) == 40);
 static_assert(sizeof(PJRT_Memory_ToString_Args) == 40);
 static_assert(sizeof(PJRT_Memory_AddressableByDevices_Args) == 40);
+static_assert(sizeof(PJRT_Event_Destroy_Args) == 24);
+static_assert(sizeof(PJRT_Event_IsReady_Args) == 32);
+static_assert(sizeof(PJRT_Event_Error_Args) == 24);
+static_assert(sizeof(PJRT_Event_Await_Args) == 24);
+static_assert(sizeof(PJRT_Event_OnReady_Args) == 40);
+static_assert(sizeof(PJRT_Buffer_MemoryLayout_Tiled) == 56);
+static_assert(sizeof(PJRT_Buffer_MemoryLayout_Strides) == 32);
+static_assert(sizeof(PJRT_Buffer_MemoryLayout) == 80);
+static_assert(sizeof(PJRT_Client_BufferFromHostBuffer_Args) == 120);
+static_assert(sizeof(PJRT_Buffer_Destroy_Args) == 24);
+static_assert(sizeof(PJRT_Buffer_ElementType_Args) == 32);
+static_assert(sizeof(PJRT_Buffer_Dimensions_Args) == 40);
+static_assert(sizeof(PJRT_Buffer_UnpaddedDimensions_Args) == 40);
+static_assert(sizeof(PJRT_Buffer_DynamicDimensionIndices_Args) == 40);
+static_assert(sizeof(PJRT_Buffer_GetMemoryLayout_Args) == 104);
+static_assert(sizeof(PJRT_Buffer_OnDeviceSizeInBytes_Args) == 32);
+static_assert(sizeof(PJRT_Buffer_Device_Args) == 32);
+static_assert(sizeof(PJRT_Buffer_Memory_Args) == 32);
+static_assert(sizeof(PJRT_Buffer_Delete_Args) == 24);
+static_assert(sizeof(PJRT_Buffer_IsDeleted_Args) == 32);
+static_assert(sizeof(PJRT_Buffer_ToHostBuffer_Args) == 56);
+static_assert(sizeof(PJRT_Buffer_IsOnCpu_Args) == 32);
+static_assert(sizeof(PJRT_Buffer_ReadyEvent_Args) == 32);
 
 // An argument struct's size as the API counts it (its STRUCT_SIZE): up to
 // the end of its last field, without tail padding. A caller sets
@@ -496,8 +650,34 @@ TPUMESH_PJRT_STRUCT_SIZE(PJRT_Memory_Kind_Id_Args, kind_id)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Memory_DebugString_Args, debug_string_size)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Memory_ToString_Args, to_string_size)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Memory_AddressableByDevices_Args, num_devices)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Event_Destroy_Args, event)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Event_IsReady_Args, is_ready)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Event_Error_Args, event)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Event_Await_Args, event)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Event_OnReady_Args, user_arg)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_MemoryLayout_Tiled, num_tiles)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_MemoryLayout_Strides, num_byte_strides)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_MemoryLayout, type)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Client_BufferFromHostBuffer_Args, buffer)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_Destroy_Args, buffer)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_ElementType_Args, type)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_Dimensions_Args, num_dims)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_UnpaddedDimensions_Args, num_dims)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_DynamicDimensionIndices_Args, num_dynamic_dims)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_GetMemoryLayout_Args, layout)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_OnDeviceSizeInBytes_Args, on_device_size_in_bytes)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_Device_Args, device)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_Memory_Args, memory)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_Delete_Args, buffer)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_IsDeleted_Args, is_deleted)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_ToHostBuffer_Args, event)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_IsOnCpu_Args, is_on_cpu)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_ReadyEvent_Args, event)
 #undef TPUMESH_PJRT_STRUCT_SIZE
 static_assert(kPjrtStructSize<PJRT_Error_GetCode_Args> == 28);
 static_assert(kPjrtStructSize<PJRT_Device_MemoryStats_Args> == 185);
+static_assert(kPjrtStructSize<PJRT_Client_BufferFromHostBuffer_Args> == 120);
+static_assert(kPjrtStructSize<PJRT_Buffer_ToHostBuffer_Args> == 56);
+static_assert(kPjrtStructSize<PJRT_Buffer_MemoryLayout> == 76);
 
 #endif  // TPUMESH_PJRT_PJRT_C_API_H_

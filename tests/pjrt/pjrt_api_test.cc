@@ -190,3 +190,146 @@ TEST(PjrtApiTest, PluginSharedObjectExportsTheTable) {
 #endif
 
 }  // namespace
+
+namespace {
+
+struct TestClient {
+  explicit TestClient(const PJRT_Api& api) : api(api) {
+    auto c = Make<PJRT_Client_Create_Args>();
+    ExpectOk(api, api.PJRT_Client_Create(&c));
+    client = c.client;
+    auto d = Make<PJRT_Client_Devices_Args>();
+    d.client = client;
+    ExpectOk(api, api.PJRT_Client_Devices(&d));
+    devices.assign(d.devices, d.devices + d.num_devices);
+  }
+  ~TestClient() {
+    auto d = Make<PJRT_Client_Destroy_Args>();
+    d.client = client;
+    ExpectOk(api, api.PJRT_Client_Destroy(&d));
+  }
+  int64_t BytesInUse(int device) {
+    auto s = Make<PJRT_Device_MemoryStats_Args>();
+    s.device = devices[device];
+    ExpectOk(api, api.PJRT_Device_MemoryStats(&s));
+    return s.bytes_in_use;
+  }
+  const PJRT_Api& api;
+  PJRT_Client* client = nullptr;
+  std::vector<PJRT_Device*> devices;
+};
+
+void DestroyEvent(const PJRT_Api& api, PJRT_Event* event) {
+  auto e = Make<PJRT_Event_Destroy_Args>();
+  e.event = event;
+  ExpectOk(api, api.PJRT_Event_Destroy(&e));
+}
+
+PJRT_Buffer* FromHost(TestClient& c, const void* data, PJRT_Buffer_Type type, std::vector<int64_t> dims,
+                      std::vector<int64_t> strides, int device, PJRT_Error** error) {
+  auto a = Make<PJRT_Client_BufferFromHostBuffer_Args>();
+  a.client = c.client;
+  a.data = data;
+  a.type = type;
+  a.dims = dims.data();
+  a.num_dims = dims.size();
+  a.byte_strides = strides.empty() ? nullptr : strides.data();
+  a.num_byte_strides = strides.size();
+  a.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  a.device = c.devices[device];
+  *error = c.api.PJRT_Client_BufferFromHostBuffer(&a);
+  if (*error == nullptr) DestroyEvent(c.api, a.done_with_host_buffer);
+  return a.buffer;
+}
+
+template <typename T>
+std::vector<T> ToHost(TestClient& c, PJRT_Buffer* buffer) {
+  auto size = Make<PJRT_Buffer_ToHostBuffer_Args>();
+  size.src = buffer;
+  ExpectOk(c.api, c.api.PJRT_Buffer_ToHostBuffer(&size));
+  std::vector<T> out(size.dst_size / sizeof(T));
+  auto a = Make<PJRT_Buffer_ToHostBuffer_Args>();
+  a.src = buffer;
+  a.dst = out.data();
+  a.dst_size = out.size() * sizeof(T);
+  ExpectOk(c.api, c.api.PJRT_Buffer_ToHostBuffer(&a));
+  auto ready = Make<PJRT_Event_IsReady_Args>();
+  ready.event = a.event;
+  ExpectOk(c.api, c.api.PJRT_Event_IsReady(&ready));
+  EXPECT_TRUE(ready.is_ready);
+  auto await = Make<PJRT_Event_Await_Args>();
+  await.event = a.event;
+  ExpectOk(c.api, c.api.PJRT_Event_Await(&await));
+  DestroyEvent(c.api, a.event);
+  return out;
+}
+
+void DestroyBuffer(const PJRT_Api& api, PJRT_Buffer* buffer) {
+  auto d = Make<PJRT_Buffer_Destroy_Args>();
+  d.buffer = buffer;
+  ExpectOk(api, api.PJRT_Buffer_Destroy(&d));
+}
+
+TEST(PjrtBufferTest, HostToDeviceAndBack) {
+  TestClient c(*GetPjrtApi());
+  const std::vector<float> x = {0, 1, 2, 3, 4, 5};
+  PJRT_Error* error = nullptr;
+  PJRT_Buffer* b = FromHost(c, x.data(), PJRT_Buffer_Type_F32, {2, 3}, {}, 3, &error);
+  ExpectOk(c.api, error);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(c.BytesInUse(3), 24);
+  auto dims = Make<PJRT_Buffer_Dimensions_Args>();
+  dims.buffer = b;
+  ExpectOk(c.api, c.api.PJRT_Buffer_Dimensions(&dims));
+  EXPECT_EQ(std::vector<int64_t>(dims.dims, dims.dims + dims.num_dims), (std::vector<int64_t>{2, 3}));
+  auto type = Make<PJRT_Buffer_ElementType_Args>();
+  type.buffer = b;
+  ExpectOk(c.api, c.api.PJRT_Buffer_ElementType(&type));
+  EXPECT_EQ(type.type, PJRT_Buffer_Type_F32);
+  auto device = Make<PJRT_Buffer_Device_Args>();
+  device.buffer = b;
+  ExpectOk(c.api, c.api.PJRT_Buffer_Device(&device));
+  EXPECT_EQ(device.device, c.devices[3]);
+  EXPECT_EQ(ToHost<float>(c, b), x);
+  auto del = Make<PJRT_Buffer_Delete_Args>();
+  del.buffer = b;
+  ExpectOk(c.api, c.api.PJRT_Buffer_Delete(&del));
+  EXPECT_EQ(c.BytesInUse(3), 0);
+  auto deleted = Make<PJRT_Buffer_IsDeleted_Args>();
+  deleted.buffer = b;
+  ExpectOk(c.api, c.api.PJRT_Buffer_IsDeleted(&deleted));
+  EXPECT_TRUE(deleted.is_deleted);
+  DestroyBuffer(c.api, b);
+}
+
+TEST(PjrtBufferTest, StridedHostArrayIsGatheredRowMajor) {
+  TestClient c(*GetPjrtApi());
+  // A 3x2 view of a 2x3 int32 array's transpose: strides (4, 12).
+  const std::vector<int32_t> x = {0, 1, 2, 3, 4, 5};
+  PJRT_Error* error = nullptr;
+  PJRT_Buffer* b = FromHost(c, x.data(), PJRT_Buffer_Type_S32, {3, 2}, {4, 12}, 0, &error);
+  ExpectOk(c.api, error);
+  EXPECT_EQ(ToHost<int32_t>(c, b), (std::vector<int32_t>{0, 3, 1, 4, 2, 5}));
+  DestroyBuffer(c.api, b);
+}
+
+TEST(PjrtBufferTest, TooLargeForHbmIsResourceExhausted) {
+  TestClient c(*GetPjrtApi());
+  const float one = 1;
+  PJRT_Error* error = nullptr;
+  // 2^33 f32 elements (32 GiB) from a zero-stride host view: more than a v5e's 16 GiB.
+  PJRT_Buffer* b = FromHost(c, &one, PJRT_Buffer_Type_F32, {int64_t{1} << 33}, {0}, 5, &error);
+  EXPECT_EQ(b, nullptr);
+  ASSERT_NE(error, nullptr);
+  auto code = Make<PJRT_Error_GetCode_Args>();
+  code.error = error;
+  ExpectOk(c.api, c.api.PJRT_Error_GetCode(&code));
+  EXPECT_EQ(code.code, PJRT_Error_Code_RESOURCE_EXHAUSTED);
+  EXPECT_NE(Message(c.api, error).find("device 5"), std::string::npos) << Message(c.api, error);
+  auto d = Make<PJRT_Error_Destroy_Args>();
+  d.error = error;
+  c.api.PJRT_Error_Destroy(&d);
+  EXPECT_EQ(c.BytesInUse(5), 0);
+}
+
+}  // namespace
