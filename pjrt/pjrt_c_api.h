@@ -32,7 +32,7 @@ inline constexpr int kPjrtApiMajor = 0;
 inline constexpr int kPjrtApiMinor = 90;
 
 struct PJRT_Extension_Base;  // extensions: none offered, none read
-struct PJRT_Error;           // pjrt/pjrt_error.h
+struct PJRT_Error;           // pjrt/c_boundary.h
 struct PJRT_Client;
 struct PJRT_Device;
 struct PJRT_DeviceDescription;
@@ -240,6 +240,7 @@ TPUMESH_PJRT_STRING_ARGS(PJRT_Memory_Kind_Args, PJRT_Memory, memory, kind);
 struct PJRT_Memory_Kind_Id_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Memory* memory; int kind_id; };
 TPUMESH_PJRT_STRING_ARGS(PJRT_Memory_DebugString_Args, PJRT_Memory, memory, debug_string);
 TPUMESH_PJRT_STRING_ARGS(PJRT_Memory_ToString_Args, PJRT_Memory, memory, to_string);
+#undef TPUMESH_PJRT_STRING_ARGS
 struct PJRT_Memory_AddressableByDevices_Args {
   TPUMESH_PJRT_ARGS_HEAD;
   PJRT_Memory* memory;
