@@ -160,3 +160,24 @@ def test_portable_artifact_decodes_to_text_our_reader_runs():
     assert decoded.report["summary"]["modelled_seconds"] == lowered_run.report["summary"]["modelled_seconds"]
     np.testing.assert_allclose(decoded.outputs[0], np.asarray(jax.jit(f)(x, w)), rtol=1e-5, atol=1e-6)
     assert _decode.program_text(text.encode()) == text  # text passes through
+
+
+@needs_jax
+def test_what_is_not_implemented_is_an_exception_naming_it():
+    # Compile is the next step: until then a jitted op raises our line, and the process and its buffers live on.
+    code = """
+import numpy as np
+import jax
+x = jax.device_put(np.arange(4.0, dtype=np.float32))
+try:
+    jax.jit(lambda a: a * 2)(x)
+except Exception as e:
+    print(type(e).__name__, str(e).splitlines()[0])
+print(np.asarray(x).tolist())
+"""
+    env = dict(os.environ, JAX_PLATFORMS="tpumesh")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[-2] == "JaxRuntimeError UNIMPLEMENTED: tpumesh: PJRT_Client_Compile is not implemented"
+    assert lines[-1] == "[0.0, 1.0, 2.0, 3.0]"
