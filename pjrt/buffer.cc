@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -79,6 +80,20 @@ void GatherStrided(const char* src, std::span<const int64_t> dims, std::span<con
   }
 }
 
+// A new buffer on `device` holding `bytes`, counted against its HBM.
+StatusOr<std::unique_ptr<PJRT_Buffer>> NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type,
+                                                 std::vector<int64_t> dims, int64_t size, std::string_view what) {
+  auto buffer = std::make_unique<PJRT_Buffer>();
+  buffer->device = device;
+  buffer->type = type;
+  buffer->dims = std::move(dims);
+  for (size_t k = buffer->dims.size(); k-- > 0;) buffer->minor_to_major.push_back(static_cast<int64_t>(k));
+  mesh::Device& hbm_device = device->client->mesh->device(device->description.id);
+  TPUMESH_ASSIGN_OR_RETURN(buffer->hbm, hbm_device.Reserve(size, what));
+  buffer->bytes.resize(size);
+  return buffer;
+}
+
 PJRT_Error* BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* args) {
   TPUMESH_PJRT_CHECK(args, "PJRT_Client_BufferFromHostBuffer");
   PJRT_Device* device = args->device;
@@ -93,22 +108,18 @@ PJRT_Error* BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* args) {
   if (args->device_layout != nullptr)
     return ToError(UnimplementedError("tpumesh: PJRT_Client_BufferFromHostBuffer with a device layout is not "
                                       "implemented (buffers are dense row-major)"));
-  auto buffer = std::make_unique<PJRT_Buffer>();
-  buffer->device = device;
-  buffer->type = args->type;
-  buffer->dims.assign(args->dims, args->dims + args->num_dims);
+  std::vector<int64_t> dims(args->dims, args->dims + args->num_dims);
   int64_t count = 1;
-  for (int64_t d : buffer->dims) {
+  for (int64_t d : dims) {
     if (d < 0) return ToError(InvalidArgumentError("tpumesh: a buffer dimension is negative"));
+    if (d > 0 && count > (int64_t{1} << 56) / d)  // bytes fit an int64 at 16 per element
+      return ToError(ResourceExhaustedError("tpumesh: a buffer of more than 2^56 elements"));
     count *= d;
   }
-  for (size_t k = args->num_dims; k-- > 0;) buffer->minor_to_major.push_back(static_cast<int64_t>(k));
+  auto made = NewBuffer(device, args->type, std::move(dims), count * element_bytes, "a buffer from the host");
+  if (!made.ok()) return ToError(made.status());
+  std::unique_ptr<PJRT_Buffer> buffer = std::move(made).value();
   const int64_t size = count * element_bytes;
-  mesh::Device& hbm_device = device->client->mesh->device(device->description.id);
-  auto reservation = hbm_device.Reserve(size, "a buffer from the host");
-  if (!reservation.ok()) return ToError(reservation.status());
-  buffer->hbm = std::move(reservation).value();
-  buffer->bytes.resize(size);
   const char* src = static_cast<const char*>(args->data);
   bool dense = args->byte_strides == nullptr || args->num_byte_strides == 0;
   if (!dense) {
@@ -248,6 +259,29 @@ PJRT_Error* BufferToHostBuffer(PJRT_Buffer_ToHostBuffer_Args* args) {
   return nullptr;
 }
 
+// device_put between devices: a copy on the destination, counted there.
+PJRT_Error* CopyBuffer(const PJRT_Buffer* src, PJRT_Device* dst_device, PJRT_Buffer** dst, const char* function) {
+  if (src->deleted) return ToError(FailedPreconditionError(std::string("tpumesh: ") + function + ": the buffer was deleted"));
+  if (dst_device == nullptr) return ToError(InvalidArgumentError(std::string("tpumesh: ") + function + ": no destination"));
+  auto made = NewBuffer(dst_device, src->type, src->dims, static_cast<int64_t>(src->bytes.size()), "a buffer copy");
+  if (!made.ok()) return ToError(made.status());
+  if (!src->bytes.empty()) std::memcpy((*made)->bytes.data(), src->bytes.data(), src->bytes.size());
+  *dst = made->release();
+  return nullptr;
+}
+
+PJRT_Error* BufferCopyToDevice(PJRT_Buffer_CopyToDevice_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Buffer_CopyToDevice");
+  return CopyBuffer(args->buffer, args->dst_device, &args->dst_buffer, "PJRT_Buffer_CopyToDevice");
+}
+
+PJRT_Error* BufferCopyToMemory(PJRT_Buffer_CopyToMemory_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Buffer_CopyToMemory");
+  PJRT_Device* device =
+      args->dst_memory != nullptr && !args->dst_memory->devices.empty() ? args->dst_memory->devices[0] : nullptr;
+  return CopyBuffer(args->buffer, device, &args->dst_buffer, "PJRT_Buffer_CopyToMemory");
+}
+
 PJRT_Error* BufferIsOnCpu(PJRT_Buffer_IsOnCpu_Args* args) {
   TPUMESH_PJRT_CHECK(args, "PJRT_Buffer_IsOnCpu");
   args->is_on_cpu = false;  // emulated device memory: no zero-copy views for the host
@@ -306,6 +340,8 @@ void FillBufferSlots(PJRT_Api& api) {
   api.PJRT_Buffer_ToHostBuffer = BufferToHostBuffer;
   api.PJRT_Buffer_IsOnCpu = BufferIsOnCpu;
   api.PJRT_Buffer_ReadyEvent = BufferReadyEvent;
+  api.PJRT_Buffer_CopyToDevice = BufferCopyToDevice;
+  api.PJRT_Buffer_CopyToMemory = BufferCopyToMemory;
   api.PJRT_Event_Destroy = EventDestroy;
   api.PJRT_Event_IsReady = EventIsReady;
   api.PJRT_Event_Error = EventError;

@@ -378,6 +378,18 @@ struct PJRT_Buffer_ToHostBuffer_Args {
 };
 struct PJRT_Buffer_IsOnCpu_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Buffer* buffer; bool is_on_cpu; };
 struct PJRT_Buffer_ReadyEvent_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Buffer* buffer; PJRT_Event* event; };
+struct PJRT_Buffer_CopyToDevice_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Buffer* buffer;
+  PJRT_Device* dst_device;
+  PJRT_Buffer* dst_buffer;  // out
+};
+struct PJRT_Buffer_CopyToMemory_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Buffer* buffer;
+  PJRT_Memory* dst_memory;
+  PJRT_Buffer* dst_buffer;  // out
+};
 
 // The slots of PJRT_Api 0.90, in order, without their "PJRT_" prefix.
 // X(name) for each; slot PJRT_<name> takes a PJRT_<name>_Args*.
@@ -607,6 +619,8 @@ static_assert(sizeof(PJRT_Buffer_IsDeleted_Args) == 32);
 static_assert(sizeof(PJRT_Buffer_ToHostBuffer_Args) == 56);
 static_assert(sizeof(PJRT_Buffer_IsOnCpu_Args) == 32);
 static_assert(sizeof(PJRT_Buffer_ReadyEvent_Args) == 32);
+static_assert(sizeof(PJRT_Buffer_CopyToDevice_Args) == 40);
+static_assert(sizeof(PJRT_Buffer_CopyToMemory_Args) == 40);
 
 // An argument struct's size as the API counts it (its STRUCT_SIZE): up to
 // the end of its last field, without tail padding. A caller sets
@@ -674,6 +688,8 @@ TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_IsDeleted_Args, is_deleted)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_ToHostBuffer_Args, event)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_IsOnCpu_Args, is_on_cpu)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_ReadyEvent_Args, event)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_CopyToDevice_Args, dst_buffer)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_CopyToMemory_Args, dst_buffer)
 #undef TPUMESH_PJRT_STRUCT_SIZE
 static_assert(kPjrtStructSize<PJRT_Error_GetCode_Args> == 28);
 static_assert(kPjrtStructSize<PJRT_Device_MemoryStats_Args> == 185);

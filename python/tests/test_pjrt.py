@@ -107,6 +107,9 @@ for i, x in enumerate(cases):
     back = np.asarray(y)
     out.append({"equal": bool(back.dtype == x.dtype and back.shape == x.shape and np.array_equal(back, x)),
                 "device": next(iter(y.devices())).id, "in_use": y.devices().pop().memory_stats()["bytes_in_use"]})
+moved = jax.device_put(jax.device_put(np.arange(6.0).reshape(2, 3), devices[2]), devices[6])
+out.append({"equal": bool(np.array_equal(np.asarray(moved), np.arange(6.0).reshape(2, 3))),
+            "device": next(iter(moved.devices())).id, "in_use": devices[6].memory_stats()["bytes_in_use"]})
 y = jax.device_put(np.ones((1024,), np.float32), devices[7])
 before = devices[7].memory_stats()["bytes_in_use"]
 y.delete()
@@ -123,7 +126,7 @@ def test_device_put_and_back():
     got = json.loads(r.stdout.splitlines()[-1])
     *cases, freed = got
     assert all(c["equal"] for c in cases), cases
-    assert [c["device"] for c in cases] == list(range(len(cases)))
+    assert [c["device"] for c in cases] == list(range(len(cases) - 1)) + [6]  # the last moved from device 2
     assert cases[0]["in_use"] == 4 * 8  # f64 under x64: the emulated device counts what it holds
     assert freed == {"freed": 4096}
 

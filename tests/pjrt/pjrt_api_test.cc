@@ -302,6 +302,29 @@ TEST(PjrtBufferTest, HostToDeviceAndBack) {
   DestroyBuffer(c.api, b);
 }
 
+TEST(PjrtBufferTest, CopyToAnotherDevice) {
+  TestClient c(*GetPjrtApi());
+  const std::vector<double> x = {1.5, -2.5, 3.25};
+  PJRT_Error* error = nullptr;
+  PJRT_Buffer* b = FromHost(c, x.data(), PJRT_Buffer_Type_F64, {3}, {}, 1, &error);
+  ExpectOk(c.api, error);
+  auto copy = Make<PJRT_Buffer_CopyToDevice_Args>();
+  copy.buffer = b;
+  copy.dst_device = c.devices[6];
+  ExpectOk(c.api, c.api.PJRT_Buffer_CopyToDevice(&copy));
+  ASSERT_NE(copy.dst_buffer, nullptr);
+  EXPECT_EQ(c.BytesInUse(1), 24);
+  EXPECT_EQ(c.BytesInUse(6), 24);
+  auto device = Make<PJRT_Buffer_Device_Args>();
+  device.buffer = copy.dst_buffer;
+  ExpectOk(c.api, c.api.PJRT_Buffer_Device(&device));
+  EXPECT_EQ(device.device, c.devices[6]);
+  EXPECT_EQ(ToHost<double>(c, copy.dst_buffer), x);
+  DestroyBuffer(c.api, copy.dst_buffer);
+  DestroyBuffer(c.api, b);
+  EXPECT_EQ(c.BytesInUse(1) + c.BytesInUse(6), 0);
+}
+
 TEST(PjrtBufferTest, StridedHostArrayIsGatheredRowMajor) {
   TestClient c(*GetPjrtApi());
   // A 3x2 view of a 2x3 int32 array's transpose: strides (4, 12).
