@@ -2,9 +2,11 @@
 
 It configures a CMake build for the running interpreter (default build/pip,
 Release, no tests or benchmarks; `--config-settings=build-dir=build/release`
-reuses an existing build), builds the extension target _tpumesh and packs
-the build tree's package folder (<build>/python/tpumesh: the extension and
-the .py files) into a wheel. Only the standard library is used, so pip's
+reuses an existing build), builds the extension target _tpumesh (and with
+it the JAX PJRT plugin) and packs the build tree's package folders into a
+wheel: <build>/python/tpumesh (the extension and the .py files) and
+<build>/python/jax_plugins/tpumesh (the plugin's .so and __init__.py, with
+an entry point in the group "jax_plugins", docs/pjrt.md). Only the standard library is used, so pip's
 isolated build environment needs nothing from an index.
 """
 
@@ -49,7 +51,10 @@ def _build(config_settings):
     package = build / "python" / NAME
     if not list(package.glob("_tpumesh*.so")):
         raise RuntimeError(f"{package} has no extension _tpumesh after the build (is TPUMESH_PYTHON ON in {build}?)")
-    return package
+    plugin = build / "python" / "jax_plugins" / NAME
+    if not (plugin / "pjrt_plugin_tpumesh.so").exists():
+        raise RuntimeError(f"{plugin} has no pjrt_plugin_tpumesh.so after the build")
+    return package, plugin
 
 
 def _digest(data):
@@ -61,17 +66,19 @@ def get_requires_for_build_wheel(config_settings=None):
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    package = _build(config_settings)
+    package, plugin = _build(config_settings)
     dist_info = f"{NAME}-{VERSION}.dist-info"
     wheel_name = f"{NAME}-{VERSION}-{_tag()}.whl"
     files = {}
-    for f in sorted(package.iterdir()):
-        if f.suffix in (".py", ".so"):
-            files[f"{NAME}/{f.name}"] = f.resolve().read_bytes()  # the .py files are links to python/tpumesh/
+    for folder, prefix in ((package, NAME), (plugin, f"jax_plugins/{NAME}")):
+        for f in sorted(folder.iterdir()):
+            if f.suffix in (".py", ".so"):
+                files[f"{prefix}/{f.name}"] = f.resolve().read_bytes()  # the .py files are links to python/
     files[f"{dist_info}/METADATA"] = METADATA.encode()
     files[f"{dist_info}/WHEEL"] = (f"Wheel-Version: 1.0\nGenerator: tpumesh_build\nRoot-Is-Purelib: false\n"
                                    f"Tag: {_tag()}\n").encode()
-    files[f"{dist_info}/top_level.txt"] = f"{NAME}\n".encode()
+    files[f"{dist_info}/top_level.txt"] = f"{NAME}\njax_plugins\n".encode()
+    files[f"{dist_info}/entry_points.txt"] = f"[jax_plugins]\n{NAME} = jax_plugins.{NAME}\n".encode()
     record = "".join(f"{path},{_digest(data)},{len(data)}\n" for path, data in files.items())
     record += f"{dist_info}/RECORD,,\n"
     with zipfile.ZipFile(pathlib.Path(wheel_directory) / wheel_name, "w", zipfile.ZIP_DEFLATED) as z:

@@ -1,0 +1,358 @@
+// The PJRT C API table (pjrt/pjrt_c_api.h, pjrt/api.cc): its version, every
+// slot filled, unimplemented slots answering UNIMPLEMENTED with the
+// function's name, and the client's devices as JAX reads them; then the
+// same table loaded from the plugin's shared object, as JAX loads it.
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "pjrt/pjrt_c_api.h"
+
+namespace {
+
+template <typename Args>
+Args Make() {
+  Args args{};
+  args.struct_size = kPjrtStructSize<Args>;  // what the framework passes
+  return args;
+}
+
+std::string Message(const PJRT_Api& api, PJRT_Error* error) {
+  auto m = Make<PJRT_Error_Message_Args>();
+  m.error = error;
+  api.PJRT_Error_Message(&m);
+  return std::string(m.message, m.message_size);
+}
+
+void ExpectOk(const PJRT_Api& api, PJRT_Error* error) {
+  if (error == nullptr) return;
+  ADD_FAILURE() << Message(api, error);
+  auto d = Make<PJRT_Error_Destroy_Args>();
+  d.error = error;
+  api.PJRT_Error_Destroy(&d);
+}
+
+void ExpectFullTable(const PJRT_Api& api) {
+  EXPECT_EQ(api.struct_size, sizeof(PJRT_Api));
+  EXPECT_EQ(api.pjrt_api_version.major_version, 0);
+  EXPECT_EQ(api.pjrt_api_version.minor_version, 90);
+  // Every slot, read as the raw pointers the framework reads.
+  const auto* slots = reinterpret_cast<void* const*>(reinterpret_cast<const char*>(&api) + 40);
+  for (int i = 0; i < kPjrtApiSlotCount; ++i) EXPECT_NE(slots[i], nullptr) << "slot " << i;
+}
+
+TEST(PjrtApiTest, VersionAndEverySlot) { ExpectFullTable(*GetPjrtApi()); }
+
+TEST(PjrtApiTest, UnimplementedSlotsSayWhich) {
+  const PJRT_Api& api = *GetPjrtApi();
+  PJRT_Error* error = api.PJRT_Client_Compile(nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(Message(api, error), "tpumesh: PJRT_Client_Compile is not implemented");
+  auto code = Make<PJRT_Error_GetCode_Args>();
+  code.error = error;
+  ExpectOk(api, api.PJRT_Error_GetCode(&code));
+  EXPECT_EQ(code.code, PJRT_Error_Code_UNIMPLEMENTED);
+  auto d = Make<PJRT_Error_Destroy_Args>();
+  d.error = error;
+  api.PJRT_Error_Destroy(&d);
+}
+
+TEST(PjrtApiTest, StablehloVersionAttributes) {
+  const PJRT_Api& api = *GetPjrtApi();
+  auto a = Make<PJRT_Plugin_Attributes_Args>();
+  ExpectOk(api, api.PJRT_Plugin_Attributes(&a));
+  ASSERT_EQ(a.num_attributes, 2u);
+  EXPECT_EQ(std::string(a.attributes[0].name, a.attributes[0].name_size), "stablehlo_current_version");
+  EXPECT_EQ(a.attributes[0].type, PJRT_NamedValue_kInt64List);
+  EXPECT_EQ(a.attributes[0].value_size, 3u);
+}
+
+TEST(PjrtApiTest, ShortArgumentStructIsRefused) {
+  const PJRT_Api& api = *GetPjrtApi();
+  auto a = Make<PJRT_Plugin_Attributes_Args>();
+  a.struct_size = 16;
+  PJRT_Error* error = api.PJRT_Plugin_Attributes(&a);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(Message(api, error).find("argument struct of 16 bytes"), std::string::npos);
+  auto d = Make<PJRT_Error_Destroy_Args>();
+  d.error = error;
+  api.PJRT_Error_Destroy(&d);
+}
+
+TEST(PjrtApiTest, DefaultClientIsAV5e2x4) {
+  const PJRT_Api& api = *GetPjrtApi();
+  ExpectOk(api, api.PJRT_Plugin_Initialize(nullptr));
+  unsetenv("TPUMESH_PJRT_CHIP");
+  unsetenv("TPUMESH_PJRT_DEVICES");
+  unsetenv("TPUMESH_PJRT_TOPOLOGY");
+  auto c = Make<PJRT_Client_Create_Args>();
+  ExpectOk(api, api.PJRT_Client_Create(&c));
+  ASSERT_NE(c.client, nullptr);
+  auto name = Make<PJRT_Client_PlatformName_Args>();
+  name.client = c.client;
+  ExpectOk(api, api.PJRT_Client_PlatformName(&name));
+  EXPECT_EQ(std::string(name.platform_name, name.platform_name_size), "tpumesh");
+  auto devices = Make<PJRT_Client_Devices_Args>();
+  devices.client = c.client;
+  ExpectOk(api, api.PJRT_Client_Devices(&devices));
+  ASSERT_EQ(devices.num_devices, 8u);
+  std::vector<std::vector<int64_t>> coords;
+  for (size_t i = 0; i < devices.num_devices; ++i) {
+    auto g = Make<PJRT_Device_GetDescription_Args>();
+    g.device = devices.devices[i];
+    ExpectOk(api, api.PJRT_Device_GetDescription(&g));
+    auto id = Make<PJRT_DeviceDescription_Id_Args>();
+    id.device_description = g.device_description;
+    ExpectOk(api, api.PJRT_DeviceDescription_Id(&id));
+    EXPECT_EQ(id.id, static_cast<int>(i));
+    auto kind = Make<PJRT_DeviceDescription_Kind_Args>();
+    kind.device_description = g.device_description;
+    ExpectOk(api, api.PJRT_DeviceDescription_Kind(&kind));
+    EXPECT_EQ(std::string(kind.device_kind, kind.device_kind_size), "TPU v5 lite");
+    auto attrs = Make<PJRT_DeviceDescription_Attributes_Args>();
+    attrs.device_description = g.device_description;
+    ExpectOk(api, api.PJRT_DeviceDescription_Attributes(&attrs));
+    ASSERT_EQ(attrs.num_attributes, 2u);
+    EXPECT_EQ(std::string(attrs.attributes[0].name, attrs.attributes[0].name_size), "coords");
+    const PJRT_NamedValue& v = attrs.attributes[0];
+    coords.emplace_back(v.int64_array_value, v.int64_array_value + v.value_size);
+    auto stats = Make<PJRT_Device_MemoryStats_Args>();
+    stats.device = devices.devices[i];
+    ExpectOk(api, api.PJRT_Device_MemoryStats(&stats));
+    EXPECT_TRUE(stats.bytes_limit_is_set);
+    EXPECT_EQ(stats.bytes_limit, int64_t{16} << 30);  // v5e: 16 GiB of HBM per chip, one device per chip
+    auto lookup = Make<PJRT_Client_LookupDevice_Args>();
+    lookup.client = c.client;
+    lookup.id = static_cast<int>(i);
+    ExpectOk(api, api.PJRT_Client_LookupDevice(&lookup));
+    EXPECT_EQ(lookup.device, devices.devices[i]);
+  }
+  // A 2x4 slice, first axis fastest.
+  const std::vector<std::vector<int64_t>> expected = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0},
+                                                      {0, 2, 0}, {1, 2, 0}, {0, 3, 0}, {1, 3, 0}};
+  EXPECT_EQ(coords, expected);
+  auto lookup = Make<PJRT_Client_LookupDevice_Args>();
+  lookup.client = c.client;
+  lookup.id = 8;
+  PJRT_Error* error = api.PJRT_Client_LookupDevice(&lookup);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(Message(api, error), "tpumesh: no device with id 8 (the client has 8)");
+  auto d = Make<PJRT_Error_Destroy_Args>();
+  d.error = error;
+  api.PJRT_Error_Destroy(&d);
+  auto destroy = Make<PJRT_Client_Destroy_Args>();
+  destroy.client = c.client;
+  ExpectOk(api, api.PJRT_Client_Destroy(&destroy));
+}
+
+TEST(PjrtApiTest, EnvironmentPicksChipAndTopology) {
+  const PJRT_Api& api = *GetPjrtApi();
+  setenv("TPUMESH_PJRT_TOPOLOGY", "2x2", 1);
+  auto c = Make<PJRT_Client_Create_Args>();
+  ExpectOk(api, api.PJRT_Client_Create(&c));
+  unsetenv("TPUMESH_PJRT_TOPOLOGY");
+  ASSERT_NE(c.client, nullptr);
+  auto devices = Make<PJRT_Client_Devices_Args>();
+  devices.client = c.client;
+  ExpectOk(api, api.PJRT_Client_Devices(&devices));
+  EXPECT_EQ(devices.num_devices, 4u);
+  auto destroy = Make<PJRT_Client_Destroy_Args>();
+  destroy.client = c.client;
+  ExpectOk(api, api.PJRT_Client_Destroy(&destroy));
+
+  setenv("TPUMESH_PJRT_DEVICES", "zero", 1);
+  auto bad = Make<PJRT_Client_Create_Args>();
+  PJRT_Error* error = api.PJRT_Client_Create(&bad);
+  unsetenv("TPUMESH_PJRT_DEVICES");
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(Message(api, error), "TPUMESH_PJRT_DEVICES must be a device count from 1 to 1024, got 'zero'");
+  auto d = Make<PJRT_Error_Destroy_Args>();
+  d.error = error;
+  api.PJRT_Error_Destroy(&d);
+}
+
+#ifdef TPUMESH_PJRT_PLUGIN
+// The shared object exports GetPjrtApi and nothing of ours besides.
+TEST(PjrtApiTest, PluginSharedObjectExportsTheTable) {
+  void* handle = dlopen(TPUMESH_PJRT_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  using GetApi = const PJRT_Api* (*)();
+  auto get = reinterpret_cast<GetApi>(dlsym(handle, "GetPjrtApi"));
+  ASSERT_NE(get, nullptr) << dlerror();
+  ExpectFullTable(*get());
+  EXPECT_EQ(dlsym(handle, "_ZN7tpumesh4pjrt12CreateClientERKNS_4mesh8MeshSpecE"), nullptr);
+}
+#endif
+
+}  // namespace
+
+namespace {
+
+struct TestClient {
+  explicit TestClient(const PJRT_Api& api) : api(api) {
+    auto c = Make<PJRT_Client_Create_Args>();
+    ExpectOk(api, api.PJRT_Client_Create(&c));
+    client = c.client;
+    auto d = Make<PJRT_Client_Devices_Args>();
+    d.client = client;
+    ExpectOk(api, api.PJRT_Client_Devices(&d));
+    devices.assign(d.devices, d.devices + d.num_devices);
+  }
+  ~TestClient() {
+    auto d = Make<PJRT_Client_Destroy_Args>();
+    d.client = client;
+    ExpectOk(api, api.PJRT_Client_Destroy(&d));
+  }
+  int64_t BytesInUse(int device) {
+    auto s = Make<PJRT_Device_MemoryStats_Args>();
+    s.device = devices[device];
+    ExpectOk(api, api.PJRT_Device_MemoryStats(&s));
+    return s.bytes_in_use;
+  }
+  const PJRT_Api& api;
+  PJRT_Client* client = nullptr;
+  std::vector<PJRT_Device*> devices;
+};
+
+void DestroyEvent(const PJRT_Api& api, PJRT_Event* event) {
+  auto e = Make<PJRT_Event_Destroy_Args>();
+  e.event = event;
+  ExpectOk(api, api.PJRT_Event_Destroy(&e));
+}
+
+PJRT_Buffer* FromHost(TestClient& c, const void* data, PJRT_Buffer_Type type, std::vector<int64_t> dims,
+                      std::vector<int64_t> strides, int device, PJRT_Error** error) {
+  auto a = Make<PJRT_Client_BufferFromHostBuffer_Args>();
+  a.client = c.client;
+  a.data = data;
+  a.type = type;
+  a.dims = dims.data();
+  a.num_dims = dims.size();
+  a.byte_strides = strides.empty() ? nullptr : strides.data();
+  a.num_byte_strides = strides.size();
+  a.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  a.device = c.devices[device];
+  *error = c.api.PJRT_Client_BufferFromHostBuffer(&a);
+  if (*error == nullptr) DestroyEvent(c.api, a.done_with_host_buffer);
+  return a.buffer;
+}
+
+template <typename T>
+std::vector<T> ToHost(TestClient& c, PJRT_Buffer* buffer) {
+  auto size = Make<PJRT_Buffer_ToHostBuffer_Args>();
+  size.src = buffer;
+  ExpectOk(c.api, c.api.PJRT_Buffer_ToHostBuffer(&size));
+  std::vector<T> out(size.dst_size / sizeof(T));
+  auto a = Make<PJRT_Buffer_ToHostBuffer_Args>();
+  a.src = buffer;
+  a.dst = out.data();
+  a.dst_size = out.size() * sizeof(T);
+  ExpectOk(c.api, c.api.PJRT_Buffer_ToHostBuffer(&a));
+  auto ready = Make<PJRT_Event_IsReady_Args>();
+  ready.event = a.event;
+  ExpectOk(c.api, c.api.PJRT_Event_IsReady(&ready));
+  EXPECT_TRUE(ready.is_ready);
+  auto await = Make<PJRT_Event_Await_Args>();
+  await.event = a.event;
+  ExpectOk(c.api, c.api.PJRT_Event_Await(&await));
+  DestroyEvent(c.api, a.event);
+  return out;
+}
+
+void DestroyBuffer(const PJRT_Api& api, PJRT_Buffer* buffer) {
+  auto d = Make<PJRT_Buffer_Destroy_Args>();
+  d.buffer = buffer;
+  ExpectOk(api, api.PJRT_Buffer_Destroy(&d));
+}
+
+TEST(PjrtBufferTest, HostToDeviceAndBack) {
+  TestClient c(*GetPjrtApi());
+  const std::vector<float> x = {0, 1, 2, 3, 4, 5};
+  PJRT_Error* error = nullptr;
+  PJRT_Buffer* b = FromHost(c, x.data(), PJRT_Buffer_Type_F32, {2, 3}, {}, 3, &error);
+  ExpectOk(c.api, error);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(c.BytesInUse(3), 24);
+  auto dims = Make<PJRT_Buffer_Dimensions_Args>();
+  dims.buffer = b;
+  ExpectOk(c.api, c.api.PJRT_Buffer_Dimensions(&dims));
+  EXPECT_EQ(std::vector<int64_t>(dims.dims, dims.dims + dims.num_dims), (std::vector<int64_t>{2, 3}));
+  auto type = Make<PJRT_Buffer_ElementType_Args>();
+  type.buffer = b;
+  ExpectOk(c.api, c.api.PJRT_Buffer_ElementType(&type));
+  EXPECT_EQ(type.type, PJRT_Buffer_Type_F32);
+  auto device = Make<PJRT_Buffer_Device_Args>();
+  device.buffer = b;
+  ExpectOk(c.api, c.api.PJRT_Buffer_Device(&device));
+  EXPECT_EQ(device.device, c.devices[3]);
+  EXPECT_EQ(ToHost<float>(c, b), x);
+  auto del = Make<PJRT_Buffer_Delete_Args>();
+  del.buffer = b;
+  ExpectOk(c.api, c.api.PJRT_Buffer_Delete(&del));
+  EXPECT_EQ(c.BytesInUse(3), 0);
+  auto deleted = Make<PJRT_Buffer_IsDeleted_Args>();
+  deleted.buffer = b;
+  ExpectOk(c.api, c.api.PJRT_Buffer_IsDeleted(&deleted));
+  EXPECT_TRUE(deleted.is_deleted);
+  DestroyBuffer(c.api, b);
+}
+
+TEST(PjrtBufferTest, CopyToAnotherDevice) {
+  TestClient c(*GetPjrtApi());
+  const std::vector<double> x = {1.5, -2.5, 3.25};
+  PJRT_Error* error = nullptr;
+  PJRT_Buffer* b = FromHost(c, x.data(), PJRT_Buffer_Type_F64, {3}, {}, 1, &error);
+  ExpectOk(c.api, error);
+  auto copy = Make<PJRT_Buffer_CopyToDevice_Args>();
+  copy.buffer = b;
+  copy.dst_device = c.devices[6];
+  ExpectOk(c.api, c.api.PJRT_Buffer_CopyToDevice(&copy));
+  ASSERT_NE(copy.dst_buffer, nullptr);
+  EXPECT_EQ(c.BytesInUse(1), 24);
+  EXPECT_EQ(c.BytesInUse(6), 24);
+  auto device = Make<PJRT_Buffer_Device_Args>();
+  device.buffer = copy.dst_buffer;
+  ExpectOk(c.api, c.api.PJRT_Buffer_Device(&device));
+  EXPECT_EQ(device.device, c.devices[6]);
+  EXPECT_EQ(ToHost<double>(c, copy.dst_buffer), x);
+  DestroyBuffer(c.api, copy.dst_buffer);
+  DestroyBuffer(c.api, b);
+  EXPECT_EQ(c.BytesInUse(1) + c.BytesInUse(6), 0);
+}
+
+TEST(PjrtBufferTest, StridedHostArrayIsGatheredRowMajor) {
+  TestClient c(*GetPjrtApi());
+  // A 3x2 view of a 2x3 int32 array's transpose: strides (4, 12).
+  const std::vector<int32_t> x = {0, 1, 2, 3, 4, 5};
+  PJRT_Error* error = nullptr;
+  PJRT_Buffer* b = FromHost(c, x.data(), PJRT_Buffer_Type_S32, {3, 2}, {4, 12}, 0, &error);
+  ExpectOk(c.api, error);
+  EXPECT_EQ(ToHost<int32_t>(c, b), (std::vector<int32_t>{0, 3, 1, 4, 2, 5}));
+  DestroyBuffer(c.api, b);
+}
+
+TEST(PjrtBufferTest, TooLargeForHbmIsResourceExhausted) {
+  TestClient c(*GetPjrtApi());
+  const float one = 1;
+  PJRT_Error* error = nullptr;
+  // 2^33 f32 elements (32 GiB) from a zero-stride host view: more than a v5e's 16 GiB.
+  PJRT_Buffer* b = FromHost(c, &one, PJRT_Buffer_Type_F32, {int64_t{1} << 33}, {0}, 5, &error);
+  EXPECT_EQ(b, nullptr);
+  ASSERT_NE(error, nullptr);
+  auto code = Make<PJRT_Error_GetCode_Args>();
+  code.error = error;
+  ExpectOk(c.api, c.api.PJRT_Error_GetCode(&code));
+  EXPECT_EQ(code.code, PJRT_Error_Code_RESOURCE_EXHAUSTED);
+  EXPECT_NE(Message(c.api, error).find("device 5"), std::string::npos) << Message(c.api, error);
+  auto d = Make<PJRT_Error_Destroy_Args>();
+  d.error = error;
+  c.api.PJRT_Error_Destroy(&d);
+  EXPECT_EQ(c.BytesInUse(5), 0);
+}
+
+}  // namespace
