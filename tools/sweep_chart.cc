@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "base/printable.h"
+
 namespace tpumesh::tools {
 namespace {
 
@@ -13,9 +15,12 @@ std::string Num(double v, int digits) {
   return b;
 }
 
+// Text as an SVG (XML) text node: valid UTF-8 without control characters
+// (base/printable.h: a file name's stray byte as \xNN), then <, >, & as
+// entities.
 std::string Escape(const std::string& s) {
   std::string o;
-  for (char c : s) {
+  for (char c : Printable(s)) {
     if (c == '<') o += "&lt;";
     else if (c == '>') o += "&gt;";
     else if (c == '&') o += "&amp;";

@@ -311,6 +311,18 @@ TEST(CliTest, SimulateSweepDataflow) {
   EXPECT_EQ(chart.rfind("<svg", 0), 0u);
   EXPECT_THAT(chart, HasSubstr("energy"));
   EXPECT_THAT(chart, HasSubstr("</svg>"));
+  // A workload whose file name is not UTF-8: the chart names it escaped,
+  // and stays well-formed XML (it held the raw byte).
+  std::ofstream(dir + "/n\xff.csv") << "Layer, M, N, K,\nfc1, 64, 64, 64,\n";
+  Result odd = RunTpumesh("simulate --workload '" + dir + "/n\xff.csv' --devices 1 --sweep-dataflow --svg " + dir +
+                          "/odd.svg");
+  ASSERT_EQ(odd.code, 0) << odd.err;
+  std::ifstream odd_svg(dir + "/odd.svg");
+  const std::string odd_chart((std::istreambuf_iterator<char>(odd_svg)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(odd_chart.find('\xff'), std::string::npos);
+  EXPECT_THAT(odd_chart, HasSubstr("n\\xff.csv"));
+  // Here all of it ASCII: printable characters and newlines.
+  EXPECT_TRUE(std::all_of(odd_chart.begin(), odd_chart.end(), [](char c) { return c == '\n' || (c >= 0x20 && c < 0x7f); }));
 }
 
 TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
