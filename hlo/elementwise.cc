@@ -230,6 +230,7 @@ template <typename C>
       case Un::kAtanh: return static_cast<C>(std::atanh(static_cast<double>(x)));
       case Un::kCosh: return static_cast<C>(std::cosh(static_cast<double>(x)));
       case Un::kSinh: return static_cast<C>(std::sinh(static_cast<double>(x)));
+      case Un::kChloTan: return std::tan(x);  // jax 0.4's lowering of lax.tan: stablehlo.tan's value
       case Un::kLgamma: return static_cast<C>(Lgamma(x));
       case Un::kDigamma: return static_cast<C>(Digamma(x));
       case Un::kErfc: return static_cast<C>(std::erfc(static_cast<double>(x)));

@@ -69,6 +69,7 @@ namespace tpumesh::hlo {
   X(kAtanh, "chlo.atanh", kTranscendental)                       \
   X(kCosh, "chlo.cosh", kTranscendental)                         \
   X(kSinh, "chlo.sinh", kTranscendental)                         \
+  X(kChloTan, "chlo.tan", kTranscendental)                       \
   X(kLgamma, "chlo.lgamma", kTranscendental)                     \
   X(kDigamma, "chlo.digamma", kTranscendental)                   \
   X(kErfc, "chlo.erfc", kTranscendental)                         \

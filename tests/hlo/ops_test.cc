@@ -56,6 +56,24 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   EXPECT_EQ(RunMain<float>(text, {Make<float>("tensor<4xf32>", {1, 2, 3, 4})}), (std::vector<float>{5, 7, 10, 9}));
 }
 
+// jax 0.4 lowers lax.tan to chlo.tan (the current jax to stablehlo.tan):
+// the same values.
+TEST(HloOpsTest, ChloTanIsStablehloTan) {
+  const std::string text = R"(
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = chlo.tan %x : tensor<4xf32> -> tensor<4xf32>
+  %1 = stablehlo.tan %x : tensor<4xf32>
+  %2 = stablehlo.subtract %0, %1 : tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
+)";
+  const std::vector<float> x = {0.5f, -1.25f, 3.0f, 1e-3f};
+  auto m = ParseModule(text, "t.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(RunMain<float>(text, {Make<float>("tensor<4xf32>", x)}), (std::vector<float>(4, 0.0f)));
+  EXPECT_NE(std::tan(x[0]), 0.0f);
+}
+
 TEST(HloOpsTest, IntegerEdgeCasesFollowXla) {
   const std::string text = R"(
 func.func @main(%x: tensor<4xi32>) -> tensor<4xi32> {
