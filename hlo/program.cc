@@ -44,6 +44,18 @@ StatusOr<Layout> LayoutOf(const Module& m) {
     return InvalidArgumentError(m.file + ": mhlo.num_replicas " + std::to_string(replicas) + " x mhlo.num_partitions " +
                                 std::to_string(partitions) + " is not supported (one of them 1, at most " +
                                 std::to_string(mesh::kMaxDevices) + ")");
+  // Each sdy.mesh axis as written (an int past int's range would wrap).
+  for (const Op& op : m.ops) {
+    const Attr* mesh = op.name == "sdy.mesh" ? op.Find("mesh") : nullptr;
+    const Attr* list = mesh ? mesh->Find("list") : nullptr;
+    if (!list) continue;
+    for (const Attr& a : list->list)
+      for (const auto& [name, size] : a.dict)
+        if (size.i < 1 || size.i > mesh::kMaxDevices)
+          return InvalidArgumentError(m.file + ": sdy.mesh @" + op.callee + " axis " + Quoted(name) + " has " +
+                                      std::to_string(size.i) + " devices (an axis holds 1 to " +
+                                      std::to_string(mesh::kMaxDevices) + ")");
+  }
   l.axes = SdyMeshAxes(m);
   if (replicas > 1) {
     l.kind = Layout::Kind::kReplicas;
