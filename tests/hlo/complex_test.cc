@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hlo/interpreter.h"
+#include "tests/testing/hlo_run.h"
 
 namespace tpumesh::hlo {
 namespace {
@@ -22,30 +23,7 @@ using ::testing::HasSubstr;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Runs @main of `text` on `args` (each a type and its bytes' values as T)
-// and returns result 0's values as T (a complex element: two).
-template <typename T>
-std::vector<T> RunMain(const std::string& text, const std::vector<std::pair<std::string, std::vector<T>>>& args) {
-  auto m = ParseModule(text, "t.mlir");
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  if (!m.ok()) return {};
-  const Status verified = Verify(*m);
-  EXPECT_TRUE(verified.ok()) << verified.message();
-  if (!verified.ok()) return {};
-  std::vector<Tensor> in;
-  for (size_t i = 0; i < args.size(); ++i) {
-    Tensor t = NewTensor(m->funcs[0].arg_types[i], nullptr).value();
-    EXPECT_EQ(static_cast<size_t>(t.type.size_bytes()), args[i].second.size() * sizeof(T));
-    std::memcpy(t.data.mutable_raw(), args[i].second.data(), static_cast<size_t>(t.type.size_bytes()));
-    in.push_back(std::move(t));
-  }
-  auto r = RunFunction(*m, "main", std::move(in), DeviceSite{}, Options{});
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  if (!r.ok()) return {};
-  const Tensor& out = (*r)[0];
-  const T* p = out.as<T>();
-  return std::vector<T>(p, p + out.type.size_bytes() / static_cast<int64_t>(sizeof(T)));
-}
+using ::tpumesh::testing::RunMain;
 
 std::string Binary(const std::string& op, const std::string& type) {
   return "func.func @main(%a: " + type + ", %b: " + type + ") -> " + type + " {\n  %0 = stablehlo." + op +
@@ -83,7 +61,7 @@ TEST(ComplexTest, DivideFollowsXlaAtZeroAndInfinity) {
     b.insert(b.end(), {c.b_re, c.b_im});
   }
   const std::string type = "tensor<" + std::to_string(std::size(cases)) + "xcomplex<f32>>";
-  const auto got = RunMain<float>(Binary("divide", type), {{type, a}, {type, b}});
+  const auto got = RunMain<float>(Binary("divide", type), {a, b});
   ASSERT_EQ(got.size(), 2 * std::size(cases));
   for (size_t i = 0; i < std::size(cases); ++i) {
     ExpectSame(got[2 * i], cases[i].q_re, "case " + std::to_string(i) + " re");
@@ -100,7 +78,7 @@ func.func @main(%z: tensor<6xcomplex<f32>>) -> tensor<6xf32> {
 )";
   // 3-4-5 triangles whose squares overflow (1e76) or underflow (1e-60) f32.
   const std::vector<float> z = {3e37f, 4e37f, -3e-30f, 4e-30f, 0, -0.0f, kInf, 1, kInf, -kInf, 0, -2};
-  const auto got = RunMain<float>(text, {{"tensor<6xcomplex<f32>>", z}});
+  const auto got = RunMain<float>(text, {z});
   const float want[] = {5e37f, 5e-30f, 0, kInf, kInf, 2};
   ASSERT_EQ(got.size(), std::size(want));
   for (size_t i = 0; i < std::size(want); ++i) ExpectSame(got[i], want[i], "abs " + std::to_string(i));
@@ -118,7 +96,7 @@ func.func @main(%z: tensor<3xcomplex<f64>>) -> tensor<9xcomplex<f64>> {
 )";
   // z = -4, 3 + 4i, 0: sqrt 2i, 2 + i, 0; log (log 4, pi), (log 5, atan2(4, 3)),
   // (-inf, 0); sign -1, (0.6, 0.8), 0.
-  const auto got = RunMain<double>(text, {{"tensor<3xcomplex<f64>>", {-4, 0, 3, 4, 0, 0}}});
+  const auto got = RunMain<double>(text, {{-4, 0, 3, 4, 0, 0}});
   const double want[18] = {0, 2, 2, 1, 0, 0, std::log(4.0), M_PI, std::log(5.0), std::atan2(4.0, 3.0),
                            -std::numeric_limits<double>::infinity(), 0, -1, 0, 0.6, 0.8, 0, 0};
   ASSERT_EQ(got.size(), 18u);
@@ -136,7 +114,7 @@ func.func @main(%z: tensor<complex<f32>>) -> tensor<complex<f32>> {
   return %0 : tensor<complex<f32>>
 }
 )";
-  const auto got = RunMain<float>(text, {{"tensor<complex<f32>>", {3e38f, 3e38f}}});
+  const auto got = RunMain<float>(text, {{3e38f, 3e38f}});
   ASSERT_EQ(got.size(), 2u);
   const double r = std::sqrt(std::hypot(3e38, 3e38)), t = M_PI / 8;
   EXPECT_NEAR(got[0], r * std::cos(t), 1e-6 * r);
@@ -155,7 +133,7 @@ func.func @main(%z: tensor<2xcomplex<f64>>) -> tensor<2xcomplex<f64>> {
 }
 )";
   const std::vector<double> z = {3, -1, 2, 4};
-  const auto got = RunMain<double>(text, {{"tensor<2xcomplex<f64>>", z}});
+  const auto got = RunMain<double>(text, {z});
   // (3 - i)(1 + 2i) - i = 5 + 4i; (2 + 4i)(0.5 - 1.5i) - i = 7 - 2i
   EXPECT_EQ(got, (std::vector<double>{5, 4, 7, -2}));
 }
@@ -172,7 +150,7 @@ func.func @main(%z: tensor<2x3xcomplex<f32>>) -> tensor<4xcomplex<f32>> {
 }
 )";
   const std::vector<float> z = {1, 2, 3, -1, -0.5f, 0.5f, 0, 0, 0, 1, 2, 0};
-  EXPECT_EQ(RunMain<float>(text, {{"tensor<2x3xcomplex<f32>>", z}}),
+  EXPECT_EQ(RunMain<float>(text, {z}),
             (std::vector<float>{9, -9, 3.5f, 1.5f, 2, 1, 9, -9}));
 }
 

@@ -10,35 +10,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hlo/interpreter.h"
+#include "tests/testing/hlo_run.h"
 
 namespace tpumesh::hlo {
 namespace {
 
 using ::testing::HasSubstr;
 
-// Runs @main of `text` with `args` (bytes per argument) and returns result
-// 0's values as T.
-template <typename T>
-std::vector<T> RunMain(const std::string& text, const std::vector<std::vector<T>>& args) {
-  auto m = ParseModule(text, "t.mlir");
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  if (!m.ok()) return {};
-  const Status verified = Verify(*m);
-  EXPECT_TRUE(verified.ok()) << verified.message();
-  if (!verified.ok()) return {};
-  std::vector<Tensor> in;
-  for (size_t i = 0; i < args.size(); ++i) {
-    Tensor t = NewTensor(m->funcs[0].arg_types[i], nullptr).value();
-    EXPECT_EQ(static_cast<size_t>(t.type.size_bytes()), args[i].size() * sizeof(T));
-    std::memcpy(t.data.mutable_raw(), args[i].data(), static_cast<size_t>(t.type.size_bytes()));
-    in.push_back(std::move(t));
-  }
-  auto r = RunFunction(*m, "main", std::move(in), DeviceSite{}, Options{});
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  if (!r.ok()) return {};
-  const T* p = (*r)[0].as<T>();
-  return std::vector<T>(p, p + (*r)[0].type.size_bytes() / static_cast<int64_t>(sizeof(T)));
-}
+using ::tpumesh::testing::RunMain;
 
 std::string OneOp(const std::string& args, const std::string& result, const std::string& op) {
   return "func.func @main(" + args + ") -> " + result + " {\n  %0 = " + op + "\n  return %0 : " + result + "\n}\n";
