@@ -44,8 +44,10 @@ StatusOr<std::vector<Tensor>> Interpreter::Control(
       const bool unknown = !c[0].known;
       if (unknown) {
         if (o_.warn && site_.device_id == 0)
-          o_.warn(m_.Where(op.loc) + ": " + op.name + ": its trip count depends on the inputs; priced as " +
-                  (trips == 0 ? "one trip" : std::to_string(trips + 1) + " trips") +
+          o_.warn(m_.Where(op.loc) + ": " + op.name + ": its trip count " +
+                  (dry_run_budget_spent_ ? "needs more values computed than a dry run computes (2^28 element steps)"
+                                         : "depends on the inputs") +
+                  "; priced as " + (trips == 0 ? "one trip" : std::to_string(trips + 1) + " trips") +
                   " (simulate --inputs FILE.h5 counts it)");
       } else if (!*c[0].as<bool>()) {
         break;

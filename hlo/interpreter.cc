@@ -156,7 +156,7 @@ StatusOr<std::vector<const Tensor*>> Interpreter::Operands(const Op& op, Env& en
   return in;
 }
 
-bool Interpreter::Small(const Op& op) const {
+bool Interpreter::Small(const Op& op) {
   for (const Type& t : op.result_types)
     if (t.num_elements() > kDryRunComputeElements) return false;
   for (const Type& t : op.operand_types)
@@ -165,8 +165,39 @@ bool Interpreter::Small(const Op& op) const {
   if (WindowFolds(op) > kDryRunComputeElements * kDryRunComputeElements) return false;
   // Priced but not computed here (a convolution's batch groups).
   if (const auto* conv = std::get_if<ConvAttrs>(&AttrsOf(op)->value))
-    return ConvolutionComputable(conv->shape, op.operand_types[0], op.operand_types[1]).ok();
+    if (!ConvolutionComputable(conv->shape, op.operand_types[0], op.operand_types[1]).ok()) return false;
+  // Small ops in a loop add up: past the run's budget nothing more is
+  // computed (values become unknown, as if they depended on the arguments).
+  const double work = DryRunWork(op);
+  if (dry_run_budget_spent_ || dry_run_work_ + work > kDryRunComputeWork) {
+    dry_run_budget_spent_ = true;
+    return false;
+  }
+  dry_run_work_ += work;
   return true;
+}
+
+double DryRunWork(const Op& op) {
+  double elements = 0;
+  for (const Type& t : op.result_types) elements += static_cast<double>(t.num_elements());
+  for (const Type& t : op.operand_types) elements += static_cast<double>(t.num_elements());
+  // A region (a reduce's or a sort's body) runs per element (a sort's
+  // compare about log2 n times per element).
+  double region_ops = 0;
+  for (const Region& r : op.regions)
+    for (const Block& b : r.blocks) region_ops += static_cast<double>(b.ops.size());
+  double work = elements * (1 + region_ops * (op.name == "stablehlo.sort" ? 13 : 1));
+  work += WindowFolds(op) * (1 + region_ops);
+  const auto a = AttrsOf(op);
+  if (const auto* dot = std::get_if<DotAttrs>(&a->value); dot && !op.operand_types.empty() && !op.result_types.empty())
+    work += static_cast<double>(op.result_types[0].num_elements()) *
+            static_cast<double>(Prod(op.operand_types[0], dot->dims.lc));
+  if (const auto* conv = std::get_if<ConvAttrs>(&a->value); conv && !op.result_types.empty()) {
+    double taps = static_cast<double>(conv->shape.group_in());
+    for (int64_t k : conv->shape.k_sp) taps *= static_cast<double>(k);
+    work += static_cast<double>(op.result_types[0].num_elements()) * taps;
+  }
+  return work;
 }
 
 Status Interpreter::CheckHostMemory(int64_t bytes) {
@@ -227,7 +258,7 @@ Status Interpreter::RunOp(const Op& op, Env& env, const std::vector<int>& dying)
   if (e->op_class == OpClass::kControl || e->op_class == OpClass::kSharding) {
     TPUMESH_ASSIGN_OR_RETURN(out, Control(e->run, op, in, env));
   } else {
-    const bool compute = !o_.dry_run || (Small(op) && e->op_class != OpClass::kCollective);
+    const bool compute = !o_.dry_run || (e->op_class != OpClass::kCollective && Small(op));
     computed = compute;
     if (compute && !o_.dry_run && e->run == Run::kBroadcastInDim &&
         view_ok_[static_cast<size_t>(op.results[0])] && in[0]->repeat == 0) {

@@ -28,7 +28,8 @@
 // - Options::dry_run: shapes, HBM and prices only; values with more than
 //   kDryRunComputeElements elements are not computed (their bytes are
 //   unspecified, mapped lazily), smaller ones are (loop counters and
-//   indices, so a fori_loop's trip count is still right). Collectives are
+//   indices, so a fori_loop's trip count is still right) until the run has
+//   computed kDryRunComputeWork. Collectives are
 //   priced, not run.
 // - Errors name the op and its place in the MLIR text: "f.mlir:12:5:
 //   stablehlo.dot_general: ...".
@@ -53,6 +54,15 @@
 namespace tpumesh::hlo {
 
 inline constexpr int64_t kDryRunComputeElements = 4096;
+// What a dry run computes at most in all, in DryRunWork's units (element
+// steps: about a second of host time): past it, small values are not
+// computed either (a data-dependent loop of small ops ends priced as one
+// trip, with the warning of a loop whose count depends on the inputs).
+inline constexpr double kDryRunComputeWork = 268435456.0;  // 2^28
+// What computing `op` costs a dry run: its operands' and results' elements
+// (times its regions' ops, which run per element), its window folds and
+// its multiply-adds (dot_general, convolution).
+double DryRunWork(const Op& op);
 // Options::max_executed_ops of simulate --stablehlo: a few seconds of
 // pricing (counted loops are priced by one trip, so only a loop that never
 // ends, or a huge unrolled module, reaches it).

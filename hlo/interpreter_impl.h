@@ -116,7 +116,9 @@ class Interpreter {
 
   StatusOr<std::vector<const Tensor*>> Operands(const Op& op, Env& env);
 
-  bool Small(const Op& op) const;
+  // Whether a dry run computes op: its values are small and the run's
+  // budget (kDryRunComputeWork) has room for its DryRunWork, which it spends.
+  bool Small(const Op& op);
 
   // The devices' values live in this host's memory: a result the host
   // cannot hold is refused (RESOURCE_EXHAUSTED) instead of the process being
@@ -428,6 +430,8 @@ class Interpreter {
   Options o_;
   int call_depth_ = 0;
   int64_t executed_ = 0;
+  double dry_run_work_ = 0;  // spent by Small
+  bool dry_run_budget_spent_ = false;  // Small refused an op for the budget
   std::string last_sharding_;
   std::vector<bool> materialized_;  // value id -> written to HBM (pricing)
   std::vector<bool> view_ok_;       // value id -> may be a Tensor::repeat view

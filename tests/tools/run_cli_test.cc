@@ -225,6 +225,36 @@ TEST(RunCli, SimulateWarnsOnceForEachDataDependentLoop) {
   EXPECT_GT(PricedFlops(real.out), PricedFlops(r.out)) << real.out;
 }
 
+// A loop that never ends over small values, which a dry run computes (a
+// 64x64 matmul each trip): the work a dry run computes is bounded
+// (kDryRunComputeWork), then the loop is priced by the trips so far with
+// one warning saying why, in about a second, not after a million ops.
+TEST(RunCli, SimulateBoundsTheSmallValuesItComputes) {
+  const std::string p = Write(
+      "small_endless.mlir",
+      "func.func @main(%a: tensor<64x64xf32>) -> tensor<64x64xf32> {\n"
+      "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+      "  %0:2 = stablehlo.while(%i = %c0, %x = %a) : tensor<i32>, tensor<64x64xf32>\n"
+      "  cond {\n"
+      "    %m = stablehlo.constant dense<-1> : tensor<i32>\n"
+      "    %t = stablehlo.compare GT, %i, %m, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+      "    stablehlo.return %t : tensor<i1>\n"
+      "  } do {\n"
+      "    %z = stablehlo.constant dense<0> : tensor<i32>\n"
+      "    %j = stablehlo.multiply %i, %z : tensor<i32>\n"
+      "    %y = stablehlo.dot_general %x, %x, contracting_dims = [1] x [0] : "
+      "(tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n"
+      "    stablehlo.return %j, %y : tensor<i32>, tensor<64x64xf32>\n"
+      "  }\n"
+      "  return %0#1 : tensor<64x64xf32>\n"
+      "}\n");
+  const CliResult r = RunTpumesh("simulate --stablehlo " + p);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(p + ":3:10: stablehlo.while: its trip count needs more values computed than a dry run "
+                               "computes (2^28 element steps); priced as "));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 constexpr char kCounted[] =
     "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
     "  %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
