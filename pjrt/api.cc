@@ -14,6 +14,7 @@
 #include "pjrt/buffer.h"
 #include "pjrt/c_boundary.h"
 #include "pjrt/client.h"
+#include "pjrt/executable.h"
 #include "pjrt/pjrt_c_api.h"
 
 namespace tpumesh::pjrt {
@@ -347,6 +348,7 @@ PJRT_Api MakeApi() {
   api.PJRT_Memory_ToString = MemoryToString;
   api.PJRT_Memory_AddressableByDevices = MemoryAddressableByDevices;
   FillBufferSlots(api);
+  FillExecutableSlots(api);
   return api;
 }
 

@@ -14,22 +14,7 @@
 #include "pjrt/c_boundary.h"
 #include "pjrt/client.h"
 
-struct PJRT_Event {
-  tpumesh::Status status;  // always ok: tpumesh's transfers end before the call returns
-};
-
-struct PJRT_Buffer {
-  PJRT_Device* device = nullptr;
-  PJRT_Buffer_Type type = PJRT_Buffer_Type_INVALID;
-  std::vector<int64_t> dims;
-  std::vector<int64_t> minor_to_major;  // dense row-major: rank-1 ... 0
-  std::vector<char> bytes;              // dense row-major; empty once deleted
-  tpumesh::mesh::HbmReservation hbm;
-  bool deleted = false;
-};
-
 namespace tpumesh::pjrt {
-namespace {
 
 // Bytes per element, 0 for a type this plugin does not hold.
 int ElementBytes(PJRT_Buffer_Type type) {
@@ -61,6 +46,8 @@ int ElementBytes(PJRT_Buffer_Type type) {
 
 PJRT_Event* ReadyEvent() { return new PJRT_Event{}; }
 
+namespace {
+
 // Copies an array laid out with `byte_strides` (any signs) into dense
 // row-major `dst`.
 void GatherStrided(const char* src, std::span<const int64_t> dims, std::span<const int64_t> byte_strides,
@@ -80,7 +67,8 @@ void GatherStrided(const char* src, std::span<const int64_t> dims, std::span<con
   }
 }
 
-// A new buffer on `device` holding `bytes`, counted against its HBM.
+}  // namespace
+
 StatusOr<std::unique_ptr<PJRT_Buffer>> NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type,
                                                  std::vector<int64_t> dims, int64_t size, std::string_view what) {
   auto buffer = std::make_unique<PJRT_Buffer>();
@@ -93,6 +81,8 @@ StatusOr<std::unique_ptr<PJRT_Buffer>> NewBuffer(PJRT_Device* device, PJRT_Buffe
   buffer->bytes.resize(size);
   return buffer;
 }
+
+namespace {
 
 PJRT_Error* BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* args) {
   TPUMESH_PJRT_CHECK(args, "PJRT_Client_BufferFromHostBuffer");

@@ -10,9 +10,41 @@
 #ifndef TPUMESH_PJRT_BUFFER_H_
 #define TPUMESH_PJRT_BUFFER_H_
 
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "mesh/device.h"
 #include "pjrt/pjrt_c_api.h"
 
+struct PJRT_Event {
+  tpumesh::Status status;  // always ok: tpumesh's transfers end before the call returns
+};
+
+struct PJRT_Buffer {
+  PJRT_Device* device = nullptr;
+  PJRT_Buffer_Type type = PJRT_Buffer_Type_INVALID;
+  std::vector<int64_t> dims;
+  std::vector<int64_t> minor_to_major;  // dense row-major: rank-1 ... 0
+  std::vector<char> bytes;              // dense row-major; empty once deleted
+  tpumesh::mesh::HbmReservation hbm;
+  bool deleted = false;
+};
+
 namespace tpumesh::pjrt {
+
+// Bytes per element, 0 for a type this plugin does not hold.
+int ElementBytes(PJRT_Buffer_Type type);
+
+// A ready event (every transfer and execution ends before its call returns).
+PJRT_Event* ReadyEvent();
+
+// A new buffer on `device` of `size` bytes (zeros), counted against its HBM
+// (`what` names it in the RESOURCE_EXHAUSTED of a device out of HBM).
+StatusOr<std::unique_ptr<PJRT_Buffer>> NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type,
+                                                 std::vector<int64_t> dims, int64_t size, std::string_view what);
 
 // Sets the Client_BufferFromHostBuffer, Buffer_* and Event_* slots.
 void FillBufferSlots(PJRT_Api& api);

@@ -59,6 +59,7 @@ StatusOr<std::unique_ptr<PJRT_Client>> CreateClient(const mesh::MeshSpec& spec) 
   auto mesh = mesh::CreateMesh(spec);
   if (!mesh.ok()) return mesh.status().WithContext("tpumesh: PJRT client");
   auto client = std::make_unique<PJRT_Client>();
+  client->spec = spec;
   client->mesh = std::move(mesh).value();
   const mesh::Mesh& m = *client->mesh;
   const mesh::ChipSpec& chip = m.chip();

@@ -16,7 +16,9 @@
 #define TPUMESH_PJRT_CLIENT_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -53,14 +55,25 @@ struct PJRT_Device {
   std::vector<PJRT_Memory*> memories;  // {memory}
 };
 
+namespace tpumesh::pjrt {
+struct Program;  // pjrt/executable.cc
+}
+
 struct PJRT_Client {
-  std::unique_ptr<tpumesh::mesh::Mesh> mesh;
+  tpumesh::mesh::MeshSpec spec;                // what the client was made from
+  std::unique_ptr<tpumesh::mesh::Mesh> mesh;  // its devices: buffers and HBM
   std::string platform_name = "tpumesh";
   std::string platform_version;
   std::vector<std::unique_ptr<PJRT_Device>> devices;
   std::vector<std::unique_ptr<PJRT_Memory>> memories;
   std::vector<PJRT_Device*> device_handles;
   std::vector<PJRT_Memory*> memory_handles;
+  // Programs run on meshes of their own device count and axes (the
+  // client's chip), made on first use; compiled programs by bytes and
+  // options. Both under run_mutex.
+  std::mutex run_mutex;
+  std::map<std::string, std::unique_ptr<tpumesh::mesh::Mesh>> run_meshes;
+  std::map<std::string, std::shared_ptr<tpumesh::pjrt::Program>> compiled;
 };
 
 namespace tpumesh::pjrt {

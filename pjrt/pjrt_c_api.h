@@ -391,6 +391,134 @@ struct PJRT_Buffer_CopyToMemory_Args {
   PJRT_Buffer* dst_buffer;  // out
 };
 
+// ---- Programs and executables (pjrt/executable.h)
+
+struct PJRT_Executable;
+struct PJRT_LoadedExecutable;
+struct PJRT_ExecuteContext;
+
+struct PJRT_Program {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  char* code;  // "mlir": MLIR bytecode (a StableHLO portable artifact) or text
+  size_t code_size;
+  const char* format;
+  size_t format_size;
+};
+struct PJRT_Client_Compile_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Client* client;
+  const PJRT_Program* program;
+  const char* compile_options;  // a serialized xla.CompileOptionsProto
+  size_t compile_options_size;
+  PJRT_LoadedExecutable* executable;  // out
+};
+struct PJRT_Executable_Destroy_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Executable* executable; };
+struct PJRT_LoadedExecutable_Destroy_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_LoadedExecutable* executable; };
+struct PJRT_LoadedExecutable_GetExecutable_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_LoadedExecutable* loaded_executable;
+  PJRT_Executable* executable;  // out; the caller destroys it
+};
+struct PJRT_Executable_Name_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Executable* executable;
+  const char* executable_name;  // out
+  size_t executable_name_size;  // out
+};
+struct PJRT_Executable_NumReplicas_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Executable* executable; size_t num_replicas; };
+struct PJRT_Executable_NumPartitions_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Executable* executable; size_t num_partitions; };
+struct PJRT_LoadedExecutable_AddressableDevices_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_LoadedExecutable* executable;
+  PJRT_Device* const* addressable_devices;  // out
+  size_t num_addressable_devices;           // out
+};
+struct PJRT_LoadedExecutable_Delete_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_LoadedExecutable* executable; };
+struct PJRT_LoadedExecutable_IsDeleted_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_LoadedExecutable* executable;
+  bool is_deleted;  // out
+};
+// Read: nothing beyond the head (no send/recv callbacks, nothing to keep
+// from donation: tpumesh copies inputs).
+struct PJRT_ExecuteOptions {
+  size_t struct_size;
+  PJRT_Extension_Base* extension_start;
+  void** send_callbacks;
+  void** recv_callbacks;
+  size_t num_send_ops;
+  size_t num_recv_ops;
+  int launch_id;
+  const int64_t* non_donatable_input_indices;
+  size_t num_non_donatable_input_indices;
+  PJRT_ExecuteContext* context;
+};
+struct PJRT_LoadedExecutable_Execute_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_LoadedExecutable* executable;
+  PJRT_ExecuteOptions* options;
+  PJRT_Buffer* const* const* argument_lists;  // [num_devices][num_args]
+  size_t num_devices;
+  size_t num_args;
+  PJRT_Buffer** const* output_lists;     // [num_devices][num_outputs], filled
+  PJRT_Event** device_complete_events;   // [num_devices] or null, filled
+  PJRT_Device* execute_device;           // null: the compiled devices
+};
+struct PJRT_DeviceAssignmentSerialized;
+struct PJRT_LoadedExecutable_GetDeviceAssignment_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_LoadedExecutable* executable;
+  const char* serialized_bytes;  // out: a serialized xla.DeviceAssignmentProto
+  size_t serialized_bytes_size;  // out
+  PJRT_DeviceAssignmentSerialized* serialized_device_assignment;                        // out: backs the bytes
+  void (*serialized_device_assignment_deleter)(PJRT_DeviceAssignmentSerialized* da);  // out
+};
+struct PJRT_Executable_NumOutputs_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Executable* executable; size_t num_outputs; };
+struct PJRT_Executable_SizeOfGeneratedCodeInBytes_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Executable* executable;
+  int64_t size_in_bytes;  // out
+};
+struct PJRT_Executable_Fingerprint_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Executable* executable;
+  const char* executable_fingerprint;  // out
+  size_t executable_fingerprint_size;  // out
+};
+struct PJRT_LoadedExecutable_Fingerprint_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_LoadedExecutable* executable;
+  const char* executable_fingerprint;  // out
+  size_t executable_fingerprint_size;  // out
+};
+struct PJRT_Executable_GetCostAnalysis_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Executable* executable;
+  size_t num_properties;              // out
+  const PJRT_NamedValue* properties;  // out; lives as long as the executable
+};
+struct PJRT_Executable_OutputElementTypes_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Executable* executable;
+  PJRT_Buffer_Type* output_types;  // out
+  size_t num_output_types;         // out
+};
+struct PJRT_Executable_OutputDimensions_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Executable* executable;
+  size_t num_outputs;        // out
+  const int64_t* dims;       // out: every output's dims, concatenated
+  const size_t* dim_sizes;   // out: each output's rank
+};
+struct PJRT_Executable_OutputMemoryKinds_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Executable* executable;
+  size_t num_outputs;               // out
+  const char* const* memory_kinds;  // out
+  const size_t* memory_kind_sizes;  // out
+};
+
 // The slots of PJRT_Api 0.90, in order, without their "PJRT_" prefix.
 // X(name) for each; slot PJRT_<name> takes a PJRT_<name>_Args*.
 #define TPUMESH_PJRT_SLOTS(X) \
@@ -636,8 +764,12 @@ TPUMESH_PJRT_STRUCT_SIZE(PJRT_Error_Destroy_Args, error)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Error_Message_Args, message_size)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Error_GetCode_Args, code)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Plugin_Initialize_Args, extension_start)
-TPUMESH_PJRT_STRUCT_SIZE(PJRT_Plugin_Attributes_Args, num_attributes)
-TPUMESH_PJRT_STRUCT_SIZE(PJRT_Client_Create_Args, kv_try_get_user_arg)
+// XLA's traits named `attributes` the last field until after jax 0.4.38
+// (whose framework passes 24 bytes); num_attributes is in the struct all the same.
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Plugin_Attributes_Args, attributes)
+// Up to `client`: the kv_try_get fields after it are not read, so the
+// shorter struct of an older framework (jax 0.4.38: 72 bytes) is accepted.
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Client_Create_Args, client)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Client_Destroy_Args, client)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Client_PlatformName_Args, platform_name_size)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Client_ProcessIndex_Args, process_index)
@@ -690,11 +822,35 @@ TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_IsOnCpu_Args, is_on_cpu)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_ReadyEvent_Args, event)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_CopyToDevice_Args, dst_buffer)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_CopyToMemory_Args, dst_buffer)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Program, format_size)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Client_Compile_Args, executable)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_Destroy_Args, executable)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_Destroy_Args, executable)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_GetExecutable_Args, executable)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_Name_Args, executable_name_size)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_NumReplicas_Args, num_replicas)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_NumPartitions_Args, num_partitions)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_AddressableDevices_Args, num_addressable_devices)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_Delete_Args, executable)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_IsDeleted_Args, is_deleted)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_ExecuteOptions, launch_id)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_Execute_Args, execute_device)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_NumOutputs_Args, num_outputs)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_GetDeviceAssignment_Args, serialized_device_assignment_deleter)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_SizeOfGeneratedCodeInBytes_Args, size_in_bytes)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_Fingerprint_Args, executable_fingerprint_size)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_Fingerprint_Args, executable_fingerprint_size)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_GetCostAnalysis_Args, properties)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_OutputElementTypes_Args, num_output_types)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_OutputDimensions_Args, dim_sizes)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_OutputMemoryKinds_Args, memory_kind_sizes)
 #undef TPUMESH_PJRT_STRUCT_SIZE
 static_assert(kPjrtStructSize<PJRT_Error_GetCode_Args> == 28);
 static_assert(kPjrtStructSize<PJRT_Device_MemoryStats_Args> == 185);
 static_assert(kPjrtStructSize<PJRT_Client_BufferFromHostBuffer_Args> == 120);
 static_assert(kPjrtStructSize<PJRT_Buffer_ToHostBuffer_Args> == 56);
 static_assert(kPjrtStructSize<PJRT_Buffer_MemoryLayout> == 76);
+static_assert(kPjrtStructSize<PJRT_Client_Compile_Args> == 56);
+static_assert(kPjrtStructSize<PJRT_LoadedExecutable_Execute_Args> == 80);
 
 #endif  // TPUMESH_PJRT_PJRT_C_API_H_

@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "pjrt/compile_options.h"
 #include "pjrt/pjrt_c_api.h"
 
 namespace {
@@ -50,9 +52,9 @@ TEST(PjrtApiTest, VersionAndEverySlot) { ExpectFullTable(*GetPjrtApi()); }
 
 TEST(PjrtApiTest, UnimplementedSlotsSayWhich) {
   const PJRT_Api& api = *GetPjrtApi();
-  PJRT_Error* error = api.PJRT_Client_Compile(nullptr);
+  PJRT_Error* error = api.PJRT_Executable_Serialize(nullptr);
   ASSERT_NE(error, nullptr);
-  EXPECT_EQ(Message(api, error), "tpumesh: PJRT_Client_Compile is not implemented");
+  EXPECT_EQ(Message(api, error), "tpumesh: PJRT_Executable_Serialize is not implemented");
   auto code = Make<PJRT_Error_GetCode_Args>();
   code.error = error;
   ExpectOk(api, api.PJRT_Error_GetCode(&code));
@@ -353,6 +355,165 @@ TEST(PjrtBufferTest, TooLargeForHbmIsResourceExhausted) {
   d.error = error;
   c.api.PJRT_Error_Destroy(&d);
   EXPECT_EQ(c.BytesInUse(5), 0);
+}
+
+}  // namespace
+
+namespace {
+
+// ---- Compile and execute (pjrt/executable.h). Programs as MLIR text: no
+// decoder is needed for text (the bytecode path is python/tests/test_pjrt.py).
+
+constexpr char kAddOne[] =
+    "module @jit_add_one {\n"
+    "  func.func public @main(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>) {\n"
+    "    %c = stablehlo.constant dense<1.0> : tensor<2x3xf32>\n"
+    "    %y = stablehlo.add %x, %c : tensor<2x3xf32>\n"
+    "    return %y : tensor<2x3xf32>\n"
+    "  }\n"
+    "}\n";
+
+// A CompileOptionsProto whose device assignment is one replica of the
+// given partitions (what jax.jit sends), written field by field.
+std::string OptionsOnDevices(const std::vector<int64_t>& devices) {
+  std::vector<std::vector<int64_t>> da(1, devices);
+  const std::string assignment = tpumesh::pjrt::SerializeDeviceAssignment(da);
+  std::string build;
+  build += static_cast<char>((4 << 3) | 0);  // num_replicas = 1
+  build += static_cast<char>(1);
+  build += static_cast<char>((5 << 3) | 0);  // num_partitions
+  build += static_cast<char>(devices.size());
+  build += static_cast<char>((9 << 3) | 2);  // device_assignment
+  build += static_cast<char>(assignment.size());
+  build += assignment;
+  std::string options;
+  options += static_cast<char>((3 << 3) | 2);  // executable_build_options
+  options += static_cast<char>(build.size());
+  options += build;
+  return options;
+}
+
+PJRT_LoadedExecutable* Compile(TestClient& c, const std::string& text, const std::string& options,
+                               PJRT_Error** error) {
+  auto program = Make<PJRT_Program>();
+  program.code = const_cast<char*>(text.data());
+  program.code_size = text.size();
+  program.format = "mlir";
+  program.format_size = 4;
+  auto a = Make<PJRT_Client_Compile_Args>();
+  a.client = c.client;
+  a.program = &program;
+  a.compile_options = options.data();
+  a.compile_options_size = options.size();
+  *error = c.api.PJRT_Client_Compile(&a);
+  return a.executable;
+}
+
+TEST(PjrtCompileOptionsTest, DeviceAssignmentRoundTrips) {
+  const auto o = tpumesh::pjrt::ParseCompileOptions(OptionsOnDevices({5, 1, 7}));
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->num_replicas, 1);
+  EXPECT_EQ(o->num_partitions, 3);
+  EXPECT_EQ(o->devices, (std::vector<std::vector<int64_t>>{{5, 1, 7}}));
+  const auto bad = tpumesh::pjrt::ParseCompileOptions(std::string("\x1a\x7f", 2));  // a length past the end
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("not a CompileOptionsProto: a length past the end"), std::string::npos);
+}
+
+TEST(PjrtExecutableTest, CompilesAndRunsOnTheAssignedDevice) {
+  TestClient c(*GetPjrtApi());
+  PJRT_Error* error = nullptr;
+  PJRT_LoadedExecutable* exe = Compile(c, kAddOne, OptionsOnDevices({6}), &error);
+  ExpectOk(c.api, error);
+  ASSERT_NE(exe, nullptr);
+  auto devices = Make<PJRT_LoadedExecutable_AddressableDevices_Args>();
+  devices.executable = exe;
+  ExpectOk(c.api, c.api.PJRT_LoadedExecutable_AddressableDevices(&devices));
+  ASSERT_EQ(devices.num_addressable_devices, 1u);
+  EXPECT_EQ(devices.addressable_devices[0], c.devices[6]);
+
+  const std::vector<float> x = {0, 1, 2, 3, 4, 5};
+  PJRT_Buffer* in = FromHost(c, x.data(), PJRT_Buffer_Type_F32, {2, 3}, {}, 6, &error);
+  ExpectOk(c.api, error);
+  PJRT_Buffer* out = nullptr;
+  PJRT_Buffer* const args_row[] = {in};
+  PJRT_Buffer* const* arg_lists[] = {args_row};
+  PJRT_Buffer** out_lists[] = {&out};
+  PJRT_Event* done = nullptr;
+  auto options = Make<PJRT_ExecuteOptions>();
+  auto run = Make<PJRT_LoadedExecutable_Execute_Args>();
+  run.executable = exe;
+  run.options = &options;
+  run.argument_lists = arg_lists;
+  run.num_devices = 1;
+  run.num_args = 1;
+  run.output_lists = out_lists;
+  run.device_complete_events = &done;
+  ExpectOk(c.api, c.api.PJRT_LoadedExecutable_Execute(&run));
+  ASSERT_NE(out, nullptr);
+  DestroyEvent(c.api, done);
+  EXPECT_EQ(ToHost<float>(c, out), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  auto device = Make<PJRT_Buffer_Device_Args>();
+  device.buffer = out;
+  ExpectOk(c.api, c.api.PJRT_Buffer_Device(&device));
+  EXPECT_EQ(device.device, c.devices[6]);
+  EXPECT_EQ(c.BytesInUse(6), 48);  // the argument and the result
+
+  // The priced figures: 6 adds, and our modelled seconds.
+  auto get = Make<PJRT_LoadedExecutable_GetExecutable_Args>();
+  get.loaded_executable = exe;
+  ExpectOk(c.api, c.api.PJRT_LoadedExecutable_GetExecutable(&get));
+  auto cost = Make<PJRT_Executable_GetCostAnalysis_Args>();
+  cost.executable = get.executable;
+  ExpectOk(c.api, c.api.PJRT_Executable_GetCostAnalysis(&cost));
+  std::map<std::string, float> figures;
+  for (size_t i = 0; i < cost.num_properties; ++i)
+    figures[std::string(cost.properties[i].name, cost.properties[i].name_size)] = cost.properties[i].float_value;
+  EXPECT_EQ(figures["flops"], 6);
+  EXPECT_GT(figures["tpumesh_modelled_seconds"], 0);
+  auto destroy_exe = Make<PJRT_Executable_Destroy_Args>();
+  destroy_exe.executable = get.executable;
+  ExpectOk(c.api, c.api.PJRT_Executable_Destroy(&destroy_exe));
+
+  DestroyBuffer(c.api, in);
+  DestroyBuffer(c.api, out);
+  auto destroy = Make<PJRT_LoadedExecutable_Destroy_Args>();
+  destroy.executable = exe;
+  ExpectOk(c.api, c.api.PJRT_LoadedExecutable_Destroy(&destroy));
+}
+
+TEST(PjrtExecutableTest, UnsupportedOpIsOneLineNamingItsPlace) {
+  TestClient c(*GetPjrtApi());
+  const std::string text =
+      "module @jit_f {\n"
+      "  func.func public @main(%x: tensor<4xf32>) -> (tensor<4xf32>) {\n"
+      "    %y = stablehlo.frobnicate %x : tensor<4xf32>\n"
+      "    return %y : tensor<4xf32>\n"
+      "  }\n"
+      "}\n";
+  PJRT_Error* error = nullptr;
+  PJRT_LoadedExecutable* exe = Compile(c, text, OptionsOnDevices({0}), &error);
+  EXPECT_EQ(exe, nullptr);
+  ASSERT_NE(error, nullptr);
+  const std::string m = Message(c.api, error);
+  EXPECT_EQ(m.find("jit_f.mlir:3:"), 0u) << m;
+  EXPECT_NE(m.find("stablehlo.frobnicate"), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  auto d = Make<PJRT_Error_Destroy_Args>();
+  d.error = error;
+  c.api.PJRT_Error_Destroy(&d);
+}
+
+TEST(PjrtExecutableTest, BytecodeWithoutADecoderIsRefused) {
+  TestClient c(*GetPjrtApi());
+  PJRT_Error* error = nullptr;
+  PJRT_LoadedExecutable* exe = Compile(c, std::string("ML\xefR\x00\x01", 6), OptionsOnDevices({0}), &error);
+  EXPECT_EQ(exe, nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(Message(c.api, error).find("no decoder is installed"), std::string::npos);
+  auto d = Make<PJRT_Error_Destroy_Args>();
+  d.error = error;
+  c.api.PJRT_Error_Destroy(&d);
 }
 
 }  // namespace

@@ -1,0 +1,549 @@
+#include "pjrt/executable.h"
+
+#include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "hlo/interpreter.h"
+#include "hlo/module.h"
+#include "hlo/program.h"
+#include "hlo/run.h"
+#include "pjrt/buffer.h"
+#include "pjrt/c_boundary.h"
+#include "pjrt/client.h"
+#include "pjrt/compile_options.h"
+#include "report/report.h"
+
+namespace tpumesh::pjrt {
+
+// A compiled program: what every executable made from the same bytes and
+// options shares.
+struct Program {
+  std::string name;         // the module's name, e.g. "jit_f"
+  std::string fingerprint;  // hex of the bytes' and options' hash
+  hlo::Module module;
+  hlo::Layout layout;
+  CompileOptions options;
+  std::string chip;  // the client's, for pricing
+  std::vector<PJRT_Buffer_Type> output_types;  // per device (kReplicas: one slice)
+  std::vector<int64_t> output_dims;            // concatenated
+  std::vector<size_t> output_ranks;
+  std::vector<const char*> memory_kinds;
+  std::vector<size_t> memory_kind_sizes;
+  // The priced figures (cost_analysis), from a dry run made once when first asked.
+  std::once_flag cost_once;
+  Status cost_status;
+  std::vector<std::string> cost_names;
+  std::vector<PJRT_NamedValue> cost;
+};
+
+}  // namespace tpumesh::pjrt
+
+struct PJRT_Executable {
+  std::shared_ptr<tpumesh::pjrt::Program> program;
+};
+
+struct PJRT_LoadedExecutable {
+  PJRT_Client* client = nullptr;
+  std::shared_ptr<tpumesh::pjrt::Program> program;
+  std::vector<PJRT_Device*> devices;  // replica-major: [r * partitions + p]
+  bool deleted = false;
+};
+
+namespace {
+std::atomic<TpumeshPjrtProgramDecoder> g_decoder{nullptr};
+
+struct Sink {
+  bool delivered = false, ok = false;
+  std::string text;
+};
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) void TpumeshPjrt_SetProgramDecoder(
+    TpumeshPjrtProgramDecoder decoder) {
+  g_decoder.store(decoder);
+}
+
+extern "C" __attribute__((visibility("default"))) void TpumeshPjrt_DeliverText(void* sink, const char* text,
+                                                                              size_t size, int ok) {
+  if (sink == nullptr) return;
+  auto* s = static_cast<Sink*>(sink);
+  s->delivered = true;
+  s->ok = ok != 0;
+  s->text.assign(text != nullptr ? text : "", text != nullptr ? size : 0);
+}
+
+namespace tpumesh::pjrt {
+namespace {
+
+using hlo::ElementType;
+
+StatusOr<PJRT_Buffer_Type> BufferTypeOf(ElementType t) {
+  switch (t) {
+    case ElementType::kPred: return PJRT_Buffer_Type_PRED;
+    case ElementType::kI8: return PJRT_Buffer_Type_S8;
+    case ElementType::kI16: return PJRT_Buffer_Type_S16;
+    case ElementType::kI32: return PJRT_Buffer_Type_S32;
+    case ElementType::kI64: return PJRT_Buffer_Type_S64;
+    case ElementType::kU8: return PJRT_Buffer_Type_U8;
+    case ElementType::kU16: return PJRT_Buffer_Type_U16;
+    case ElementType::kU32: return PJRT_Buffer_Type_U32;
+    case ElementType::kU64: return PJRT_Buffer_Type_U64;
+    case ElementType::kF16: return PJRT_Buffer_Type_F16;
+    case ElementType::kBF16: return PJRT_Buffer_Type_BF16;
+    case ElementType::kF32: return PJRT_Buffer_Type_F32;
+    case ElementType::kF64: return PJRT_Buffer_Type_F64;
+    case ElementType::kC64: return PJRT_Buffer_Type_C64;
+    case ElementType::kC128: return PJRT_Buffer_Type_C128;
+  }
+  return UnimplementedError("tpumesh: an element type without a PJRT buffer type");
+}
+
+uint64_t Fnv1a(std::string_view a, std::string_view b) {
+  uint64_t h = 1469598103934665603ull;
+  for (std::string_view s : {a, std::string_view("\0", 1), b})
+    for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+// The program's StableHLO text: MLIR text as given; bytecode ("ML\xefR")
+// through the installed decoder.
+StatusOr<std::string> ProgramText(std::string_view code) {
+  if (code.substr(0, 4) != std::string_view("ML\xef" "R", 4)) return std::string(code);
+  const TpumeshPjrtProgramDecoder decode = g_decoder.load();
+  if (decode == nullptr)
+    return FailedPreconditionError(
+        "tpumesh: the program is MLIR bytecode and no decoder is installed (jax_plugins.tpumesh.initialize() "
+        "installs the process's jaxlib as the decoder; the plugin cannot compile outside a Python process with jax)");
+  Sink sink;
+  decode(code.data(), code.size(), &sink);
+  if (!sink.delivered) return InternalError("tpumesh: the program decoder returned nothing");
+  if (!sink.ok) return InvalidArgumentError("tpumesh: decoding the program: " + sink.text);
+  return std::move(sink.text);
+}
+
+// The module's name ("module @jit_f" -> "jit_f"), for messages.
+std::string ModuleName(std::string_view text) {
+  const size_t at = text.find("module @");
+  if (at == std::string_view::npos) return "program";
+  size_t end = at + 8;
+  while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_' ||
+                               text[end] == '.' || text[end] == '-'))
+    ++end;
+  std::string name(text.substr(at + 8, end - at - 8));
+  return name.empty() ? "program" : name;
+}
+
+StatusOr<std::shared_ptr<Program>> MakeProgram(std::string_view code, std::string_view options_bytes) {
+  auto p = std::make_shared<Program>();
+  TPUMESH_ASSIGN_OR_RETURN(p->options, ParseCompileOptions(options_bytes));
+  TPUMESH_ASSIGN_OR_RETURN(const std::string text, ProgramText(code));
+  p->name = ModuleName(text);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(Fnv1a(code, options_bytes)));
+  p->fingerprint = hex;
+  TPUMESH_ASSIGN_OR_RETURN(p->module, hlo::ParseModule(text, p->name + ".mlir"));
+  TPUMESH_RETURN_IF_ERROR(hlo::Verify(p->module));
+  TPUMESH_ASSIGN_OR_RETURN(p->layout, hlo::LayoutOf(p->module));
+  const hlo::Func* main = p->module.FindFunc("main");
+  for (const hlo::Type& t : main->result_types) {
+    TPUMESH_ASSIGN_OR_RETURN(PJRT_Buffer_Type bt, BufferTypeOf(t.element));
+    p->output_types.push_back(bt);
+    p->output_dims.insert(p->output_dims.end(), t.dims.begin(), t.dims.end());
+    p->output_ranks.push_back(t.dims.size());
+    static const char kDevice[] = "device";
+    p->memory_kinds.push_back(kDevice);
+    p->memory_kind_sizes.push_back(sizeof kDevice - 1);
+  }
+  return p;
+}
+
+// The devices a program runs on: the compile options' assignment, else the
+// first ones of the client.
+StatusOr<std::vector<PJRT_Device*>> DevicesOf(const Program& p, PJRT_Client& client) {
+  const int n = p.layout.devices;
+  const auto& da = p.options.devices;
+  std::vector<PJRT_Device*> devices;
+  if (!da.empty()) {
+    for (const auto& replica : da)
+      for (int64_t id : replica) {
+        if (id < 0 || id >= static_cast<int64_t>(client.device_handles.size()))
+          return InvalidArgumentError("tpumesh: the device assignment names device " + std::to_string(id) +
+                                      "; the client has " + std::to_string(client.device_handles.size()));
+        devices.push_back(client.device_handles[static_cast<size_t>(id)]);
+      }
+  } else {
+    for (int d = 0; d < n && d < static_cast<int>(client.device_handles.size()); ++d)
+      devices.push_back(client.device_handles[static_cast<size_t>(d)]);
+  }
+  if (static_cast<int>(devices.size()) != n)
+    return InvalidArgumentError("tpumesh: " + p.name + " runs on " + std::to_string(n) + " device(s) (" +
+                                p.layout.Describe() + ") but is compiled for " + std::to_string(devices.size()));
+  return devices;
+}
+
+// The emulated mesh a program of `layout` runs on: the client's chip, the
+// program's device count and axes; made once per shape and kept.
+StatusOr<mesh::Mesh*> RunMesh(PJRT_Client& client, const hlo::Layout& layout) {
+  mesh::MeshSpec user;
+  user.chip = client.spec.chip;
+  const mesh::MeshSpec spec = hlo::DefaultMeshSpec(layout, user);
+  const std::string key = std::to_string(spec.devices) + "|" + spec.axes;
+  std::lock_guard<std::mutex> lock(client.run_mutex);
+  auto& slot = client.run_meshes[key];
+  if (!slot) {
+    TPUMESH_ASSIGN_OR_RETURN(slot, mesh::CreateMesh(spec));
+  }
+  return slot.get();
+}
+
+PJRT_Error* ClientCompile(PJRT_Client_Compile_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Client_Compile");
+  if (args->program == nullptr) return ToError(InvalidArgumentError("tpumesh: PJRT_Client_Compile: no program"));
+  const PJRT_Program& program = *args->program;
+  const std::string_view format(program.format, program.format_size);
+  if (format != "mlir")
+    return ToError(UnimplementedError("tpumesh: programs in format '" + std::string(format) +
+                                      "' are not compiled (StableHLO as MLIR only)"));
+  const std::string_view code(program.code, program.code_size);
+  const std::string_view options(args->compile_options, args->compile_options_size);
+  PJRT_Client& client = *args->client;
+  const std::string key = std::to_string(Fnv1a(code, options)) + ":" + std::to_string(code.size());
+  std::shared_ptr<Program> p;
+  {
+    std::lock_guard<std::mutex> lock(client.run_mutex);
+    if (auto it = client.compiled.find(key); it != client.compiled.end()) p = it->second;
+  }
+  if (!p) {
+    auto made = MakeProgram(code, options);
+    if (!made.ok()) return ToError(made.status());
+    p = *std::move(made);
+    p->chip = client.spec.chip;
+    std::lock_guard<std::mutex> lock(client.run_mutex);
+    client.compiled[key] = p;
+  }
+  auto devices = DevicesOf(*p, client);
+  if (!devices.ok()) return ToError(devices.status());
+  auto loaded = std::make_unique<PJRT_LoadedExecutable>();
+  loaded->client = &client;
+  loaded->program = std::move(p);
+  loaded->devices = *std::move(devices);
+  args->executable = loaded.release();
+  return nullptr;
+}
+
+// ---- Executable
+
+PJRT_Error* ExecutableDestroy(PJRT_Executable_Destroy_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Executable_Destroy");
+  delete args->executable;
+  return nullptr;
+}
+
+PJRT_Error* ExecutableName(PJRT_Executable_Name_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Executable_Name");
+  const std::string& name = args->executable->program->name;
+  args->executable_name = name.data();
+  args->executable_name_size = name.size();
+  return nullptr;
+}
+
+PJRT_Error* ExecutableNumReplicas(PJRT_Executable_NumReplicas_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Executable_NumReplicas");
+  const Program& p = *args->executable->program;
+  args->num_replicas = p.layout.kind == hlo::Layout::Kind::kReplicas ? p.layout.devices : 1;
+  return nullptr;
+}
+
+PJRT_Error* ExecutableNumPartitions(PJRT_Executable_NumPartitions_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Executable_NumPartitions");
+  const Program& p = *args->executable->program;
+  args->num_partitions = p.layout.kind == hlo::Layout::Kind::kReplicas ? 1 : p.layout.devices;
+  return nullptr;
+}
+
+PJRT_Error* ExecutableNumOutputs(PJRT_Executable_NumOutputs_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Executable_NumOutputs");
+  args->num_outputs = args->executable->program->output_types.size();
+  return nullptr;
+}
+
+PJRT_Error* ExecutableSizeOfGeneratedCode(PJRT_Executable_SizeOfGeneratedCodeInBytes_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Executable_SizeOfGeneratedCodeInBytes");
+  args->size_in_bytes = 0;  // interpreted: no generated code
+  return nullptr;
+}
+
+PJRT_Error* ExecutableFingerprint(PJRT_Executable_Fingerprint_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Executable_Fingerprint");
+  const std::string& f = args->executable->program->fingerprint;
+  args->executable_fingerprint = f.data();
+  args->executable_fingerprint_size = f.size();
+  return nullptr;
+}
+
+PJRT_Error* LoadedExecutableFingerprint(PJRT_LoadedExecutable_Fingerprint_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_LoadedExecutable_Fingerprint");
+  const std::string& f = args->executable->program->fingerprint;
+  args->executable_fingerprint = f.data();
+  args->executable_fingerprint_size = f.size();
+  return nullptr;
+}
+
+PJRT_NamedValue FloatValue(const std::string& name, double v) {
+  PJRT_NamedValue n{};
+  n.struct_size = kPjrtStructSize<PJRT_NamedValue>;
+  n.name = name.data();
+  n.name_size = name.size();
+  n.type = PJRT_NamedValue_kFloat;
+  n.float_value = static_cast<float>(v);
+  n.value_size = 1;
+  return n;
+}
+
+// XLA's keys (per device, as XLA's cost analysis of one partition), and
+// ours: the modelled seconds of the chip.
+void PriceProgram(Program& p, const std::string& chip) {
+  hlo::RunOptions o;
+  o.program = p.name;
+  o.mesh.chip = chip;
+  o.dry_run = true;
+  auto r = hlo::RunModule(p.module, o, {});
+  if (!r.ok()) {
+    p.cost_status = r.status();
+    return;
+  }
+  const report::RunReport& rep = r->report;
+  const mesh::OpTypeTotals t = rep.logs.empty() ? mesh::OpTypeTotals{} : rep.logs[0].total();
+  const std::pair<const char*, double> values[] = {
+      {"flops", t.flops},
+      {"transcendentals", t.transcendentals},
+      {"bytes accessed", t.bytes},
+      {"tpumesh_modelled_seconds", rep.modelled_seconds()},
+      {"tpumesh_mxu_seconds", t.mxu_seconds},
+      {"tpumesh_hbm_seconds", t.hbm_seconds},
+      {"tpumesh_ici_seconds", t.ici_seconds},
+  };
+  p.cost_names.reserve(std::size(values));  // the values point into these strings
+  for (const auto& [name, v] : values) {
+    p.cost_names.emplace_back(name);
+    p.cost.push_back(FloatValue(p.cost_names.back(), v));
+  }
+}
+
+PJRT_Error* ExecutableGetCostAnalysis(PJRT_Executable_GetCostAnalysis_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Executable_GetCostAnalysis");
+  Program& p = *args->executable->program;
+  std::call_once(p.cost_once, [&] { PriceProgram(p, p.chip); });
+  if (!p.cost_status.ok()) return ToError(p.cost_status);
+  args->properties = p.cost.data();
+  args->num_properties = p.cost.size();
+  return nullptr;
+}
+
+PJRT_Error* ExecutableOutputElementTypes(PJRT_Executable_OutputElementTypes_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Executable_OutputElementTypes");
+  Program& p = *args->executable->program;
+  args->output_types = p.output_types.data();
+  args->num_output_types = p.output_types.size();
+  return nullptr;
+}
+
+PJRT_Error* ExecutableOutputDimensions(PJRT_Executable_OutputDimensions_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Executable_OutputDimensions");
+  const Program& p = *args->executable->program;
+  args->num_outputs = p.output_ranks.size();
+  args->dims = p.output_dims.data();
+  args->dim_sizes = p.output_ranks.data();
+  return nullptr;
+}
+
+PJRT_Error* ExecutableOutputMemoryKinds(PJRT_Executable_OutputMemoryKinds_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Executable_OutputMemoryKinds");
+  const Program& p = *args->executable->program;
+  args->num_outputs = p.memory_kinds.size();
+  args->memory_kinds = p.memory_kinds.data();
+  args->memory_kind_sizes = p.memory_kind_sizes.data();
+  return nullptr;
+}
+
+// ---- LoadedExecutable
+
+PJRT_Error* LoadedExecutableDestroy(PJRT_LoadedExecutable_Destroy_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_LoadedExecutable_Destroy");
+  delete args->executable;
+  return nullptr;
+}
+
+PJRT_Error* LoadedExecutableGetExecutable(PJRT_LoadedExecutable_GetExecutable_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_LoadedExecutable_GetExecutable");
+  args->executable = new PJRT_Executable{args->loaded_executable->program};
+  return nullptr;
+}
+
+PJRT_Error* LoadedExecutableAddressableDevices(PJRT_LoadedExecutable_AddressableDevices_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_LoadedExecutable_AddressableDevices");
+  args->addressable_devices = args->executable->devices.data();
+  args->num_addressable_devices = args->executable->devices.size();
+  return nullptr;
+}
+
+PJRT_Error* LoadedExecutableDelete(PJRT_LoadedExecutable_Delete_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_LoadedExecutable_Delete");
+  args->executable->deleted = true;
+  return nullptr;
+}
+
+PJRT_Error* LoadedExecutableIsDeleted(PJRT_LoadedExecutable_IsDeleted_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_LoadedExecutable_IsDeleted");
+  args->is_deleted = args->executable->deleted;
+  return nullptr;
+}
+
+PJRT_Error* LoadedExecutableGetDeviceAssignment(PJRT_LoadedExecutable_GetDeviceAssignment_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_LoadedExecutable_GetDeviceAssignment");
+  const PJRT_LoadedExecutable& exe = *args->executable;
+  const Program& p = *exe.program;
+  const bool replicas = p.layout.kind == hlo::Layout::Kind::kReplicas;
+  const size_t n = exe.devices.size();
+  std::vector<std::vector<int64_t>> ids(replicas ? n : 1, std::vector<int64_t>(replicas ? 1 : n));
+  for (size_t k = 0; k < n; ++k) {
+    const int64_t id = exe.devices[k]->description.id;
+    if (replicas) ids[k][0] = id;
+    else ids[0][k] = id;
+  }
+  auto* bytes = new std::string(SerializeDeviceAssignment(ids));
+  args->serialized_bytes = bytes->data();
+  args->serialized_bytes_size = bytes->size();
+  args->serialized_device_assignment = reinterpret_cast<PJRT_DeviceAssignmentSerialized*>(bytes);
+  args->serialized_device_assignment_deleter = [](PJRT_DeviceAssignmentSerialized* da) {
+    delete reinterpret_cast<std::string*>(da);
+  };
+  return nullptr;
+}
+
+// Argument i of the run: device 0's buffer (one device, or a replicated
+// global argument), or every device's slice stacked (jax 0.4's pmap).
+StatusOr<hlo::Tensor> Argument(const Program& p, PJRT_Buffer* const* const* lists, size_t n, size_t i) {
+  const hlo::Type& want = p.layout.inputs[i];
+  TPUMESH_ASSIGN_OR_RETURN(const PJRT_Buffer_Type want_type, BufferTypeOf(want.element));
+  const bool stacked = p.layout.kind == hlo::Layout::Kind::kReplicas;
+  // kReplicas: @main's own argument is one device's slice.
+  const std::vector<int64_t>& per_device = p.module.FindFunc("main")->arg_types[i].dims;
+  const std::string where = "tpumesh: " + p.name + ": argument " + std::to_string(i);
+  for (size_t d = 0; d < (stacked ? n : 1); ++d) {
+    const PJRT_Buffer* b = lists[d][i];
+    if (b == nullptr || b->deleted) return InvalidArgumentError(where + " is a deleted buffer");
+    if (b->type != want_type || b->dims != per_device) {
+      std::string got = "PJRT type " + std::to_string(static_cast<int>(b->type)) + " [";
+      for (size_t k = 0; k < b->dims.size(); ++k) got += (k ? "," : "") + std::to_string(b->dims[k]);
+      return UnimplementedError(where + " is given as " + got + "] on device " + std::to_string(d) +
+                                ", the program takes " + want.ToString() + (stacked ? " stacked over the devices" : "") +
+                                (n > 1 && !stacked ? " (arguments split over the devices are not run yet)" : ""));
+    }
+  }
+  hlo::Tensor t;
+  t.type = want;
+  t.data = mesh::Array::Host(mesh::DType::kU8, {want.size_bytes()});
+  char* dst = static_cast<char*>(t.data.mutable_raw());
+  const size_t per = static_cast<size_t>(want.size_bytes()) / (stacked ? n : 1);
+  for (size_t d = 0; d < (stacked ? n : 1); ++d)
+    if (per > 0) std::memcpy(dst + d * per, lists[d][i]->bytes.data(), per);
+  return t;
+}
+
+Status Execute(PJRT_LoadedExecutable& exe, PJRT_LoadedExecutable_Execute_Args& args) {
+  const Program& p = *exe.program;
+  if (exe.deleted) return FailedPreconditionError("tpumesh: " + p.name + " was deleted");
+  std::vector<PJRT_Device*> devices = exe.devices;
+  if (args.execute_device != nullptr) {
+    if (p.layout.devices != 1)
+      return UnimplementedError("tpumesh: " + p.name + " runs on " + std::to_string(p.layout.devices) +
+                                " devices; launching it on one device at a time is not implemented");
+    devices = {args.execute_device};
+  }
+  const size_t n = devices.size();
+  if (args.num_devices != n)
+    return InvalidArgumentError("tpumesh: " + p.name + " runs on " + std::to_string(n) + " device(s), given " +
+                                std::to_string(args.num_devices) + " argument lists");
+  if (args.num_args != p.layout.inputs.size())
+    return InvalidArgumentError("tpumesh: " + p.name + " takes " + std::to_string(p.layout.inputs.size()) +
+                                " arguments, given " + std::to_string(args.num_args));
+  std::vector<hlo::Tensor> inputs;
+  for (size_t i = 0; i < args.num_args; ++i) {
+    TPUMESH_ASSIGN_OR_RETURN(hlo::Tensor t, Argument(p, args.argument_lists, n, i));
+    inputs.push_back(std::move(t));
+  }
+  TPUMESH_ASSIGN_OR_RETURN(mesh::Mesh * mesh, RunMesh(*exe.client, p.layout));
+  hlo::Options o;
+  o.generation = hlo::DetectGeneration(p.module);
+  std::vector<mesh::OpRecord> unused;
+  o.ops = &unused;  // per device, set by RunProgram
+  TPUMESH_ASSIGN_OR_RETURN(hlo::ProgramRun run, hlo::RunProgram(p.module, p.layout, *mesh, std::move(inputs), o));
+  // Results: device d's slice (pmap) or the whole value, on device d.
+  const bool stacked = p.layout.kind == hlo::Layout::Kind::kReplicas;
+  std::vector<std::vector<std::unique_ptr<PJRT_Buffer>>> made(n);
+  size_t dim_at = 0;
+  for (size_t i = 0; i < run.outputs.size(); ++i) {
+    const size_t rank = p.output_ranks[i];
+    std::vector<int64_t> dims(p.output_dims.begin() + static_cast<std::ptrdiff_t>(dim_at),
+                              p.output_dims.begin() + static_cast<std::ptrdiff_t>(dim_at + rank));
+    dim_at += rank;
+    const hlo::Tensor& out = run.outputs[i];
+    const int64_t per = out.type.size_bytes() / (stacked ? static_cast<int64_t>(n) : 1);
+    for (size_t d = 0; d < n; ++d) {
+      TPUMESH_ASSIGN_OR_RETURN(auto b, NewBuffer(devices[d], p.output_types[i], dims, per,
+                                                 "result " + std::to_string(i) + " of " + p.name));
+      if (per > 0)
+        std::memcpy(b->bytes.data(), static_cast<const char*>(out.data.raw()) + (stacked ? per * d : 0),
+                    static_cast<size_t>(per));
+      made[d].push_back(std::move(b));
+    }
+  }
+  for (size_t d = 0; d < n; ++d) {
+    for (size_t i = 0; i < made[d].size(); ++i) args.output_lists[d][i] = made[d][i].release();
+    if (args.device_complete_events != nullptr) args.device_complete_events[d] = ReadyEvent();
+  }
+  return OkStatus();
+}
+
+PJRT_Error* LoadedExecutableExecute(PJRT_LoadedExecutable_Execute_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_LoadedExecutable_Execute");
+  return ToError(Execute(*args->executable, *args));
+}
+
+}  // namespace
+
+void FillExecutableSlots(PJRT_Api& api) {
+  api.PJRT_Client_Compile = ClientCompile;
+  api.PJRT_Executable_Destroy = ExecutableDestroy;
+  api.PJRT_Executable_Name = ExecutableName;
+  api.PJRT_Executable_NumReplicas = ExecutableNumReplicas;
+  api.PJRT_Executable_NumPartitions = ExecutableNumPartitions;
+  api.PJRT_Executable_NumOutputs = ExecutableNumOutputs;
+  api.PJRT_Executable_SizeOfGeneratedCodeInBytes = ExecutableSizeOfGeneratedCode;
+  api.PJRT_Executable_Fingerprint = ExecutableFingerprint;
+  api.PJRT_Executable_GetCostAnalysis = ExecutableGetCostAnalysis;
+  api.PJRT_Executable_OutputElementTypes = ExecutableOutputElementTypes;
+  api.PJRT_Executable_OutputDimensions = ExecutableOutputDimensions;
+  api.PJRT_Executable_OutputMemoryKinds = ExecutableOutputMemoryKinds;
+  api.PJRT_LoadedExecutable_Destroy = LoadedExecutableDestroy;
+  api.PJRT_LoadedExecutable_GetExecutable = LoadedExecutableGetExecutable;
+  api.PJRT_LoadedExecutable_AddressableDevices = LoadedExecutableAddressableDevices;
+  api.PJRT_LoadedExecutable_Delete = LoadedExecutableDelete;
+  api.PJRT_LoadedExecutable_IsDeleted = LoadedExecutableIsDeleted;
+  api.PJRT_LoadedExecutable_Execute = LoadedExecutableExecute;
+  api.PJRT_LoadedExecutable_Fingerprint = LoadedExecutableFingerprint;
+  api.PJRT_LoadedExecutable_GetDeviceAssignment = LoadedExecutableGetDeviceAssignment;
+}
+
+}  // namespace tpumesh::pjrt
