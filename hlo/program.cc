@@ -77,6 +77,36 @@ StatusOr<Layout> LayoutOf(const Module& m) {
   return l;
 }
 
+StatusOr<ArrayPiece> DeclaredPiece(const Module& m, const Layout& layout, bool result, size_t i, int device) {
+  if (layout.kind != Layout::Kind::kGlobal) return InvalidArgumentError(m.file + ": a pmap's arguments are not sharded");
+  const Func* main = m.FindFunc("main");
+  const auto& types = result ? main->result_types : main->arg_types;
+  const auto& attrs = result ? main->result_attrs : main->arg_attrs;
+  if (i >= types.size()) return InvalidArgumentError(m.file + ": @main has no " + (result ? "result " : "argument ") + std::to_string(i));
+  const Type& t = types[i];
+  ArrayPiece piece;
+  piece.index.assign(t.dims.size(), 0);
+  piece.count.assign(t.dims.size(), 1);
+  if (i >= attrs.size() || layout.devices == 1) return piece;
+  StatusOr<Sharding> sharding = Sharding{};
+  if (const Attr* sh = attrs[i].Find("mhlo.sharding"); sh && sh->kind == Attr::Kind::kString) {
+    sharding = MhloSharding(sh->s, layout.devices);
+  } else if (const Attr* sh = attrs[i].Find("sdy.sharding")) {
+    sharding = SdySharding(*sh, m, layout.axes.empty() ? std::vector<mesh::MeshAxis>{{"data", layout.devices}} : layout.axes);
+  } else {
+    return piece;
+  }
+  const std::string what = m.file + ": @main's " + (result ? "result " : "argument ") + std::to_string(i);
+  if (!sharding.ok()) return sharding.status().WithContext(what);
+  if (sharding->tiles.empty()) return piece;  // replicated
+  TPUMESH_ASSIGN_OR_RETURN(std::vector<Piece> pieces, sharding->ShardOf(device, t.dims));
+  for (size_t k = 0; k < pieces.size() && k < t.dims.size(); ++k) {
+    piece.index[k] = pieces[k].index;
+    piece.count[k] = pieces[k].count;
+  }
+  return piece;
+}
+
 mesh::MeshSpec DefaultMeshSpec(const Layout& layout, mesh::MeshSpec user) {
   if (user.axes.empty() && !layout.axes.empty()) user.axes = mesh::MeshAxesToString(layout.axes);
   if (user.devices == 0 && user.axes.empty() && user.topology.empty()) user.devices = layout.devices;

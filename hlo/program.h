@@ -48,6 +48,17 @@ StatusOr<Layout> LayoutOf(const Module& m);
 // The mesh the module needs unless the user said: devices and axes.
 mesh::MeshSpec DefaultMeshSpec(const Layout& layout, mesh::MeshSpec user);
 
+// Which piece of @main's argument `i` (or, with `result`, result `i`)
+// partition `device` holds under its declared sharding (mhlo.sharding, or
+// sdy.sharding over the layout's axes): per dimension, which of how many
+// equal pieces. Undeclared or replicated: every dimension piece 0 of 1.
+// kReplicas layouts have none (InvalidArgument). Errors name the sharding
+// that is not supported (uneven splits, sub axes).
+struct ArrayPiece {
+  std::vector<int64_t> index, count;  // per dimension
+};
+StatusOr<ArrayPiece> DeclaredPiece(const Module& m, const Layout& layout, bool result, size_t i, int device);
+
 // Datasets input_0 ... input_{n-1}: bf16 as uint16 with dtype="bfloat16",
 // pred as uint8 / bool with dtype="bool"; float datasets are accepted for
 // any float argument (rounded), integer datasets for integer arguments.

@@ -305,7 +305,7 @@ typename PjrtSlotType<Args>::Fn* StubFor(PJRT_Error* (*stub)(Args*)) {
 PJRT_Api MakeApi() {
   PJRT_Api api{};
   api.struct_size = sizeof(PJRT_Api);
-  api.extension_start = nullptr;
+  api.extension_start = ShardingsExtension();
   api.pjrt_api_version.struct_size = sizeof(PJRT_Api_Version);
   api.pjrt_api_version.major_version = kPjrtApiMajor;
   api.pjrt_api_version.minor_version = kPjrtApiMinor;

@@ -3,7 +3,7 @@
 // Contract: a PJRT function returns nullptr on success, else a PJRT_Error
 // the caller frees with PJRT_Error_Destroy; ToError makes one from a
 // failed Status (nullptr from an ok one). CheckArgs refuses an argument
-// struct smaller than its 0.90 STRUCT_SIZE (a framework built against an
+// struct smaller than its 0.91 STRUCT_SIZE (a framework built against an
 // older API version), so no function reads or writes past the caller's
 // struct.
 #ifndef TPUMESH_PJRT_C_BOUNDARY_H_

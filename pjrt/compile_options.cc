@@ -143,6 +143,31 @@ void PutBytes(std::string& out, uint32_t field, const std::string& bytes) {
 
 }  // namespace
 
+std::string SerializeOpSharding(const std::vector<int64_t>& tiles, int64_t replicas,
+                                const std::vector<int64_t>& devices) {
+  std::string out;
+  bool split = false;
+  for (int64_t t : tiles) split = split || t > 1;
+  if (!split) {
+    PutVarint(out, (1 << 3) | 0);  // type = REPLICATED (0)
+    PutVarint(out, 0);
+    return out;
+  }
+  PutVarint(out, (1 << 3) | 0);  // type = OTHER (3)
+  PutVarint(out, 3);
+  std::string dims, ids;
+  for (int64_t t : tiles) PutVarint(dims, static_cast<uint64_t>(t));
+  if (replicas > 1) PutVarint(dims, static_cast<uint64_t>(replicas));
+  for (int64_t d : devices) PutVarint(ids, static_cast<uint64_t>(d));
+  PutBytes(out, 3, dims);  // tile_assignment_dimensions, packed
+  PutBytes(out, 4, ids);   // tile_assignment_devices, packed
+  if (replicas > 1) {
+    PutVarint(out, (6 << 3) | 0);  // replicate_on_last_tile_dim
+    PutVarint(out, 1);
+  }
+  return out;
+}
+
 std::string SerializeDeviceAssignment(const std::vector<std::vector<int64_t>>& devices) {
   const size_t replicas = devices.size(), partitions = devices.empty() ? 0 : devices[0].size();
   std::string out;

@@ -38,6 +38,14 @@ struct CompileOptions {
 
 StatusOr<CompileOptions> ParseCompileOptions(std::string_view bytes);
 
+// A serialized xla.OpSharding: REPLICATED when `tiles` is empty or all 1;
+// else OTHER with tile_assignment_dimensions = tiles (and the replica count
+// last, replicate_on_last_tile_dim, when `replicas` > 1) and
+// tile_assignment_devices = `devices` (logical device ids, row-major over
+// those dimensions).
+std::string SerializeOpSharding(const std::vector<int64_t>& tiles, int64_t replicas,
+                                const std::vector<int64_t>& devices);
+
 // A serialized DeviceAssignmentProto of devices[replica][partition].
 std::string SerializeDeviceAssignment(const std::vector<std::vector<int64_t>>& devices);
 

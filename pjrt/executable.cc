@@ -39,6 +39,11 @@ struct Program {
   std::vector<size_t> output_ranks;
   std::vector<const char*> memory_kinds;
   std::vector<size_t> memory_kind_sizes;
+  // Each parameter's and output's sharding as a serialized xla.OpSharding
+  // (the Shardings extension), and the pointers and sizes handed out.
+  std::vector<std::string> parameter_shardings, output_shardings;
+  std::vector<const char*> parameter_sharding_data, output_sharding_data;
+  std::vector<size_t> parameter_sharding_sizes, output_sharding_sizes;
   // The priced figures (cost_analysis), from a dry run made once when first asked.
   std::once_flag cost_once;
   Status cost_status;
@@ -143,6 +148,37 @@ std::string ModuleName(std::string_view text) {
   return name.empty() ? "program" : name;
 }
 
+// @main's argument (result) i's declared sharding as an xla.OpSharding over
+// the program's logical devices 0..N-1: each device's piece (DeclaredPiece)
+// placed in the tile grid, the devices holding the same piece as replicas.
+StatusOr<std::string> OpShardingOf(const Program& p, bool result, size_t i) {
+  const int n = p.layout.devices;
+  std::vector<hlo::ArrayPiece> pieces;
+  for (int d = 0; d < n; ++d) {
+    TPUMESH_ASSIGN_OR_RETURN(hlo::ArrayPiece piece, hlo::DeclaredPiece(p.module, p.layout, result, i, d));
+    pieces.push_back(std::move(piece));
+  }
+  const std::vector<int64_t>& tiles = pieces[0].count;
+  int64_t tile_count = 1;
+  for (int64_t t : tiles) tile_count *= t;
+  if (tile_count == 1) return SerializeOpSharding({}, 1, {});
+  const int64_t replicas = n / tile_count;
+  std::vector<std::vector<int64_t>> holders(static_cast<size_t>(tile_count));
+  for (int d = 0; d < n; ++d) {
+    int64_t linear = 0;
+    for (size_t k = 0; k < tiles.size(); ++k) linear = linear * tiles[k] + pieces[static_cast<size_t>(d)].index[k];
+    holders[static_cast<size_t>(linear)].push_back(d);
+  }
+  std::vector<int64_t> devices;
+  for (const auto& h : holders) {
+    if (static_cast<int64_t>(h.size()) != replicas)
+      return UnimplementedError("tpumesh: " + p.name + ": " + (result ? "result " : "argument ") + std::to_string(i) +
+                                "'s sharding gives its pieces unequal copies");
+    devices.insert(devices.end(), h.begin(), h.end());
+  }
+  return SerializeOpSharding(tiles, replicas, devices);
+}
+
 StatusOr<std::shared_ptr<Program>> MakeProgram(std::string_view code, std::string_view options_bytes) {
   auto p = std::make_shared<Program>();
   TPUMESH_ASSIGN_OR_RETURN(p->options, ParseCompileOptions(options_bytes));
@@ -155,14 +191,42 @@ StatusOr<std::shared_ptr<Program>> MakeProgram(std::string_view code, std::strin
   TPUMESH_RETURN_IF_ERROR(hlo::Verify(p->module));
   TPUMESH_ASSIGN_OR_RETURN(p->layout, hlo::LayoutOf(p->module));
   const hlo::Func* main = p->module.FindFunc("main");
-  for (const hlo::Type& t : main->result_types) {
+  for (size_t i = 0; i < main->result_types.size(); ++i) {
+    const hlo::Type& t = main->result_types[i];
     TPUMESH_ASSIGN_OR_RETURN(PJRT_Buffer_Type bt, BufferTypeOf(t.element));
     p->output_types.push_back(bt);
-    p->output_dims.insert(p->output_dims.end(), t.dims.begin(), t.dims.end());
+    // One device's piece (every device's has the same shape: splits are even).
+    std::vector<int64_t> local = t.dims;
+    if (p->layout.kind == hlo::Layout::Kind::kGlobal) {
+      TPUMESH_ASSIGN_OR_RETURN(const hlo::ArrayPiece piece, hlo::DeclaredPiece(p->module, p->layout, true, i, 0));
+      for (size_t k = 0; k < local.size(); ++k) local[k] /= piece.count[k];
+    }
+    p->output_dims.insert(p->output_dims.end(), local.begin(), local.end());
     p->output_ranks.push_back(t.dims.size());
     static const char kDevice[] = "device";
     p->memory_kinds.push_back(kDevice);
     p->memory_kind_sizes.push_back(sizeof kDevice - 1);
+  }
+  if (p->layout.kind == hlo::Layout::Kind::kGlobal) {
+    for (size_t i = 0; i < main->arg_types.size(); ++i) {
+      TPUMESH_ASSIGN_OR_RETURN(std::string sh, OpShardingOf(*p, false, i));
+      p->parameter_shardings.push_back(std::move(sh));
+    }
+    for (size_t i = 0; i < main->result_types.size(); ++i) {
+      TPUMESH_ASSIGN_OR_RETURN(std::string sh, OpShardingOf(*p, true, i));
+      p->output_shardings.push_back(std::move(sh));
+    }
+  } else {  // every device's own (jax 0.4's pmap: replicas, no partitioning)
+    p->parameter_shardings.assign(main->arg_types.size(), SerializeOpSharding({}, 1, {}));
+    p->output_shardings.assign(main->result_types.size(), SerializeOpSharding({}, 1, {}));
+  }
+  for (const std::string& sh : p->parameter_shardings) {
+    p->parameter_sharding_data.push_back(sh.data());
+    p->parameter_sharding_sizes.push_back(sh.size());
+  }
+  for (const std::string& sh : p->output_shardings) {
+    p->output_sharding_data.push_back(sh.data());
+    p->output_sharding_sizes.push_back(sh.size());
   }
   return p;
 }
@@ -409,6 +473,24 @@ PJRT_Error* LoadedExecutableIsDeleted(PJRT_LoadedExecutable_IsDeleted_Args* args
   return nullptr;
 }
 
+PJRT_Error* ParameterShardings(PJRT_Shardings_PJRT_Executable_ParameterShardings_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Shardings_PJRT_Executable_ParameterShardings");
+  const Program& p = *args->executable->program;
+  args->num_parameters = p.parameter_shardings.size();
+  args->shardings = p.parameter_sharding_data.data();
+  args->sharding_sizes = p.parameter_sharding_sizes.data();
+  return nullptr;
+}
+
+PJRT_Error* OutputShardings(PJRT_Shardings_PJRT_Executable_OutputShardings_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Shardings_PJRT_Executable_OutputShardings");
+  const Program& p = *args->executable->program;
+  args->num_outputs = p.output_shardings.size();
+  args->shardings = p.output_sharding_data.data();
+  args->sharding_sizes = p.output_sharding_sizes.data();
+  return nullptr;
+}
+
 PJRT_Error* LoadedExecutableGetDeviceAssignment(PJRT_LoadedExecutable_GetDeviceAssignment_Args* args) {
   TPUMESH_PJRT_CHECK(args, "PJRT_LoadedExecutable_GetDeviceAssignment");
   const PJRT_LoadedExecutable& exe = *args->executable;
@@ -431,33 +513,90 @@ PJRT_Error* LoadedExecutableGetDeviceAssignment(PJRT_LoadedExecutable_GetDeviceA
   return nullptr;
 }
 
-// Argument i of the run: device 0's buffer (one device, or a replicated
-// global argument), or every device's slice stacked (jax 0.4's pmap).
+// Copies the block of `local` dims at element `offset` between a row-major
+// array of `global` dims and a dense one of the block's own.
+void CopyBlock(char* global, const std::vector<int64_t>& gdims, char* local, const std::vector<int64_t>& ldims,
+               const std::vector<int64_t>& offset, int64_t element_bytes, bool into_global) {
+  const size_t rank = gdims.size();
+  if (rank == 0) {
+    if (into_global) std::memcpy(global, local, static_cast<size_t>(element_bytes));
+    else std::memcpy(local, global, static_cast<size_t>(element_bytes));
+    return;
+  }
+  for (int64_t d : ldims)
+    if (d == 0) return;
+  const int64_t row = ldims[rank - 1] * element_bytes;
+  std::vector<int64_t> gstride(rank, element_bytes);
+  for (size_t k = rank - 1; k-- > 0;) gstride[k] = gstride[k + 1] * gdims[k + 1];
+  std::vector<int64_t> at(rank, 0);  // the block's index, last dimension 0
+  for (int64_t l = 0;; l += row) {
+    int64_t g = 0;
+    for (size_t k = 0; k < rank; ++k) g += (offset[k] + at[k]) * gstride[k];
+    if (into_global) std::memcpy(global + g, local + l, static_cast<size_t>(row));
+    else std::memcpy(local + l, global + g, static_cast<size_t>(row));
+    size_t k = rank - 1;
+    while (k-- > 0) {  // the odometer over all but the last dimension
+      if (++at[k] < ldims[k]) break;
+      at[k] = 0;
+    }
+    if (k == static_cast<size_t>(-1)) return;
+  }
+}
+
+std::string Describe(const PJRT_Buffer& b) {
+  std::string s = "PJRT type " + std::to_string(static_cast<int>(b.type)) + " [";
+  for (size_t k = 0; k < b.dims.size(); ++k) s += (k ? "," : "") + std::to_string(b.dims[k]);
+  return s + "]";
+}
+
+// Argument i of the run, whole: one device's buffer; jax 0.4's pmap: every
+// device's slice stacked; a global-view program: every device's piece
+// under the argument's declared sharding put in its place.
 StatusOr<hlo::Tensor> Argument(const Program& p, PJRT_Buffer* const* const* lists, size_t n, size_t i) {
   const hlo::Type& want = p.layout.inputs[i];
   TPUMESH_ASSIGN_OR_RETURN(const PJRT_Buffer_Type want_type, BufferTypeOf(want.element));
   const bool stacked = p.layout.kind == hlo::Layout::Kind::kReplicas;
-  // kReplicas: @main's own argument is one device's slice.
-  const std::vector<int64_t>& per_device = p.module.FindFunc("main")->arg_types[i].dims;
   const std::string where = "tpumesh: " + p.name + ": argument " + std::to_string(i);
-  for (size_t d = 0; d < (stacked ? n : 1); ++d) {
-    const PJRT_Buffer* b = lists[d][i];
-    if (b == nullptr || b->deleted) return InvalidArgumentError(where + " is a deleted buffer");
-    if (b->type != want_type || b->dims != per_device) {
-      std::string got = "PJRT type " + std::to_string(static_cast<int>(b->type)) + " [";
-      for (size_t k = 0; k < b->dims.size(); ++k) got += (k ? "," : "") + std::to_string(b->dims[k]);
-      return UnimplementedError(where + " is given as " + got + "] on device " + std::to_string(d) +
-                                ", the program takes " + want.ToString() + (stacked ? " stacked over the devices" : "") +
-                                (n > 1 && !stacked ? " (arguments split over the devices are not run yet)" : ""));
-    }
-  }
+  const int64_t eb = hlo::ElementTypeBytes(want.element);
   hlo::Tensor t;
   t.type = want;
   t.data = mesh::Array::Host(mesh::DType::kU8, {want.size_bytes()});
   char* dst = static_cast<char*>(t.data.mutable_raw());
-  const size_t per = static_cast<size_t>(want.size_bytes()) / (stacked ? n : 1);
-  for (size_t d = 0; d < (stacked ? n : 1); ++d)
-    if (per > 0) std::memcpy(dst + d * per, lists[d][i]->bytes.data(), per);
+  // kReplicas: @main's own argument is one device's slice.
+  const std::vector<int64_t>& slice = p.module.FindFunc("main")->arg_types[i].dims;
+  std::vector<bool> filled;  // global layouts: the pieces written, by linear piece index
+  for (size_t d = 0; d < n; ++d) {
+    const PJRT_Buffer* b = lists[d][i];
+    if (b == nullptr || b->deleted) return InvalidArgumentError(where + " on device " + std::to_string(d) + " is a deleted buffer");
+    std::vector<int64_t> local = slice, offset(want.dims.size(), 0);
+    int64_t linear = 0;
+    if (!stacked) {
+      TPUMESH_ASSIGN_OR_RETURN(const hlo::ArrayPiece piece,
+                               hlo::DeclaredPiece(p.module, p.layout, false, i, static_cast<int>(d)));
+      int64_t pieces = 1;
+      for (size_t k = 0; k < local.size(); ++k) {
+        local[k] = want.dims[k] / piece.count[k];
+        offset[k] = piece.index[k] * local[k];
+        linear = linear * piece.count[k] + piece.index[k];
+        pieces *= piece.count[k];
+      }
+      filled.resize(static_cast<size_t>(pieces), false);
+    }
+    if (b->type != want_type || b->dims != local) {
+      std::string expect = "[";
+      for (size_t k = 0; k < local.size(); ++k) expect += (k ? "," : "") + std::to_string(local[k]);
+      return InvalidArgumentError(where + " is given as " + Describe(*b) + " on device " + std::to_string(d) +
+                                  "; the program takes " + want.ToString() +
+                                  (stacked ? ", one slice per device: " : ", as pieces of ") + expect + "] there");
+    }
+    if (stacked) {
+      const size_t per = static_cast<size_t>(want.size_bytes()) / n;
+      if (per > 0) std::memcpy(dst + d * per, b->bytes.data(), per);
+    } else if (!filled[static_cast<size_t>(linear)]) {  // a replicated piece: its first copy
+      filled[static_cast<size_t>(linear)] = true;
+      CopyBlock(dst, want.dims, const_cast<char*>(b->bytes.data()), local, offset, eb, /*into_global=*/true);
+    }
+  }
   return t;
 }
 
@@ -499,13 +638,22 @@ Status Execute(PJRT_LoadedExecutable& exe, PJRT_LoadedExecutable_Execute_Args& a
                               p.output_dims.begin() + static_cast<std::ptrdiff_t>(dim_at + rank));
     dim_at += rank;
     const hlo::Tensor& out = run.outputs[i];
-    const int64_t per = out.type.size_bytes() / (stacked ? static_cast<int64_t>(n) : 1);
+    const int64_t eb = hlo::ElementTypeBytes(out.type.element);
+    int64_t per = eb;
+    for (int64_t k : dims) per *= k;
     for (size_t d = 0; d < n; ++d) {
       TPUMESH_ASSIGN_OR_RETURN(auto b, NewBuffer(devices[d], p.output_types[i], dims, per,
                                                  "result " + std::to_string(i) + " of " + p.name));
-      if (per > 0)
-        std::memcpy(b->bytes.data(), static_cast<const char*>(out.data.raw()) + (stacked ? per * d : 0),
-                    static_cast<size_t>(per));
+      char* global = const_cast<char*>(static_cast<const char*>(out.data.raw()));
+      if (stacked) {
+        if (per > 0) std::memcpy(b->bytes.data(), global + per * static_cast<int64_t>(d), static_cast<size_t>(per));
+      } else {
+        TPUMESH_ASSIGN_OR_RETURN(const hlo::ArrayPiece piece,
+                                 hlo::DeclaredPiece(p.module, p.layout, true, i, static_cast<int>(d)));
+        std::vector<int64_t> offset(dims.size());
+        for (size_t k = 0; k < dims.size(); ++k) offset[k] = piece.index[k] * dims[k];
+        CopyBlock(global, out.type.dims, b->bytes.data(), dims, offset, eb, /*into_global=*/false);
+      }
       made[d].push_back(std::move(b));
     }
   }
@@ -522,6 +670,19 @@ PJRT_Error* LoadedExecutableExecute(PJRT_LoadedExecutable_Execute_Args* args) {
 }
 
 }  // namespace
+
+PJRT_Extension_Base* ShardingsExtension() {
+  static PJRT_Shardings_Extension extension = [] {
+    PJRT_Shardings_Extension e{};
+    e.base.struct_size = kPjrtStructSize<PJRT_Shardings_Extension>;
+    e.base.type = PJRT_Extension_Type_Shardings;
+    e.base.next = nullptr;
+    e.PJRT_Shardings_PJRT_Executable_ParameterShardings = ParameterShardings;
+    e.PJRT_Shardings_PJRT_Executable_OutputShardings = OutputShardings;
+    return e;
+  }();
+  return &extension.base;
+}
 
 void FillExecutableSlots(PJRT_Api& api) {
   api.PJRT_Client_Compile = ClientCompile;

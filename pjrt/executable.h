@@ -30,6 +30,8 @@ namespace tpumesh::pjrt {
 
 // Sets the Client_Compile, Executable_* and LoadedExecutable_* slots.
 void FillExecutableSlots(PJRT_Api& api);
+// The Shardings extension (pjrt/pjrt_c_api.h), for PJRT_Api::extension_start.
+PJRT_Extension_Base* ShardingsExtension();
 
 }  // namespace tpumesh::pjrt
 

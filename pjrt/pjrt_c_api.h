@@ -3,15 +3,15 @@
 // PJRT is JAX's device interface: a plugin is a shared library exporting
 // `const PJRT_Api* GetPjrtApi()`, a table of function pointers each taking
 // one argument struct. This header is written from the documented layout of
-// XLA's xla/pjrt/c/pjrt_c_api.h at API version 0.90 (PJRT_API_MAJOR 0,
-// PJRT_API_MINOR 90); it is not that file. It declares:
-//   - PJRT_Api itself, every slot of 0.90 in order (kPjrtApiSlotCount, each a
+// XLA's xla/pjrt/c/pjrt_c_api.h at API version 0.91 (PJRT_API_MAJOR 0,
+// PJRT_API_MINOR 91); it is not that file. It declares:
+//   - PJRT_Api itself, every slot of 0.91 in order (kPjrtApiSlotCount, each a
 //     function pointer; TPUMESH_PJRT_SLOTS lists them). A slot whose argument
 //     struct is not declared here still exists, typed with an incomplete
 //     struct: pjrt/ fills it with a function returning an UNIMPLEMENTED
 //     PJRT_Error "tpumesh: PJRT_<name> is not implemented".
 //   - the argument structs of the functions pjrt/ implements, field for field.
-// Contract: every struct here has the size 0.90 gives it (static_asserts
+// Contract: every struct here has the size 0.91 gives it (static_asserts
 // below, for x86-64/aarch64 LP64). The framework passes `struct_size` in
 // each argument struct; a caller built against an older minor passes a
 // smaller one, and pjrt/ reads no field beyond it.
@@ -19,7 +19,10 @@
 // Compatibility (measured with jaxlib 0.10.2, docs/pjrt.md): the framework
 // is 0.112; it requires major == 0 and accepts a plugin minor >= 0.29
 // (ENABLE_PJRT_COMPATIBILITY, on by default), calling a newer function only
-// when the plugin's minor says it has it.
+// when the plugin's minor says it has it. It reads the Shardings extension
+// (an executable's parameter and output shardings) only from a plugin of
+// minor 91 or more: hence 0.91 (measured in its disassembly:
+// PjRtCApiExecutable::GetOutputShardings compares the minor with 90).
 #ifndef TPUMESH_PJRT_PJRT_C_API_H_
 #define TPUMESH_PJRT_PJRT_C_API_H_
 
@@ -29,9 +32,18 @@
 extern "C" {
 
 inline constexpr int kPjrtApiMajor = 0;
-inline constexpr int kPjrtApiMinor = 90;
+inline constexpr int kPjrtApiMinor = 91;
 
-struct PJRT_Extension_Base;  // extensions: none offered, none read
+// Extensions: a chain from PJRT_Api::extension_start. tpumesh offers one,
+// Shardings (type 19): the executables' parameter and output shardings as
+// serialized xla.OpSharding protos (jaxlib 0.10 reads it; older ones skip
+// types they do not know).
+enum PJRT_Extension_Type { PJRT_Extension_Type_Shardings = 19 };
+struct PJRT_Extension_Base {
+  size_t struct_size;
+  PJRT_Extension_Type type;
+  PJRT_Extension_Base* next;
+};
 struct PJRT_Error;           // pjrt/c_boundary.h
 struct PJRT_Client;
 struct PJRT_Device;
@@ -474,6 +486,27 @@ struct PJRT_LoadedExecutable_GetDeviceAssignment_Args {
   PJRT_DeviceAssignmentSerialized* serialized_device_assignment;                        // out: backs the bytes
   void (*serialized_device_assignment_deleter)(PJRT_DeviceAssignmentSerialized* da);  // out
 };
+struct PJRT_Shardings_PJRT_Executable_ParameterShardings_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Executable* executable;
+  size_t num_parameters;                 // out
+  const char* const* shardings;          // out: serialized xla.OpSharding each
+  const size_t* sharding_sizes;          // out
+};
+struct PJRT_Shardings_PJRT_Executable_OutputShardings_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Executable* executable;
+  size_t num_outputs;                    // out
+  const char* const* shardings;          // out: serialized xla.OpSharding each
+  const size_t* sharding_sizes;          // out
+};
+struct PJRT_Shardings_Extension {
+  PJRT_Extension_Base base;
+  PJRT_Error* (*PJRT_Shardings_PJRT_Executable_ParameterShardings)(
+      PJRT_Shardings_PJRT_Executable_ParameterShardings_Args* args);
+  PJRT_Error* (*PJRT_Shardings_PJRT_Executable_OutputShardings)(
+      PJRT_Shardings_PJRT_Executable_OutputShardings_Args* args);
+};
 struct PJRT_Executable_NumOutputs_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Executable* executable; size_t num_outputs; };
 struct PJRT_Executable_SizeOfGeneratedCodeInBytes_Args {
   TPUMESH_PJRT_ARGS_HEAD;
@@ -519,7 +552,7 @@ struct PJRT_Executable_OutputMemoryKinds_Args {
   const size_t* memory_kind_sizes;  // out
 };
 
-// The slots of PJRT_Api 0.90, in order, without their "PJRT_" prefix.
+// The slots of PJRT_Api 0.91, in order (0.91 appended Device_GetAttributes), without their "PJRT_" prefix.
 // X(name) for each; slot PJRT_<name> takes a PJRT_<name>_Args*.
 #define TPUMESH_PJRT_SLOTS(X) \
   X(Error_Destroy) \
@@ -649,9 +682,10 @@ struct PJRT_Executable_OutputMemoryKinds_Args {
   X(Executable_GetCompileOptions) \
   X(Buffer_DonateWithControlDependency) \
   X(Event_Create) \
-  X(Event_Set)
+  X(Event_Set) \
+  X(Device_GetAttributes)
 
-inline constexpr int kPjrtApiSlotCount = 128;
+inline constexpr int kPjrtApiSlotCount = 129;
 
 }  // extern "C"
 
@@ -686,8 +720,8 @@ struct PJRT_Api {
 // The plugin's one export.
 extern "C" const PJRT_Api* GetPjrtApi();
 
-// Sizes at 0.90 (LP64): sizeof, then the API's STRUCT_SIZE below.
-static_assert(sizeof(PJRT_Api) == 1064);
+// Sizes at 0.91 (LP64): sizeof, then the API's STRUCT_SIZE below.
+static_assert(sizeof(PJRT_Api) == 1072);
 static_assert(sizeof(PJRT_Api) == 40 + 8 * kPjrtApiSlotCount);
 static_assert(sizeof(PJRT_Api_Version) == 24);
 static_assert(sizeof(PJRT_NamedValue) == 56);
@@ -836,6 +870,9 @@ TPUMESH_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_IsDeleted_Args, is_deleted)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_ExecuteOptions, launch_id)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_Execute_Args, execute_device)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_NumOutputs_Args, num_outputs)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Shardings_PJRT_Executable_ParameterShardings_Args, sharding_sizes)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Shardings_PJRT_Executable_OutputShardings_Args, sharding_sizes)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Shardings_Extension, PJRT_Shardings_PJRT_Executable_OutputShardings)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_GetDeviceAssignment_Args, serialized_device_assignment_deleter)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_SizeOfGeneratedCodeInBytes_Args, size_in_bytes)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_Fingerprint_Args, executable_fingerprint_size)
@@ -851,6 +888,7 @@ static_assert(kPjrtStructSize<PJRT_Client_BufferFromHostBuffer_Args> == 120);
 static_assert(kPjrtStructSize<PJRT_Buffer_ToHostBuffer_Args> == 56);
 static_assert(kPjrtStructSize<PJRT_Buffer_MemoryLayout> == 76);
 static_assert(kPjrtStructSize<PJRT_Client_Compile_Args> == 56);
+static_assert(kPjrtStructSize<PJRT_Shardings_Extension> == 40);
 static_assert(kPjrtStructSize<PJRT_LoadedExecutable_Execute_Args> == 80);
 
 #endif  // TPUMESH_PJRT_PJRT_C_API_H_

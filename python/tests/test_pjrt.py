@@ -150,9 +150,10 @@ def test_portable_artifact_decodes_to_text_our_reader_runs():
     x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
     w = np.linspace(0.5, -0.5, 48, dtype=np.float32).reshape(8, 6)
     lowered = jax.jit(f).lower(x, w)
+    version = stablehlo.get_current_version()  # 1.17.0 in jaxlib 0.10.2
     artifact = stablehlo.serialize_portable_artifact_str(
-        jax_mlir.module_to_bytecode(lowered.compiler_ir("stablehlo")), "1.17.0")
-    assert artifact[:4] == b"ML\xefR" and b"StableHLO_v1.17.0" in artifact[:32]
+        jax_mlir.module_to_bytecode(lowered.compiler_ir("stablehlo")), version)
+    assert artifact[:4] == b"ML\xefR" and f"StableHLO_v{version}".encode() in artifact[:32]
     assert _decode.current_version() == stablehlo.get_current_version()
     text = _decode.program_text(artifact)
     assert "stablehlo.dot_general" in text and "func.func public @main" in text
@@ -278,3 +279,44 @@ print(json.dumps({"errors": errors, "x": np.asarray(x * 2).tolist()}))
     assert hbm.startswith("JaxRuntimeError RESOURCE_EXHAUSTED") or hbm.startswith("XlaRuntimeError RESOURCE_EXHAUSTED"), hbm
     assert "device 2" in hbm, hbm
     assert got["x"] == [0.0, 2.0, 4.0, 6.0]
+
+
+# Programs over the 8 devices, each against numpy: pmap (with a psum), a jit
+# whose arguments and results are split over a 2x4 mesh, a reduction to a
+# replicated result, and shard_map under jit, whose output sharding JAX
+# reads from the executable (the plugin's Shardings extension).
+SPMD = """
+import json
+import numpy as np
+import jax, jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+try:
+    from jax import shard_map
+except ImportError:
+    from jax.experimental.shard_map import shard_map
+out = {}
+v = np.arange(8.0, dtype=np.float32)
+out["pmap"] = np.array_equal(np.asarray(jax.pmap(lambda a: a * 2)(v)), v * 2)
+out["pmap_psum"] = np.array_equal(np.asarray(jax.pmap(lambda a: jax.lax.psum(a, "i"), axis_name="i")(v)),
+                                  np.full(8, v.sum()))
+mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
+a = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+x = jax.device_put(a, NamedSharding(mesh, P("x", "y")))
+y = jax.jit(lambda t: t * 3 + 1, out_shardings=NamedSharding(mesh, P("x", "y")))(x)
+out["jit_split"] = np.array_equal(np.asarray(y), a * 3 + 1) and y.sharding.spec == P("x", "y")
+z = jax.jit(lambda t: t.sum(axis=0), out_shardings=NamedSharding(mesh, P()))(x)
+out["reduce"] = np.array_equal(np.asarray(z), a.sum(axis=0))
+if jax.__version_info__ >= (0, 5, 0):
+    g = shard_map(lambda t: jax.lax.psum(t, "x"), mesh=mesh, in_specs=P("x", "y"), out_specs=P(None, "y"))
+    out["shard_map"] = np.array_equal(np.asarray(jax.jit(g)(x)), a.reshape(2, 4, 4).sum(axis=0))
+print(json.dumps(out))
+"""
+
+
+@needs_jax
+def test_programs_over_the_eight_devices_equal_numpy():
+    # jax 0.4's framework reads an executable's output shardings only from
+    # compiled HLO modules, which the plugin does not make: no shard_map
+    # under jit there (docs/pjrt.md).
+    got = run_code(SPMD)
+    assert all(got.values()), got

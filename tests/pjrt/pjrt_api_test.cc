@@ -42,7 +42,7 @@ void ExpectOk(const PJRT_Api& api, PJRT_Error* error) {
 void ExpectFullTable(const PJRT_Api& api) {
   EXPECT_EQ(api.struct_size, sizeof(PJRT_Api));
   EXPECT_EQ(api.pjrt_api_version.major_version, 0);
-  EXPECT_EQ(api.pjrt_api_version.minor_version, 90);
+  EXPECT_EQ(api.pjrt_api_version.minor_version, 91);
   // Every slot, read as the raw pointers the framework reads.
   const auto* slots = reinterpret_cast<void* const*>(reinterpret_cast<const char*>(&api) + 40);
   for (int i = 0; i < kPjrtApiSlotCount; ++i) EXPECT_NE(slots[i], nullptr) << "slot " << i;
