@@ -7,6 +7,22 @@
 
 namespace tpumesh::hlo {
 
+report::RunReport ReportOf(const ProgramRun& run, const Layout& layout, const mesh::Mesh& mesh, const RunOptions& o,
+                           XlaGeneration generation) {
+  report::RunReport r;
+  r.mode = o.dry_run ? "simulate" : "run";
+  r.chip = mesh.chip();
+  r.devices = mesh.num_devices();
+  r.mesh_axes = mesh::MeshAxesToString(mesh.axes());
+  r.host_seconds = run.host_seconds;
+  if (!o.dry_run) r.hbm_peak_bytes = run.hbm_peak_bytes;
+  r.Finish(run.records, run.record_of_device, o.keep_ops);
+  r.info = {{"program", o.program}, {"layout", layout.Describe()},
+            {"matmul_arithmetic", o.mxu_precision ? "the MXU's (precision_config)" : "f32 (as XLA on a CPU)"},
+            {"xla_math", generation == XlaGeneration::kCurrent ? "current jax" : "jax 0.4"}};
+  return r;
+}
+
 StatusOr<RunResult> RunModule(const Module& m, const RunOptions& o, const InputsFn& inputs,
                               std::function<void(int64_t)> on_op, const std::atomic<bool>* cancel) {
   const bool price_only = o.dry_run && !o.compute;
@@ -37,18 +53,7 @@ StatusOr<RunResult> RunModule(const Module& m, const RunOptions& o, const Inputs
   opt.on_op = std::move(on_op);
   opt.cancel = cancel;
   TPUMESH_ASSIGN_OR_RETURN(result.run, RunProgram(m, layout, *mesh, std::move(args), opt));
-  const ProgramRun& run = result.run;
-  report::RunReport& r = result.report;
-  r.mode = o.dry_run ? "simulate" : "run";
-  r.chip = mesh->chip();
-  r.devices = mesh->num_devices();
-  r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
-  r.host_seconds = run.host_seconds;
-  if (!o.dry_run) r.hbm_peak_bytes = run.hbm_peak_bytes;
-  r.Finish(run.records, run.record_of_device, o.keep_ops);
-  r.info = {{"program", o.program}, {"layout", layout.Describe()},
-            {"matmul_arithmetic", o.mxu_precision ? "the MXU's (precision_config)" : "f32 (as XLA on a CPU)"},
-            {"xla_math", opt.generation == XlaGeneration::kCurrent ? "current jax" : "jax 0.4"}};
+  result.report = ReportOf(result.run, layout, *mesh, o, opt.generation);
   return result;
 }
 

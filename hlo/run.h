@@ -54,6 +54,11 @@ struct RunResult {
 
 using InputsFn = std::function<StatusOr<std::vector<Tensor>>(const Layout&)>;
 
+// The report of a run made outside RunModule (the PJRT plugin's
+// executions): `o` gives the mode, program name, arithmetic and keep_ops.
+report::RunReport ReportOf(const ProgramRun& run, const Layout& layout, const mesh::Mesh& mesh, const RunOptions& o,
+                           XlaGeneration generation);
+
 StatusOr<RunResult> RunModule(const Module& m, const RunOptions& options, const InputsFn& inputs,
                               std::function<void(int64_t)> on_op = {}, const std::atomic<bool>* cancel = nullptr);
 

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -600,6 +601,24 @@ StatusOr<hlo::Tensor> Argument(const Program& p, PJRT_Buffer* const* const* list
   return t;
 }
 
+// With TPUMESH_PJRT_REPORT_DIR set, every execution's chip view: the
+// report (per device and op type, modelled seconds) and the trace (one
+// event per op per device) as <dir>/<program>.<n>.report.json and
+// .trace.json, n counting the client's executions from 1.
+Status WriteRunReport(const PJRT_LoadedExecutable& exe, const hlo::ProgramRun& run, const mesh::Mesh& mesh,
+                      hlo::XlaGeneration generation) {
+  const char* dir = std::getenv("TPUMESH_PJRT_REPORT_DIR");
+  if (dir == nullptr || *dir == '\0') return OkStatus();
+  const Program& p = *exe.program;
+  hlo::RunOptions o;
+  o.program = p.name;
+  o.keep_ops = true;
+  const report::RunReport r = hlo::ReportOf(run, p.layout, mesh, o, generation);
+  const std::string base = std::string(dir) + "/" + p.name + "." + std::to_string(++exe.client->executions);
+  TPUMESH_RETURN_IF_ERROR(report::WriteReportJson(base + ".report.json", r));
+  return report::WriteTraceJson(base + ".trace.json", r);
+}
+
 Status Execute(PJRT_LoadedExecutable& exe, PJRT_LoadedExecutable_Execute_Args& args) {
   const Program& p = *exe.program;
   if (exe.deleted) return FailedPreconditionError("tpumesh: " + p.name + " was deleted");
@@ -628,6 +647,7 @@ Status Execute(PJRT_LoadedExecutable& exe, PJRT_LoadedExecutable_Execute_Args& a
   std::vector<mesh::OpRecord> unused;
   o.ops = &unused;  // per device, set by RunProgram
   TPUMESH_ASSIGN_OR_RETURN(hlo::ProgramRun run, hlo::RunProgram(p.module, p.layout, *mesh, std::move(inputs), o));
+  TPUMESH_RETURN_IF_ERROR(WriteRunReport(exe, run, *mesh, o.generation));
   // Results: device d's slice (pmap) or the whole value, on device d.
   const bool stacked = p.layout.kind == hlo::Layout::Kind::kReplicas;
   std::vector<std::vector<std::unique_ptr<PJRT_Buffer>>> made(n);

@@ -320,3 +320,29 @@ def test_programs_over_the_eight_devices_equal_numpy():
     # under jit there (docs/pjrt.md).
     got = run_code(SPMD)
     assert all(got.values()), got
+
+
+@needs_jax
+def test_report_dir_gets_each_executions_chip_view(tmp_path):
+    code = """
+import json
+import numpy as np
+import jax, jax.numpy as jnp
+def step(a, b):
+    return jnp.tanh(a @ b)
+f = jax.jit(step)
+x = np.ones((8, 16), np.float32); w = np.ones((16, 4), np.float32)
+f(x, w).block_until_ready(); f(x, w).block_until_ready()
+cost = f.lower(x, w).compile().cost_analysis()
+print(json.dumps((cost[0] if isinstance(cost, list) else cost)["flops"]))  # a list of one in jax 0.4
+"""
+    flops = run_code(code, env={"TPUMESH_PJRT_REPORT_DIR": str(tmp_path)})
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["jit_step.1.report.json", "jit_step.1.trace.json",
+                     "jit_step.2.report.json", "jit_step.2.trace.json"], names
+    summary = json.loads((tmp_path / "jit_step.2.report.json").read_text())["summary"]
+    assert summary["program"] == "jit_step" and summary["mode"] == "run"
+    assert summary["flops"] == flops >= 8 * 16 * 4 * 2
+    assert summary["modelled_seconds"] > 0
+    trace = json.loads((tmp_path / "jit_step.1.trace.json").read_text())
+    assert any("dot_general" in json.dumps(e) for e in trace["traceEvents"])
