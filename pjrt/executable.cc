@@ -1,6 +1,8 @@
 #include "pjrt/executable.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cctype>
 #include <cstdlib>
 #include <cstdio>
@@ -50,6 +52,9 @@ struct Program {
   Status cost_status;
   std::vector<std::string> cost_names;
   std::vector<PJRT_NamedValue> cost;
+  // memory_analysis: one device's arguments, outputs and the most HBM the
+  // dry run held at once beyond its arguments and outputs.
+  int64_t argument_bytes = 0, output_bytes = 0, temp_bytes = 0, peak_bytes = 0;
 };
 
 }  // namespace tpumesh::pjrt
@@ -388,6 +393,26 @@ void PriceProgram(Program& p, const std::string& chip) {
     return;
   }
   const report::RunReport& rep = r->report;
+  // Device 0's arguments and results: its slice (pmap) or its piece; the
+  // interpreter's devices hold the global values, so its temporaries are
+  // the peak beyond the global arguments and results.
+  int64_t global = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool result = pass == 1;
+    const auto& types = result ? p.layout.outputs : p.layout.inputs;
+    for (size_t i = 0; i < types.size(); ++i) {
+      int64_t bytes = types[i].size_bytes();
+      global += bytes;
+      if (p.layout.kind == hlo::Layout::Kind::kReplicas) {
+        bytes /= p.layout.devices;
+      } else if (auto piece = hlo::DeclaredPiece(p.module, p.layout, result, i, 0); piece.ok()) {
+        for (int64_t c : piece->count) bytes /= c;
+      }
+      (result ? p.output_bytes : p.argument_bytes) += bytes;
+    }
+  }
+  p.peak_bytes = r->run.hbm_peak_bytes.empty() ? 0 : r->run.hbm_peak_bytes[0];
+  p.temp_bytes = std::max<int64_t>(0, p.peak_bytes - global);
   const mesh::OpTypeTotals t = rep.logs.empty() ? mesh::OpTypeTotals{} : rep.logs[0].total();
   const std::pair<const char*, double> values[] = {
       {"flops", t.flops},
@@ -412,6 +437,29 @@ PJRT_Error* ExecutableGetCostAnalysis(PJRT_Executable_GetCostAnalysis_Args* args
   if (!p.cost_status.ok()) return ToError(p.cost_status);
   args->properties = p.cost.data();
   args->num_properties = p.cost.size();
+  return nullptr;
+}
+
+PJRT_Error* ExecutableGetCompiledMemoryStats(PJRT_Executable_GetCompiledMemoryStats_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Executable_GetCompiledMemoryStats");
+  Program& p = *args->executable->program;
+  std::call_once(p.cost_once, [&] { PriceProgram(p, p.chip); });
+  if (!p.cost_status.ok()) return ToError(p.cost_status);
+  args->generated_code_size_in_bytes = 0;  // interpreted: no code
+  args->argument_size_in_bytes = p.argument_bytes;
+  args->output_size_in_bytes = p.output_bytes;
+  args->alias_size_in_bytes = 0;
+  args->temp_size_in_bytes = p.temp_bytes;
+  auto fits = [&](size_t end) { return args->struct_size >= end; };
+  using A = PJRT_Executable_GetCompiledMemoryStats_Args;
+  if (fits(offsetof(A, host_temp_size_in_bytes) + 8)) {
+    args->host_generated_code_size_in_bytes = 0;
+    args->host_argument_size_in_bytes = 0;
+    args->host_output_size_in_bytes = 0;
+    args->host_alias_size_in_bytes = 0;
+    args->host_temp_size_in_bytes = 0;
+  }
+  if (fits(offsetof(A, peak_memory_in_bytes) + 8)) args->peak_memory_in_bytes = p.peak_bytes;
   return nullptr;
 }
 
@@ -714,6 +762,7 @@ void FillExecutableSlots(PJRT_Api& api) {
   api.PJRT_Executable_SizeOfGeneratedCodeInBytes = ExecutableSizeOfGeneratedCode;
   api.PJRT_Executable_Fingerprint = ExecutableFingerprint;
   api.PJRT_Executable_GetCostAnalysis = ExecutableGetCostAnalysis;
+  api.PJRT_Executable_GetCompiledMemoryStats = ExecutableGetCompiledMemoryStats;
   api.PJRT_Executable_OutputElementTypes = ExecutableOutputElementTypes;
   api.PJRT_Executable_OutputDimensions = ExecutableOutputDimensions;
   api.PJRT_Executable_OutputMemoryKinds = ExecutableOutputMemoryKinds;

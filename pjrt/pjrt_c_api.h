@@ -507,6 +507,23 @@ struct PJRT_Shardings_Extension {
   PJRT_Error* (*PJRT_Shardings_PJRT_Executable_OutputShardings)(
       PJRT_Shardings_PJRT_Executable_OutputShardings_Args* args);
 };
+// Outs written only as far as the caller's struct_size reaches (the fields
+// after temp_size_in_bytes came in later minors).
+struct PJRT_Executable_GetCompiledMemoryStats_Args {
+  TPUMESH_PJRT_ARGS_HEAD;
+  PJRT_Executable* executable;
+  int64_t generated_code_size_in_bytes;  // out
+  int64_t argument_size_in_bytes;        // out
+  int64_t output_size_in_bytes;          // out
+  int64_t alias_size_in_bytes;           // out
+  int64_t temp_size_in_bytes;            // out
+  int64_t host_generated_code_size_in_bytes;  // out
+  int64_t host_argument_size_in_bytes;        // out
+  int64_t host_output_size_in_bytes;          // out
+  int64_t host_alias_size_in_bytes;           // out
+  int64_t host_temp_size_in_bytes;            // out
+  int64_t peak_memory_in_bytes;               // out
+};
 struct PJRT_Executable_NumOutputs_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Executable* executable; size_t num_outputs; };
 struct PJRT_Executable_SizeOfGeneratedCodeInBytes_Args {
   TPUMESH_PJRT_ARGS_HEAD;
@@ -870,6 +887,8 @@ TPUMESH_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_IsDeleted_Args, is_deleted)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_ExecuteOptions, launch_id)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_LoadedExecutable_Execute_Args, execute_device)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_NumOutputs_Args, num_outputs)
+// Up to temp_size_in_bytes: what every framework since the function came passes.
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Executable_GetCompiledMemoryStats_Args, temp_size_in_bytes)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Shardings_PJRT_Executable_ParameterShardings_Args, sharding_sizes)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Shardings_PJRT_Executable_OutputShardings_Args, sharding_sizes)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Shardings_Extension, PJRT_Shardings_PJRT_Executable_OutputShardings)

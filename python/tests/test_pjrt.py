@@ -346,3 +346,25 @@ print(json.dumps((cost[0] if isinstance(cost, list) else cost)["flops"]))  # a l
     assert summary["modelled_seconds"] > 0
     trace = json.loads((tmp_path / "jit_step.1.trace.json").read_text())
     assert any("dot_general" in json.dumps(e) for e in trace["traceEvents"])
+
+
+@needs_jax
+def test_memory_analysis_counts_one_devices_bytes():
+    code = """
+import json
+import numpy as np
+import jax, jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+x = np.ones((256, 512), np.float32); w = np.ones((512, 128), np.float32)
+one = jax.jit(lambda a, b: jnp.tanh(a @ b).sum(0)).lower(x, w).compile().memory_analysis()
+mesh = Mesh(np.array(jax.devices()), ("d",))
+xs = jax.device_put(x, NamedSharding(mesh, P("d")))
+split = jax.jit(lambda a: a * 2, out_shardings=NamedSharding(mesh, P("d"))).lower(xs).compile().memory_analysis()
+print(json.dumps({"one": [one.argument_size_in_bytes, one.output_size_in_bytes, one.temp_size_in_bytes],
+                  "split": [split.argument_size_in_bytes, split.output_size_in_bytes]}))
+"""
+    got = run_code(code)
+    arguments, outputs, temp = got["one"]
+    assert (arguments, outputs) == (4 * (256 * 512 + 512 * 128), 4 * 128)
+    assert temp > 0  # the matmul's result lives between the dot and the sum
+    assert got["split"] == [4 * 256 * 512 // 8] * 2  # each device's piece
