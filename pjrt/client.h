@@ -75,6 +75,7 @@ struct PJRT_Client {
   std::mutex run_mutex;
   std::map<std::string, std::unique_ptr<tpumesh::mesh::Mesh>> run_meshes;
   std::map<std::string, std::shared_ptr<tpumesh::pjrt::Program>> compiled;
+  std::mutex execute_mutex;            // held by each execution (pjrt/executable.cc)
   std::atomic<int64_t> executions{0};  // numbers the report files (TPUMESH_PJRT_REPORT_DIR)
 };
 

@@ -690,6 +690,9 @@ Status Execute(PJRT_LoadedExecutable& exe, PJRT_LoadedExecutable_Execute_Args& a
     inputs.push_back(std::move(t));
   }
   TPUMESH_ASSIGN_OR_RETURN(mesh::Mesh * mesh, RunMesh(*exe.client, p.layout));
+  // One execution at a time per client: the emulated devices' clocks and
+  // HBM accounting are the mesh's, and JAX may call from several threads.
+  std::lock_guard<std::mutex> one_at_a_time(exe.client->execute_mutex);
   hlo::Options o;
   o.generation = hlo::DetectGeneration(p.module);
   std::vector<mesh::OpRecord> unused;

@@ -368,3 +368,26 @@ print(json.dumps({"one": [one.argument_size_in_bytes, one.output_size_in_bytes, 
     assert (arguments, outputs) == (4 * (256 * 512 + 512 * 128), 4 * 128)
     assert temp > 0  # the matmul's result lives between the dot and the sum
     assert got["split"] == [4 * 256 * 512 // 8] * 2  # each device's piece
+
+
+@needs_jax
+def test_executions_from_several_threads():
+    code = """
+import json
+import threading
+import numpy as np
+import jax, jax.numpy as jnp
+f = jax.jit(lambda a, k: jnp.tanh(a @ a.T) * k)
+x = np.linspace(-1, 1, 64 * 32, dtype=np.float32).reshape(64, 32)
+want = np.asarray(jax.jit(lambda a, k: jnp.tanh(a @ a.T) * k, backend="cpu")(x, 3.0))
+results = {}
+def work(i):
+    d = jax.devices()[i]
+    results[i] = [bool(np.allclose(np.asarray(f(jax.device_put(x, d), 3.0)), want, rtol=1e-6, atol=1e-6))
+                  for _ in range(10)]
+threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps({str(k): all(v) for k, v in results.items()}))
+"""
+    assert run_code(code) == {"0": True, "1": True, "2": True, "3": True}
