@@ -328,20 +328,9 @@ TEST(PjrtExecutableTest, CompilesAndRunsOnTheAssignedDevice) {
   EXPECT_EQ(c.BytesInUse(6), 48);  // the argument and the result
 
   // The priced figures: 6 adds, and our modelled seconds.
-  auto get = Make<PJRT_LoadedExecutable_GetExecutable_Args>();
-  get.loaded_executable = exe;
-  ExpectOk(c.api, c.api.PJRT_LoadedExecutable_GetExecutable(&get));
-  auto cost = Make<PJRT_Executable_GetCostAnalysis_Args>();
-  cost.executable = get.executable;
-  ExpectOk(c.api, c.api.PJRT_Executable_GetCostAnalysis(&cost));
-  std::map<std::string, float> figures;
-  for (size_t i = 0; i < cost.num_properties; ++i)
-    figures[std::string(cost.properties[i].name, cost.properties[i].name_size)] = cost.properties[i].float_value;
+  std::map<std::string, float> figures = CostFigures(c, exe);
   EXPECT_EQ(figures["flops"], 6);
   EXPECT_GT(figures["tpumesh_modelled_seconds"], 0);
-  auto destroy_exe = Make<PJRT_Executable_Destroy_Args>();
-  destroy_exe.executable = get.executable;
-  ExpectOk(c.api, c.api.PJRT_Executable_Destroy(&destroy_exe));
 
   DestroyBuffer(c.api, in);
   DestroyBuffer(c.api, out);

@@ -199,19 +199,7 @@ TEST_P(ProgramsPjrtTest, EqualsTpumeshRunBitForBit) {
   dry.dry_run = true;
   auto priced = hlo::RunModule(*m, dry, {});
   ASSERT_TRUE(priced.ok()) << priced.status().message();
-  auto get = Make<PJRT_LoadedExecutable_GetExecutable_Args>();
-  get.loaded_executable = exe;
-  ExpectOk(client.api, client.api.PJRT_LoadedExecutable_GetExecutable(&get));
-  auto cost = Make<PJRT_Executable_GetCostAnalysis_Args>();
-  cost.executable = get.executable;
-  ExpectOk(client.api, client.api.PJRT_Executable_GetCostAnalysis(&cost));
-  std::map<std::string, float> figures;
-  for (size_t i = 0; i < cost.num_properties; ++i)
-    figures[std::string(cost.properties[i].name, cost.properties[i].name_size)] = cost.properties[i].float_value;
-  EXPECT_EQ(figures["flops"], static_cast<float>(priced->report.logs[0].total().flops)) << c.name;
-  auto destroy_exe = Make<PJRT_Executable_Destroy_Args>();
-  destroy_exe.executable = get.executable;
-  ExpectOk(client.api, client.api.PJRT_Executable_Destroy(&destroy_exe));
+  EXPECT_EQ(CostFigures(client, exe)["flops"], static_cast<float>(priced->report.logs[0].total().flops)) << c.name;
   auto destroy = Make<PJRT_LoadedExecutable_Destroy_Args>();
   destroy.executable = exe;
   ExpectOk(client.api, client.api.PJRT_LoadedExecutable_Destroy(&destroy));

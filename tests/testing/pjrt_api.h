@@ -4,6 +4,7 @@
 #define TPUMESH_TESTS_TESTING_PJRT_API_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,23 @@ inline PJRT_LoadedExecutable* Compile(TestClient& c, const std::string& text, co
   a.compile_options_size = options.size();
   *error = c.api.PJRT_Client_Compile(&a);
   return a.executable;
+}
+
+// The executable's cost_analysis (PJRT_Executable_GetCostAnalysis) by name.
+inline std::map<std::string, float> CostFigures(TestClient& c, PJRT_LoadedExecutable* exe) {
+  auto get = Make<PJRT_LoadedExecutable_GetExecutable_Args>();
+  get.loaded_executable = exe;
+  ExpectOk(c.api, c.api.PJRT_LoadedExecutable_GetExecutable(&get));
+  auto cost = Make<PJRT_Executable_GetCostAnalysis_Args>();
+  cost.executable = get.executable;
+  ExpectOk(c.api, c.api.PJRT_Executable_GetCostAnalysis(&cost));
+  std::map<std::string, float> figures;
+  for (size_t i = 0; i < cost.num_properties; ++i)
+    figures[std::string(cost.properties[i].name, cost.properties[i].name_size)] = cost.properties[i].float_value;
+  auto destroy = Make<PJRT_Executable_Destroy_Args>();
+  destroy.executable = get.executable;
+  ExpectOk(c.api, c.api.PJRT_Executable_Destroy(&destroy));
+  return figures;
 }
 
 }  // namespace tpumesh::pjrt::testing
