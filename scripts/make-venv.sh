@@ -15,7 +15,7 @@
 # interpreter; when it matches, nothing is done (well under a second).
 # Otherwise the venv is made anew from nothing: pip downloads ~140-160 MB of
 # wheels (jaxlib 85 MB for 0.10.2, 102 MB for 0.4.38) and installs them:
-# 35-41 s here with a fast index; about 1-2 minutes on a clean machine.
+# 21-41 s here with a fast index; about 1-2 minutes on a clean machine.
 # Prints the venv's python on stdout, the last line.
 # Usage: scripts/make-venv.sh        (TPUMESH_VENV: where, relative to the
 #        repository or absolute; default build/venv. TPUMESH_VENV_REQUIREMENTS:
