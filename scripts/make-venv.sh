@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
-# Makes the venv the Python suite's second CI run uses (.ci/run,
-# scripts/pytest.sh with TPUMESH_PY=venv): Debian's /usr/bin/python3 (the
-# interpreter the module is built for) with python/requirements-test.txt
-# from PyPI, pinned: the current jax with its jaxlib, numpy 2, ml_dtypes and
-# pytest. --system-site-packages keeps the rest of Debian's python visible;
-# the venv's own numpy, jax and pytest come first.
+# Makes a venv the Python suite's CI runs use (.ci/run, scripts/pytest.sh
+# with TPUMESH_PY=venv or venv-NAME): Debian's /usr/bin/python3 (the
+# interpreter the module is built for) with a pinned requirements file from
+# PyPI. Two exist, the two ends of the jax releases the PJRT plugin supports
+# (docs/jax-backend.md, "Versions"):
+#   python/requirements-test.txt           build/venv: the current jax
+#       (0.10.2) with its jaxlib, numpy 2, ml_dtypes and pytest;
+#   python/requirements-test-jax0438.txt   build/venv-jax0438: the oldest,
+#       jax 0.4.38, with numpy 1.26.4.
+# --system-site-packages keeps the rest of Debian's python visible; the
+# venv's own numpy, jax and pytest come first (checked: the pinned numpy and
+# jax, imported from the venv).
 # Idempotent: a stamp holds the hash of the requirements and of the
 # interpreter; when it matches, nothing is done (well under a second).
-# Otherwise the venv is made anew from nothing (about 1-2 minutes: pip
-# downloads 137 MB of wheels, jaxlib 85 MB of them; 41 s with its cache warm).
+# Otherwise the venv is made anew from nothing: pip downloads ~140-160 MB of
+# wheels (jaxlib 85 MB for 0.10.2, 102 MB for 0.4.38) and installs them:
+# 21-41 s here with a fast index; about 1-2 minutes on a clean machine.
 # Prints the venv's python on stdout, the last line.
 # Usage: scripts/make-venv.sh        (TPUMESH_VENV: where, relative to the
-#        repository or absolute; default build/venv. TPUMESH_VENV_PYTHON:
-#        the interpreter, default /usr/bin/python3; scripts/pytest.sh passes
-#        the one CMake built the module for)
+#        repository or absolute; default build/venv. TPUMESH_VENV_REQUIREMENTS:
+#        the pinned file, default python/requirements-test.txt.
+#        TPUMESH_VENV_PYTHON: the interpreter, default /usr/bin/python3;
+#        scripts/pytest.sh passes the one CMake built the module for)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REQ=python/requirements-test.txt
+REQ=${TPUMESH_VENV_REQUIREMENTS:-python/requirements-test.txt}
 VENV=${TPUMESH_VENV:-build/venv}
 PYTHON=${TPUMESH_VENV_PYTHON:-/usr/bin/python3}
 STAMP="$VENV/.tpumesh-requirements"
@@ -34,7 +42,15 @@ rm -rf "$VENV"
 mkdir -p "$(dirname "$VENV")"
 "$PYTHON" -m venv --system-site-packages "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$REQ" >&2
-# What the suite relies on: numpy 2 from the venv, not Debian's 1.x.
-"$VENV/bin/python" -c 'import numpy, jax, ml_dtypes, pytest; assert int(numpy.__version__.split(".")[0]) >= 2, numpy.__file__' >&2
+# What the suite relies on: the pinned numpy and jax, from the venv (not
+# Debian's numpy 1.24).
+pinned() { sed -n "s/^$1\(\[[a-z]*\]\)\?==//p" "$REQ"; }
+"$VENV/bin/python" - "$(pinned numpy)" "$(pinned jax)" "$(cd "$VENV" && pwd)" >&2 <<'PY'
+import sys
+import jax, ml_dtypes, numpy, pytest
+numpy_pin, jax_pin, venv = sys.argv[1:]
+assert numpy.__version__ == numpy_pin and numpy.__file__.startswith(venv), (numpy.__version__, numpy.__file__)
+assert jax.__version__ == jax_pin and jax.__file__.startswith(venv), (jax.__version__, jax.__file__)
+PY
 echo "$want" >"$STAMP"
 echo "$(cd "$VENV" && pwd)/bin/python"

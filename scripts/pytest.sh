@@ -8,10 +8,14 @@
 # skipped test fails (python/tests/conftest.py).
 # TPUMESH_PY=venv runs the suite with the venv of scripts/make-venv.sh
 # instead (made first when missing or stale: the current jax and numpy 2
-# from PyPI, on the same interpreter), where the jax tests must run
-# (TPUMESH_REQUIRE_JAX=1: jax missing is an error, not a deselection).
+# from PyPI, python/requirements-test.txt, on the same interpreter), where
+# the jax tests must run (TPUMESH_REQUIRE_JAX=1: jax missing is an error,
+# not a deselection). TPUMESH_PY=venv-NAME does the same with
+# python/requirements-test-NAME.txt in build/venv-NAME: venv-jax0438 is the
+# oldest jax the PJRT plugin supports (jax 0.4.38, numpy 1.26.4).
 # Usage: scripts/pytest.sh [pytest args]     (TPUMESH_BUILD_DIR: default build/release;
-#        TPUMESH_PY=venv; TPUMESH_VENV: the venv's folder, default build/venv)
+#        TPUMESH_PY=venv or venv-NAME; TPUMESH_VENV: the venv's folder,
+#        default build/venv or build/venv-NAME)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=$(realpath "${TPUMESH_BUILD_DIR:-build/release}")
@@ -27,7 +31,18 @@ case "${TPUMESH_PY:-}" in
     PY=$(TPUMESH_VENV_PYTHON="$PY" ./scripts/make-venv.sh | tail -n 1)
     export TPUMESH_REQUIRE_JAX=1
     ;;
-  *) echo "pytest.sh: TPUMESH_PY is 'venv' or unset, not '$TPUMESH_PY'" >&2; exit 1 ;;
+  venv-*)
+    NAME=${TPUMESH_PY#venv-}
+    REQ=python/requirements-test-$NAME.txt
+    if [ ! -f "$REQ" ]; then
+      echo "pytest.sh: TPUMESH_PY=$TPUMESH_PY needs $REQ, which does not exist" >&2
+      exit 1
+    fi
+    PY=$(TPUMESH_VENV_PYTHON="$PY" TPUMESH_VENV_REQUIREMENTS="$REQ" TPUMESH_VENV="${TPUMESH_VENV:-build/venv-$NAME}" \
+         ./scripts/make-venv.sh | tail -n 1)
+    export TPUMESH_REQUIRE_JAX=1
+    ;;
+  *) echo "pytest.sh: TPUMESH_PY is 'venv', 'venv-NAME' or unset, not '$TPUMESH_PY'" >&2; exit 1 ;;
 esac
 export PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
 export TPUMESH_BUILD_DIR="$BUILD"

@@ -8,13 +8,15 @@ Under CI=true nothing may be skipped: a skip (a missing binary or data file)
 fails the test instead. The tests of tpumesh.jax need jax, an optional
 dependency: where jax is not importable they are deselected (not skipped)
 and the summary says so; the stored StableHLO programs and JAX outputs in
-tests/data test the same path without it. CI runs the suite twice
-(.ci/run): with Debian's python and numpy 1.x, no jax, so deselected there;
-and in the venv of scripts/make-venv.sh (current jax, numpy 2), where
-scripts/pytest.sh sets TPUMESH_REQUIRE_JAX=1: there a missing jax is an
-error, not a deselection. The Flax UNet test needs diffusers' Flax UNet,
-which current diffusers no longer has: deselected where it is not
-importable, in either run (a plain-jax block of the same ops runs instead).
+tests/data test the same path without it. CI runs the suite (.ci/run):
+with Debian's python and numpy 1.x, no jax, so deselected there; in the
+venv of scripts/make-venv.sh (current jax, numpy 2); and its PJRT tests
+(-k pjrt) in the venv of the oldest supported jax (jax 0.4.38, numpy
+1.26.4). In the venvs scripts/pytest.sh sets TPUMESH_REQUIRE_JAX=1: there a
+missing jax is an error, not a deselection. The Flax UNet test needs
+diffusers' Flax UNet, which current diffusers no longer has: deselected
+where it is not importable, in every run (a plain-jax block of the same ops
+runs instead).
 The header names the numpy and jax in use.
 """
 

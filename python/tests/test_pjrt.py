@@ -91,6 +91,59 @@ def test_bad_configuration_is_an_exception_with_our_message():
     assert "TPUMESH_PJRT_DEVICES must be a device count from 1 to 1024, got 'zero'" in r.stderr
 
 
+def test_jax_version_check_names_the_supported_range():
+    # initialize()'s check (docs/jax-backend.md, "Versions"), on the version strings jax releases carry.
+    from jax_plugins.tpumesh import check_jax_version
+
+    for supported in ("0.4.38", "0.5.0", "0.7.2", "0.10.2", "0.10.3.dev20261201+abc", "0.4.38rc1"):
+        check_jax_version(supported)
+    for refused in ("0.4.37", "0.4.36.dev20241122", "0.3.25", "0.11.0", "0.11.0rc1", "1.0.0", "", "unknown"):
+        with pytest.raises(RuntimeError) as e:
+            check_jax_version(refused)
+        assert str(e.value) == (f"tpumesh: jax {refused} is not supported: the tpumesh PJRT plugin supports "
+                                "jax 0.4.38 to 0.10.x (tested: 0.4.38 and 0.10.2); platform 'tpumesh' not "
+                                "registered")
+
+
+# The jax of the process claims another version before its backends are set
+# up; JAX calls initialize() at that setup.
+FAKE_VERSION = """
+import json, sys
+import jax, jax.version
+jax.version.__version__ = sys.argv[1]
+out = {}
+try:
+    out["devices"] = sorted({d.platform for d in jax.devices()})
+except Exception as e:
+    out["error"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+out["cpu"] = sorted({d.platform for d in jax.devices("cpu")}) if "error" not in out else None
+print(json.dumps(out))
+"""
+
+
+@needs_jax
+@pytest.mark.parametrize("version", ["0.4.37", "0.11.0"])
+def test_an_unsupported_jax_is_refused_in_one_line_and_the_process_lives_on(version):
+    line = (f"RuntimeError: tpumesh: jax {version} is not supported: the tpumesh PJRT plugin supports jax 0.4.38 "
+            "to 0.10.x (tested: 0.4.38 and 0.10.2); platform 'tpumesh' not registered")
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    # Not asked for: JAX logs our exception (its "Jax plugin configuration error" and a traceback whose
+    # last line is ours) and goes on with its CPU.
+    r = subprocess.run([sys.executable, "-c", FAKE_VERSION, version], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.splitlines()[-1]) == {"devices": ["cpu"], "cpu": ["cpu"]}
+    assert "Jax plugin configuration error: Exception when calling jax_plugins.tpumesh.initialize()" in r.stderr
+    assert r.stderr.splitlines().count(line) == 1, r.stderr
+    # Asked for: jax.devices() raises JAX's own "unknown backend" (a Python exception, not a crash).
+    r = subprocess.run([sys.executable, "-c", FAKE_VERSION, version], env=dict(env, JAX_PLATFORMS="tpumesh"),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.splitlines()[-1])
+    assert got["error"].startswith("RuntimeError: Unable to initialize backend 'tpumesh'"), got
+    assert r.stderr.splitlines().count(line) == 1, r.stderr
+
+
 # jax.device_put onto each device and back, as the plugin's buffers hold them.
 ROUND_TRIP = """
 import json
@@ -150,7 +203,9 @@ def test_portable_artifact_decodes_to_text_our_reader_runs():
     x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
     w = np.linspace(0.5, -0.5, 48, dtype=np.float32).reshape(8, 6)
     lowered = jax.jit(f).lower(x, w)
-    version = stablehlo.get_current_version()  # 1.17.0 in jaxlib 0.10.2
+    # The framework serializes at the lower of the plugin's advertised version (1.17.0) and its own
+    # (jaxlib 0.4.38's is 1.8.7).
+    version = min("1.17.0", stablehlo.get_current_version(), key=lambda v: tuple(map(int, v.split("."))))
     artifact = stablehlo.serialize_portable_artifact_str(
         jax_mlir.module_to_bytecode(lowered.compiler_ir("stablehlo")), version)
     assert artifact[:4] == b"ML\xefR" and f"StableHLO_v{version}".encode() in artifact[:32]

@@ -11,10 +11,17 @@ The chip, device count and topology come from TPUMESH_PJRT_CHIP,
 TPUMESH_PJRT_DEVICES and TPUMESH_PJRT_TOPOLOGY (default: a v5e 2x4 slice,
 8 devices). The priority is below JAX's CPU backend: without JAX_PLATFORMS,
 jax's default devices stay the CPU's and ours are jax.devices("tpumesh").
+
+initialize() first checks the jax of the process against the releases the
+plugin supports (JAX_OLDEST to JAX_NEWEST_SERIES, docs/jax-backend.md): any
+other jax is refused with one line naming the range, raised as an exception,
+which JAX logs ("Jax plugin configuration error") without registering the
+platform; the process goes on with JAX's other backends.
 """
 
 import os
 import pathlib
+import re
 
 PLATFORM = "tpumesh"
 # Beside this file as found, not as resolved: in a build tree __init__.py is a
@@ -22,6 +29,33 @@ PLATFORM = "tpumesh"
 LIBRARY = pathlib.Path(os.path.abspath(__file__)).with_name("pjrt_plugin_tpumesh.so")
 # JAX's own: cpu 0, gpu 200, tpu 300; a plugin 400 by default.
 PRIORITY = -100
+
+
+# The jax releases supported: from JAX_OLDEST (0.4.38, the newest jax with which
+# diffusers' Flax pipeline still installs) through the JAX_NEWEST_SERIES
+# series (0.10.2 was PyPI's current when this was written). CI runs the
+# suite at both ends (python/requirements-test-jax0438.txt and
+# python/requirements-test.txt). Older jaxlibs speak an older PJRT C API and
+# StableHLO; the decoder and registration use jax internals
+# (jax._src.xla_bridge, jax._src.interpreters.mlir) that a later series may
+# change: both ends are refused rather than guessed at.
+JAX_OLDEST = (0, 4, 38)
+JAX_NEWEST_SERIES = (0, 10)
+JAX_TESTED = ("0.4.38", "0.10.2")
+SUPPORTED_JAX = "jax 0.4.38 to 0.10.x"
+
+
+def check_jax_version(version: str) -> None:
+    """Raises RuntimeError, one line naming the supported range, unless `version` (jax's) is in it.
+
+    Only the release's leading numbers count: "0.10.3.dev20260101" is of the
+    0.10 series, "0.4.38rc1" is 0.4.38.
+    """
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
+    release = tuple(int(g) for g in m.groups()) if m else None
+    if release is None or not (JAX_OLDEST <= release and release[:2] <= JAX_NEWEST_SERIES):
+        raise RuntimeError(f"tpumesh: jax {version} is not supported: the tpumesh PJRT plugin supports "
+                           f"{SUPPORTED_JAX} (tested: {' and '.join(JAX_TESTED)}); platform 'tpumesh' not registered")
 
 
 # The decoder callback handed to the plugin (kept alive here: the plugin holds
@@ -62,6 +96,9 @@ def _install_decoder(library_path: str):
 
 
 def initialize():
+    from jax import version as jax_version
+
+    check_jax_version(jax_version.__version__)
     from jax._src import xla_bridge
 
     if not LIBRARY.exists():
