@@ -288,29 +288,32 @@ StatusOr<std::vector<DistributedArray>> Mesh::Pmap(const PmapFn& fn,
   CollectiveHub hub(*this, cores, pmaps_++);
   std::vector<StatusOr<std::vector<Array>>> results(n, InternalError("not run"));
   const int begin = first_local_, end = first_local_ + num_local_;
-  {
+  auto run_device = [&](int d) {
+    std::vector<Array> my_args;
+    my_args.reserve(args.size());
+    for (const auto& a : args) my_args.push_back(a.shards[d]);
+    DeviceContext ctx(*this, d, &hub);
+    cores.Acquire();
+    devices_[d]->arena().execute([&] {
+      try {
+        results[d] = fn(ctx, my_args);
+      } catch (const std::exception& e) {
+        results[d] = InternalError(std::string("exception: ") + e.what());
+      } catch (...) {
+        results[d] = InternalError("unknown exception");
+      }
+    });
+    cores.Release();
+    hub.Finish(d, ctx.collectives_entered(), results[d].status());
+  };
+  if (num_local_ == 1 && cluster_->size() == 1) {
+    // One device and no other rank: on this thread (a thread per call is
+    // most of a small program's time: the PJRT plugin's eager ops).
+    run_device(begin);
+  } else {
     std::vector<std::jthread> threads;
     threads.reserve(num_local_);
-    for (int d = begin; d < end; ++d) {
-      threads.emplace_back([&, d] {
-        std::vector<Array> my_args;
-        my_args.reserve(args.size());
-        for (const auto& a : args) my_args.push_back(a.shards[d]);
-        DeviceContext ctx(*this, d, &hub);
-        cores.Acquire();
-        devices_[d]->arena().execute([&] {
-          try {
-            results[d] = fn(ctx, my_args);
-          } catch (const std::exception& e) {
-            results[d] = InternalError(std::string("exception: ") + e.what());
-          } catch (...) {
-            results[d] = InternalError("unknown exception");
-          }
-        });
-        cores.Release();
-        hub.Finish(d, ctx.collectives_entered(), results[d].status());
-      });
-    }
+    for (int d = begin; d < end; ++d) threads.emplace_back(run_device, d);
     // With other ranks, this thread carries the collectives' rounds to them
     // until every device of every rank has returned.
     if (cluster_->size() > 1) hub.Serve();
