@@ -17,6 +17,8 @@ missing jax is an error, not a deselection. The Flax UNet test needs
 diffusers' Flax UNet, which current diffusers no longer has: deselected
 where it is not importable, in every run (a plain-jax block of the same ops
 runs instead).
+The seed flow through diffusers' FlaxStableDiffusionPipeline (test_pjrt.py)
+is deselected the same way where diffusers has no Flax pipeline.
 The header names the numpy and jax in use.
 """
 
@@ -34,27 +36,44 @@ HAVE_JAX = importlib.util.find_spec("jax") is not None
 REQUIRE_JAX = os.environ.get("TPUMESH_REQUIRE_JAX", "") == "1"
 
 
-def _have_flax_unet():
-    """diffusers' Flax UNet, which diffusers dropped (0.42 has none): importable only in an older stack."""
+def _have_diffusers_module(name):
+    """Whether diffusers' module `name` is importable (looked up without importing diffusers' models)."""
     if not HAVE_JAX or importlib.util.find_spec("diffusers") is None:
         return False
     try:
-        return importlib.util.find_spec("diffusers.models.unets.unet_2d_condition_flax") is not None
+        return importlib.util.find_spec(name) is not None
     except ImportError:
         return False
 
 
-# marker: (available here?, why not)
+def _have_flax_unet():
+    """diffusers' Flax UNet, which diffusers dropped (0.42 has none): importable only in an older stack."""
+    return _have_diffusers_module("diffusers.models.unets.unet_2d_condition_flax")
+
+
+def _have_flax_pipeline():
+    """diffusers' FlaxStableDiffusionPipeline (with flax and transformers' Flax CLIP), gone with the Flax UNet."""
+    return (_have_diffusers_module("diffusers.pipelines.stable_diffusion.pipeline_flax_stable_diffusion")
+            and importlib.util.find_spec("flax") is not None and importlib.util.find_spec("transformers") is not None)
+
+
+# marker: (available here?, why not); None: looked up only when a collected
+# test needs it (diffusers imports slowly), by LAZY[marker].
 OPTIONAL = {
     "needs_jax": (HAVE_JAX, "jax is not importable here (optional; the stored StableHLO programs test the same run)"),
     "needs_flax_unet": (None, "diffusers' Flax UNet is not importable here (diffusers 0.42 has none; "
                               "test_jitted_conv_block and the stored tiny_unet program run its ops)"),
+    "needs_flax_pipeline": (None, "diffusers' FlaxStableDiffusionPipeline is not importable here (current "
+                                  "diffusers has none; the seed flow runs in a jax 0.4 venv with diffusers 0.32, "
+                                  "docs/pjrt.md)"),
 }
+LAZY = {"needs_flax_unet": _have_flax_unet, "needs_flax_pipeline": _have_flax_pipeline}
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "needs_jax: runs only where jax is importable")
     config.addinivalue_line("markers", "needs_flax_unet: runs only where diffusers' Flax UNet is importable")
+    config.addinivalue_line("markers", "needs_flax_pipeline: runs only where diffusers' Flax SD pipeline is importable")
     if REQUIRE_JAX and not HAVE_JAX:
         raise pytest.UsageError("TPUMESH_REQUIRE_JAX=1 but jax is not importable by this python "
                                 "(scripts/make-venv.sh makes the venv that has it)")
@@ -67,7 +86,7 @@ def pytest_collection_modifyitems(config, items):
         if not wanted:
             continue
         if available is None:  # looked up only when a collected test needs it (diffusers imports slowly)
-            available = _have_flax_unet()
+            available = LAZY[marker]()
         if available:
             continue
         config.hook.pytest_deselected(items=wanted)
