@@ -18,7 +18,8 @@ diffusers' Flax UNet, which current diffusers no longer has: deselected
 where it is not importable, in every run (a plain-jax block of the same ops
 runs instead).
 The seed flow through diffusers' FlaxStableDiffusionPipeline (test_pjrt.py)
-is deselected the same way where diffusers has no Flax pipeline.
+is deselected the same way where diffusers has no Flax pipeline; the jax
+0.4.38 venv has it (diffusers 0.32.2), and CI runs it there.
 The header names the numpy and jax in use.
 """
 
