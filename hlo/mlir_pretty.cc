@@ -362,6 +362,13 @@ Status Parser::PrettyDefault(Op* op, size_t result_count) {
       TPUMESH_ASSIGN_OR_RETURN(op->callee, Suffix('@'));
       continue;
     }
+    if (c == '"' && n == "stablehlo.composite" && op->operands.empty() && !op->Find("name")) {
+      Attr name;  // stablehlo.composite "chlo.mulhi" %a, %b {decomposition = @f, ...}
+      name.kind = Attr::Kind::kString;
+      TPUMESH_ASSIGN_OR_RETURN(name.s, String());
+      op->attrs.emplace_back("name", std::move(name));
+      continue;
+    }
     if (c == '(') {
       if (any_operand_group) return Error("unexpected '(' in " + n);
       any_operand_group = true;
@@ -476,6 +483,11 @@ Status Parser::PrettyDefault(Op* op, size_t result_count) {
   TPUMESH_RETURN_IF_ERROR(ParseSignature(op, result_count, !(is_return && op->operands.empty())));
   if (n == "func.call") {
     if (op->callee.empty()) return Error("func.call without a callee");
+  }
+  if (n == "stablehlo.composite") {
+    const Attr* d = op->Find("decomposition");
+    if (!d || d->kind != Attr::Kind::kSymbol) return Error("stablehlo.composite without decomposition = @function");
+    op->callee = d->s;
   }
   return ParseOpLoc(op);
 }

@@ -158,6 +158,11 @@ std::vector<OpEntry> Build() {
           Price::kRegions, Shard::kRegions, false),
       Row("func.return", C::kControl, "control", "free", kAny, kAnyRegions, Check::kReturn, Run::kReturn,
           Price::kFree, Shard::kRegions, false),
+      // A named op with its meaning as a function (decomposition = @f): run
+      // as a call of it. JAX's portable artifacts carry the chlo ops VHLO
+      // has no version of so (chlo.mulhi: jax.random's Philox).
+      Row("stablehlo.composite", C::kControl, "control", "its decomposition's ops", kAny, Exactly(0),
+          Check::kCall, Run::kCall, Price::kRegions, Shard::kRegions, false),
       Row("stablehlo.return", C::kControl, "control", "free", kAny, kAnyRegions, Check::kWhereItRuns, Run::kReturn,
           Price::kFree, Shard::kRegions, false),
       Row("stablehlo.while", C::kControl, "control", "the body and condition's ops, every iteration", kAny,

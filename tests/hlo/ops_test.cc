@@ -74,6 +74,44 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   EXPECT_NE(std::tan(x[0]), 0.0f);
 }
 
+// stablehlo.composite runs its decomposition: jax's portable artifacts
+// carry chlo.mulhi (jax.random's Philox) so, in the pretty form, and the
+// generic form says the same.
+TEST(HloOpsTest, CompositeRunsItsDecomposition) {
+  const std::string text = R"(
+func.func @main(%x: tensor<3xui32>) -> tensor<3xui32> {
+  %m = stablehlo.constant dense<3528531795> : tensor<3xui32>
+  %0 = stablehlo.composite "chlo.mulhi" %x, %m {decomposition = @chlo.mulhi.impl, version = 1 : i32} : (tensor<3xui32>, tensor<3xui32>) -> tensor<3xui32>
+  %1 = "stablehlo.composite"(%0, %m) <{decomposition = @chlo.mulhi.impl, name = "chlo.mulhi"}> : (tensor<3xui32>, tensor<3xui32>) -> tensor<3xui32>
+  return %1 : tensor<3xui32>
+}
+func.func private @chlo.mulhi.impl(%arg0: tensor<3xui32>, %arg1: tensor<3xui32>) -> tensor<3xui32> {
+  %c = stablehlo.constant dense<32> : tensor<3xui64>
+  %0 = stablehlo.convert %arg0 : (tensor<3xui32>) -> tensor<3xui64>
+  %1 = stablehlo.convert %arg1 : (tensor<3xui32>) -> tensor<3xui64>
+  %2 = stablehlo.multiply %0, %1 : tensor<3xui64>
+  %3 = stablehlo.shift_right_logical %2, %c : tensor<3xui64>
+  %4 = stablehlo.convert %3 : (tensor<3xui64>) -> tensor<3xui32>
+  return %4 : tensor<3xui32>
+}
+)";
+  const std::vector<uint32_t> x = {0xffffffffu, 12345u, 0x80000001u};
+  std::vector<uint32_t> want;
+  for (uint32_t v : x) {
+    const uint64_t m = 3528531795u;
+    const uint64_t hi = (static_cast<uint64_t>(v) * m) >> 32;
+    want.push_back(static_cast<uint32_t>((hi * m) >> 32));
+  }
+  EXPECT_EQ(RunMain<uint32_t>(text, {Make<uint32_t>("tensor<3xui32>", x)}), want);
+  // Without its decomposition it is one line, not a crash.
+  auto m = ParseModule("func.func @main(%x: tensor<ui32>) -> tensor<ui32> {\n"
+                       "  %0 = stablehlo.composite \"chlo.mulhi\" %x, %x {version = 1 : i32} : (tensor<ui32>, tensor<ui32>) -> tensor<ui32>\n"
+                       "  return %0 : tensor<ui32>\n}\n",
+                       "t.mlir");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(std::string(m.status().message()).find("without decomposition"), std::string::npos) << m.status().message();
+}
+
 TEST(HloOpsTest, IntegerEdgeCasesFollowXla) {
   const std::string text = R"(
 func.func @main(%x: tensor<4xi32>) -> tensor<4xi32> {
