@@ -134,6 +134,36 @@ func.func @main(%x: tensor<4xi32>) -> tensor<4xi32> {
   EXPECT_EQ(got[3], static_cast<int32_t>(static_cast<uint32_t>(kMin) + 0u + 0u));
 }
 
+// Regions name values of the function around them: jax's programs reach
+// the plugin with constants hoisted to the function's top, so jnp.sort's
+// comparator and a reduce's body use them from there.
+TEST(HloOpsTest, RegionsUseValuesFromOutside) {
+  const std::string text = R"(
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %two = stablehlo.constant dense<2.000000e+00> : tensor<f32>
+  %0 = "stablehlo.sort"(%x) <{dimension = 0 : i64, is_stable = true}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %1 = stablehlo.compare EQ, %a, %zero, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %2 = stablehlo.select %1, %zero, %a : tensor<i1>, tensor<f32>
+    %3 = stablehlo.compare LT, %2, %b, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %3 : tensor<i1>
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  %s = stablehlo.reduce(%0 init: %zero) across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+   reducer(%p: tensor<f32>, %q: tensor<f32>) {
+    %m = stablehlo.multiply %q, %two : tensor<f32>
+    %t = stablehlo.add %p, %m : tensor<f32>
+    stablehlo.return %t : tensor<f32>
+  }
+  %b = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %r = stablehlo.add %0, %b : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+)";
+  // sorted [-1, 0, 2, 3], sum of twice each 8
+  EXPECT_EQ(RunMain<float>(text, {Make<float>("tensor<4xf32>", {3, -1, 2, 0})}), (std::vector<float>{7, 8, 10, 11}));
+}
+
 TEST(HloOpsTest, FloatToIntConvertSaturates) {
   const std::string text = R"(
 func.func @main(%x: tensor<4xf32>) -> tensor<4xi32> {
