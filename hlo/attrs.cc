@@ -40,6 +40,20 @@ StatusOr<ReducePrecisionAttrs> ReducePrecision(const Op& op) {
 // The highest of precision_config's words; HIGHEST > HIGH > DEFAULT
 // lexically, and any other word counts as DEFAULT.
 kernels::Precision Precision(const Op& op) {
+  // A dot algorithm (lax.DotAlgorithmPreset) says it instead: bf16 operands
+  // in 1, 3 or 6 passes (BF16_BF16_F32, _X3, _X6: the MXU's DEFAULT, HIGH,
+  // HIGHEST), tf32 as 3 passes, f16 as one; f32 or wider operands exactly.
+  if (const Attr* alg = op.Find("algorithm"); alg && alg->kind == Attr::Kind::kDict) {
+    const Attr* type = alg->Find("lhs_precision_type");
+    const Attr* ops = alg->Find("num_primitive_operations");
+    const std::string t = type && type->kind == Attr::Kind::kWord ? type->s : "";
+    const int64_t n = ops && ops->kind == Attr::Kind::kInt ? ops->i : 1;
+    if (t == "bf16") return n >= 6 ? kernels::Precision::kHighest : n >= 3 ? kernels::Precision::kHigh
+                                                                            : kernels::Precision::kDefault;
+    if (t == "tf32") return kernels::Precision::kHigh;
+    if (t == "f32" || t == "f64") return kernels::Precision::kHighest;
+    return kernels::Precision::kDefault;
+  }
   const Attr* p = op.Find("precision_config");
   std::string w = "DEFAULT";
   if (p && p->kind == Attr::Kind::kList)

@@ -67,6 +67,25 @@ Status Parser::ParseSignature(Op* op, size_t result_count, bool required) {
 // A pretty form's `key = value`, renamed to the generic form's attribute.
 Status Parser::PrettyValue(const std::string& key, Op* op) {
   Attr v;
+  if (key == "algorithm" && Lookahead("<")) {
+    // dot_general's algorithm = <lhs_precision_type = bf16, ..., allow_imprecise_accumulation = false>
+    Advance();
+    v.kind = Attr::Kind::kDict;
+    if (!Consume(">")) {
+      do {
+        Skip();
+        const std::string field = Ident();
+        if (field.empty()) return Error("expected a field of the dot algorithm, found " + Near());
+        TPUMESH_RETURN_IF_ERROR(Expect("="));
+        Attr value;
+        TPUMESH_RETURN_IF_ERROR(AttrValue(&value));
+        v.dict.emplace_back(field, std::move(value));
+      } while (Consume(","));
+      TPUMESH_RETURN_IF_ERROR(Expect(">"));
+    }
+    op->attrs.emplace_back("algorithm", std::move(v));
+    return OkStatus();
+  }
   TPUMESH_RETURN_IF_ERROR(AttrValue(&v));
   const std::string& n = op->name;
   auto put = [&](std::string k, Attr a) { op->attrs.emplace_back(std::move(k), std::move(a)); };
