@@ -258,6 +258,8 @@ class Interpreter {
   // kernels/triangular_solve.h, by their typed attributes.
   Status Fft(const Op& op, const Tensor& x, Tensor& out);
   Status TriangularSolve(const Op& op, const Tensor& a, const Tensor& b, Tensor& out);
+  // hlo/interp_rng.cc: XLA:CPU's Philox bits and the next state.
+  Status RngBitGenerator(const Op& op, const Tensor& state, std::vector<Tensor>& out);
 
   // ---- reductions. A body that is one binary op runs as EvalElementwise on
   // runs of elements; any other body runs through the interpreter per

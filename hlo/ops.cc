@@ -92,6 +92,9 @@ std::vector<OpEntry> Build() {
           Check::kWhereItRuns, Run::kConstant, Price::kFree, Shard::kWhole, true),
       Row("stablehlo.iota", C::kData, "data", "the result written to HBM", kNullary, kAnyRegions,
           Check::kWhereItRuns, Run::kIota, Price::kWritten, Shard::kWhole, true),
+      Row("stablehlo.rng_bit_generator", C::kData, "data",
+          "the state and bits written to HBM (the generator's integer ops are not counted); DEFAULT and PHILOX as XLA:CPU's Philox4x32",
+          {1, 1, 2}, Exactly(0), Check::kWhereItRuns, Run::kRngBitGenerator, Price::kWritten, Shard::kWhole, false),
       // Priced as moves of their (4-byte) result, though the docs say free.
       Row("stablehlo.replica_id", C::kData, "data", "free", kNullary, kAnyRegions, Check::kWhereItRuns,
           Run::kDeviceId, Price::kMove, Shard::kWhole, false),

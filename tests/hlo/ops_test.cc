@@ -112,6 +112,49 @@ func.func private @chlo.mulhi.impl(%arg0: tensor<3xui32>, %arg1: tensor<3xui32>)
   EXPECT_NE(std::string(m.status().message()).find("without decomposition"), std::string::npos) << m.status().message();
 }
 
+// rng_bit_generator's bits and state are XLA:CPU's (jax's CPU backend,
+// measured: lax.rng_bit_generator(np.array([1, 2, 3, 4], np.uint32), shape)
+// under jax 0.10.2; u64 with jax_enable_x64), DEFAULT being its Philox.
+TEST(HloOpsTest, RngBitGeneratorIsXlaCpusPhilox) {
+  auto run = [](const std::string& bits_type, const std::string& algorithm, uint64_t s0, uint64_t s1) {
+    const std::string text = "func.func @main(%s: tensor<2xui64>) -> (tensor<2xui64>, " + bits_type +
+                             ") {\n  %state, %bits = stablehlo.rng_bit_generator %s, algorithm = " + algorithm +
+                             " : (tensor<2xui64>) -> (tensor<2xui64>, " + bits_type + ")\n  return %state, %bits : "
+                             "tensor<2xui64>, " + bits_type + "\n}\n";
+    auto m = ParseModule(text, "t.mlir");
+    EXPECT_TRUE(m.ok()) << m.status().message();
+    EXPECT_TRUE(Verify(*m).ok());
+    DeviceSite site;
+    auto r = RunFunction(*m, "main", {Make<uint64_t>("tensor<2xui64>", {s0, s1})}, site, Options{});
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : std::vector<Tensor>{};
+  };
+  auto values = [](const Tensor& t, auto zero) {
+    using T = decltype(zero);
+    return std::vector<T>(t.as<T>(), t.as<T>() + t.num_elements());
+  };
+  const uint64_t s0 = 0x0000000200000001u, s1 = 0x0000000400000003u;  // u32 [1, 2, 3, 4]
+  auto u32 = run("tensor<5xui32>", "DEFAULT", s0, s1);
+  ASSERT_EQ(u32.size(), 2u);
+  EXPECT_EQ(values(u32[1], uint32_t{}),
+            (std::vector<uint32_t>{0x1e8fe864, 0x4d5e0bd7, 0x4b87c9be, 0x2d689201, 0x5273487b}));
+  EXPECT_EQ(values(u32[0], uint64_t{}), (std::vector<uint64_t>{s0, s1 + 2}));  // two blocks of 4 words
+  auto u64 = run("tensor<3xui64>", "PHILOX", s0, s1);
+  ASSERT_EQ(u64.size(), 2u);
+  EXPECT_EQ(values(u64[1], uint64_t{}),
+            (std::vector<uint64_t>{0x4d5e0bd71e8fe864u, 0x2d6892014b87c9beu, 0x61c056965273487bu}));
+  auto u16 = run("tensor<2x2xui16>", "DEFAULT", s0, s1);
+  ASSERT_EQ(u16.size(), 2u);
+  EXPECT_EQ(values(u16[1], uint16_t{}), (std::vector<uint16_t>{0xe864, 0x0bd7, 0xc9be, 0x9201}));
+  EXPECT_EQ(values(u16[0], uint64_t{}), (std::vector<uint64_t>{s0, s1 + 1}));
+  // The counter's low half wraps into its high half (here the key's word).
+  auto wrap = run("tensor<6xui32>", "DEFAULT", 0xfffffffeffffffffu, 0xfffffffffffffffdu);
+  ASSERT_EQ(wrap.size(), 2u);
+  EXPECT_EQ(values(wrap[1], uint32_t{}),
+            (std::vector<uint32_t>{0x234c23ee, 0x978faca3, 0x480dad5a, 0xe9e2f857, 0xa6e2b479, 0xfb042cf4}));
+  EXPECT_EQ(values(wrap[0], uint64_t{}), (std::vector<uint64_t>{0xfffffffeffffffffu, 0xffffffffffffffffu}));
+}
+
 TEST(HloOpsTest, IntegerEdgeCasesFollowXla) {
   const std::string text = R"(
 func.func @main(%x: tensor<4xi32>) -> tensor<4xi32> {
