@@ -4,6 +4,7 @@
 // past the width, saturating float -> int converts, scatter out of bounds.
 #include <bit>
 #include <climits>
+#include <complex>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -153,6 +154,35 @@ TEST(HloOpsTest, RngBitGeneratorIsXlaCpusPhilox) {
   EXPECT_EQ(values(wrap[1], uint32_t{}),
             (std::vector<uint32_t>{0x234c23ee, 0x978faca3, 0x480dad5a, 0xe9e2f857, 0xa6e2b479, 0xfb042cf4}));
   EXPECT_EQ(values(wrap[0], uint64_t{}), (std::vector<uint64_t>{0xfffffffeffffffffu, 0xffffffffffffffffu}));
+}
+
+// A complex dot_general (jnp.dot of complex arrays, jnp.vander's powers):
+// the complex products summed, with a batch and a transposed operand.
+TEST(HloOpsTest, ComplexDotGeneral) {
+  const std::string text = R"(
+func.func @main(%a: tensor<2x2x3xcomplex<f32>>) -> tensor<2x2x2xcomplex<f32>> {
+  %0 = stablehlo.dot_general %a, %a, batching_dims = [0] x [0], contracting_dims = [2] x [2] : (tensor<2x2x3xcomplex<f32>>, tensor<2x2x3xcomplex<f32>>) -> tensor<2x2x2xcomplex<f32>>
+  return %0 : tensor<2x2x2xcomplex<f32>>
+}
+)";
+  std::vector<float> a(24);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int>(i % 7) - 3) * 0.5f;
+  const auto got = RunMain<std::complex<float>>(text, {Make<float>("tensor<2x2x3xcomplex<f32>>", a)});
+  ASSERT_EQ(got.size(), 8u);
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) {
+        double re = 0, im = 0;
+        for (int k = 0; k < 3; ++k) {
+          const float* x = &a[static_cast<size_t>(((b * 2 + i) * 3 + k) * 2)];
+          const float* y = &a[static_cast<size_t>(((b * 2 + j) * 3 + k) * 2)];
+          re += x[0] * y[0] - x[1] * y[1];
+          im += x[0] * y[1] + x[1] * y[0];
+        }
+        const size_t at = static_cast<size_t>((b * 2 + i) * 2 + j);
+        EXPECT_FLOAT_EQ(got[at].real(), static_cast<float>(re));
+        EXPECT_FLOAT_EQ(got[at].imag(), static_cast<float>(im));
+      }
 }
 
 TEST(HloOpsTest, IntegerEdgeCasesFollowXla) {
