@@ -33,7 +33,7 @@ StatusOr<ReducePrecisionAttrs> ReducePrecision(const Op& op) {
   if (!eb || !mb || eb->kind != Attr::Kind::kInt || mb->kind != Attr::Kind::kInt)
     return InvalidArgumentError("needs exponent_bits and mantissa_bits");
   const int m = static_cast<int>(mb->i), x = static_cast<int>(eb->i);
-  if (m < 0 || m > 23 || x < 1 || x > 8) return InvalidArgumentError("bad bit counts");
+  if (m < 0 || m > 52 || x < 1 || x > 11) return InvalidArgumentError("bad bit counts");
   return ReducePrecisionAttrs{x, m};
 }
 

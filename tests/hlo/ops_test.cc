@@ -456,5 +456,31 @@ func.func @main(%x: tensor<9xf32>) -> tensor<9xf32> {
     EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i << ": " << in[i];
 }
 
+// The same on f64 and on f16's own bits (an f16 subnormal rounds as its
+// bits do): the values XLA:CPU gives (jax 0.10.2's CPU backend, measured).
+TEST(HloOpsTest, ReducePrecisionOnF64AndF16) {
+  const std::string f64 = R"(
+func.func @main(%x: tensor<8xf64>) -> tensor<8xf64> {
+  %0 = stablehlo.reduce_precision %x, format = e5m10 : tensor<8xf64>
+  return %0 : tensor<8xf64>
+}
+)";
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> in = {1 + 0x1p-11, 1 + 3 * 0x1p-11, 65519.0, 65520.0, -1e6, -0x1p-15, 1 + 0x1p-30, 1e300};
+  const std::vector<double> want = {1.0, 1 + 0x1p-9, 65504.0, inf, -inf, -0.0, 1.0, inf};
+  const auto got = RunMain<double>(f64, {Make<double>("tensor<8xf64>", in)});
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(std::bit_cast<uint64_t>(got[i]), std::bit_cast<uint64_t>(want[i])) << i << ": " << in[i];
+  const std::string f16 = R"(
+func.func @main(%x: tensor<5xf16>) -> tensor<5xf16> {
+  %0 = stablehlo.reduce_precision %x, format = e5m8 : tensor<5xf16>
+  return %0 : tensor<5xf16>
+}
+)";
+  EXPECT_EQ(RunMain<uint16_t>(f16, {Make<uint16_t>("tensor<5xf16>", {0x3c02, 0x3c06, 0x0010, 0x0003, 0x7bff})}),
+            (std::vector<uint16_t>{0x3c00, 0x3c08, 0x0010, 0x0004, 0x7c00}));
+}
+
 }  // namespace
 }  // namespace tpumesh::hlo
