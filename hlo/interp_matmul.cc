@@ -202,6 +202,92 @@ Status Interpreter::IntegerDot(const Tensor& l, const Tensor& r, Tensor& out,
   return ConvertElements(ElementType::kI64, c.data(), out.type.element, 0, out.num_elements(), out.data.mutable_raw());
 }
 
+// Integer operands: exact sums in int64, wrapped to the result's type (as
+// XLA's integer arithmetic wraps), by direct loops over taps (the MXU
+// takes int8; this is for correctness, not speed).
+Status Interpreter::IntegerConvolution(const ConvShape& s, const Tensor& l, const Tensor& r, Tensor& out) {
+  if (IsFloat(out.type.element) || IsComplex(out.type.element))
+    return UnimplementedError("an integer convolution with a float result is not computed");
+  auto ordered = [&](const Tensor& t, const Dims& order) {
+    std::vector<int64_t> v(static_cast<size_t>(t.num_elements()));
+    Dims od;
+    for (int64_t k : order) od.push_back(t.type.dims[static_cast<size_t>(k)]);
+    const Dims is = Strides(t.type.dims);
+    Dims idx(od.size(), 0);
+    for (size_t i = 0; i < v.size(); ++i) {
+      int64_t at = 0;
+      for (size_t k = 0; k < od.size(); ++k) at += idx[k] * is[static_cast<size_t>(order[k])];
+      v[i] = IntAt(t, at);
+      for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
+        if (++idx[k] < od[k]) break;
+        idx[k] = 0;
+      }
+    }
+    return v;
+  };
+  const std::vector<int64_t> x = ordered(l, s.in_order), w = ordered(r, s.k_order);
+  const size_t ns = s.in_sp.size();
+  int64_t taps = 1, pixels = 1, in_pixels = 1;
+  for (size_t k = 0; k < ns; ++k) {
+    taps *= s.k_sp[k];
+    pixels *= s.out_sp[k];
+    in_pixels *= s.in_sp[k];
+  }
+  const int64_t G = s.all_groups(), ig = s.group_in(), og = s.group_out(), N = s.out_batch();
+  const Dims osd = Strides(s.out_sp), ksd = Strides(s.k_sp), isd = Strides(s.in_sp);
+  auto source = [&](int64_t p, int64_t t) -> int64_t {  // as Convolution's
+    int64_t off = 0;
+    for (size_t k = 0; k < ns; ++k) {
+      const int64_t o = (p / osd[k]) % s.out_sp[k];
+      int64_t kk = (t / ksd[k]) % s.k_sp[k];
+      if (s.reverse[k]) kk = s.k_sp[k] - 1 - kk;
+      const int64_t pos = o * s.stride[k] + kk * s.rhs_dil[k] - s.pad_lo[k];
+      if (pos < 0 || pos % s.lhs_dil[k]) return -1;
+      const int64_t q = pos / s.lhs_dil[k];
+      if (q >= s.in_sp[k]) return -1;
+      off += q * isd[k];
+    }
+    return off;
+  };
+  std::vector<int64_t> y(static_cast<size_t>(N * pixels * s.cout), 0);  // [N, spatial..., O]
+  for (int64_t g = 0; g < G; ++g) {
+    const int64_t image0 = s.batch_groups > 1 ? g * N : 0, feature0 = s.groups > 1 ? g * ig : 0;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t p = 0; p < pixels; ++p) {
+        int64_t* yo = y.data() + (n * pixels + p) * s.cout + g * og;
+        for (int64_t t = 0; t < taps; ++t) {
+          const int64_t src = source(p, t);
+          if (src < 0) continue;
+          const int64_t* xi = x.data() + ((image0 + n) * in_pixels + src) * s.cin + feature0;
+          for (int64_t i = 0; i < ig; ++i) {
+            const int64_t* wi = w.data() + (t * ig + i) * s.cout + g * og;
+            for (int64_t o = 0; o < og; ++o)  // wrapping products and sums, as the result type's arithmetic
+              yo[o] = static_cast<int64_t>(static_cast<uint64_t>(yo[o]) +
+                                           static_cast<uint64_t>(xi[i]) * static_cast<uint64_t>(wi[o]));
+          }
+        }
+      }
+  }
+  // out dim out_order[j] holds y's dim j
+  Dims y_dims = {N};
+  y_dims.insert(y_dims.end(), s.out_sp.begin(), s.out_sp.end());
+  y_dims.push_back(s.cout);
+  const Dims os = Strides(out.type.dims);
+  std::vector<int64_t> permuted(y.size());
+  Dims idx(y_dims.size(), 0);
+  for (size_t i = 0; i < y.size(); ++i) {
+    int64_t at = 0;
+    for (size_t j = 0; j < y_dims.size(); ++j) at += idx[j] * os[static_cast<size_t>(s.out_order[j])];
+    permuted[static_cast<size_t>(at)] = y[i];
+    for (int j = static_cast<int>(y_dims.size()) - 1; j >= 0; --j) {
+      if (++idx[static_cast<size_t>(j)] < y_dims[static_cast<size_t>(j)]) break;
+      idx[static_cast<size_t>(j)] = 0;
+    }
+  }
+  return ConvertElements(ElementType::kI64, permuted.data(), out.type.element, 0, out.num_elements(),
+                         out.data.mutable_raw());
+}
+
 Status Interpreter::Convolution(const Op& op, const Tensor& l, const Tensor& r, Tensor& out) {
   const auto attrs = AttrsOf(op);  // of the op's types, which are l's, r's and out's
   TPUMESH_RETURN_IF_ERROR(attrs->status);
@@ -209,6 +295,7 @@ Status Interpreter::Convolution(const Op& op, const Tensor& l, const Tensor& r, 
   if (!conv) return InternalError("convolution without its dimension numbers");
   const ConvShape& s = conv->shape;
   TPUMESH_RETURN_IF_ERROR(ConvolutionComputable(s, l.type, r.type));
+  if (!IsFloat(l.type.element)) return IntegerConvolution(s, l, r, out);
   const size_t ns = s.in_sp.size();
   TPUMESH_ASSIGN_OR_RETURN(F32Operand xo, AsF32Ordered(l, s.in_order));
   TPUMESH_ASSIGN_OR_RETURN(F32Operand wo, AsF32Ordered(r, s.k_order));

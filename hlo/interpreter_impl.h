@@ -244,6 +244,7 @@ class Interpreter {
 
   Status DotGeneral(const Op& op, const Tensor& l, const Tensor& r, Tensor& out);
 
+  Status IntegerConvolution(const ConvShape& s, const Tensor& l, const Tensor& r, Tensor& out);
   Status ComplexDot(const Tensor& l, const Tensor& r, Tensor& out, const DotDims& d, int64_t B, int64_t M,
                     int64_t K, int64_t N);
   Status IntegerDot(const Tensor& l, const Tensor& r, Tensor& out,
