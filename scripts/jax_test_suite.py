@@ -197,7 +197,10 @@ def run_file(python: str, src: pathlib.Path, test_file: str, platform: str, out_
     if xml.exists():
         xml.unlink()
     env = _clean_env()
-    env["JAX_PLATFORMS"] = platform
+    # --with-cpu: JAX_PLATFORMS=tpumesh,cpu, as JAX's own TPU CI runs with
+    # tpu,cpu (ci/run_pytest_tpu.sh): tpumesh the default backend, a CPU
+    # backend there for the tests that ask for one.
+    env["JAX_PLATFORMS"] = "tpumesh,cpu" if platform == "tpumesh" and opts.with_cpu else platform
     # The same for both runs: on CPU it gives the 8 devices the sharding tests
     # ask for; under tpumesh the CPU backend is not started.
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
@@ -282,6 +285,9 @@ def first_line(message: str) -> str:
 
 _NORMALISE = [
     (re.compile(r"\S+\.mlir:\d+:\d+:\s*"), ""),               # a program's location
+    (re.compile(r"\b(jit|pmap|xla_pmap|shard_map)_\w+"), r"\1_…"),  # the program's name
+    (re.compile(r"~?\b(float|bfloat|int|uint|complex|bool)\d*\[[^\]]*\](, ~?\b(float|bfloat|int|uint|complex|bool)\d*\[[^\]]*\])*"),
+     "T[…]"),                                                    # jax's avals: float32[3,4], ~float32[]
     (re.compile(r"loc\([^)]*\)"), "loc(…)"),
     (re.compile(r"tensor<[^<>]*(<[^<>]*>[^<>]*)*>"), "tensor<…>"),
     (re.compile(r"%[\w#.:-]+"), "%v"),                           # SSA values
@@ -296,6 +302,47 @@ _NORMALISE = [
     (re.compile(r"'[^']{40,}'"), "'…'"),                         # long quoted text
     (re.compile(r"\s+"), " "),
 ]
+
+
+# Where a group's cause lies, as found by reading the failures (docs/pjrt.md,
+# "JAX's test suite"): the first pattern that matches a group's normalised
+# cause names it. A group without one is not yet explained.
+KNOWN_CAUSES = [
+    (r"arguments split over the devices are not run yet",
+     "pjrt/executable.cc: a program whose arguments are split over devices (sharded jit, shard_map, pmap of jax "
+     ">= 0.8) is refused"),
+    (r"UnspecifiedValue|std::bad_cast",
+     "pjrt/executable.cc: a multi-device executable reports no output shardings (PJRT_Executable_OptimizedProgram "
+     "is UNIMPLEMENTED, so get_output_shardings() is None); jax's result arrays get an UnspecifiedValue sharding, "
+     "std::bad_cast where jaxlib's C++ reads one"),
+    (r"could not broadcast input array from shape",
+     "pjrt/executable.cc: a multi-device program's results come back whole on every device (one device's value), "
+     "not as each device's shard"),
+    (r"Skipped unless running on devices with tags: cpu$", "the test itself: run_on_devices('cpu')"),
+    (r"Skipped unless running on devices with tags: cpu, gpu, tpu",
+     "the test itself: run only on cpu, gpu and tpu (the platform is 'tpumesh')"),
+    (r"donated buffers were not usable|donat\w* not supported on device|not supported on device with tags \{'tpumesh'\}",
+     "buffer donation: 'tpumesh' is not in jax's mlir._platforms_with_donation, and pjrt/executable.cc does not "
+     "consume donated buffers"),
+    (r"Unknown backend cpu", "the run: JAX_PLATFORMS=tpumesh starts no CPU backend, the test asks for one"),
+    (r"MLIR translation rule for primitive '(\w+)' not found for platform tpumesh",
+     "jax: no lowering of the primitive for platform 'tpumesh' (CPU's is a LAPACK custom call, TPU's an XLA one)"),
+    (r"unsupported custom_call", "hlo/: a custom call of an XLA backend (LAPACK, TPU) that tpumesh does not run"),
+    (r"unsupported element type", "hlo/: an element type tpumesh does not hold (int4, float8)"),
+    (r"unsupported op 'stablehlo\.(create_token|after_all)'", "hlo/: tokens (no token type)"),
+    (r"unsupported op", "hlo/: an op not in hlo/ops.h"),
+    (r"PJRT_\w+ is not implemented", "pjrt/: a PJRT function the plugin lacks"),
+    (r"does not take complex|complex \w+ is not|is not computed|not supported", "hlo/: an op's case not computed"),
+    (r"JaxRuntimeError not raised", "pjrt/: compile options are not validated (XLA refuses unknown ones)"),
+    (r"Timeout", "a per-test timeout"),
+]
+
+
+def where(cause_text: str) -> str:
+    for pattern, place in KNOWN_CAUSES:
+        if re.search(pattern, cause_text):
+            return place
+    return ""
 
 
 def cause(message: str) -> str:
@@ -334,6 +381,7 @@ def analyse(runs: dict, files: list[str]) -> dict:
             "killed": [p for p, r in (("cpu", cpu), ("tpumesh", tm)) if r.get("killed")],
         })
         passed = 0
+        cpu_only = 0
         for t in cpu_pass:
             r = tm_t.get(t)
             if r is None:
@@ -344,9 +392,12 @@ def analyse(runs: dict, files: list[str]) -> dict:
                 continue
             elif r["outcome"] == "skipped":
                 key, msg = skip_cause(r["message"]), r["message"]
+                if re.search(r"Skipped unless running on devices with tags: cpu$", r["message"] or ""):
+                    cpu_only += 1
             else:
                 key, msg = cause(r["message"]), r["message"]
-            g = all_groups.setdefault(key, {"cause": key, "count": 0, "files": collections.Counter(),
+            g = all_groups.setdefault(key, {"cause": key, "where": where(key), "count": 0,
+                                            "files": collections.Counter(),
                                             "example": t, "example_message": first_line(msg)[:500],
                                             "tests": []})
             g["count"] += 1
@@ -354,6 +405,10 @@ def analyse(runs: dict, files: list[str]) -> dict:
             g["tests"].append(t)
         row["tpumesh_passed"] = passed
         row["percent"] = round(100.0 * passed / len(cpu_pass), 1) if cpu_pass else None
+        # The tests the file itself runs on the CPU only (run_on_devices("cpu")).
+        row["cpu_only"] = cpu_only
+        rest = len(cpu_pass) - cpu_only
+        row["percent_not_cpu_only"] = round(100.0 * passed / rest, 1) if rest else None
         per_file.append(row)
     ordered = sorted(all_groups.values(), key=lambda g: (-g["count"], g["cause"]))
     for g in ordered:
@@ -362,9 +417,15 @@ def analyse(runs: dict, files: list[str]) -> dict:
         g["methods"] = len({re.sub(r"(_?\d+)+$", "", t) for t in g["tests"]})
     tot_cpu = sum(r["cpu_passed"] for r in per_file)
     tot_tm = sum(r["tpumesh_passed"] for r in per_file)
-    return {"files": per_file, "groups": ordered,
-            "total": {"cpu_passed": tot_cpu, "tpumesh_passed": tot_tm,
-                      "percent": round(100.0 * tot_tm / tot_cpu, 1) if tot_cpu else None}}
+    tot_only = sum(r["cpu_only"] for r in per_file)
+    places = collections.Counter()
+    for g in ordered:
+        places[g["where"] or "(not yet explained)"] += g["count"]
+    return {"files": per_file, "groups": ordered, "where": dict(places.most_common()),
+            "total": {"cpu_passed": tot_cpu, "tpumesh_passed": tot_tm, "cpu_only": tot_only,
+                      "percent": round(100.0 * tot_tm / tot_cpu, 1) if tot_cpu else None,
+                      "percent_not_cpu_only": round(100.0 * tot_tm / (tot_cpu - tot_only), 1)
+                      if tot_cpu > tot_only else None}}
 
 
 def _md_escape(s: str) -> str:
@@ -379,6 +440,7 @@ def write_report(data: dict, meta: dict, md_path: pathlib.Path, max_groups: int)
     L.append(f"- venv: `{meta['python']}` (jax {meta['jax']}, jaxlib {meta['jaxlib']}, numpy {meta['numpy']}, "
              f"python {meta['python_version']})")
     L.append(f"- tests from: {meta['source']}")
+    L.append(f"- tpumesh run: JAX_PLATFORMS={meta['tpumesh_platforms']}")
     L.append(f"- sample: JAX_NUM_GENERATED_CASES={meta['cases']}"
              + (f", `-k {meta['k']}`" if meta["k"] else ", no -k")
              + f"; per-test timeout {meta['timeout']} s; {meta['workers']} xdist worker(s)")
@@ -392,16 +454,27 @@ def write_report(data: dict, meta: dict, md_path: pathlib.Path, max_groups: int)
              "of those, how many pass with JAX_PLATFORMS=tpumesh. A test skipped on tpumesh that passed "
              "on CPU counts as not passing.")
     L.append("")
-    L.append("| file | collected | CPU passed | tpumesh passed | % | CPU s | tpumesh s |")
-    L.append("|---|---:|---:|---:|---:|---:|---:|")
+    L.append("| file | collected | CPU passed | tpumesh passed | % | CPU-only tests | % of the others | CPU s | tpumesh s |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    fmt = lambda v: "–" if v is None else f"{v:.1f}"
     for r in data["files"]:
-        pct = "–" if r["percent"] is None else f"{r['percent']:.1f}"
         note = f" (killed: {', '.join(r['killed'])})" if r["killed"] else ""
         L.append(f"| {r['file']}{note} | {r['cpu_collected']} | {r['cpu_passed']} | {r['tpumesh_passed']} | "
-                 f"{pct} | {r['cpu_seconds']:.0f} | {r['tpumesh_seconds']:.0f} |")
+                 f"{fmt(r['percent'])} | {r['cpu_only']} | {fmt(r['percent_not_cpu_only'])} | "
+                 f"{r['cpu_seconds']:.0f} | {r['tpumesh_seconds']:.0f} |")
     t = data["total"]
-    pct = "–" if t["percent"] is None else f"{t['percent']:.1f}"
-    L.append(f"| **all** | | **{t['cpu_passed']}** | **{t['tpumesh_passed']}** | **{pct}** | | |")
+    L.append(f"| **all** | | **{t['cpu_passed']}** | **{t['tpumesh_passed']}** | **{fmt(t['percent'])}** | "
+             f"{t['cpu_only']} | **{fmt(t['percent_not_cpu_only'])}** | | |")
+    L.append("")
+    L.append("CPU-only tests: passed on CPU, skipped on tpumesh by the test's own `run_on_devices(\"cpu\")`; "
+             "'% of the others' leaves them out.")
+    L.append("")
+    L.append("### Failures by where the cause lies")
+    L.append("")
+    L.append("| tests | where |")
+    L.append("|---:|---|")
+    for place, n in data["where"].items():
+        L.append(f"| {n} | {_md_escape(place)} |")
     L.append("")
     for m in meta.get("missing_files", []):
         L.append(f"- {m} is not in this version's tests/: not run")
@@ -410,15 +483,15 @@ def write_report(data: dict, meta: dict, md_path: pathlib.Path, max_groups: int)
     L.append(f"## Failures on tpumesh of tests that pass on CPU, by cause ({len(groups)} groups, "
              f"{sum(g['count'] for g in groups)} tests)")
     L.append("")
-    L.append("| # | tests | methods | cause (first line, normalised) | files | example |")
-    L.append("|---:|---:|---:|---|---|---|")
+    L.append("| # | tests | methods | cause (first line, normalised) | where | files | example |")
+    L.append("|---:|---:|---:|---|---|---|---|")
     for i, g in enumerate(groups[:max_groups], 1):
         files = ", ".join(f"{k.removesuffix('.py')} {v}" for k, v in g["files"].items())
-        L.append(f"| {i} | {g['count']} | {g['methods']} | {_md_escape(g['cause'])} | {files} | "
-                 f"`{_md_escape(g['example'])}` |")
+        L.append(f"| {i} | {g['count']} | {g['methods']} | {_md_escape(g['cause'])} | {_md_escape(g['where'])} | "
+                 f"{files} | `{_md_escape(g['example'])}` |")
     if len(groups) > max_groups:
         rest = groups[max_groups:]
-        L.append(f"| | {sum(g['count'] for g in rest)} | | {len(rest)} more groups (in the JSON) | | |")
+        L.append(f"| | {sum(g['count'] for g in rest)} | | {len(rest)} more groups (in the JSON) | | | |")
     L.append("")
     md_path.write_text("\n".join(L) + "\n")
 
@@ -444,8 +517,12 @@ def main(argv=None) -> int:
     ap.add_argument("--file-timeout", type=int, default=3600, help="one file's run is killed after this")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                     help="pytest-xdist workers (default: the cores, at most 2)")
-    ap.add_argument("--platforms", default="cpu,tpumesh", help="which runs to make (the others are reused)")
+    ap.add_argument("--platforms", default=None,
+                    help="which runs to make, the others reused (default: tpumesh, and cpu where no CPU run of "
+                         "the same version, sample and file is recorded)")
     ap.add_argument("--reuse", action="store_true", help="reuse every run already recorded (only report)")
+    ap.add_argument("--with-cpu", action="store_true",
+                    help="JAX_PLATFORMS=tpumesh,cpu for the tpumesh run (as JAX's TPU CI: tpu,cpu), not tpumesh")
     ap.add_argument("--no-install", action="store_true", help="refuse rather than pip install what is missing")
     ap.add_argument("--max-groups", type=int, default=40)
     ap.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments for both runs")
@@ -472,16 +549,25 @@ def main(argv=None) -> int:
         log(f"{m} is not in jax {version}'s tests/: not run")
     label = f"cases{opts.cases}" + (f"-k-{re.sub(r'[^A-Za-z0-9]+', '_', opts.k)[:40]}" if opts.k else "")
     run_dir = cache / f"jax-{version}" / label
-    todo = [] if opts.reuse else [p for p in opts.platforms.split(",") if p]
+    if opts.reuse:
+        todo = []
+    elif opts.platforms is not None:
+        todo = [p for p in opts.platforms.split(",") if p]
+    else:
+        todo = ["tpumesh"]
+        if any(not (run_dir / "cpu" / (f.removesuffix(".py") + ".run.json")).exists() for f in files):
+            todo.insert(0, "cpu")
     runs: dict = {"cpu": {}, "tpumesh": {}}
     seconds = {"cpu": 0.0, "tpumesh": 0.0}
+    subdir = {"cpu": "cpu", "tpumesh": "tpumesh+cpu" if opts.with_cpu else "tpumesh"}
     for platform in ("cpu", "tpumesh"):
         for f in files:
-            meta_path = run_dir / platform / (f.removesuffix(".py") + ".run.json")
-            if platform in todo:
-                res = run_file(python, src, f, platform, run_dir / platform, opts, info["have"], build)
+            meta_path = run_dir / subdir[platform] / (f.removesuffix(".py") + ".run.json")
+            recorded = meta_path.exists()
+            if platform in todo and (platform != "cpu" or opts.platforms is not None or not recorded):
+                res = run_file(python, src, f, platform, run_dir / subdir[platform], opts, info["have"], build)
                 meta_path.write_text(json.dumps(res, indent=1))
-            elif meta_path.exists():
+            elif recorded:
                 res = json.loads(meta_path.read_text())
             else:
                 log(f"no {platform} run of {f} recorded in {run_dir}: run it (--platforms {platform})")
@@ -510,7 +596,7 @@ def main(argv=None) -> int:
         "command": "scripts/jax-test-suite.sh " + " ".join(sys.argv[1:] if argv is None else argv),
         "seconds": time.monotonic() - t_start, "seconds_cpu": seconds["cpu"],
         "seconds_tpumesh": seconds["tpumesh"], "installed": installed, "missing_files": missing_files,
-        "run_dir": str(run_dir),
+        "run_dir": str(run_dir), "tpumesh_platforms": "tpumesh,cpu" if opts.with_cpu else "tpumesh",
     }
     write_report(data, meta, out, opts.max_groups)
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, **data}, indent=1))
