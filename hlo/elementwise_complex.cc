@@ -184,13 +184,16 @@ Status Refuse(const ElementwiseCall& c) {
 
 // One element of the converts: `from` at p -> `to` at q (through
 // stablehlo.convert's scalar rules for a real type at either end).
+// p and q may be the same bytes (the result written over its dying operand,
+// a complex -> complex convert of one type): the value is made apart first.
 Status ConvertOne(ElementType from, const uint8_t* p, ElementType to, uint8_t* q) {
   const ElementType pf = PartType(from), pt = PartType(to);
   const int wt = ElementTypeBytes(pt);
-  if (IsComplex(to)) std::memset(q, 0, static_cast<size_t>(2 * wt));
-  TPUMESH_RETURN_IF_ERROR(ConvertElements(pf, p, pt, 0, 1, q));
+  uint8_t value[16] = {};  // at most complex<f64>
+  TPUMESH_RETURN_IF_ERROR(ConvertElements(pf, p, pt, 0, 1, value));
   if (IsComplex(from) && IsComplex(to))
-    return ConvertElements(pf, p + ElementTypeBytes(pf), pt, 0, 1, q + wt);
+    TPUMESH_RETURN_IF_ERROR(ConvertElements(pf, p + ElementTypeBytes(pf), pt, 0, 1, value + wt));
+  std::memcpy(q, value, static_cast<size_t>(IsComplex(to) ? 2 * wt : wt));
   return OkStatus();
 }
 

@@ -144,6 +144,39 @@ func.func @main(%z: tensor<3xcomplex<f64>>, %w: tensor<3xcomplex<f64>>) -> tenso
   }
 }
 
+// jnp.vdot's program: a complex -> complex convert of one type written over
+// its dying operand (in place) kept the value (it was zeroed before it was
+// read), so the dot of conj(a) and b is not 0.
+TEST(ComplexTest, ConvertInPlaceKeepsTheValue) {
+  const std::string text = R"(
+func.func @main(%a: tensor<2xcomplex<f32>>, %b: tensor<2xi16>) -> tensor<complex<f32>> {
+  %0 = stablehlo.real %a : (tensor<2xcomplex<f32>>) -> tensor<2xf32>
+  %1 = stablehlo.imag %a : (tensor<2xcomplex<f32>>) -> tensor<2xf32>
+  %2 = stablehlo.negate %1 : tensor<2xf32>
+  %3 = stablehlo.complex %0, %2 : tensor<2xcomplex<f32>>
+  %4 = stablehlo.convert %3 : tensor<2xcomplex<f32>>
+  %5 = stablehlo.convert %b : (tensor<2xi16>) -> tensor<2xcomplex<f32>>
+  %6 = stablehlo.dot_general %4, %5, contracting_dims = [0] x [0] : (tensor<2xcomplex<f32>>, tensor<2xcomplex<f32>>) -> tensor<complex<f32>>
+  return %6 : tensor<complex<f32>>
+}
+)";
+  auto m = ParseModule(text, "t.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Tensor a = NewTensor(m->funcs[0].arg_types[0], nullptr).value();
+  Tensor b = NewTensor(m->funcs[0].arg_types[1], nullptr).value();
+  const float av[4] = {1, 2, 3, -1};
+  const int16_t bv[2] = {2, 5};
+  std::memcpy(a.data.mutable_raw(), av, sizeof av);
+  std::memcpy(b.data.mutable_raw(), bv, sizeof bv);
+  DeviceSite site;
+  auto r = RunFunction(*m, "main", {a, b}, site, Options{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const float* got = (*r)[0].as<float>();
+  // conj(1 + 2i) 2 + conj(3 - i) 5 = (2 - 4i) + (15 + 5i)
+  EXPECT_EQ(got[0], 17.0f);
+  EXPECT_EQ(got[1], 1.0f);
+}
+
 TEST(ComplexTest, SqrtOfAHugeValueDoesNotOverflow) {
   // |3e38 + 3e38i| overflows f32, its square root (2.06e19) does not.
   const std::string text = R"(
