@@ -33,13 +33,27 @@ StatusOr<ReducePrecisionAttrs> ReducePrecision(const Op& op) {
   if (!eb || !mb || eb->kind != Attr::Kind::kInt || mb->kind != Attr::Kind::kInt)
     return InvalidArgumentError("needs exponent_bits and mantissa_bits");
   const int m = static_cast<int>(mb->i), x = static_cast<int>(eb->i);
-  if (m < 0 || m > 23 || x < 1 || x > 8) return InvalidArgumentError("bad bit counts");
+  if (m < 0 || m > 52 || x < 1 || x > 11) return InvalidArgumentError("bad bit counts");
   return ReducePrecisionAttrs{x, m};
 }
 
 // The highest of precision_config's words; HIGHEST > HIGH > DEFAULT
 // lexically, and any other word counts as DEFAULT.
 kernels::Precision Precision(const Op& op) {
+  // A dot algorithm (lax.DotAlgorithmPreset) says it instead: bf16 operands
+  // in 1, 3 or 6 passes (BF16_BF16_F32, _X3, _X6: the MXU's DEFAULT, HIGH,
+  // HIGHEST), tf32 as 3 passes, f16 as one; f32 or wider operands exactly.
+  if (const Attr* alg = op.Find("algorithm"); alg && alg->kind == Attr::Kind::kDict) {
+    const Attr* type = alg->Find("lhs_precision_type");
+    const Attr* ops = alg->Find("num_primitive_operations");
+    const std::string t = type && type->kind == Attr::Kind::kWord ? type->s : "";
+    const int64_t n = ops && ops->kind == Attr::Kind::kInt ? ops->i : 1;
+    if (t == "bf16") return n >= 6 ? kernels::Precision::kHighest : n >= 3 ? kernels::Precision::kHigh
+                                                                            : kernels::Precision::kDefault;
+    if (t == "tf32") return kernels::Precision::kHigh;
+    if (t == "f32" || t == "f64") return kernels::Precision::kHighest;
+    return kernels::Precision::kDefault;
+  }
   const Attr* p = op.Find("precision_config");
   std::string w = "DEFAULT";
   if (p && p->kind == Attr::Kind::kList)

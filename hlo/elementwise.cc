@@ -605,35 +605,51 @@ Status EvalConvert(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
   });
 }
 
+// reduce_precision on the bits of a float with M mantissa and X exponent
+// bits held in U: the mantissa rounded to m bits (nearest even), then
+// values past the m/x format's range made inf and those below its smallest
+// normal zero (signs kept); NaN as it is. As XLA on the type itself, so an
+// f16 subnormal rounds as f16 bits do.
+template <typename U, int M, int X>
+void ReducePrecisionBits(const ElementwiseCall& c, int64_t b, int64_t e, void* out, int m, int x) {
+  constexpr U kSign = U{1} << (M + X), kExpMask = ((U{1} << X) - 1) << M, kAbs = kSign - 1;
+  const auto* in = static_cast<const uint8_t*>(c.in[0]);
+  auto* o = static_cast<uint8_t*>(out);
+  for (int64_t i = b; i < e; ++i) {
+    U u;
+    std::memcpy(&u, in + i * c.stride[0] * sizeof(U), sizeof(U));
+    if ((u & kAbs) > kExpMask) {  // NaN
+      std::memcpy(o + i * sizeof(U), &u, sizeof(U));
+      continue;
+    }
+    if (m < M) {
+      const int drop = M - m;
+      const U lsb = (u >> drop) & U{1};
+      u += ((U{1} << (drop - 1)) - 1) + lsb;
+      u &= ~((U{1} << drop) - 1);
+    }
+    if (x < X) {
+      const int64_t bias = (int64_t{1} << (x - 1)) - 1, type_bias = (int64_t{1} << (X - 1)) - 1;
+      const int64_t exp = static_cast<int64_t>((u & kExpMask) >> M) - type_bias;
+      if (exp > bias) u = (u & kSign) | kExpMask;
+      else if (exp < 1 - bias) u &= kSign;
+    }
+    std::memcpy(o + i * sizeof(U), &u, sizeof(U));
+  }
+}
+
 Status EvalReducePrecision(const ElementwiseCall& c, int64_t b, int64_t e, void* out) {
   const auto attrs = AttrsOf(*c.op);
   const auto* bits = std::get_if<ReducePrecisionAttrs>(&attrs->value);
   if (!bits) return InvalidArgumentError("stablehlo.reduce_precision: " + attrs->status.message());
-  if (c.in_type != ElementType::kF32) return InvalidArgumentError("stablehlo.reduce_precision: f32 only");
   const int m = bits->mantissa_bits, x = bits->exponent_bits;
-  const float* in = static_cast<const float*>(c.in[0]);
-  float* o = static_cast<float*>(out);
-  for (int64_t i = b; i < e; ++i) {
-    uint32_t u = std::bit_cast<uint32_t>(in[i * c.stride[0]]);
-    if ((u & 0x7fffffffu) > 0x7f800000u) {
-      o[i] = in[i * c.stride[0]];
-      continue;
-    }
-    if (m < 23) {  // round the mantissa to m bits, nearest even
-      const uint32_t drop = 23 - m;
-      const uint32_t lsb = (u >> drop) & 1u;
-      u += ((1u << (drop - 1)) - 1) + lsb;
-      u &= ~((1u << drop) - 1);
-    }
-    if (x < 8) {  // clamp the exponent's range
-      const int32_t bias = (1 << (x - 1)) - 1;
-      const int32_t exp = static_cast<int32_t>((u >> 23) & 0xff) - 127;
-      if (exp > bias) u = (u & 0x80000000u) | 0x7f800000u;
-      else if (exp < 1 - bias) u &= 0x80000000u;
-    }
-    o[i] = std::bit_cast<float>(u);
+  switch (c.in_type) {
+    case ElementType::kF16: ReducePrecisionBits<uint16_t, 10, 5>(c, b, e, out, m, x); return OkStatus();
+    case ElementType::kBF16: ReducePrecisionBits<uint16_t, 7, 8>(c, b, e, out, m, x); return OkStatus();
+    case ElementType::kF32: ReducePrecisionBits<uint32_t, 23, 8>(c, b, e, out, m, x); return OkStatus();
+    case ElementType::kF64: ReducePrecisionBits<uint64_t, 52, 11>(c, b, e, out, m, x); return OkStatus();
+    default: return InvalidArgumentError("stablehlo.reduce_precision takes f16, bf16, f32 or f64");
   }
-  return OkStatus();
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "hlo/elementwise_complex.h"
 
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -114,6 +115,29 @@ Cx<T> Sqrt(Cx<T> z) {
 }
 
 template <typename T>
+Cx<T> FromStd(std::complex<T> z) {
+  return {z.real(), z.imag()};
+}
+
+// a^b = exp(b log a) written out as XLA's elemental emitter does:
+// |a|^c e^(-d arg a) (cos q, sin q), q = c arg a + d log|a|; 0^b is 1 for
+// b = 0, 0 for re b > 0 (NaN otherwise).
+template <typename T>
+Cx<T> Pow(Cx<T> a, Cx<T> b) {
+  if (a.re == 0 && a.im == 0) {
+    if (b.re == 0 && b.im == 0) return {1, 0};
+    if (b.re > 0) return {0, 0};
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    return {nan, nan};
+  }
+  const T r = Abs(a), theta = std::atan2(a.im, a.re);
+  const T log_r = std::log(r);
+  const T mag = std::exp(b.re * log_r - b.im * theta);
+  const T q = b.re * theta + b.im * log_r;
+  return {mag * std::cos(q), mag * std::sin(q)};
+}
+
+template <typename T>
 StatusOr<Cx<T>> Unary(Un k, Cx<T> z) {
   switch (k) {
     case Un::kNeg: return Cx<T>{-z.re, -z.im};
@@ -129,6 +153,14 @@ StatusOr<Cx<T>> Unary(Un k, Cx<T> z) {
       return Cx<T>{z.re / a, z.im / a};
     }
     case Un::kSquare: return Mul(z, z);
+    case Un::kRsqrt: return Div(Cx<T>{1, 0}, Sqrt(z));
+    case Un::kExpm1: {
+      // e^x cos y - 1 = expm1(x) cos y - 2 sin^2(y/2): no cancellation near 0
+      const T h = std::sin(z.im * T(0.5));
+      return Cx<T>{std::expm1(z.re) * std::cos(z.im) - T(2) * h * h, std::exp(z.re) * std::sin(z.im)};
+    }
+    case Un::kTan: return FromStd(std::tan(std::complex<T>(z.re, z.im)));
+    case Un::kTanh: return FromStd(std::tanh(std::complex<T>(z.re, z.im)));
     default: return InvalidArgumentError("");
   }
 }
@@ -140,6 +172,7 @@ StatusOr<Cx<T>> Binary(Bin k, Cx<T> a, Cx<T> b) {
     case Bin::kSub: return Cx<T>{a.re - b.re, a.im - b.im};
     case Bin::kMul: return Mul(a, b);
     case Bin::kDiv: return Div(a, b);
+    case Bin::kPow: return Pow(a, b);
     default: return InvalidArgumentError("");
   }
 }
@@ -151,13 +184,16 @@ Status Refuse(const ElementwiseCall& c) {
 
 // One element of the converts: `from` at p -> `to` at q (through
 // stablehlo.convert's scalar rules for a real type at either end).
+// p and q may be the same bytes (the result written over its dying operand,
+// a complex -> complex convert of one type): the value is made apart first.
 Status ConvertOne(ElementType from, const uint8_t* p, ElementType to, uint8_t* q) {
   const ElementType pf = PartType(from), pt = PartType(to);
   const int wt = ElementTypeBytes(pt);
-  if (IsComplex(to)) std::memset(q, 0, static_cast<size_t>(2 * wt));
-  TPUMESH_RETURN_IF_ERROR(ConvertElements(pf, p, pt, 0, 1, q));
+  uint8_t value[16] = {};  // at most complex<f64>
+  TPUMESH_RETURN_IF_ERROR(ConvertElements(pf, p, pt, 0, 1, value));
   if (IsComplex(from) && IsComplex(to))
-    return ConvertElements(pf, p + ElementTypeBytes(pf), pt, 0, 1, q + wt);
+    TPUMESH_RETURN_IF_ERROR(ConvertElements(pf, p + ElementTypeBytes(pf), pt, 0, 1, value + wt));
+  std::memcpy(q, value, static_cast<size_t>(IsComplex(to) ? 2 * wt : wt));
   return OkStatus();
 }
 

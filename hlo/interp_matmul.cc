@@ -4,6 +4,7 @@
 #include "hlo/interpreter_impl.h"
 
 #include <algorithm>
+#include <complex>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -58,8 +59,6 @@ void Interpreter::ConvertParallel(ElementType from, const void* in, ElementType 
 }
 
 Status Interpreter::DotGeneral(const Op& op, const Tensor& l, const Tensor& r, Tensor& out) {
-  if (IsComplex(l.type.element) || IsComplex(r.type.element) || IsComplex(out.type.element))
-    return UnimplementedError("complex dot_general is not supported (the MXU matmul takes real operands)");
   const auto attrs = AttrsOf(op);  // of the op's types, which are l's, r's and out's
   TPUMESH_RETURN_IF_ERROR(attrs->status);
   const auto* dot = std::get_if<DotAttrs>(&attrs->value);
@@ -73,6 +72,8 @@ Status Interpreter::DotGeneral(const Op& op, const Tensor& l, const Tensor& r, T
     return InvalidArgumentError("result " + out.type.ToString() + " does not match the operands " + l.type.ToString() +
                                 " x " + r.type.ToString());
   const int64_t B = Prod(l.type, d.lb), M = Prod(l.type, d.lf), K = Prod(l.type, d.lc), N = Prod(r.type, d.rf);
+  if (IsComplex(l.type.element) || IsComplex(r.type.element) || IsComplex(out.type.element))
+    return ComplexDot(l, r, out, d, B, M, K, N);
   if (!IsFloat(l.type.element) || !IsFloat(r.type.element) || !IsFloat(out.type.element)) {
     return IntegerDot(l, r, out, d, B, M, K, N);
   }
@@ -96,6 +97,69 @@ Status Interpreter::DotGeneral(const Op& op, const Tensor& l, const Tensor& r, T
   }
   if (K == 0) std::fill(c, c + B * M * N, 0.0f);
   if (!direct) StoreF32(c, out);
+  return OkStatus();
+}
+
+namespace {
+
+// t's elements in the order of its dimensions `order` (each w bytes).
+std::vector<uint8_t> OrderedBytes(const Tensor& t, const Dims& order, int w) {
+  std::vector<uint8_t> v(static_cast<size_t>(t.num_elements() * w));
+  Dims od;
+  for (int64_t k : order) od.push_back(t.type.dims[static_cast<size_t>(k)]);
+  const Dims is = Strides(t.type.dims);
+  Dims idx(od.size(), 0);
+  const uint8_t* src = static_cast<const uint8_t*>(t.data.raw());
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    int64_t s = 0;
+    for (size_t k = 0; k < od.size(); ++k) s += idx[k] * is[static_cast<size_t>(order[k])];
+    std::memcpy(v.data() + i * w, src + s * w, static_cast<size_t>(w));
+    for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
+      if (++idx[k] < od[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return v;
+}
+
+template <typename T>
+void ComplexMatmul(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, int64_t B, int64_t M, int64_t K,
+                   int64_t N, std::complex<T>* c) {
+  const auto* x = reinterpret_cast<const std::complex<T>*>(a.data());
+  const auto* y = reinterpret_cast<const std::complex<T>*>(b.data());
+  std::fill(c, c + B * M * N, std::complex<T>());
+  for (int64_t bi = 0; bi < B; ++bi)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k) {
+        const std::complex<T> s = x[(bi * M + i) * K + k];
+        const std::complex<T>* row = y + (bi * K + k) * N;
+        std::complex<T>* acc = c + (bi * M + i) * N;
+        for (int64_t j = 0; j < N; ++j)  // (ac - bd, ad + bc): XLA's complex multiply, no inf recovery
+          acc[j] += std::complex<T>(s.real() * row[j].real() - s.imag() * row[j].imag(),
+                                    s.real() * row[j].imag() + s.imag() * row[j].real());
+      }
+}
+
+}  // namespace
+
+// complex<f32> (or complex<f64>) operands and result: a matmul in the
+// complex type, as XLA:CPU's (the MXU takes real operands; a TPU runs it as
+// real matmuls of the parts, which this does not price apart).
+Status Interpreter::ComplexDot(const Tensor& l, const Tensor& r, Tensor& out, const DotDims& d, int64_t B, int64_t M,
+                               int64_t K, int64_t N) {
+  const ElementType et = out.type.element;
+  if (l.type.element != et || r.type.element != et || !IsComplex(et))
+    return UnimplementedError("a complex dot_general takes operands of its result's complex type, not " +
+                              l.type.ToString() + " x " + r.type.ToString());
+  Dims lo = d.lb, ro = d.rb;
+  lo.insert(lo.end(), d.lf.begin(), d.lf.end());
+  lo.insert(lo.end(), d.lc.begin(), d.lc.end());
+  ro.insert(ro.end(), d.rc.begin(), d.rc.end());
+  ro.insert(ro.end(), d.rf.begin(), d.rf.end());
+  const int w = ElementTypeBytes(et);
+  const auto a = OrderedBytes(l, lo, w), b = OrderedBytes(r, ro, w);
+  if (et == ElementType::kC64) ComplexMatmul<float>(a, b, B, M, K, N, out.mutable_as<std::complex<float>>());
+  else ComplexMatmul<double>(a, b, B, M, K, N, out.mutable_as<std::complex<double>>());
   return OkStatus();
 }
 
@@ -138,6 +202,92 @@ Status Interpreter::IntegerDot(const Tensor& l, const Tensor& r, Tensor& out,
   return ConvertElements(ElementType::kI64, c.data(), out.type.element, 0, out.num_elements(), out.data.mutable_raw());
 }
 
+// Integer operands: exact sums in int64, wrapped to the result's type (as
+// XLA's integer arithmetic wraps), by direct loops over taps (the MXU
+// takes int8; this is for correctness, not speed).
+Status Interpreter::IntegerConvolution(const ConvShape& s, const Tensor& l, const Tensor& r, Tensor& out) {
+  if (IsFloat(out.type.element) || IsComplex(out.type.element))
+    return UnimplementedError("an integer convolution with a float result is not computed");
+  auto ordered = [&](const Tensor& t, const Dims& order) {
+    std::vector<int64_t> v(static_cast<size_t>(t.num_elements()));
+    Dims od;
+    for (int64_t k : order) od.push_back(t.type.dims[static_cast<size_t>(k)]);
+    const Dims is = Strides(t.type.dims);
+    Dims idx(od.size(), 0);
+    for (size_t i = 0; i < v.size(); ++i) {
+      int64_t at = 0;
+      for (size_t k = 0; k < od.size(); ++k) at += idx[k] * is[static_cast<size_t>(order[k])];
+      v[i] = IntAt(t, at);
+      for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
+        if (++idx[k] < od[k]) break;
+        idx[k] = 0;
+      }
+    }
+    return v;
+  };
+  const std::vector<int64_t> x = ordered(l, s.in_order), w = ordered(r, s.k_order);
+  const size_t ns = s.in_sp.size();
+  int64_t taps = 1, pixels = 1, in_pixels = 1;
+  for (size_t k = 0; k < ns; ++k) {
+    taps *= s.k_sp[k];
+    pixels *= s.out_sp[k];
+    in_pixels *= s.in_sp[k];
+  }
+  const int64_t G = s.all_groups(), ig = s.group_in(), og = s.group_out(), N = s.out_batch();
+  const Dims osd = Strides(s.out_sp), ksd = Strides(s.k_sp), isd = Strides(s.in_sp);
+  auto source = [&](int64_t p, int64_t t) -> int64_t {  // as Convolution's
+    int64_t off = 0;
+    for (size_t k = 0; k < ns; ++k) {
+      const int64_t o = (p / osd[k]) % s.out_sp[k];
+      int64_t kk = (t / ksd[k]) % s.k_sp[k];
+      if (s.reverse[k]) kk = s.k_sp[k] - 1 - kk;
+      const int64_t pos = o * s.stride[k] + kk * s.rhs_dil[k] - s.pad_lo[k];
+      if (pos < 0 || pos % s.lhs_dil[k]) return -1;
+      const int64_t q = pos / s.lhs_dil[k];
+      if (q >= s.in_sp[k]) return -1;
+      off += q * isd[k];
+    }
+    return off;
+  };
+  std::vector<int64_t> y(static_cast<size_t>(N * pixels * s.cout), 0);  // [N, spatial..., O]
+  for (int64_t g = 0; g < G; ++g) {
+    const int64_t image0 = s.batch_groups > 1 ? g * N : 0, feature0 = s.groups > 1 ? g * ig : 0;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t p = 0; p < pixels; ++p) {
+        int64_t* yo = y.data() + (n * pixels + p) * s.cout + g * og;
+        for (int64_t t = 0; t < taps; ++t) {
+          const int64_t src = source(p, t);
+          if (src < 0) continue;
+          const int64_t* xi = x.data() + ((image0 + n) * in_pixels + src) * s.cin + feature0;
+          for (int64_t i = 0; i < ig; ++i) {
+            const int64_t* wi = w.data() + (t * ig + i) * s.cout + g * og;
+            for (int64_t o = 0; o < og; ++o)  // wrapping products and sums, as the result type's arithmetic
+              yo[o] = static_cast<int64_t>(static_cast<uint64_t>(yo[o]) +
+                                           static_cast<uint64_t>(xi[i]) * static_cast<uint64_t>(wi[o]));
+          }
+        }
+      }
+  }
+  // out dim out_order[j] holds y's dim j
+  Dims y_dims = {N};
+  y_dims.insert(y_dims.end(), s.out_sp.begin(), s.out_sp.end());
+  y_dims.push_back(s.cout);
+  const Dims os = Strides(out.type.dims);
+  std::vector<int64_t> permuted(y.size());
+  Dims idx(y_dims.size(), 0);
+  for (size_t i = 0; i < y.size(); ++i) {
+    int64_t at = 0;
+    for (size_t j = 0; j < y_dims.size(); ++j) at += idx[j] * os[static_cast<size_t>(s.out_order[j])];
+    permuted[static_cast<size_t>(at)] = y[i];
+    for (int j = static_cast<int>(y_dims.size()) - 1; j >= 0; --j) {
+      if (++idx[static_cast<size_t>(j)] < y_dims[static_cast<size_t>(j)]) break;
+      idx[static_cast<size_t>(j)] = 0;
+    }
+  }
+  return ConvertElements(ElementType::kI64, permuted.data(), out.type.element, 0, out.num_elements(),
+                         out.data.mutable_raw());
+}
+
 Status Interpreter::Convolution(const Op& op, const Tensor& l, const Tensor& r, Tensor& out) {
   const auto attrs = AttrsOf(op);  // of the op's types, which are l's, r's and out's
   TPUMESH_RETURN_IF_ERROR(attrs->status);
@@ -145,6 +295,7 @@ Status Interpreter::Convolution(const Op& op, const Tensor& l, const Tensor& r, 
   if (!conv) return InternalError("convolution without its dimension numbers");
   const ConvShape& s = conv->shape;
   TPUMESH_RETURN_IF_ERROR(ConvolutionComputable(s, l.type, r.type));
+  if (!IsFloat(l.type.element)) return IntegerConvolution(s, l, r, out);
   const size_t ns = s.in_sp.size();
   TPUMESH_ASSIGN_OR_RETURN(F32Operand xo, AsF32Ordered(l, s.in_order));
   TPUMESH_ASSIGN_OR_RETURN(F32Operand wo, AsF32Ordered(r, s.k_order));

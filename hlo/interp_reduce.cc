@@ -58,7 +58,7 @@ Status Interpreter::ApplyBody(const Region& body, const Op* simple,
         static_cast<size_t>(ElementTypeBytes(scalar_types[i % k].element)));
     args.push_back(std::move(t));
   }
-  Env env;
+  Env env = RegionEnv(body);
   TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> r, RunRegion(body, std::move(args), env));
   if (r.size() != k) return InvalidArgumentError("the body returns the wrong number of values");
   for (size_t i = 0; i < k; ++i)
@@ -255,7 +255,7 @@ Status Interpreter::Sort(const Op& op, const std::vector<const Tensor*>& in, std
   const int64_t outer = in[0]->num_elements() / std::max<int64_t>(n * inner, 1);
   std::vector<int64_t> perm(static_cast<size_t>(n));
   Status status;
-  Env env;
+  Env env = RegionEnv(op.regions[0]);
   for (int64_t o = 0; o < outer && status.ok(); ++o) {
     for (int64_t t = 0; t < inner && status.ok(); ++t) {
       const int64_t base = o * n * inner + t;

@@ -136,7 +136,7 @@ Status Interpreter::SelectAndScatter(const Op& op, const std::vector<const Tenso
       std::memcpy(t.data.mutable_raw(), v, static_cast<size_t>(w));
       args.push_back(std::move(t));
     }
-    Env env;
+    Env env = RegionEnv(sel);
     TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> r, RunRegion(sel, std::move(args), env));
     if (r.size() != 1 || r[0].type.element != ElementType::kPred || r[0].num_elements() != 1)
       return InvalidArgumentError("the select region must return one i1");

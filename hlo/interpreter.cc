@@ -15,6 +15,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <unordered_set>
 
 #include "base/host_memory.h"
 #include "base/printable.h"
@@ -156,6 +157,37 @@ StatusOr<std::vector<const Tensor*>> Interpreter::Operands(const Op& op, Env& en
   return in;
 }
 
+const std::vector<int>& Interpreter::Captures(const Region& r) {
+  auto it = captures_.find(&r);
+  if (it != captures_.end()) return it->second;
+  std::unordered_set<int> defined;
+  std::vector<int> used;
+  std::function<void(const Region&)> walk = [&](const Region& region) {
+    for (const Block& b : region.blocks) {
+      defined.insert(b.args.begin(), b.args.end());
+      for (const Op& op : b.ops) {
+        used.insert(used.end(), op.operands.begin(), op.operands.end());
+        defined.insert(op.results.begin(), op.results.end());
+        for (const Region& inner : op.regions) walk(inner);
+      }
+    }
+  };
+  walk(r);
+  std::vector<int> captured;
+  std::unordered_set<int> seen;
+  for (int v : used)
+    if (!defined.count(v) && seen.insert(v).second) captured.push_back(v);
+  return captures_.emplace(&r, std::move(captured)).first->second;
+}
+
+Interpreter::Env Interpreter::RegionEnv(const Region& r) {
+  Env env;
+  if (enclosing_ == nullptr) return env;
+  for (int v : Captures(r))
+    if (auto it = enclosing_->find(v); it != enclosing_->end()) env.emplace(v, it->second);
+  return env;
+}
+
 bool Interpreter::Small(const Op& op) {
   for (const Type& t : op.result_types)
     if (t.num_elements() > kDryRunComputeElements) return false;
@@ -242,6 +274,12 @@ int Interpreter::Donor(const Op& op, const OpEntry& e,
 }
 
 Status Interpreter::RunOp(const Op& op, Env& env, const std::vector<int>& dying) {
+  struct Restore {
+    Env*& at;
+    Env* was;
+    ~Restore() { at = was; }
+  } restore{enclosing_, enclosing_};
+  enclosing_ = &env;
   const OpEntry* e = EntryOf(op);
   if (!e) return UnimplementedError(m_.Where(op.loc) + ": unsupported op " + Quoted(op.name));
   TPUMESH_ASSIGN_OR_RETURN(std::vector<const Tensor*> in, Operands(op, env));
@@ -348,6 +386,7 @@ Status Interpreter::Compute(const OpEntry& e, const Op& op,
     case Run::kConvolution: return Convolution(op, *in[0], *in[1], out[0]);
     case Run::kFft: return Fft(op, *in[0], out[0]);
     case Run::kTriangularSolve: return TriangularSolve(op, *in[0], *in[1], out[0]);
+    case Run::kRngBitGenerator: return RngBitGenerator(op, *in[0], out);
     case Run::kReduce: return Reduce(op, in, out);
     case Run::kReduceWindow: return ReduceWindow(op, in, out);
     case Run::kSort: return Sort(op, in, out);

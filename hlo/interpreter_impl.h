@@ -116,6 +116,16 @@ class Interpreter {
 
   StatusOr<std::vector<const Tensor*>> Operands(const Op& op, Env& env);
 
+  // The values a region (and the regions inside it) uses but does not
+  // define: MLIR lets a sort's comparator or a reduce's body name a value
+  // of the function around it (jax's programs reach us with their constants
+  // hoisted to the function's top). Computed once per region.
+  const std::vector<int>& Captures(const Region& r);
+  // A fresh env for running region r on its own (per element: a reduce's
+  // body, a sort's comparator, a select), holding the values r captures
+  // from the env of the op that holds it (enclosing_).
+  Env RegionEnv(const Region& r);
+
   // Whether a dry run computes op: its values are small and the run's
   // budget (kDryRunComputeWork) has room for its DryRunWork, which it spends.
   bool Small(const Op& op);
@@ -133,6 +143,9 @@ class Interpreter {
   int Donor(const Op& op, const OpEntry& e, const std::vector<const Tensor*>& in, const std::vector<int>& dying) const;
 
   Status RunOp(const Op& op, Env& env, const std::vector<int>& dying = {});
+  // The env of the op being run (set by RunOp): what RegionEnv captures from.
+  Env* enclosing_ = nullptr;
+  std::unordered_map<const Region*, std::vector<int>> captures_;
 
   // ---------------------------------------------------------------- compute
 
@@ -231,6 +244,9 @@ class Interpreter {
 
   Status DotGeneral(const Op& op, const Tensor& l, const Tensor& r, Tensor& out);
 
+  Status IntegerConvolution(const ConvShape& s, const Tensor& l, const Tensor& r, Tensor& out);
+  Status ComplexDot(const Tensor& l, const Tensor& r, Tensor& out, const DotDims& d, int64_t B, int64_t M,
+                    int64_t K, int64_t N);
   Status IntegerDot(const Tensor& l, const Tensor& r, Tensor& out,
                     const DotDims& d, int64_t B, int64_t M, int64_t K,
                     int64_t N);
@@ -245,6 +261,8 @@ class Interpreter {
   // kernels/triangular_solve.h, by their typed attributes.
   Status Fft(const Op& op, const Tensor& x, Tensor& out);
   Status TriangularSolve(const Op& op, const Tensor& a, const Tensor& b, Tensor& out);
+  // hlo/interp_rng.cc: XLA:CPU's Philox bits and the next state.
+  Status RngBitGenerator(const Op& op, const Tensor& state, std::vector<Tensor>& out);
 
   // ---- reductions. A body that is one binary op runs as EvalElementwise on
   // runs of elements; any other body runs through the interpreter per

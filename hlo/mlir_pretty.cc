@@ -67,6 +67,25 @@ Status Parser::ParseSignature(Op* op, size_t result_count, bool required) {
 // A pretty form's `key = value`, renamed to the generic form's attribute.
 Status Parser::PrettyValue(const std::string& key, Op* op) {
   Attr v;
+  if (key == "algorithm" && Lookahead("<")) {
+    // dot_general's algorithm = <lhs_precision_type = bf16, ..., allow_imprecise_accumulation = false>
+    Advance();
+    v.kind = Attr::Kind::kDict;
+    if (!Consume(">")) {
+      do {
+        Skip();
+        const std::string field = Ident();
+        if (field.empty()) return Error("expected a field of the dot algorithm, found " + Near());
+        TPUMESH_RETURN_IF_ERROR(Expect("="));
+        Attr value;
+        TPUMESH_RETURN_IF_ERROR(AttrValue(&value));
+        v.dict.emplace_back(field, std::move(value));
+      } while (Consume(","));
+      TPUMESH_RETURN_IF_ERROR(Expect(">"));
+    }
+    op->attrs.emplace_back("algorithm", std::move(v));
+    return OkStatus();
+  }
   TPUMESH_RETURN_IF_ERROR(AttrValue(&v));
   const std::string& n = op->name;
   auto put = [&](std::string k, Attr a) { op->attrs.emplace_back(std::move(k), std::move(a)); };
@@ -362,6 +381,13 @@ Status Parser::PrettyDefault(Op* op, size_t result_count) {
       TPUMESH_ASSIGN_OR_RETURN(op->callee, Suffix('@'));
       continue;
     }
+    if (c == '"' && n == "stablehlo.composite" && op->operands.empty() && !op->Find("name")) {
+      Attr name;  // stablehlo.composite "chlo.mulhi" %a, %b {decomposition = @f, ...}
+      name.kind = Attr::Kind::kString;
+      TPUMESH_ASSIGN_OR_RETURN(name.s, String());
+      op->attrs.emplace_back("name", std::move(name));
+      continue;
+    }
     if (c == '(') {
       if (any_operand_group) return Error("unexpected '(' in " + n);
       any_operand_group = true;
@@ -476,6 +502,11 @@ Status Parser::PrettyDefault(Op* op, size_t result_count) {
   TPUMESH_RETURN_IF_ERROR(ParseSignature(op, result_count, !(is_return && op->operands.empty())));
   if (n == "func.call") {
     if (op->callee.empty()) return Error("func.call without a callee");
+  }
+  if (n == "stablehlo.composite") {
+    const Attr* d = op->Find("decomposition");
+    if (!d || d->kind != Attr::Kind::kSymbol) return Error("stablehlo.composite without decomposition = @function");
+    op->callee = d->s;
   }
   return ParseOpLoc(op);
 }

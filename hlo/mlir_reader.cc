@@ -471,6 +471,8 @@ Status Parser::ParseGeneric(Op* op) {
   TPUMESH_ASSIGN_OR_RETURN(op->result_types, TypeListMaybeParens());
   if (const Attr* c = op->Find("call_target_name"); c && c->kind == Attr::Kind::kString) op->callee = c->s;
   if (const Attr* c = op->Find("callee"); c && c->kind == Attr::Kind::kSymbol) op->callee = c->s;
+  if (const Attr* c = op->Find("decomposition"); c && c->kind == Attr::Kind::kSymbol && op->name == "stablehlo.composite")
+    op->callee = c->s;
   return ParseOpLoc(op);
 }
 

@@ -163,9 +163,9 @@ StatusOr<ConvShape> GetConvShape(const Op& op, const Type& l, const Type& r, con
 }
 
 Status ConvolutionComputable(const ConvShape& s, const Type& l, const Type& r) {
-  if (!IsFloat(l.element) || !IsFloat(r.element))
-    return UnimplementedError(std::string(IsComplex(l.element) || IsComplex(r.element) ? "complex" : "integer") +
-                              " convolution is not computed");
+  if (IsComplex(l.element) || IsComplex(r.element)) return UnimplementedError("complex convolution is not computed");
+  if (IsFloat(l.element) != IsFloat(r.element))
+    return UnimplementedError("a convolution of a float and an integer operand is not computed");
   return OkStatus();
 }
 

@@ -92,6 +92,9 @@ std::vector<OpEntry> Build() {
           Check::kWhereItRuns, Run::kConstant, Price::kFree, Shard::kWhole, true),
       Row("stablehlo.iota", C::kData, "data", "the result written to HBM", kNullary, kAnyRegions,
           Check::kWhereItRuns, Run::kIota, Price::kWritten, Shard::kWhole, true),
+      Row("stablehlo.rng_bit_generator", C::kData, "data",
+          "the state and bits written to HBM (the generator's integer ops are not counted); DEFAULT and PHILOX as XLA:CPU's Philox4x32",
+          {1, 1, 2}, Exactly(0), Check::kWhereItRuns, Run::kRngBitGenerator, Price::kWritten, Shard::kWhole, false),
       // Priced as moves of their (4-byte) result, though the docs say free.
       Row("stablehlo.replica_id", C::kData, "data", "free", kNullary, kAnyRegions, Check::kWhereItRuns,
           Run::kDeviceId, Price::kMove, Shard::kWhole, false),
@@ -158,6 +161,11 @@ std::vector<OpEntry> Build() {
           Price::kRegions, Shard::kRegions, false),
       Row("func.return", C::kControl, "control", "free", kAny, kAnyRegions, Check::kReturn, Run::kReturn,
           Price::kFree, Shard::kRegions, false),
+      // A named op with its meaning as a function (decomposition = @f): run
+      // as a call of it. JAX's portable artifacts carry the chlo ops VHLO
+      // has no version of so (chlo.mulhi: jax.random's Philox).
+      Row("stablehlo.composite", C::kControl, "control", "its decomposition's ops", kAny, Exactly(0),
+          Check::kCall, Run::kCall, Price::kRegions, Shard::kRegions, false),
       Row("stablehlo.return", C::kControl, "control", "free", kAny, kAnyRegions, Check::kWhereItRuns, Run::kReturn,
           Price::kFree, Shard::kRegions, false),
       Row("stablehlo.while", C::kControl, "control", "the body and condition's ops, every iteration", kAny,

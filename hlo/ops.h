@@ -138,7 +138,7 @@ enum class Run : uint8_t {
   kUnset,
   kElementwise, kConstant, kDeviceId, kCopy, kIota, kBroadcastInDim, kTranspose, kReverse, kSlice,
   kDynamicSlice, kDynamicUpdateSlice, kConcatenate, kPad,
-  kDot, kConvolution, kFft, kTriangularSolve,
+  kDot, kConvolution, kFft, kTriangularSolve, kRngBitGenerator,
   kReduce, kReduceWindow, kSort, kTopK,
   kGather, kScatter, kSelectAndScatter,
   kAllReduce, kAllGather, kReduceScatter, kCollectivePermute, kAllToAll,

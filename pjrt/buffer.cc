@@ -278,6 +278,17 @@ PJRT_Error* BufferIsOnCpu(PJRT_Buffer_IsOnCpu_Args* args) {
   return nullptr;
 }
 
+// The address of the buffer's bytes in this process (jax's
+// unsafe_buffer_pointer(): an identity, e.g. for telling whether two arrays
+// share a buffer); 0 for an empty or deleted buffer.
+PJRT_Error* BufferUnsafePointer(PJRT_Buffer_UnsafePointer_Args* args) {
+  TPUMESH_PJRT_CHECK(args, "PJRT_Buffer_UnsafePointer");
+  if (args->buffer->deleted)
+    return ToError(FailedPreconditionError("tpumesh: PJRT_Buffer_UnsafePointer: the buffer was deleted"));
+  args->buffer_pointer = reinterpret_cast<uintptr_t>(args->buffer->bytes.data());
+  return nullptr;
+}
+
 PJRT_Error* BufferReadyEvent(PJRT_Buffer_ReadyEvent_Args* args) {
   TPUMESH_PJRT_CHECK(args, "PJRT_Buffer_ReadyEvent");
   args->event = ReadyEvent();
@@ -330,6 +341,7 @@ void FillBufferSlots(PJRT_Api& api) {
   api.PJRT_Buffer_ToHostBuffer = BufferToHostBuffer;
   api.PJRT_Buffer_IsOnCpu = BufferIsOnCpu;
   api.PJRT_Buffer_ReadyEvent = BufferReadyEvent;
+  api.PJRT_Buffer_UnsafePointer = BufferUnsafePointer;
   api.PJRT_Buffer_CopyToDevice = BufferCopyToDevice;
   api.PJRT_Buffer_CopyToMemory = BufferCopyToMemory;
   api.PJRT_Event_Destroy = EventDestroy;

@@ -390,6 +390,7 @@ struct PJRT_Buffer_ToHostBuffer_Args {
 };
 struct PJRT_Buffer_IsOnCpu_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Buffer* buffer; bool is_on_cpu; };
 struct PJRT_Buffer_ReadyEvent_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Buffer* buffer; PJRT_Event* event; };
+struct PJRT_Buffer_UnsafePointer_Args { TPUMESH_PJRT_ARGS_HEAD; PJRT_Buffer* buffer; uintptr_t buffer_pointer; };
 struct PJRT_Buffer_CopyToDevice_Args {
   TPUMESH_PJRT_ARGS_HEAD;
   PJRT_Buffer* buffer;
@@ -798,6 +799,7 @@ static_assert(sizeof(PJRT_Buffer_IsDeleted_Args) == 32);
 static_assert(sizeof(PJRT_Buffer_ToHostBuffer_Args) == 56);
 static_assert(sizeof(PJRT_Buffer_IsOnCpu_Args) == 32);
 static_assert(sizeof(PJRT_Buffer_ReadyEvent_Args) == 32);
+static_assert(sizeof(PJRT_Buffer_UnsafePointer_Args) == 32);
 static_assert(sizeof(PJRT_Buffer_CopyToDevice_Args) == 40);
 static_assert(sizeof(PJRT_Buffer_CopyToMemory_Args) == 40);
 
@@ -871,6 +873,7 @@ TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_IsDeleted_Args, is_deleted)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_ToHostBuffer_Args, event)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_IsOnCpu_Args, is_on_cpu)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_ReadyEvent_Args, event)
+TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_UnsafePointer_Args, buffer_pointer)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_CopyToDevice_Args, dst_buffer)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Buffer_CopyToMemory_Args, dst_buffer)
 TPUMESH_PJRT_STRUCT_SIZE(PJRT_Program, format_size)

@@ -15,6 +15,30 @@ using ::testing::HasSubstr;
 
 const Op& FirstOp(const Module& m) { return m.funcs[0].body.blocks[0].ops[0]; }
 
+// lax.dot(..., precision=DotAlgorithmPreset...): the algorithm's operand
+// type and passes are the dot's precision (BF16_BF16_F32 one pass, _X3
+// three, F32_F32_F32 exact).
+TEST(AttrsTest, DotAlgorithmIsThePrecision) {
+  auto dot = [](const std::string& type, int passes) {
+    auto m = ParseModule("func.func @main(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {\n"
+                         "  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0], algorithm = "
+                         "<lhs_precision_type = " + type + ", rhs_precision_type = " + type +
+                             ", accumulation_type = f32, lhs_component_count = 1, rhs_component_count = 1, "
+                             "num_primitive_operations = " + std::to_string(passes) +
+                             ", allow_imprecise_accumulation = false> : (tensor<2x3xf32>, tensor<3x4xf32>) -> "
+                             "tensor<2x4xf32>\n  return %0 : tensor<2x4xf32>\n}\n",
+                         "t.mlir");
+    EXPECT_TRUE(m.ok()) << m.status().message();
+    if (!m.ok()) return kernels::Precision::kDefault;
+    EXPECT_TRUE(Verify(*m).ok());
+    return FirstOp(*m).typed->precision;
+  };
+  EXPECT_EQ(dot("bf16", 1), kernels::Precision::kDefault);
+  EXPECT_EQ(dot("bf16", 3), kernels::Precision::kHigh);
+  EXPECT_EQ(dot("bf16", 6), kernels::Precision::kHighest);
+  EXPECT_EQ(dot("f32", 1), kernels::Precision::kHighest);
+}
+
 TEST(AttrsTest, ResolvedWhenRead) {
   auto m = ParseModule(R"(func.func @main(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
   %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0], precision = [HIGH, HIGHEST] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>

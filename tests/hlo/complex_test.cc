@@ -106,6 +106,77 @@ func.func @main(%z: tensor<3xcomplex<f64>>) -> tensor<9xcomplex<f64>> {
   }
 }
 
+// rsqrt, expm1, tan, tanh and power on complex values (jnp.vander's
+// powers, lax.rsqrt and the complex-plane accuracy tests of jax's suite).
+TEST(ComplexTest, RsqrtExpm1TanTanhAndPower) {
+  const std::string text = R"(
+func.func @main(%z: tensor<3xcomplex<f64>>, %w: tensor<3xcomplex<f64>>) -> tensor<15xcomplex<f64>> {
+  %0 = stablehlo.rsqrt %z : tensor<3xcomplex<f64>>
+  %1 = stablehlo.exponential_minus_one %z : tensor<3xcomplex<f64>>
+  %2 = stablehlo.tan %z : tensor<3xcomplex<f64>>
+  %3 = stablehlo.tanh %z : tensor<3xcomplex<f64>>
+  %4 = stablehlo.power %z, %w : tensor<3xcomplex<f64>>
+  %5 = stablehlo.concatenate %0, %1, %2, %3, %4, dim = 0 : (tensor<3xcomplex<f64>>, tensor<3xcomplex<f64>>, tensor<3xcomplex<f64>>, tensor<3xcomplex<f64>>, tensor<3xcomplex<f64>>) -> tensor<15xcomplex<f64>>
+  return %5 : tensor<15xcomplex<f64>>
+}
+)";
+  const std::vector<std::complex<double>> z = {{3, 4}, {1e-9, 2e-9}, {-0.5, 1.25}};
+  const std::vector<std::complex<double>> w = {{2, 0}, {0, 0}, {0.5, -1}};
+  std::vector<double> zs, ws;
+  for (size_t i = 0; i < 3; ++i) {
+    zs.insert(zs.end(), {z[i].real(), z[i].imag()});
+    ws.insert(ws.end(), {w[i].real(), w[i].imag()});
+  }
+  const auto got = RunMain<double>(text, {zs, ws});
+  ASSERT_EQ(got.size(), 30u);
+  std::vector<std::complex<double>> want;
+  for (auto v : z) want.push_back(1.0 / std::sqrt(v));
+  // expm1 near 0 keeps its digits: z itself plus z^2 / 2
+  for (auto v : z) want.push_back(std::abs(v) < 1e-6 ? v + v * v / 2.0 : std::exp(v) - 1.0);
+  for (auto v : z) want.push_back(std::tan(v));
+  for (auto v : z) want.push_back(std::tanh(v));
+  want.push_back({-7, 24});  // (3 + 4i)^2
+  want.push_back({1, 0});    // 0^0 is 1 and so is anything^0
+  want.push_back(std::exp(w[2] * std::log(z[2])));
+  for (size_t i = 0; i < 15; ++i) {
+    EXPECT_NEAR(got[2 * i], want[i].real(), 1e-14 * std::max(1e-9, std::abs(want[i]))) << i;
+    EXPECT_NEAR(got[2 * i + 1], want[i].imag(), 1e-14 * std::max(1e-9, std::abs(want[i]))) << i;
+  }
+}
+
+// jnp.vdot's program: a complex -> complex convert of one type written over
+// its dying operand (in place) kept the value (it was zeroed before it was
+// read), so the dot of conj(a) and b is not 0.
+TEST(ComplexTest, ConvertInPlaceKeepsTheValue) {
+  const std::string text = R"(
+func.func @main(%a: tensor<2xcomplex<f32>>, %b: tensor<2xi16>) -> tensor<complex<f32>> {
+  %0 = stablehlo.real %a : (tensor<2xcomplex<f32>>) -> tensor<2xf32>
+  %1 = stablehlo.imag %a : (tensor<2xcomplex<f32>>) -> tensor<2xf32>
+  %2 = stablehlo.negate %1 : tensor<2xf32>
+  %3 = stablehlo.complex %0, %2 : tensor<2xcomplex<f32>>
+  %4 = stablehlo.convert %3 : tensor<2xcomplex<f32>>
+  %5 = stablehlo.convert %b : (tensor<2xi16>) -> tensor<2xcomplex<f32>>
+  %6 = stablehlo.dot_general %4, %5, contracting_dims = [0] x [0] : (tensor<2xcomplex<f32>>, tensor<2xcomplex<f32>>) -> tensor<complex<f32>>
+  return %6 : tensor<complex<f32>>
+}
+)";
+  auto m = ParseModule(text, "t.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Tensor a = NewTensor(m->funcs[0].arg_types[0], nullptr).value();
+  Tensor b = NewTensor(m->funcs[0].arg_types[1], nullptr).value();
+  const float av[4] = {1, 2, 3, -1};
+  const int16_t bv[2] = {2, 5};
+  std::memcpy(a.data.mutable_raw(), av, sizeof av);
+  std::memcpy(b.data.mutable_raw(), bv, sizeof bv);
+  DeviceSite site;
+  auto r = RunFunction(*m, "main", {a, b}, site, Options{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const float* got = (*r)[0].as<float>();
+  // conj(1 + 2i) 2 + conj(3 - i) 5 = (2 - 4i) + (15 + 5i)
+  EXPECT_EQ(got[0], 17.0f);
+  EXPECT_EQ(got[1], 1.0f);
+}
+
 TEST(ComplexTest, SqrtOfAHugeValueDoesNotOverflow) {
   // |3e38 + 3e38i| overflows f32, its square root (2.06e19) does not.
   const std::string text = R"(

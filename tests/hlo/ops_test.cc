@@ -4,6 +4,7 @@
 // past the width, saturating float -> int converts, scatter out of bounds.
 #include <bit>
 #include <climits>
+#include <complex>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -74,6 +75,141 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   EXPECT_NE(std::tan(x[0]), 0.0f);
 }
 
+// stablehlo.composite runs its decomposition: jax's portable artifacts
+// carry chlo.mulhi (jax.random's Philox) so, in the pretty form, and the
+// generic form says the same.
+TEST(HloOpsTest, CompositeRunsItsDecomposition) {
+  const std::string text = R"(
+func.func @main(%x: tensor<3xui32>) -> tensor<3xui32> {
+  %m = stablehlo.constant dense<3528531795> : tensor<3xui32>
+  %0 = stablehlo.composite "chlo.mulhi" %x, %m {decomposition = @chlo.mulhi.impl, version = 1 : i32} : (tensor<3xui32>, tensor<3xui32>) -> tensor<3xui32>
+  %1 = "stablehlo.composite"(%0, %m) <{decomposition = @chlo.mulhi.impl, name = "chlo.mulhi"}> : (tensor<3xui32>, tensor<3xui32>) -> tensor<3xui32>
+  return %1 : tensor<3xui32>
+}
+func.func private @chlo.mulhi.impl(%arg0: tensor<3xui32>, %arg1: tensor<3xui32>) -> tensor<3xui32> {
+  %c = stablehlo.constant dense<32> : tensor<3xui64>
+  %0 = stablehlo.convert %arg0 : (tensor<3xui32>) -> tensor<3xui64>
+  %1 = stablehlo.convert %arg1 : (tensor<3xui32>) -> tensor<3xui64>
+  %2 = stablehlo.multiply %0, %1 : tensor<3xui64>
+  %3 = stablehlo.shift_right_logical %2, %c : tensor<3xui64>
+  %4 = stablehlo.convert %3 : (tensor<3xui64>) -> tensor<3xui32>
+  return %4 : tensor<3xui32>
+}
+)";
+  const std::vector<uint32_t> x = {0xffffffffu, 12345u, 0x80000001u};
+  std::vector<uint32_t> want;
+  for (uint32_t v : x) {
+    const uint64_t m = 3528531795u;
+    const uint64_t hi = (static_cast<uint64_t>(v) * m) >> 32;
+    want.push_back(static_cast<uint32_t>((hi * m) >> 32));
+  }
+  EXPECT_EQ(RunMain<uint32_t>(text, {Make<uint32_t>("tensor<3xui32>", x)}), want);
+  // Without its decomposition it is one line, not a crash.
+  auto m = ParseModule("func.func @main(%x: tensor<ui32>) -> tensor<ui32> {\n"
+                       "  %0 = stablehlo.composite \"chlo.mulhi\" %x, %x {version = 1 : i32} : (tensor<ui32>, tensor<ui32>) -> tensor<ui32>\n"
+                       "  return %0 : tensor<ui32>\n}\n",
+                       "t.mlir");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(std::string(m.status().message()).find("without decomposition"), std::string::npos) << m.status().message();
+}
+
+// rng_bit_generator's bits and state are XLA:CPU's (jax's CPU backend,
+// measured: lax.rng_bit_generator(np.array([1, 2, 3, 4], np.uint32), shape)
+// under jax 0.10.2; u64 with jax_enable_x64), DEFAULT being its Philox.
+TEST(HloOpsTest, RngBitGeneratorIsXlaCpusPhilox) {
+  auto run = [](const std::string& bits_type, const std::string& algorithm, uint64_t s0, uint64_t s1) {
+    const std::string text = "func.func @main(%s: tensor<2xui64>) -> (tensor<2xui64>, " + bits_type +
+                             ") {\n  %state, %bits = stablehlo.rng_bit_generator %s, algorithm = " + algorithm +
+                             " : (tensor<2xui64>) -> (tensor<2xui64>, " + bits_type + ")\n  return %state, %bits : "
+                             "tensor<2xui64>, " + bits_type + "\n}\n";
+    auto m = ParseModule(text, "t.mlir");
+    EXPECT_TRUE(m.ok()) << m.status().message();
+    EXPECT_TRUE(Verify(*m).ok());
+    DeviceSite site;
+    auto r = RunFunction(*m, "main", {Make<uint64_t>("tensor<2xui64>", {s0, s1})}, site, Options{});
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : std::vector<Tensor>{};
+  };
+  auto values = [](const Tensor& t, auto zero) {
+    using T = decltype(zero);
+    return std::vector<T>(t.as<T>(), t.as<T>() + t.num_elements());
+  };
+  const uint64_t s0 = 0x0000000200000001u, s1 = 0x0000000400000003u;  // u32 [1, 2, 3, 4]
+  auto u32 = run("tensor<5xui32>", "DEFAULT", s0, s1);
+  ASSERT_EQ(u32.size(), 2u);
+  EXPECT_EQ(values(u32[1], uint32_t{}),
+            (std::vector<uint32_t>{0x1e8fe864, 0x4d5e0bd7, 0x4b87c9be, 0x2d689201, 0x5273487b}));
+  EXPECT_EQ(values(u32[0], uint64_t{}), (std::vector<uint64_t>{s0, s1 + 2}));  // two blocks of 4 words
+  auto u64 = run("tensor<3xui64>", "PHILOX", s0, s1);
+  ASSERT_EQ(u64.size(), 2u);
+  EXPECT_EQ(values(u64[1], uint64_t{}),
+            (std::vector<uint64_t>{0x4d5e0bd71e8fe864u, 0x2d6892014b87c9beu, 0x61c056965273487bu}));
+  auto u16 = run("tensor<2x2xui16>", "DEFAULT", s0, s1);
+  ASSERT_EQ(u16.size(), 2u);
+  EXPECT_EQ(values(u16[1], uint16_t{}), (std::vector<uint16_t>{0xe864, 0x0bd7, 0xc9be, 0x9201}));
+  EXPECT_EQ(values(u16[0], uint64_t{}), (std::vector<uint64_t>{s0, s1 + 1}));
+  // The counter's low half wraps into its high half (here the key's word).
+  auto wrap = run("tensor<6xui32>", "DEFAULT", 0xfffffffeffffffffu, 0xfffffffffffffffdu);
+  ASSERT_EQ(wrap.size(), 2u);
+  EXPECT_EQ(values(wrap[1], uint32_t{}),
+            (std::vector<uint32_t>{0x234c23ee, 0x978faca3, 0x480dad5a, 0xe9e2f857, 0xa6e2b479, 0xfb042cf4}));
+  EXPECT_EQ(values(wrap[0], uint64_t{}), (std::vector<uint64_t>{0xfffffffeffffffffu, 0xffffffffffffffffu}));
+}
+
+// A complex dot_general (jnp.dot of complex arrays, jnp.vander's powers):
+// the complex products summed, with a batch and a transposed operand.
+TEST(HloOpsTest, ComplexDotGeneral) {
+  const std::string text = R"(
+func.func @main(%a: tensor<2x2x3xcomplex<f32>>) -> tensor<2x2x2xcomplex<f32>> {
+  %0 = stablehlo.dot_general %a, %a, batching_dims = [0] x [0], contracting_dims = [2] x [2] : (tensor<2x2x3xcomplex<f32>>, tensor<2x2x3xcomplex<f32>>) -> tensor<2x2x2xcomplex<f32>>
+  return %0 : tensor<2x2x2xcomplex<f32>>
+}
+)";
+  std::vector<float> a(24);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int>(i % 7) - 3) * 0.5f;
+  const auto got = RunMain<std::complex<float>>(text, {Make<float>("tensor<2x2x3xcomplex<f32>>", a)});
+  ASSERT_EQ(got.size(), 8u);
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) {
+        double re = 0, im = 0;
+        for (int k = 0; k < 3; ++k) {
+          const float* x = &a[static_cast<size_t>(((b * 2 + i) * 3 + k) * 2)];
+          const float* y = &a[static_cast<size_t>(((b * 2 + j) * 3 + k) * 2)];
+          re += x[0] * y[0] - x[1] * y[1];
+          im += x[0] * y[1] + x[1] * y[0];
+        }
+        const size_t at = static_cast<size_t>((b * 2 + i) * 2 + j);
+        EXPECT_FLOAT_EQ(got[at].real(), static_cast<float>(re));
+        EXPECT_FLOAT_EQ(got[at].imag(), static_cast<float>(im));
+      }
+}
+
+// An integer convolution (lax.conv_general_dilated of int32): exact sums,
+// the values jax's CPU backend gives (measured, jax 0.10.2), with the
+// output features stored first (a layout other than the loops').
+TEST(HloOpsTest, IntegerConvolution) {
+  const std::string text = R"(
+func.func @main(%x: tensor<1x4x4x2xi32>, %w: tensor<3x3x2x2xi32>) -> tensor<2x1x2x2xi32> {
+  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[f, b, 0, 1], window = {stride = [1, 1], pad = [[0, 0], [0, 0]], lhs_dilate = [1, 1], rhs_dilate = [1, 1], reverse = [false, false]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x4x4x2xi32>, tensor<3x3x2x2xi32>) -> tensor<2x1x2x2xi32>
+  return %0 : tensor<2x1x2x2xi32>
+}
+)";
+  std::vector<int32_t> x(32), w(36);
+  for (int i = 0; i < 32; ++i) x[static_cast<size_t>(i)] = i - 9;
+  for (int i = 0; i < 36; ++i) w[static_cast<size_t>(i)] = i % 7 - 3;
+  auto m = ParseModule(text, "t.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(Verify(*m).ok()) << Verify(*m).message();
+  DeviceSite site;
+  auto r = RunFunction(*m, "main", {Make<int32_t>("tensor<1x4x4x2xi32>", x), Make<int32_t>("tensor<3x3x2x2xi32>", w)},
+                       site, Options{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const int32_t* y = (*r)[0].as<int32_t>();
+  // NHWC [46, 10, 46, 4, 46, -14, 46, -20] with the features first
+  EXPECT_EQ(std::vector<int32_t>(y, y + 8), (std::vector<int32_t>{46, 46, 46, 46, 10, 4, -14, -20}));
+}
+
 TEST(HloOpsTest, IntegerEdgeCasesFollowXla) {
   const std::string text = R"(
 func.func @main(%x: tensor<4xi32>) -> tensor<4xi32> {
@@ -94,6 +230,36 @@ func.func @main(%x: tensor<4xi32>) -> tensor<4xi32> {
   EXPECT_EQ(got[1], -1 + -3 + -3);
   EXPECT_EQ(got[2], 0 + 0 + 5);
   EXPECT_EQ(got[3], static_cast<int32_t>(static_cast<uint32_t>(kMin) + 0u + 0u));
+}
+
+// Regions name values of the function around them: jax's programs reach
+// the plugin with constants hoisted to the function's top, so jnp.sort's
+// comparator and a reduce's body use them from there.
+TEST(HloOpsTest, RegionsUseValuesFromOutside) {
+  const std::string text = R"(
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %two = stablehlo.constant dense<2.000000e+00> : tensor<f32>
+  %0 = "stablehlo.sort"(%x) <{dimension = 0 : i64, is_stable = true}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %1 = stablehlo.compare EQ, %a, %zero, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %2 = stablehlo.select %1, %zero, %a : tensor<i1>, tensor<f32>
+    %3 = stablehlo.compare LT, %2, %b, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %3 : tensor<i1>
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  %s = stablehlo.reduce(%0 init: %zero) across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+   reducer(%p: tensor<f32>, %q: tensor<f32>) {
+    %m = stablehlo.multiply %q, %two : tensor<f32>
+    %t = stablehlo.add %p, %m : tensor<f32>
+    stablehlo.return %t : tensor<f32>
+  }
+  %b = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %r = stablehlo.add %0, %b : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+)";
+  // sorted [-1, 0, 2, 3], sum of twice each 8
+  EXPECT_EQ(RunMain<float>(text, {Make<float>("tensor<4xf32>", {3, -1, 2, 0})}), (std::vector<float>{7, 8, 10, 11}));
 }
 
 TEST(HloOpsTest, FloatToIntConvertSaturates) {
@@ -313,6 +479,32 @@ func.func @main(%x: tensor<9xf32>) -> tensor<9xf32> {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)
     EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i << ": " << in[i];
+}
+
+// The same on f64 and on f16's own bits (an f16 subnormal rounds as its
+// bits do): the values XLA:CPU gives (jax 0.10.2's CPU backend, measured).
+TEST(HloOpsTest, ReducePrecisionOnF64AndF16) {
+  const std::string f64 = R"(
+func.func @main(%x: tensor<8xf64>) -> tensor<8xf64> {
+  %0 = stablehlo.reduce_precision %x, format = e5m10 : tensor<8xf64>
+  return %0 : tensor<8xf64>
+}
+)";
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> in = {1 + 0x1p-11, 1 + 3 * 0x1p-11, 65519.0, 65520.0, -1e6, -0x1p-15, 1 + 0x1p-30, 1e300};
+  const std::vector<double> want = {1.0, 1 + 0x1p-9, 65504.0, inf, -inf, -0.0, 1.0, inf};
+  const auto got = RunMain<double>(f64, {Make<double>("tensor<8xf64>", in)});
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(std::bit_cast<uint64_t>(got[i]), std::bit_cast<uint64_t>(want[i])) << i << ": " << in[i];
+  const std::string f16 = R"(
+func.func @main(%x: tensor<5xf16>) -> tensor<5xf16> {
+  %0 = stablehlo.reduce_precision %x, format = e5m8 : tensor<5xf16>
+  return %0 : tensor<5xf16>
+}
+)";
+  EXPECT_EQ(RunMain<uint16_t>(f16, {Make<uint16_t>("tensor<5xf16>", {0x3c02, 0x3c06, 0x0010, 0x0003, 0x7bff})}),
+            (std::vector<uint16_t>{0x3c00, 0x3c08, 0x0010, 0x0004, 0x7c00}));
 }
 
 }  // namespace

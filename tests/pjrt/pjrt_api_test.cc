@@ -4,6 +4,7 @@
 // same table loaded from the plugin's shared object, as JAX loads it.
 #include <dlfcn.h>
 
+#include <cstring>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -197,6 +198,11 @@ TEST(PjrtBufferTest, HostToDeviceAndBack) {
   ExpectOk(c.api, c.api.PJRT_Buffer_Device(&device));
   EXPECT_EQ(device.device, c.devices[3]);
   EXPECT_EQ(ToHost<float>(c, b), x);
+  auto pointer = Make<PJRT_Buffer_UnsafePointer_Args>();
+  pointer.buffer = b;
+  ExpectOk(c.api, c.api.PJRT_Buffer_UnsafePointer(&pointer));
+  ASSERT_NE(pointer.buffer_pointer, 0u);  // the buffer's own bytes
+  EXPECT_EQ(std::memcmp(reinterpret_cast<const void*>(pointer.buffer_pointer), x.data(), 24), 0);
   auto del = Make<PJRT_Buffer_Delete_Args>();
   del.buffer = b;
   ExpectOk(c.api, c.api.PJRT_Buffer_Delete(&del));

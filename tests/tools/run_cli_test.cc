@@ -191,21 +191,22 @@ TEST(RunCli, SimulatePricesConvolutionsWithBatchGroups) {
 
 // run cannot compute batch groups yet: refused before anything runs, in
 // one line naming the op's place, without a "pmap: device 0:" prefix.
-TEST(RunCli, RunRefusesAnIntegerConvolutionBeforeAnythingRuns) {
+TEST(RunCli, RunRefusesAComplexConvolutionBeforeAnythingRuns) {
   // Running the iota first would ask for 3.6 TiB: the refusal must come
   // from the whole-module check before it.
   const std::string p = Write(
-      "conv_i32.mlir",
-      "func.func @main(%x: tensor<1x4x4x2xi32>, %w: tensor<3x3x2x2xi32>) -> tensor<1x2x2x2xi32> {\n"
+      "conv_c64.mlir",
+      "func.func @main(%x: tensor<1x4x4x2xcomplex<f32>>, %w: tensor<3x3x2x2xcomplex<f32>>) -> "
+      "tensor<1x2x2x2xcomplex<f32>> {\n"
       "  %big = stablehlo.iota dim = 0 : tensor<1000000000000xf32>\n"
       "  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], "
       "window = {stride = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : "
-      "(tensor<1x4x4x2xi32>, tensor<3x3x2x2xi32>) -> tensor<1x2x2x2xi32>\n"
-      "  return %0 : tensor<1x2x2x2xi32>\n"
+      "(tensor<1x4x4x2xcomplex<f32>>, tensor<3x3x2x2xcomplex<f32>>) -> tensor<1x2x2x2xcomplex<f32>>\n"
+      "  return %0 : tensor<1x2x2x2xcomplex<f32>>\n"
       "}\n");
-  const std::string out = Dir() + "/conv_i32.h5";
+  const std::string out = Dir() + "/conv_c64.h5";
   const CliResult r = RunTpumesh("run " + p + " --outputs " + out);
-  ExpectRefused(r, out, p + ":3:8: stablehlo.convolution: integer convolution is not computed");
+  ExpectRefused(r, out, p + ":3:8: stablehlo.convolution: complex convolution is not computed");
   EXPECT_EQ(r.err.find("pmap"), std::string::npos) << r.err;
 }
 
