@@ -163,6 +163,26 @@ Status Interpreter::ComplexDot(const Tensor& l, const Tensor& r, Tensor& out, co
   return OkStatus();
 }
 
+// An integer tensor's elements as int64, its dimensions visited in `order`
+// (the last fastest): an operand laid out as a loop nest reads it.
+std::vector<int64_t> Interpreter::IntegersInOrder(const Tensor& t, const Dims& order) {
+  std::vector<int64_t> v(static_cast<size_t>(t.num_elements()));
+  Dims od;
+  for (int64_t k : order) od.push_back(t.type.dims[static_cast<size_t>(k)]);
+  const Dims is = Strides(t.type.dims);
+  Dims idx(od.size(), 0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t at = 0;
+    for (size_t k = 0; k < od.size(); ++k) at += idx[k] * is[static_cast<size_t>(order[k])];
+    v[i] = IntAt(t, at);
+    for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
+      if (++idx[k] < od[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return v;
+}
+
 Status Interpreter::IntegerDot(const Tensor& l, const Tensor& r, Tensor& out,
                                const DotDims& d, int64_t B, int64_t M,
                                int64_t K, int64_t N) {
@@ -173,24 +193,7 @@ Status Interpreter::IntegerDot(const Tensor& l, const Tensor& r, Tensor& out,
   lo.insert(lo.end(), d.lc.begin(), d.lc.end());
   ro.insert(ro.end(), d.rc.begin(), d.rc.end());
   ro.insert(ro.end(), d.rf.begin(), d.rf.end());
-  auto ordered = [&](const Tensor& t, const Dims& order) {
-    std::vector<int64_t> v(static_cast<size_t>(t.num_elements()));
-    Dims od;
-    for (int64_t k : order) od.push_back(t.type.dims[static_cast<size_t>(k)]);
-    const Dims is = Strides(t.type.dims);
-    Dims idx(od.size(), 0);
-    for (size_t i = 0; i < v.size(); ++i) {
-      int64_t s = 0;
-      for (size_t k = 0; k < od.size(); ++k) s += idx[k] * is[static_cast<size_t>(order[k])];
-      v[i] = IntAt(t, s);
-      for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
-        if (++idx[k] < od[k]) break;
-        idx[k] = 0;
-      }
-    }
-    return v;
-  };
-  const auto a = ordered(l, lo), b = ordered(r, ro);
+  const auto a = IntegersInOrder(l, lo), b = IntegersInOrder(r, ro);
   std::vector<int64_t> c(static_cast<size_t>(B * M * N), 0);
   for (int64_t bi = 0; bi < B; ++bi)
     for (int64_t i = 0; i < M; ++i)
@@ -208,24 +211,7 @@ Status Interpreter::IntegerDot(const Tensor& l, const Tensor& r, Tensor& out,
 Status Interpreter::IntegerConvolution(const ConvShape& s, const Tensor& l, const Tensor& r, Tensor& out) {
   if (IsFloat(out.type.element) || IsComplex(out.type.element))
     return UnimplementedError("an integer convolution with a float result is not computed");
-  auto ordered = [&](const Tensor& t, const Dims& order) {
-    std::vector<int64_t> v(static_cast<size_t>(t.num_elements()));
-    Dims od;
-    for (int64_t k : order) od.push_back(t.type.dims[static_cast<size_t>(k)]);
-    const Dims is = Strides(t.type.dims);
-    Dims idx(od.size(), 0);
-    for (size_t i = 0; i < v.size(); ++i) {
-      int64_t at = 0;
-      for (size_t k = 0; k < od.size(); ++k) at += idx[k] * is[static_cast<size_t>(order[k])];
-      v[i] = IntAt(t, at);
-      for (int k = static_cast<int>(od.size()) - 1; k >= 0; --k) {
-        if (++idx[k] < od[k]) break;
-        idx[k] = 0;
-      }
-    }
-    return v;
-  };
-  const std::vector<int64_t> x = ordered(l, s.in_order), w = ordered(r, s.k_order);
+  const std::vector<int64_t> x = IntegersInOrder(l, s.in_order), w = IntegersInOrder(r, s.k_order);
   const size_t ns = s.in_sp.size();
   int64_t taps = 1, pixels = 1, in_pixels = 1;
   for (size_t k = 0; k < ns; ++k) {

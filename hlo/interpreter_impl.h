@@ -205,6 +205,7 @@ class Interpreter {
   // Reads a scalar integer tensor (dynamic_slice's starts, case's index).
   static int64_t ScalarInt(const Tensor& t);
   // Inline: read per index element (gather, scatter, integer dot_general).
+  static std::vector<int64_t> IntegersInOrder(const Tensor& t, const Dims& order);
   static int64_t IntAt(const Tensor& t, int64_t i) {
     const void* p = t.data.raw();
     switch (t.type.element) {
