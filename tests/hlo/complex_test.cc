@@ -177,6 +177,27 @@ func.func @main(%a: tensor<2xcomplex<f32>>, %b: tensor<2xi16>) -> tensor<complex
   EXPECT_EQ(got[1], 1.0f);
 }
 
+// The edges jax's complex-plane accuracy test checks: expm1 of a huge real
+// value is (inf, 0), not (inf, NaN); tan of an infinite real part is NaN
+// in both parts.
+TEST(ComplexTest, Expm1AndTanAtInfinity) {
+  const std::string text = R"(
+func.func @main(%z: tensor<2xcomplex<f32>>) -> tensor<4xcomplex<f32>> {
+  %0 = stablehlo.exponential_minus_one %z : tensor<2xcomplex<f32>>
+  %1 = stablehlo.tan %z : tensor<2xcomplex<f32>>
+  %2 = stablehlo.concatenate %0, %1, dim = 0 : (tensor<2xcomplex<f32>>, tensor<2xcomplex<f32>>) -> tensor<4xcomplex<f32>>
+  return %2 : tensor<4xcomplex<f32>>
+}
+)";
+  const auto got = RunMain<float>(text, {{3.4e38f, 0, -kInf, 0}});
+  ASSERT_EQ(got.size(), 8u);
+  EXPECT_EQ(got[0], kInf);
+  EXPECT_EQ(got[1], 0.0f);
+  EXPECT_EQ(got[2], -1.0f);
+  EXPECT_EQ(got[3], 0.0f);
+  EXPECT_TRUE(std::isnan(got[6]) && std::isnan(got[7])) << got[6] << " " << got[7];
+}
+
 TEST(ComplexTest, SqrtOfAHugeValueDoesNotOverflow) {
   // |3e38 + 3e38i| overflows f32, its square root (2.06e19) does not.
   const std::string text = R"(
