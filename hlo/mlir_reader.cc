@@ -521,11 +521,35 @@ void TrsmAsTriangularSolve(Op& op) {
               {"transpose_a", transpose}};
 }
 
+// jaxlib 0.4's portable artifacts carry the chlo ops VHLO has no version of
+// as custom calls @mhlo.<op> with the op's attributes in mhlo.attributes
+// (lax.erf: @mhlo.erf; lax.top_k: @mhlo.topk {k, largest = true}): read
+// back as the chlo op when hlo/ has it. Anything else is left as it is.
+void MhloCustomCallAsChlo(Op& op) {
+  if (op.name != "stablehlo.custom_call" || op.callee.rfind("mhlo.", 0) != 0) return;
+  std::string name = "chlo." + op.callee.substr(5);
+  if (name == "chlo.topk") name = "chlo.top_k";
+  if (!FindOp(name)) return;
+  std::vector<std::pair<std::string, Attr>> attrs;
+  if (const Attr* a = op.Find("mhlo.attributes"); a && a->kind == Attr::Kind::kDict) attrs = a->dict;
+  if (name == "chlo.top_k") {  // chlo.top_k is the largest k
+    bool largest = true;
+    for (auto& [k, v] : attrs)
+      if (k == "largest") largest = v.kind == Attr::Kind::kBool && v.i != 0;
+    if (!largest) return;
+    std::erase_if(attrs, [](const auto& kv) { return kv.first == "largest"; });
+  }
+  op.name = name;
+  op.callee.clear();
+  op.attrs = std::move(attrs);
+}
+
 // Each op's registry entry and typed attributes, once, so that nothing
 // looks an op or an attribute up by name while the module runs.
 void ResolveEntries(std::vector<Op>& ops) {
   for (Op& op : ops) {
     TrsmAsTriangularSolve(op);
+    MhloCustomCallAsChlo(op);
     op.entry = FindOp(op.name);
     if (op.entry) op.typed = ResolveAttrs(op);
     for (Region& r : op.regions)

@@ -198,6 +198,25 @@ func.func @main(%z: tensor<2xcomplex<f32>>) -> tensor<4xcomplex<f32>> {
   EXPECT_TRUE(std::isnan(got[6]) && std::isnan(got[7])) << got[6] << " " << got[7];
 }
 
+// log1p keeps its digits near 0 (jnp.log1p of complex arrays).
+TEST(ComplexTest, Log1p) {
+  const std::string text = R"(
+func.func @main(%z: tensor<3xcomplex<f64>>) -> tensor<3xcomplex<f64>> {
+  %0 = stablehlo.log_plus_one %z : tensor<3xcomplex<f64>>
+  return %0 : tensor<3xcomplex<f64>>
+}
+)";
+  const auto got = RunMain<double>(text, {{1e-10, 2e-10, 3, 4, 1e300, 1e300}});
+  ASSERT_EQ(got.size(), 6u);
+  const std::complex<double> small(1e-10, 2e-10);
+  const std::complex<double> want[3] = {small - small * small / 2.0, std::log(std::complex<double>(4, 4)),
+                                        std::log(std::complex<double>(1e300, 1e300))};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(got[2 * i], want[i].real(), 1e-15 * std::abs(want[i])) << i;
+    EXPECT_NEAR(got[2 * i + 1], want[i].imag(), 1e-15 * std::abs(want[i])) << i;
+  }
+}
+
 TEST(ComplexTest, SqrtOfAHugeValueDoesNotOverflow) {
   // |3e38 + 3e38i| overflows f32, its square root (2.06e19) does not.
   const std::string text = R"(
