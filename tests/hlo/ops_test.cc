@@ -208,6 +208,17 @@ func.func @main(%x: tensor<1x4x4x2xi32>, %w: tensor<3x3x2x2xi32>) -> tensor<2x1x
   const int32_t* y = (*r)[0].as<int32_t>();
   // NHWC [46, 10, 46, 4, 46, -14, 46, -20] with the features first
   EXPECT_EQ(std::vector<int32_t>(y, y + 8), (std::vector<int32_t>{46, 46, 46, 46, 10, 4, -14, -20}));
+  // preferred_element_type f32: the same sums as floats
+  std::string to_f32 = text;
+  for (size_t at; (at = to_f32.find("tensor<2x1x2x2xi32>")) != std::string::npos;)
+    to_f32.replace(at, 19, "tensor<2x1x2x2xf32>");
+  auto mf = ParseModule(to_f32, "t.mlir");
+  ASSERT_TRUE(mf.ok()) << mf.status().message();
+  auto rf = RunFunction(*mf, "main", {Make<int32_t>("tensor<1x4x4x2xi32>", x), Make<int32_t>("tensor<3x3x2x2xi32>", w)},
+                        site, Options{});
+  ASSERT_TRUE(rf.ok()) << rf.status().message();
+  const float* yf = (*rf)[0].as<float>();
+  EXPECT_EQ(std::vector<float>(yf, yf + 8), (std::vector<float>{46, 46, 46, 46, 10, 4, -14, -20}));
 }
 
 // jaxlib 0.4 writes chlo ops VHLO lacks as custom calls @mhlo.<op>: read
