@@ -544,12 +544,32 @@ void MhloCustomCallAsChlo(Op& op) {
   op.attrs = std::move(attrs);
 }
 
+// stablehlo.broadcast %x, sizes = [...] (jax 0.4's eager pmap writes it):
+// the sizes prepended to x's shape, read as the broadcast_in_dim it is
+// (x's dimensions the result's last ones).
+void BroadcastAsBroadcastInDim(Op& op) {
+  if (op.name != "stablehlo.broadcast" || op.operand_types.size() != 1 || op.result_types.size() != 1) return;
+  const size_t rank = op.operand_types[0].dims.size(), out_rank = op.result_types[0].dims.size();
+  if (out_rank < rank) return;
+  Attr dims;
+  dims.kind = Attr::Kind::kList;
+  for (size_t k = 0; k < rank; ++k) {
+    Attr d;
+    d.kind = Attr::Kind::kInt;
+    d.i = static_cast<int64_t>(out_rank - rank + k);
+    dims.list.push_back(d);
+  }
+  op.name = "stablehlo.broadcast_in_dim";
+  op.attrs = {{"broadcast_dimensions", std::move(dims)}};
+}
+
 // Each op's registry entry and typed attributes, once, so that nothing
 // looks an op or an attribute up by name while the module runs.
 void ResolveEntries(std::vector<Op>& ops) {
   for (Op& op : ops) {
     TrsmAsTriangularSolve(op);
     MhloCustomCallAsChlo(op);
+    BroadcastAsBroadcastInDim(op);
     op.entry = FindOp(op.name);
     if (op.entry) op.typed = ResolveAttrs(op);
     for (Region& r : op.regions)

@@ -285,7 +285,7 @@ def first_line(message: str) -> str:
 
 _NORMALISE = [
     (re.compile(r"\S+\.mlir:\d+:\d+:\s*"), ""),               # a program's location
-    (re.compile(r"\b(jit|pmap|xla_pmap|shard_map)_\w+"), r"\1_…"),  # the program's name
+    (re.compile(r"\b(jit|pjit|pmap|xla_pmap|shard_map)_\w+"), r"\1_…"),  # the program's name
     (re.compile(r"~?\b(float|bfloat|int|uint|complex|bool)\d*\[[^\]]*\](, ~?\b(float|bfloat|int|uint|complex|bool)\d*\[[^\]]*\])*"),
      "T[…]"),                                                    # jax's avals: float32[3,4], ~float32[]
     (re.compile(r"loc\([^)]*\)"), "loc(…)"),

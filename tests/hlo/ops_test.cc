@@ -252,6 +252,18 @@ func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<2xf32>, tensor<2xi3
   EXPECT_FALSE(Verify(*smallest).ok());
 }
 
+// stablehlo.broadcast (jax 0.4's eager pmap): its sizes prepended.
+TEST(HloOpsTest, BroadcastPrependsItsSizes) {
+  const std::string text = R"(
+func.func @main(%x: tensor<2xi32>) -> tensor<3x2xi32> {
+  %0 = stablehlo.broadcast %x, sizes = [3] : (tensor<2xi32>) -> tensor<3x2xi32>
+  return %0 : tensor<3x2xi32>
+}
+)";
+  EXPECT_EQ(RunMain<int32_t>(text, {Make<int32_t>("tensor<2xi32>", {7, -1})}),
+            (std::vector<int32_t>{7, -1, 7, -1, 7, -1}));
+}
+
 TEST(HloOpsTest, IntegerEdgeCasesFollowXla) {
   const std::string text = R"(
 func.func @main(%x: tensor<4xi32>) -> tensor<4xi32> {
