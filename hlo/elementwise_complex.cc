@@ -154,12 +154,29 @@ StatusOr<Cx<T>> Unary(Un k, Cx<T> z) {
     }
     case Un::kSquare: return Mul(z, z);
     case Un::kRsqrt: return Div(Cx<T>{1, 0}, Sqrt(z));
+    case Un::kLog1p: {
+      // log|1 + z| as log1p(x (2 + x) + y^2) / 2 (no cancellation near 0),
+      // as log|1 + z| where that sum would overflow; arg(1 + z)
+      const T big = std::sqrt(std::numeric_limits<T>::max()) / T(4);
+      const T re = std::fabs(z.re) < big && std::fabs(z.im) < big
+                       ? T(0.5) * std::log1p(z.re * (T(2) + z.re) + z.im * z.im)
+                       : std::log(Abs(Cx<T>{T(1) + z.re, z.im}));
+      return Cx<T>{re, std::atan2(z.im, T(1) + z.re)};
+    }
     case Un::kExpm1: {
       // e^x cos y - 1 = expm1(x) cos y - 2 sin^2(y/2): no cancellation near 0
+      // (the imaginary part of a real argument stays 0, not inf * 0)
       const T h = std::sin(z.im * T(0.5));
-      return Cx<T>{std::expm1(z.re) * std::cos(z.im) - T(2) * h * h, std::exp(z.re) * std::sin(z.im)};
+      return Cx<T>{std::expm1(z.re) * std::cos(z.im) - T(2) * h * h,
+                   z.im == 0 ? z.im : std::exp(z.re) * std::sin(z.im)};
     }
-    case Un::kTan: return FromStd(std::tan(std::complex<T>(z.re, z.im)));
+    case Un::kTan: {
+      if (std::isinf(z.re) && std::isfinite(z.im)) {  // no value: NaN in both parts, as XLA
+        const T nan = std::numeric_limits<T>::quiet_NaN();
+        return Cx<T>{nan, nan};
+      }
+      return FromStd(std::tan(std::complex<T>(z.re, z.im)));
+    }
     case Un::kTanh: return FromStd(std::tanh(std::complex<T>(z.re, z.im)));
     default: return InvalidArgumentError("");
   }

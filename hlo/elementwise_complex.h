@@ -19,8 +19,12 @@
 //   sqrt(abs) (cos t/2, sin t/2), t = atan2(im, re), with XLA's infinite and
 //   zero cases (sqrt(abs) as sqrt(max) (1 + (min/max)^2)^(1/4): no
 //   overflow where abs itself would); sign: z / abs(z), 0 at 0;
-// - rsqrt: 1 / sqrt; expm1: (expm1(x) cos y - 2 sin^2(y/2), e^x sin y); tan
-//   and tanh: the C library's (std::tan, std::tanh of std::complex); power:
+// - log1p: (log1p(x (2 + x) + y^2) / 2, atan2(y, 1 + x)), log|1 + z| where
+//   the sum would overflow;
+// - rsqrt: 1 / sqrt; expm1: (expm1(x) cos y - 2 sin^2(y/2), e^x sin y; 0 for
+//   y = 0); tan and tanh: the C library's (std::tan, std::tanh of
+//   std::complex), tan of an infinite real part and finite imaginary part
+//   (NaN, NaN); power:
 //   |a|^c e^(-d arg a) (cos q, sin q), q = c arg a + d log|a| (XLA's
 //   formula), 0^0 = 1, 0^b = 0 for re b > 0;
 // - compare EQ / NE: both parts equal / either differs (other directions

@@ -205,12 +205,13 @@ Status Interpreter::IntegerDot(const Tensor& l, const Tensor& r, Tensor& out,
   return ConvertElements(ElementType::kI64, c.data(), out.type.element, 0, out.num_elements(), out.data.mutable_raw());
 }
 
-// Integer operands: exact sums in int64, wrapped to the result's type (as
-// XLA's integer arithmetic wraps), by direct loops over taps (the MXU
-// takes int8; this is for correctness, not speed).
+// Integer operands: exact sums in int64, wrapped to an integer result's
+// type (as XLA's integer arithmetic wraps) or rounded once to a float one
+// (preferred_element_type), by direct loops over taps (the MXU takes int8;
+// this is for correctness, not speed).
 Status Interpreter::IntegerConvolution(const ConvShape& s, const Tensor& l, const Tensor& r, Tensor& out) {
-  if (IsFloat(out.type.element) || IsComplex(out.type.element))
-    return UnimplementedError("an integer convolution with a float result is not computed");
+  if (IsComplex(out.type.element))
+    return UnimplementedError("an integer convolution with a complex result is not computed");
   const std::vector<int64_t> x = IntegersInOrder(l, s.in_order), w = IntegersInOrder(r, s.k_order);
   const size_t ns = s.in_sp.size();
   int64_t taps = 1, pixels = 1, in_pixels = 1;

@@ -521,11 +521,55 @@ void TrsmAsTriangularSolve(Op& op) {
               {"transpose_a", transpose}};
 }
 
+// jaxlib 0.4's portable artifacts carry the chlo ops VHLO has no version of
+// as custom calls @mhlo.<op> with the op's attributes in mhlo.attributes
+// (lax.erf: @mhlo.erf; lax.top_k: @mhlo.topk {k, largest = true}): read
+// back as the chlo op when hlo/ has it. Anything else is left as it is.
+void MhloCustomCallAsChlo(Op& op) {
+  if (op.name != "stablehlo.custom_call" || op.callee.rfind("mhlo.", 0) != 0) return;
+  std::string name = "chlo." + op.callee.substr(5);
+  if (name == "chlo.topk") name = "chlo.top_k";
+  if (!FindOp(name)) return;
+  std::vector<std::pair<std::string, Attr>> attrs;
+  if (const Attr* a = op.Find("mhlo.attributes"); a && a->kind == Attr::Kind::kDict) attrs = a->dict;
+  if (name == "chlo.top_k") {  // chlo.top_k is the largest k
+    bool largest = true;
+    for (auto& [k, v] : attrs)
+      if (k == "largest") largest = v.kind == Attr::Kind::kBool && v.i != 0;
+    if (!largest) return;
+    std::erase_if(attrs, [](const auto& kv) { return kv.first == "largest"; });
+  }
+  op.name = name;
+  op.callee.clear();
+  op.attrs = std::move(attrs);
+}
+
+// stablehlo.broadcast %x, sizes = [...] (jax 0.4's eager pmap writes it):
+// the sizes prepended to x's shape, read as the broadcast_in_dim it is
+// (x's dimensions the result's last ones).
+void BroadcastAsBroadcastInDim(Op& op) {
+  if (op.name != "stablehlo.broadcast" || op.operand_types.size() != 1 || op.result_types.size() != 1) return;
+  const size_t rank = op.operand_types[0].dims.size(), out_rank = op.result_types[0].dims.size();
+  if (out_rank < rank) return;
+  Attr dims;
+  dims.kind = Attr::Kind::kList;
+  for (size_t k = 0; k < rank; ++k) {
+    Attr d;
+    d.kind = Attr::Kind::kInt;
+    d.i = static_cast<int64_t>(out_rank - rank + k);
+    dims.list.push_back(d);
+  }
+  op.name = "stablehlo.broadcast_in_dim";
+  op.attrs = {{"broadcast_dimensions", std::move(dims)}};
+}
+
 // Each op's registry entry and typed attributes, once, so that nothing
 // looks an op or an attribute up by name while the module runs.
 void ResolveEntries(std::vector<Op>& ops) {
   for (Op& op : ops) {
     TrsmAsTriangularSolve(op);
+    MhloCustomCallAsChlo(op);
+    BroadcastAsBroadcastInDim(op);
     op.entry = FindOp(op.name);
     if (op.entry) op.typed = ResolveAttrs(op);
     for (Region& r : op.regions)

@@ -180,6 +180,11 @@ std::vector<OpEntry> Build() {
       Row("stablehlo.all_reduce", C::kCollective, "collective",
           "psum on the ICI over each replica group (mesh/interconnect.h)", kUnary, Exactly(1), Check::kWhereItRuns,
           Run::kAllReduce, Price::kCollective, Shard::kWhole, false),
+      // XLA's old all-reduce of a sum, with no body (jax 0.4's eager pmap
+      // writes it): an all_reduce whose body is an add.
+      Row("stablehlo.cross-replica-sum", C::kCollective, "collective",
+          "psum on the ICI over each replica group (mesh/interconnect.h)", kUnary, Exactly(0), Check::kWhereItRuns,
+          Run::kAllReduce, Price::kCollective, Shard::kWhole, false),
       Row("stablehlo.all_gather", C::kCollective, "collective", "all_gather on the ICI", kUnary, kAnyRegions,
           Check::kWhereItRuns, Run::kAllGather, Price::kCollective, Shard::kWhole, false),
       Row("stablehlo.reduce_scatter", C::kCollective, "collective", "psum_scatter on the ICI", kUnary, Exactly(1),

@@ -285,7 +285,7 @@ def first_line(message: str) -> str:
 
 _NORMALISE = [
     (re.compile(r"\S+\.mlir:\d+:\d+:\s*"), ""),               # a program's location
-    (re.compile(r"\b(jit|pmap|xla_pmap|shard_map)_\w+"), r"\1_…"),  # the program's name
+    (re.compile(r"\b(jit|pjit|pmap|xla_pmap|shard_map)_\w+"), r"\1_…"),  # the program's name
     (re.compile(r"~?\b(float|bfloat|int|uint|complex|bool)\d*\[[^\]]*\](, ~?\b(float|bfloat|int|uint|complex|bool)\d*\[[^\]]*\])*"),
      "T[…]"),                                                    # jax's avals: float32[3,4], ~float32[]
     (re.compile(r"loc\([^)]*\)"), "loc(…)"),
@@ -327,9 +327,10 @@ KNOWN_CAUSES = [
      "pjrt/buffer.cc: a buffer element type past the API's first 16 (int4, float8)"),
     (r"C API does not support uncompiled cost analysis", "jax: any PJRT C API plugin (the test skips it)"),
     (r"only implemented on the CPU and GPU backends", "jax: an op jax implements for CPU and GPU only"),
-    (r"donated buffers were not usable|donat\w* not supported on device|not supported on device with tags \{'tpumesh'\}",
+    (r"donated buffers were not usable|(donat|forwarding)\w* not supported on device",
      "buffer donation: 'tpumesh' is not in jax's mlir._platforms_with_donation, and pjrt/executable.cc does not "
      "consume donated buffers"),
+    (r"not supported on device with tags \{'tpumesh'\}", "the test itself: its device filter leaves 'tpumesh' out"),
     (r"Unknown backend cpu", "the run: JAX_PLATFORMS=tpumesh starts no CPU backend, the test asks for one"),
     (r"MLIR translation rule for primitive '(\w+)' not found for platform tpumesh",
      "jax: no lowering of the primitive for platform 'tpumesh' (CPU's is a LAPACK custom call, TPU's an XLA one)"),
@@ -339,7 +340,7 @@ KNOWN_CAUSES = [
     (r"unsupported op", "hlo/: an op not in hlo/ops.h"),
     (r"PJRT_\w+ is not implemented", "pjrt/: a PJRT function the plugin lacks"),
     (r"does not take complex|complex \w+ is not|is not computed|not supported", "hlo/: an op's case not computed"),
-    (r"JaxRuntimeError not raised", "pjrt/: compile options are not validated (XLA refuses unknown ones)"),
+    (r"(Jax|Xla)RuntimeError not raised", "pjrt/: compile options are not validated (XLA refuses unknown ones)"),
     (r"Timeout", "a per-test timeout"),
 ]
 

@@ -161,3 +161,18 @@ def test_ctrl_c_interrupts_a_run_between_ops():
     assert time.monotonic() - start < 30
     short = LONG_LOOP.replace("2000000000", "3")
     assert int(stablehlo.run(short, np.int32(5), devices=1).outputs[0]) == 8
+
+
+def test_cross_replica_sum_is_a_psum_over_its_groups():
+    """XLA's old bodiless all-reduce (jax 0.4's eager pmap writes it): a sum over each replica group."""
+    program = """
+module @m attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {
+  func.func public @main(%x: tensor<2xi32>) -> tensor<2xi32> {
+    %0 = "stablehlo.cross-replica-sum"(%x) <{replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>}> : (tensor<2xi32>) -> tensor<2xi32>
+    return %0 : tensor<2xi32>
+  }
+}
+"""
+    out = stablehlo.run(program, np.arange(1, 9, dtype=np.int32), devices=4).outputs[0]
+    # replica d holds [2d + 1, 2d + 2]; groups {0, 1} and {2, 3}
+    assert out.tolist() == [4, 6, 4, 6, 12, 14, 12, 14]

@@ -177,6 +177,46 @@ func.func @main(%a: tensor<2xcomplex<f32>>, %b: tensor<2xi16>) -> tensor<complex
   EXPECT_EQ(got[1], 1.0f);
 }
 
+// The edges jax's complex-plane accuracy test checks: expm1 of a huge real
+// value is (inf, 0), not (inf, NaN); tan of an infinite real part is NaN
+// in both parts.
+TEST(ComplexTest, Expm1AndTanAtInfinity) {
+  const std::string text = R"(
+func.func @main(%z: tensor<2xcomplex<f32>>) -> tensor<4xcomplex<f32>> {
+  %0 = stablehlo.exponential_minus_one %z : tensor<2xcomplex<f32>>
+  %1 = stablehlo.tan %z : tensor<2xcomplex<f32>>
+  %2 = stablehlo.concatenate %0, %1, dim = 0 : (tensor<2xcomplex<f32>>, tensor<2xcomplex<f32>>) -> tensor<4xcomplex<f32>>
+  return %2 : tensor<4xcomplex<f32>>
+}
+)";
+  const auto got = RunMain<float>(text, {{3.4e38f, 0, -kInf, 0}});
+  ASSERT_EQ(got.size(), 8u);
+  EXPECT_EQ(got[0], kInf);
+  EXPECT_EQ(got[1], 0.0f);
+  EXPECT_EQ(got[2], -1.0f);
+  EXPECT_EQ(got[3], 0.0f);
+  EXPECT_TRUE(std::isnan(got[6]) && std::isnan(got[7])) << got[6] << " " << got[7];
+}
+
+// log1p keeps its digits near 0 (jnp.log1p of complex arrays).
+TEST(ComplexTest, Log1p) {
+  const std::string text = R"(
+func.func @main(%z: tensor<3xcomplex<f64>>) -> tensor<3xcomplex<f64>> {
+  %0 = stablehlo.log_plus_one %z : tensor<3xcomplex<f64>>
+  return %0 : tensor<3xcomplex<f64>>
+}
+)";
+  const auto got = RunMain<double>(text, {{1e-10, 2e-10, 3, 4, 1e300, 1e300}});
+  ASSERT_EQ(got.size(), 6u);
+  const std::complex<double> small(1e-10, 2e-10);
+  const std::complex<double> want[3] = {small - small * small / 2.0, std::log(std::complex<double>(4, 4)),
+                                        std::log(std::complex<double>(1e300, 1e300))};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(got[2 * i], want[i].real(), 1e-15 * std::abs(want[i])) << i;
+    EXPECT_NEAR(got[2 * i + 1], want[i].imag(), 1e-15 * std::abs(want[i])) << i;
+  }
+}
+
 TEST(ComplexTest, SqrtOfAHugeValueDoesNotOverflow) {
   // |3e38 + 3e38i| overflows f32, its square root (2.06e19) does not.
   const std::string text = R"(

@@ -208,6 +208,60 @@ func.func @main(%x: tensor<1x4x4x2xi32>, %w: tensor<3x3x2x2xi32>) -> tensor<2x1x
   const int32_t* y = (*r)[0].as<int32_t>();
   // NHWC [46, 10, 46, 4, 46, -14, 46, -20] with the features first
   EXPECT_EQ(std::vector<int32_t>(y, y + 8), (std::vector<int32_t>{46, 46, 46, 46, 10, 4, -14, -20}));
+  // preferred_element_type f32: the same sums as floats
+  std::string to_f32 = text;
+  for (size_t at; (at = to_f32.find("tensor<2x1x2x2xi32>")) != std::string::npos;)
+    to_f32.replace(at, 19, "tensor<2x1x2x2xf32>");
+  auto mf = ParseModule(to_f32, "t.mlir");
+  ASSERT_TRUE(mf.ok()) << mf.status().message();
+  auto rf = RunFunction(*mf, "main", {Make<int32_t>("tensor<1x4x4x2xi32>", x), Make<int32_t>("tensor<3x3x2x2xi32>", w)},
+                        site, Options{});
+  ASSERT_TRUE(rf.ok()) << rf.status().message();
+  const float* yf = (*rf)[0].as<float>();
+  EXPECT_EQ(std::vector<float>(yf, yf + 8), (std::vector<float>{46, 46, 46, 46, 10, 4, -14, -20}));
+}
+
+// jaxlib 0.4 writes chlo ops VHLO lacks as custom calls @mhlo.<op>: read
+// back as the chlo op (lax.erf, lax.top_k), the same values.
+TEST(HloOpsTest, MhloCustomCallsAreTheirChloOps) {
+  const std::string text = R"(
+func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<2xf32>, tensor<2xi32>) {
+  %0 = stablehlo.custom_call @mhlo.erf(%x) {mhlo.attributes = {}, mhlo.version = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = chlo.erf %x : tensor<4xf32> -> tensor<4xf32>
+  %2 = stablehlo.subtract %0, %1 : tensor<4xf32>
+  %3:2 = stablehlo.custom_call @mhlo.topk(%x) {mhlo.attributes = {k = 2 : i64, largest = true}, mhlo.version = 1 : i64} : (tensor<4xf32>) -> (tensor<2xf32>, tensor<2xi32>)
+  return %2, %3#0, %3#1 : tensor<4xf32>, tensor<2xf32>, tensor<2xi32>
+}
+)";
+  auto m = ParseModule(text, "t.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(Verify(*m).ok()) << Verify(*m).message();
+  DeviceSite site;
+  auto r = RunFunction(*m, "main", {Make<float>("tensor<4xf32>", {3, 1, 2, 5})}, site, Options{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(std::vector<float>((*r)[0].as<float>(), (*r)[0].as<float>() + 4), std::vector<float>(4, 0.0f));
+  EXPECT_EQ(std::vector<float>((*r)[1].as<float>(), (*r)[1].as<float>() + 2), (std::vector<float>{5, 3}));
+  EXPECT_EQ(std::vector<int32_t>((*r)[2].as<int32_t>(), (*r)[2].as<int32_t>() + 2), (std::vector<int32_t>{3, 0}));
+  // The smallest k is not chlo.top_k: left a custom call, refused.
+  auto smallest = ParseModule(
+      "func.func @main(%x: tensor<4xf32>) -> tensor<2xf32> {\n"
+      "  %0:2 = stablehlo.custom_call @mhlo.topk(%x) {mhlo.attributes = {k = 2 : i64, largest = false}} : "
+      "(tensor<4xf32>) -> (tensor<2xf32>, tensor<2xi32>)\n  return %0#0 : tensor<2xf32>\n}\n",
+      "t.mlir");
+  ASSERT_TRUE(smallest.ok()) << smallest.status().message();
+  EXPECT_FALSE(Verify(*smallest).ok());
+}
+
+// stablehlo.broadcast (jax 0.4's eager pmap): its sizes prepended.
+TEST(HloOpsTest, BroadcastPrependsItsSizes) {
+  const std::string text = R"(
+func.func @main(%x: tensor<2xi32>) -> tensor<3x2xi32> {
+  %0 = stablehlo.broadcast %x, sizes = [3] : (tensor<2xi32>) -> tensor<3x2xi32>
+  return %0 : tensor<3x2xi32>
+}
+)";
+  EXPECT_EQ(RunMain<int32_t>(text, {Make<int32_t>("tensor<2xi32>", {7, -1})}),
+            (std::vector<int32_t>{7, -1, 7, -1, 7, -1}));
 }
 
 TEST(HloOpsTest, IntegerEdgeCasesFollowXla) {
