@@ -237,7 +237,15 @@ StatusOr<Tensor> Interpreter::Assemble(const Tensor& local, const Sharding& s, c
   const int w = ElementTypeBytes(global.element);
   const Dims gs = Strides(global.dims);
   uint8_t* dst = static_cast<uint8_t*>(g.data.mutable_raw());
-  for (int d = 0; d < site_.num_devices; ++d) {
+  // Every device's piece in place; a piece several devices hold (a
+  // replicated axis) is the lowest device's, except this device's own piece,
+  // which is its own value, as on a TPU, where each device keeps what it
+  // computed even when the replicas disagree.
+  std::vector<int> order;  // later writes win: highest device first, this one last
+  for (int d = site_.num_devices - 1; d >= 0; --d)
+    if (d != site_.device_id) order.push_back(d);
+  order.push_back(site_.device_id);
+  for (const int d : order) {
     TPUMESH_ASSIGN_OR_RETURN(auto shard, s.ShardOf(d, global.dims));
     for (size_t k = 0; k < shard.size(); ++k)
       if (global.dims[k] / shard[k].count != local.type.dims[k])

@@ -318,6 +318,15 @@ StatusOr<ProgramRun> RunProgram(const Module& m, const Layout& layout, mesh::Mes
         for (int d = 0; d < n; ++d) std::memcpy(dst + d * per, outs[i].shards[static_cast<size_t>(d)].raw(), static_cast<size_t>(per));
       } else {
         std::memcpy(dst, outs[i].shards[0].raw(), static_cast<size_t>(per));
+        const auto& shards = outs[i].shards;
+        std::vector<mesh::Array> views;
+        for (size_t d = 1; d < shards.size() && views.empty(); ++d)
+          if (std::memcmp(shards[d].raw(), dst, static_cast<size_t>(per)) != 0)
+            for (const mesh::Array& s : shards) {
+              views.push_back(mesh::Array::Host(mesh::DType::kU8, {per}));
+              std::memcpy(views.back().mutable_raw(), s.raw(), static_cast<size_t>(per));
+            }
+        run.device_views.push_back(std::move(views));
       }
       run.outputs.push_back(std::move(t));
     }

@@ -75,6 +75,12 @@ std::vector<std::pair<std::string, pipeline::H5Raw>> OutputDatasets(const std::v
 
 struct ProgramRun {
   std::vector<Tensor> outputs;                        // global; empty in a dry run
+  // kGlobal, not a dry run: [output][device], each device's own view of the
+  // whole result as host bytes, where the devices' views differ: a result
+  // declared replicated whose replicas computed different values (pmap's
+  // out_axes=None, shard_map with check_vma off), where each device keeps
+  // its own. Empty for an output every device sees as outputs[i].
+  std::vector<std::vector<mesh::Array>> device_views;
   std::vector<std::vector<mesh::OpRecord>> records;   // per device
   std::vector<int> record_of_device;                  // device -> index in records
   double host_seconds = 0;

@@ -30,7 +30,7 @@ std::vector<mesh::MeshAxis> SdyMeshAxes(const Module& m, const std::string& name
     if (op.name != "sdy.mesh" || (!name.empty() && op.callee != name)) continue;
     const Attr* mesh = op.Find("mesh");
     const Attr* list = mesh ? mesh->Find("list") : nullptr;
-    if (!list) continue;
+    if (!list || (name.empty() && list->list.empty())) continue;  // the first mesh with axes
     for (const Attr& a : list->list)
       for (const auto& [n, size] : a.dict) axes.push_back({n, static_cast<int>(size.i)});
     break;
@@ -43,6 +43,16 @@ StatusOr<Sharding> SdySharding(const Attr& s, const Module& m, const std::vector
   const Attr* dims = s.Find("dims");
   if (!mesh || !dims) return InvalidArgumentError("a sharding without a mesh and dimensions");
   const auto mesh_axes = SdyMeshAxes(m, mesh->s);
+  // A mesh without axes (JAX's @empty_mesh for a replicated scalar argument
+  // of a sharded jit) names no axis: replicated on whatever the run's mesh.
+  if (mesh_axes.empty()) {
+    for (const Attr& d : dims->list)
+      for (const Attr& axis : d.list)
+        if (axis.kind == Attr::Kind::kString)
+          return InvalidArgumentError("sharding names axis " + Quoted(axis.s) + " of sdy mesh @" + mesh->s +
+                                      ", which has none");
+    return Sharding{};
+  }
   if (mesh_axes.size() != axes.size() ||
       !std::equal(mesh_axes.begin(), mesh_axes.end(), axes.begin(),
                   [](const mesh::MeshAxis& a, const mesh::MeshAxis& b) { return a.name == b.name && a.size == b.size; }))

@@ -46,7 +46,9 @@ StatusOr<Sharding> SdySharding(const Attr& sharding, const Module& m, const std:
 // A GSPMD sharding string over `num_devices` devices.
 StatusOr<Sharding> MhloSharding(const std::string& text, int num_devices);
 
-// The mesh axes of the module's sdy.mesh @name (empty when there is none).
+// The mesh axes of the module's sdy.mesh @name (empty when there is none);
+// without a name, of its first mesh that has axes (JAX declares an axis-less
+// @empty_mesh beside the program's mesh, in either order).
 std::vector<mesh::MeshAxis> SdyMeshAxes(const Module& m, const std::string& name = "");
 
 }  // namespace tpumesh::hlo

@@ -723,7 +723,11 @@ Status Execute(PJRT_LoadedExecutable& exe, PJRT_LoadedExecutable_Execute_Args& a
                                  hlo::DeclaredPiece(p.module, p.layout, true, i, static_cast<int>(d)));
         std::vector<int64_t> offset(dims.size());
         for (size_t k = 0; k < dims.size(); ++k) offset[k] = piece.index[k] * dims[k];
-        CopyBlock(global, out.type.dims, b->bytes.data(), dims, offset, eb, /*into_global=*/false);
+        // Device d's piece of its own view: its own value where replicas differ.
+        char* view = i < run.device_views.size() && d < run.device_views[i].size()
+                         ? const_cast<char*>(static_cast<const char*>(run.device_views[i][d].raw()))
+                         : global;
+        CopyBlock(view, out.type.dims, b->bytes.data(), dims, offset, eb, /*into_global=*/false);
       }
       made[d].push_back(std::move(b));
     }

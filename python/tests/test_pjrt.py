@@ -340,8 +340,9 @@ print(json.dumps({"errors": errors, "x": np.asarray(x * 2).tolist()}))
 
 # Programs over the 8 devices, each against numpy: pmap (with a psum), a jit
 # whose arguments and results are split over a 2x4 mesh, a reduction to a
-# replicated result, and shard_map under jit, whose output sharding JAX
-# reads from the executable (the plugin's Shardings extension).
+# replicated result, pmap's out_axes=None (each device keeps its own value),
+# a scalar beside a split argument, and shard_map under jit, whose output
+# sharding JAX reads from the executable (the plugin's Shardings extension).
 SPMD = """
 import json
 import numpy as np
@@ -363,7 +364,13 @@ y = jax.jit(lambda t: t * 3 + 1, out_shardings=NamedSharding(mesh, P("x", "y")))
 out["jit_split"] = np.array_equal(np.asarray(y), a * 3 + 1) and y.sharding.spec == P("x", "y")
 z = jax.jit(lambda t: t.sum(axis=0), out_shardings=NamedSharding(mesh, P()))(x)
 out["reduce"] = np.array_equal(np.asarray(z), a.sum(axis=0))
+# A replicated result whose replicas differ (pmap's out_axes=None): each
+# device keeps its own value, as on a TPU.
+per_device = jax.pmap(lambda t: t * 10, in_axes=0, out_axes=None)(v)
+out["out_axes_none"] = [float(s.data) for s in per_device.addressable_shards] == list(v * 10)
 if jax.__version_info__ >= (0, 5, 0):
+    # A sharded jit with a scalar argument (JAX gives it the axis-less @empty_mesh).
+    out["scalar_arg"] = np.array_equal(np.asarray(jax.jit(lambda t, k: t + k)(x, 7)), a + 7)
     g = shard_map(lambda t: jax.lax.psum(t, "x"), mesh=mesh, in_specs=P("x", "y"), out_specs=P(None, "y"))
     out["shard_map"] = np.array_equal(np.asarray(jax.jit(g)(x)), a.reshape(2, 4, 4).sum(axis=0))
 print(json.dumps(out))

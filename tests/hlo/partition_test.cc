@@ -127,5 +127,39 @@ TEST(Partition, ShardingsGiveTheDevicesOfEachPiece) {
   EXPECT_TRUE(SplitOf(*s, 5, {3, 6}).replicated());
 }
 
+TEST(Partition, AMeshWithoutAxesIsReplicatedAndNotTheProgramsMesh) {
+  // JAX gives a scalar argument of a sharded jit the sharding
+  // #sdy.sharding<@empty_mesh, []>: replicated on the run's mesh; and it
+  // may declare @empty_mesh before the mesh the program runs on (pmap).
+  auto m = ParseModule(
+      "module @m {\n"
+      "  sdy.mesh @empty_mesh = <[]>\n"
+      "  sdy.mesh @mesh = <[\"i\"=8]>\n"
+      "  func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"i\"}, {}]>},\n"
+      "                         %arg1: tensor<i32> {sdy.sharding = #sdy.sharding<@empty_mesh, []>}) -> tensor<8x4xf32> {\n"
+      "    return %arg0 : tensor<8x4xf32>\n"
+      "  }\n"
+      "}\n",
+      "t.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const Func& main = *m->FindFunc("main");
+  // The program's mesh is its first with axes, whatever the order.
+  const std::vector<mesh::MeshAxis> axes = SdyMeshAxes(*m);
+  ASSERT_EQ(axes.size(), 1u);
+  EXPECT_EQ(axes[0].name, "i");
+  EXPECT_EQ(axes[0].size, 8);
+  auto split = SdySharding(*main.arg_attrs[0].Find("sdy.sharding"), *m, axes);
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  EXPECT_EQ(split->tiles, (std::vector<int64_t>{8, 1}));
+  auto whole = SdySharding(*main.arg_attrs[1].Find("sdy.sharding"), *m, axes);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_TRUE(whole->tiles.empty());
+  // A mesh of other axes is still refused, naming both.
+  auto other = SdySharding(*main.arg_attrs[0].Find("sdy.sharding"), *m, {{"data", 8}});
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("sdy mesh @mesh is i=8 but the run's mesh is data=8"), std::string::npos)
+      << other.status().message();
+}
+
 }  // namespace
 }  // namespace tpumesh::hlo
