@@ -688,4 +688,20 @@ Status EvalElementwise(const ElementwiseCall& c, int64_t b, int64_t e, void* out
   return UnimplementedError(name + " is not an elementwise op");
 }
 
+Status AddElements(ElementType t, const void* a, const void* b, int64_t n, void* out) {
+  static const Op kAdd = [] {
+    Op add;
+    add.name = "stablehlo.add";
+    add.entry = FindOp(add.name);
+    return add;
+  }();
+  ElementwiseCall c;
+  c.op = &kAdd;
+  c.in_type = c.out_type = t;
+  c.num_inputs = 2;
+  c.in[0] = a;
+  c.in[1] = b;
+  return EvalElementwise(c, 0, n, out);
+}
+
 }  // namespace tpumesh::hlo

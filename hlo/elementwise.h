@@ -49,6 +49,11 @@ struct ElementwiseCall {
 // Elements [begin, end) of the call's output.
 Status EvalElementwise(const ElementwiseCall& call, int64_t begin, int64_t end, void* out);
 
+// out[i] = a[i] + b[i] for i in [0, n), as stablehlo.add of element type t
+// (out may be a or b): the sum of partial values (an all_reduce's, an
+// unreduced array's pieces).
+Status AddElements(ElementType t, const void* a, const void* b, int64_t n, void* out);
+
 // out[i] = stablehlo.convert(in[i]) for i in [begin, end): `in` of element
 // type `from`, `out` of `to`.
 Status ConvertElements(ElementType from, const void* in, ElementType to, int64_t begin, int64_t end, void* out);

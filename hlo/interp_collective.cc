@@ -79,24 +79,20 @@ Status Interpreter::Collective(Run run, const Op& op, const std::vector<const Te
   const Dims& d = x.type.dims;
   if (run == Run::kAllReduce || run == Run::kReduceScatter) {
     // stablehlo.cross-replica-sum has no body: its sum is an add
-    static const Op kAdd = [] {
-      Op add;
-      add.name = "stablehlo.add";
-      add.entry = FindOp(add.name);
-      return add;
-    }();
     const bool sum = op.regions.empty() && run == Run::kAllReduce;
     if (op.regions.size() != 1 && !sum) return InvalidArgumentError("needs a body");
     // the reduction of the group's values, in group order
     const int64_t cnt = x.num_elements();
     std::vector<uint8_t> acc(static_cast<size_t>(cnt * w)), nxt(acc.size());
     std::memcpy(acc.data(), all[static_cast<size_t>(group[0])], acc.size());
-    const Op* simple = sum ? &kAdd : SimpleBody(op.regions[0]);
+    const Op* simple = sum ? nullptr : SimpleBody(op.regions[0]);
     Type scalar = x.type;
     scalar.dims.clear();
     for (int64_t j = 1; j < n; ++j) {
       const uint8_t* v = all[static_cast<size_t>(group[static_cast<size_t>(j)])];
-      if (simple) {
+      if (sum) {
+        TPUMESH_RETURN_IF_ERROR(AddElements(x.type.element, acc.data(), v, cnt, nxt.data()));
+      } else if (simple) {
         ElementwiseCall c;
         c.op = simple;
         c.in_type = c.out_type = x.type.element;

@@ -219,6 +219,13 @@ StatusOr<Tensor> Interpreter::Slice(const Tensor& global, const Sharding& s, con
     if (global.type.dims[k] / shard[k].count != local.dims[k])
       return Fail(op, "the shard of " + global.type.ToString() + " is not " + local.ToString());
   if (o_.dry_run) return t;
+  // An unreduced axis: the value is the sum of the partials along it, so
+  // its first device holds it all and the others zeros.
+  const size_t me = static_cast<size_t>(site_.device_id);
+  if (me < s.unreduced.size() && s.unreduced[me] != 0) {
+    std::memset(t.data.mutable_raw(), 0, static_cast<size_t>(t.type.size_bytes()));
+    return t;
+  }
   const Dims gs = Strides(global.type.dims);
   IndexCopy(global, t, [&](const Dims& o) {
     int64_t s2 = 0;
@@ -241,21 +248,39 @@ StatusOr<Tensor> Interpreter::Assemble(const Tensor& local, const Sharding& s, c
   // replicated axis) is the lowest device's, except this device's own piece,
   // which is its own value, as on a TPU, where each device keeps what it
   // computed even when the replicas disagree.
+  // With unreduced axes, a piece is the sum of the partials of the devices
+  // that hold it as the same copy as this device.
   std::vector<int> order;  // later writes win: highest device first, this one last
   for (int d = site_.num_devices - 1; d >= 0; --d)
     if (d != site_.device_id) order.push_back(d);
   order.push_back(site_.device_id);
+  const int64_t cnt = local.num_elements();
+  const size_t me = static_cast<size_t>(site_.device_id);
+  std::vector<uint8_t> sum;
   for (const int d : order) {
     TPUMESH_ASSIGN_OR_RETURN(auto shard, s.ShardOf(d, global.dims));
     for (size_t k = 0; k < shard.size(); ++k)
       if (global.dims[k] / shard[k].count != local.type.dims[k])
         return Fail(op, "the shard of " + global.ToString() + " is not " + local.type.ToString());
-    const int64_t cnt = local.num_elements();
+    const uint8_t* piece = all[static_cast<size_t>(d)];
+    if (!s.unreduced.empty()) {
+      const size_t du = static_cast<size_t>(d);
+      if (s.unreduced[du] != 0 || (du < s.replica.size() && me < s.replica.size() && s.replica[du] != s.replica[me]))
+        continue;
+      sum.assign(piece, piece + cnt * w);
+      for (int e = 0; e < site_.num_devices; ++e) {
+        const size_t eu = static_cast<size_t>(e);
+        if (s.unreduced[eu] == 0 || s.replica[eu] != s.replica[du] || s.device_tiles[eu] != s.device_tiles[du])
+          continue;
+        TPUMESH_RETURN_IF_ERROR(At(op, AddElements(global.element, sum.data(), all[eu], cnt, sum.data())));
+      }
+      piece = sum.data();
+    }
     Dims idx(local.type.dims.size(), 0);
     for (int64_t i = 0; i < cnt; ++i) {
       int64_t o = 0;
       for (size_t k = 0; k < idx.size(); ++k) o += (shard[k].index * local.type.dims[k] + idx[k]) * gs[k];
-      std::memcpy(dst + o * w, all[static_cast<size_t>(d)] + i * w, static_cast<size_t>(w));
+      std::memcpy(dst + o * w, piece + i * w, static_cast<size_t>(w));
       for (int k = static_cast<int>(idx.size()) - 1; k >= 0; --k) {
         if (++idx[static_cast<size_t>(k)] < local.type.dims[static_cast<size_t>(k)]) break;
         idx[static_cast<size_t>(k)] = 0;

@@ -98,6 +98,12 @@ StatusOr<ArrayPiece> DeclaredPiece(const Module& m, const Layout& layout, bool r
   }
   const std::string what = m.file + ": @main's " + (result ? "result " : "argument ") + std::to_string(i);
   if (!sharding.ok()) return sharding.status().WithContext(what);
+  const size_t at = static_cast<size_t>(device);
+  if (at < sharding->replica.size()) piece.replica = sharding->replica[at];
+  if (at < sharding->unreduced.size()) {
+    piece.unreduced = sharding->unreduced[at];
+    piece.unreduced_count = sharding->unreduced_count;
+  }
   if (sharding->tiles.empty()) return piece;  // replicated
   TPUMESH_ASSIGN_OR_RETURN(std::vector<Piece> pieces, sharding->ShardOf(device, t.dims));
   for (size_t k = 0; k < pieces.size() && k < t.dims.size(); ++k) {

@@ -56,6 +56,10 @@ mesh::MeshSpec DefaultMeshSpec(const Layout& layout, mesh::MeshSpec user);
 // that is not supported (uneven splits, sub axes).
 struct ArrayPiece {
   std::vector<int64_t> index, count;  // per dimension
+  int64_t replica = 0;                // which copy of the piece (Sharding::replica)
+  // Unreduced axes (Sharding::unreduced): the piece is the device's partial
+  // value, number `unreduced` of `unreduced_count` whose sum is the piece.
+  int64_t unreduced = 0, unreduced_count = 1;
 };
 StatusOr<ArrayPiece> DeclaredPiece(const Module& m, const Layout& layout, bool result, size_t i, int device);
 

@@ -38,27 +38,11 @@ std::vector<mesh::MeshAxis> SdyMeshAxes(const Module& m, const std::string& name
   return axes;
 }
 
-StatusOr<Sharding> SdySharding(const Attr& s, const Module& m, const std::vector<mesh::MeshAxis>& axes) {
-  const Attr* mesh = s.Find("mesh");
+namespace {
+
+// The Shardy sharding `s` (its dims, and its unreduced axes) over `axes`.
+StatusOr<Sharding> TiledOver(const Attr& s, const std::vector<mesh::MeshAxis>& axes) {
   const Attr* dims = s.Find("dims");
-  if (!mesh || !dims) return InvalidArgumentError("a sharding without a mesh and dimensions");
-  const auto mesh_axes = SdyMeshAxes(m, mesh->s);
-  // A mesh without axes (JAX's @empty_mesh for a replicated scalar argument
-  // of a sharded jit) names no axis: replicated on whatever the run's mesh.
-  if (mesh_axes.empty()) {
-    for (const Attr& d : dims->list)
-      for (const Attr& axis : d.list)
-        if (axis.kind == Attr::Kind::kString)
-          return InvalidArgumentError("sharding names axis " + Quoted(axis.s) + " of sdy mesh @" + mesh->s +
-                                      ", which has none");
-    return Sharding{};
-  }
-  if (mesh_axes.size() != axes.size() ||
-      !std::equal(mesh_axes.begin(), mesh_axes.end(), axes.begin(),
-                  [](const mesh::MeshAxis& a, const mesh::MeshAxis& b) { return a.name == b.name && a.size == b.size; }))
-    return InvalidArgumentError("sdy mesh @" + mesh->s + " is " + mesh::MeshAxesToString(mesh_axes) +
-                                " but the run's mesh is " + mesh::MeshAxesToString(axes) + " (give --mesh " +
-                                mesh::MeshAxesToString(mesh_axes) + ")");
   int64_t n = 1;
   for (const auto& a : axes) n *= a.size;
   Sharding out;
@@ -82,12 +66,59 @@ StatusOr<Sharding> SdySharding(const Attr& s, const Module& m, const std::vector
       used[ai] = true;
     }
   }
+  std::vector<bool> unreduced(axes.size(), false);
+  if (const Attr* u = s.Find("unreduced")) {
+    for (const Attr& axis : u->list) {
+      if (axis.kind != Attr::Kind::kString) continue;
+      const auto it = std::find_if(axes.begin(), axes.end(), [&](const mesh::MeshAxis& a) { return a.name == axis.s; });
+      if (it == axes.end()) return InvalidArgumentError("sharding's unreduced names unknown axis " + Quoted(axis.s));
+      const size_t ai = static_cast<size_t>(it - axes.begin());
+      if (used[ai]) return InvalidArgumentError("axis " + Quoted(axis.s) + " both splits a dimension and is unreduced");
+      unreduced[ai] = true;
+      out.unreduced_count *= it->size;
+    }
+  }
   out.replica.assign(static_cast<size_t>(n), 0);
+  if (std::find(unreduced.begin(), unreduced.end(), true) != unreduced.end())
+    out.unreduced.assign(static_cast<size_t>(n), 0);
   for (int64_t dev = 0; dev < n; ++dev)
-    for (size_t ai = 0; ai < axes.size(); ++ai)
-      if (!used[ai]) out.replica[static_cast<size_t>(dev)] = out.replica[static_cast<size_t>(dev)] * axes[ai].size +
-                                                               (dev / strides[ai]) % axes[ai].size;
+    for (size_t ai = 0; ai < axes.size(); ++ai) {
+      if (used[ai]) continue;
+      auto& at = unreduced[ai] ? out.unreduced[static_cast<size_t>(dev)] : out.replica[static_cast<size_t>(dev)];
+      at = at * axes[ai].size + (dev / strides[ai]) % axes[ai].size;
+    }
   return out;
+}
+
+}  // namespace
+
+StatusOr<Sharding> SdySharding(const Attr& s, const Module& m, const std::vector<mesh::MeshAxis>& axes) {
+  const Attr* mesh = s.Find("mesh");
+  const Attr* dims = s.Find("dims");
+  if (!mesh || !dims) return InvalidArgumentError("a sharding without a mesh and dimensions");
+  const auto mesh_axes = SdyMeshAxes(m, mesh->s);
+  // A mesh without axes (JAX's @empty_mesh for a replicated scalar argument
+  // of a sharded jit) names no axis: replicated on whatever the run's mesh.
+  if (mesh_axes.empty()) {
+    for (const Attr& d : dims->list)
+      for (const Attr& axis : d.list)
+        if (axis.kind == Attr::Kind::kString)
+          return InvalidArgumentError("sharding names axis " + Quoted(axis.s) + " of sdy mesh @" + mesh->s +
+                                      ", which has none");
+    return Sharding{};
+  }
+  // Another mesh over the same devices (a program may declare several: JAX
+  // names each abstract mesh it meets) tiles by its own axes: device id =
+  // row-major position over them, as on the run's mesh.
+  int64_t run_devices = 1, mesh_devices = 1;
+  for (const auto& a : axes) run_devices *= a.size;
+  for (const auto& a : mesh_axes) mesh_devices *= a.size;
+  if (mesh_devices != run_devices)
+    return InvalidArgumentError("sdy mesh @" + mesh->s + " is " + mesh::MeshAxesToString(mesh_axes) + " (" +
+                                std::to_string(mesh_devices) + " devices) but the run's mesh is " +
+                                mesh::MeshAxesToString(axes) + " (" + std::to_string(run_devices) +
+                                " devices; give --mesh " + mesh::MeshAxesToString(mesh_axes) + ")");
+  return TiledOver(s, mesh_axes);
 }
 
 StatusOr<Sharding> MhloSharding(const std::string& text, int num_devices) {

@@ -35,13 +35,19 @@ class Sharding {
   // replicates over: GSPMD's last_tile_dim_replicate coordinate, Shardy's
   // position along the mesh axes no dimension names); empty: all 0.
   std::vector<int64_t> replica;
+  // Shardy's unreduced={...}: the devices along those axes hold partial
+  // values whose sum is the array's. device id -> its position along them
+  // (not counted in `replica`); empty when there are none.
+  std::vector<int64_t> unreduced;
+  int64_t unreduced_count = 1;
 
   StatusOr<std::vector<Piece>> ShardOf(int device, const std::vector<int64_t>& dims) const;
 };
 
-// A Shardy sharding (the parsed <@mesh, [{"x"}, {}]> dict) over `axes`, the
-// run's mesh: device id = row-major position over the axes. The sharding's
-// mesh must have the same axes.
+// A Shardy sharding (the parsed <@mesh, [{"x"}, {}], unreduced={"y"}> dict)
+// on a run whose mesh is `axes`: device id = row-major position over the
+// sharding's own mesh, which must span as many devices (a mesh without axes
+// is replicated).
 StatusOr<Sharding> SdySharding(const Attr& sharding, const Module& m, const std::vector<mesh::MeshAxis>& axes);
 // A GSPMD sharding string over `num_devices` devices.
 StatusOr<Sharding> MhloSharding(const std::string& text, int num_devices);

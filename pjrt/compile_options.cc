@@ -143,25 +143,34 @@ void PutBytes(std::string& out, uint32_t field, const std::string& bytes) {
 
 }  // namespace
 
-std::string SerializeOpSharding(const std::vector<int64_t>& tiles, int64_t replicas,
+std::string SerializeOpSharding(const std::vector<int64_t>& tiles, int64_t replicas, int64_t unreduced,
                                 const std::vector<int64_t>& devices) {
+  constexpr uint64_t kReplicated = 0, kOther = 3, kUnreduced = 6;  // xla.OpSharding.Type
   std::string out;
-  bool split = false;
+  bool split = unreduced > 1;
   for (int64_t t : tiles) split = split || t > 1;
+  PutVarint(out, (1 << 3) | 0);  // type
   if (!split) {
-    PutVarint(out, (1 << 3) | 0);  // type = REPLICATED (0)
-    PutVarint(out, 0);
+    PutVarint(out, kReplicated);
     return out;
   }
-  PutVarint(out, (1 << 3) | 0);  // type = OTHER (3)
-  PutVarint(out, 3);
-  std::string dims, ids;
+  PutVarint(out, kOther);
+  std::string dims, ids, subgroups;
   for (int64_t t : tiles) PutVarint(dims, static_cast<uint64_t>(t));
-  if (replicas > 1) PutVarint(dims, static_cast<uint64_t>(replicas));
+  if (replicas > 1) {
+    PutVarint(dims, static_cast<uint64_t>(replicas));
+    PutVarint(subgroups, kReplicated);
+  }
+  if (unreduced > 1) {
+    PutVarint(dims, static_cast<uint64_t>(unreduced));
+    PutVarint(subgroups, kUnreduced);
+  }
   for (int64_t d : devices) PutVarint(ids, static_cast<uint64_t>(d));
   PutBytes(out, 3, dims);  // tile_assignment_dimensions, packed
   PutBytes(out, 4, ids);   // tile_assignment_devices, packed
-  if (replicas > 1) {
+  if (unreduced > 1) {
+    PutBytes(out, 8, subgroups);  // last_tile_dims, packed
+  } else if (replicas > 1) {
     PutVarint(out, (6 << 3) | 0);  // replicate_on_last_tile_dim
     PutVarint(out, 1);
   }

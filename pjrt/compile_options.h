@@ -38,12 +38,14 @@ struct CompileOptions {
 
 StatusOr<CompileOptions> ParseCompileOptions(std::string_view bytes);
 
-// A serialized xla.OpSharding: REPLICATED when `tiles` is empty or all 1;
-// else OTHER with tile_assignment_dimensions = tiles (and the replica count
-// last, replicate_on_last_tile_dim, when `replicas` > 1) and
-// tile_assignment_devices = `devices` (logical device ids, row-major over
-// those dimensions).
-std::string SerializeOpSharding(const std::vector<int64_t>& tiles, int64_t replicas,
+// A serialized xla.OpSharding: REPLICATED when `tiles` is empty or all 1
+// and nothing is unreduced; else OTHER with tile_assignment_dimensions =
+// tiles, then the replica count when `replicas` > 1, then the unreduced
+// count when `unreduced` > 1, and tile_assignment_devices = `devices`
+// (logical device ids, row-major over those dimensions). The subgroups are
+// replicate_on_last_tile_dim when the replicas are the only one, else
+// last_tile_dims (REPLICATED, UNREDUCED), as XLA writes them.
+std::string SerializeOpSharding(const std::vector<int64_t>& tiles, int64_t replicas, int64_t unreduced,
                                 const std::vector<int64_t>& devices);
 
 // A serialized DeviceAssignmentProto of devices[replica][partition].

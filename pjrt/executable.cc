@@ -165,24 +165,29 @@ StatusOr<std::string> OpShardingOf(const Program& p, bool result, size_t i) {
     pieces.push_back(std::move(piece));
   }
   const std::vector<int64_t>& tiles = pieces[0].count;
+  const int64_t unreduced = pieces[0].unreduced_count;
   int64_t tile_count = 1;
   for (int64_t t : tiles) tile_count *= t;
-  if (tile_count == 1) return SerializeOpSharding({}, 1, {});
-  const int64_t replicas = n / tile_count;
-  std::vector<std::vector<int64_t>> holders(static_cast<size_t>(tile_count));
+  if (tile_count == 1 && unreduced == 1) return SerializeOpSharding({}, 1, 1, {});
+  const int64_t replicas = n / tile_count / unreduced;
+  // Per tile, its holders by (copy, unreduced position): the tile grid's
+  // last two dimensions.
+  std::vector<std::vector<int64_t>> holders(static_cast<size_t>(tile_count),
+                                            std::vector<int64_t>(static_cast<size_t>(n / tile_count), -1));
   for (int d = 0; d < n; ++d) {
+    const hlo::ArrayPiece& piece = pieces[static_cast<size_t>(d)];
     int64_t linear = 0;
-    for (size_t k = 0; k < tiles.size(); ++k) linear = linear * tiles[k] + pieces[static_cast<size_t>(d)].index[k];
-    holders[static_cast<size_t>(linear)].push_back(d);
-  }
-  std::vector<int64_t> devices;
-  for (const auto& h : holders) {
-    if (static_cast<int64_t>(h.size()) != replicas)
+    for (size_t k = 0; k < tiles.size(); ++k) linear = linear * tiles[k] + piece.index[k];
+    const int64_t slot = piece.replica * unreduced + piece.unreduced;
+    auto& h = holders[static_cast<size_t>(linear)];
+    if (slot < 0 || slot >= static_cast<int64_t>(h.size()) || h[static_cast<size_t>(slot)] >= 0)
       return UnimplementedError("tpumesh: " + p.name + ": " + (result ? "result " : "argument ") + std::to_string(i) +
                                 "'s sharding gives its pieces unequal copies");
-    devices.insert(devices.end(), h.begin(), h.end());
+    h[static_cast<size_t>(slot)] = d;
   }
-  return SerializeOpSharding(tiles, replicas, devices);
+  std::vector<int64_t> devices;
+  for (const auto& h : holders) devices.insert(devices.end(), h.begin(), h.end());
+  return SerializeOpSharding(tiles, replicas, unreduced, devices);
 }
 
 StatusOr<std::shared_ptr<Program>> MakeProgram(std::string_view code, std::string_view options_bytes) {
@@ -223,8 +228,8 @@ StatusOr<std::shared_ptr<Program>> MakeProgram(std::string_view code, std::strin
       p->output_shardings.push_back(std::move(sh));
     }
   } else {  // every device's own (jax 0.4's pmap: replicas, no partitioning)
-    p->parameter_shardings.assign(main->arg_types.size(), SerializeOpSharding({}, 1, {}));
-    p->output_shardings.assign(main->result_types.size(), SerializeOpSharding({}, 1, {}));
+    p->parameter_shardings.assign(main->arg_types.size(), SerializeOpSharding({}, 1, 1, {}));
+    p->output_shardings.assign(main->result_types.size(), SerializeOpSharding({}, 1, 1, {}));
   }
   for (const std::string& sh : p->parameter_shardings) {
     p->parameter_sharding_data.push_back(sh.data());
@@ -614,14 +619,17 @@ StatusOr<hlo::Tensor> Argument(const Program& p, PJRT_Buffer* const* const* list
   // kReplicas: @main's own argument is one device's slice.
   const std::vector<int64_t>& slice = p.module.FindFunc("main")->arg_types[i].dims;
   std::vector<bool> filled;  // global layouts: the pieces written, by linear piece index
+  // Unreduced pieces (partial values): the sum of a tile's first copy's
+  // partials, accumulated here by linear piece index before it is placed.
+  std::vector<std::vector<char>> partial_sums;
   for (size_t d = 0; d < n; ++d) {
     const PJRT_Buffer* b = lists[d][i];
     if (b == nullptr || b->deleted) return InvalidArgumentError(where + " on device " + std::to_string(d) + " is a deleted buffer");
     std::vector<int64_t> local = slice, offset(want.dims.size(), 0);
     int64_t linear = 0;
+    hlo::ArrayPiece piece;
     if (!stacked) {
-      TPUMESH_ASSIGN_OR_RETURN(const hlo::ArrayPiece piece,
-                               hlo::DeclaredPiece(p.module, p.layout, false, i, static_cast<int>(d)));
+      TPUMESH_ASSIGN_OR_RETURN(piece, hlo::DeclaredPiece(p.module, p.layout, false, i, static_cast<int>(d)));
       int64_t pieces = 1;
       for (size_t k = 0; k < local.size(); ++k) {
         local[k] = want.dims[k] / piece.count[k];
@@ -641,10 +649,35 @@ StatusOr<hlo::Tensor> Argument(const Program& p, PJRT_Buffer* const* const* list
     if (stacked) {
       const size_t per = static_cast<size_t>(want.size_bytes()) / n;
       if (per > 0) std::memcpy(dst + d * per, b->bytes.data(), per);
+    } else if (piece.unreduced_count > 1) {
+      if (piece.replica != 0) continue;  // the first copy's partials make the value
+      partial_sums.resize(filled.size());
+      auto& sum = partial_sums[static_cast<size_t>(linear)];
+      if (sum.empty()) {
+        sum = b->bytes;
+      } else {
+        int64_t count = 1;
+        for (int64_t k : local) count *= k;
+        TPUMESH_RETURN_IF_ERROR(hlo::AddElements(want.element, sum.data(), b->bytes.data(), count, sum.data()));
+      }
     } else if (!filled[static_cast<size_t>(linear)]) {  // a replicated piece: its first copy
       filled[static_cast<size_t>(linear)] = true;
       CopyBlock(dst, want.dims, const_cast<char*>(b->bytes.data()), local, offset, eb, /*into_global=*/true);
     }
+  }
+  // Each unreduced tile's sum in its place.
+  for (size_t d = 0; d < n && !partial_sums.empty(); ++d) {
+    TPUMESH_ASSIGN_OR_RETURN(const hlo::ArrayPiece piece,
+                             hlo::DeclaredPiece(p.module, p.layout, false, i, static_cast<int>(d)));
+    if (piece.replica != 0 || piece.unreduced != 0) continue;
+    std::vector<int64_t> local(want.dims.size()), offset(want.dims.size());
+    int64_t linear = 0;
+    for (size_t k = 0; k < local.size(); ++k) {
+      local[k] = want.dims[k] / piece.count[k];
+      offset[k] = piece.index[k] * local[k];
+      linear = linear * piece.count[k] + piece.index[k];
+    }
+    CopyBlock(dst, want.dims, partial_sums[static_cast<size_t>(linear)].data(), local, offset, eb, /*into_global=*/true);
   }
   return t;
 }
@@ -723,11 +756,17 @@ Status Execute(PJRT_LoadedExecutable& exe, PJRT_LoadedExecutable_Execute_Args& a
                                  hlo::DeclaredPiece(p.module, p.layout, true, i, static_cast<int>(d)));
         std::vector<int64_t> offset(dims.size());
         for (size_t k = 0; k < dims.size(); ++k) offset[k] = piece.index[k] * dims[k];
-        // Device d's piece of its own view: its own value where replicas differ.
+        // Device d's piece of its own view: its own value where replicas
+        // differ. An unreduced result's value is the sum over its partial
+        // holders: the first holds it all, the others zeros.
         char* view = i < run.device_views.size() && d < run.device_views[i].size()
                          ? const_cast<char*>(static_cast<const char*>(run.device_views[i][d].raw()))
                          : global;
-        CopyBlock(view, out.type.dims, b->bytes.data(), dims, offset, eb, /*into_global=*/false);
+        if (piece.unreduced != 0) {
+          std::fill(b->bytes.begin(), b->bytes.end(), 0);
+        } else {
+          CopyBlock(view, out.type.dims, b->bytes.data(), dims, offset, eb, /*into_global=*/false);
+        }
       }
       made[d].push_back(std::move(b));
     }

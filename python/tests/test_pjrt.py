@@ -341,7 +341,8 @@ print(json.dumps({"errors": errors, "x": np.asarray(x * 2).tolist()}))
 # Programs over the 8 devices, each against numpy: pmap (with a psum), a jit
 # whose arguments and results are split over a 2x4 mesh, a reduction to a
 # replicated result, pmap's out_axes=None (each device keeps its own value),
-# a scalar beside a split argument, and shard_map under jit, whose output
+# a scalar beside a split argument, an unreduced result (jax >= 0.8), and
+# shard_map under jit, whose output
 # sharding JAX reads from the executable (the plugin's Shardings extension).
 SPMD = """
 import json
@@ -368,6 +369,18 @@ out["reduce"] = np.array_equal(np.asarray(z), a.sum(axis=0))
 # device keeps its own value, as on a TPU.
 per_device = jax.pmap(lambda t: t * 10, in_axes=0, out_axes=None)(v)
 out["out_axes_none"] = [float(s.data) for s in per_device.addressable_shards] == list(v * 10)
+if jax.__version_info__ >= (0, 8, 0):
+    # An unreduced result (explicit sharding): its sharding reaches JAX as
+    # UNREDUCED and its partial values sum to the product.
+    from jax.sharding import AxisType, reshard
+    emesh = jax.make_mesh((2,), ("x",), axis_types=(AxisType.Explicit,), devices=jax.devices()[:2])
+    with jax.set_mesh(emesh):
+        m = np.arange(16.0, dtype=np.float32).reshape(4, 4)
+        l = jax.device_put(m, P(None, "x"))
+        r = jax.device_put(m, P("x", None))
+        u = jax.jit(lambda p, q: jnp.einsum("ab,bc->ac", p, q, out_sharding=P(None, None, unreduced={"x"})))(l, r)
+        out["unreduced"] = (u.sharding.spec == P(None, None, unreduced={"x"}) and
+                            np.array_equal(np.asarray(reshard(u, P(None, None))), m @ m))
 if jax.__version_info__ >= (0, 5, 0):
     # A sharded jit with a scalar argument (JAX gives it the axis-less @empty_mesh).
     out["scalar_arg"] = np.array_equal(np.asarray(jax.jit(lambda t, k: t + k)(x, 7)), a + 7)

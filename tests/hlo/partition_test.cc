@@ -154,11 +154,38 @@ TEST(Partition, AMeshWithoutAxesIsReplicatedAndNotTheProgramsMesh) {
   auto whole = SdySharding(*main.arg_attrs[1].Find("sdy.sharding"), *m, axes);
   ASSERT_TRUE(whole.ok()) << whole.status().message();
   EXPECT_TRUE(whole->tiles.empty());
-  // A mesh of other axes is still refused, naming both.
-  auto other = SdySharding(*main.arg_attrs[0].Find("sdy.sharding"), *m, {{"data", 8}});
+  // On a run mesh of other names over as many devices, the sharding's own
+  // mesh tiles it; over another device count it is refused, naming both.
+  auto renamed = SdySharding(*main.arg_attrs[0].Find("sdy.sharding"), *m, {{"data", 2}, {"model", 4}});
+  ASSERT_TRUE(renamed.ok()) << renamed.status().message();
+  EXPECT_EQ(renamed->tiles, (std::vector<int64_t>{8, 1}));
+  EXPECT_EQ(renamed->device_tiles[5], (std::vector<int64_t>{5, 0}));
+  auto other = SdySharding(*main.arg_attrs[0].Find("sdy.sharding"), *m, {{"data", 4}});
   ASSERT_FALSE(other.ok());
-  EXPECT_NE(other.status().message().find("sdy mesh @mesh is i=8 but the run's mesh is data=8"), std::string::npos)
+  EXPECT_NE(other.status().message().find("sdy mesh @mesh is i=8 (8 devices) but the run's mesh is data=4 (4 devices"),
+            std::string::npos)
       << other.status().message();
+}
+
+TEST(Partition, UnreducedAxesAreTheirOwnSubgroup) {
+  // #sdy.sharding<@mesh, [{"x"}, {}], unreduced={"z"}> on x=2, y=2, z=2:
+  // y holds copies, z partial values.
+  auto m = ParseModule(
+      "module @m {\n"
+      "  sdy.mesh @mesh = <[\"x\"=2, \"y\"=2, \"z\"=2]>\n"
+      "  func.func public @main(%arg0: tensor<4x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}], "
+      "unreduced={\"z\"}>}) -> tensor<4x4xf32> {\n"
+      "    return %arg0 : tensor<4x4xf32>\n"
+      "  }\n"
+      "}\n",
+      "t.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto s = SdySharding(*m->FindFunc("main")->arg_attrs[0].Find("sdy.sharding"), *m, SdyMeshAxes(*m));
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->tiles, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(s->unreduced_count, 2);
+  EXPECT_EQ(s->unreduced, (std::vector<int64_t>{0, 1, 0, 1, 0, 1, 0, 1}));
+  EXPECT_EQ(s->replica, (std::vector<int64_t>{0, 0, 1, 1, 0, 0, 1, 1}));
 }
 
 }  // namespace

@@ -294,6 +294,21 @@ TEST(PjrtCompileOptionsTest, DeviceAssignmentRoundTrips) {
   EXPECT_NE(bad.status().message().find("not a CompileOptionsProto: a length past the end"), std::string::npos);
 }
 
+TEST(PjrtCompileOptionsTest, OpShardingWritesSubgroupsAsXlaDoes) {
+  using tpumesh::pjrt::SerializeOpSharding;
+  // Nothing split: REPLICATED (type 0).
+  EXPECT_EQ(SerializeOpSharding({1, 1}, 4, 1, {}), std::string("\x08\x00", 2));
+  // Split 2 ways, 2 copies: OTHER, dims [2,2], devices 0..3, replicate_on_last_tile_dim.
+  EXPECT_EQ(SerializeOpSharding({2}, 2, 1, {0, 1, 2, 3}),
+            std::string("\x08\x03\x1a\x02\x02\x02\x22\x04\x00\x01\x02\x03\x30\x01", 14));
+  // Unreduced over 2 devices, nothing split: OTHER, dims [1,2], last_tile_dims [UNREDUCED].
+  EXPECT_EQ(SerializeOpSharding({1}, 1, 2, {0, 1}),
+            std::string("\x08\x03\x1a\x02\x01\x02\x22\x02\x00\x01\x42\x01\x06", 13));
+  // Copies and unreduced: last_tile_dims [REPLICATED, UNREDUCED].
+  EXPECT_EQ(SerializeOpSharding({1}, 2, 2, {0, 1, 2, 3}),
+            std::string("\x08\x03\x1a\x03\x01\x02\x02\x22\x04\x00\x01\x02\x03\x42\x02\x00\x06", 17));
+}
+
 TEST(PjrtExecutableTest, CompilesAndRunsOnTheAssignedDevice) {
   TestClient c(*GetPjrtApi());
   PJRT_Error* error = nullptr;
