@@ -613,3 +613,16 @@ def test_jax_profiler_trace_shows_each_devices_modelled_ops(tmp_path):
         spans = [e for e in planes[f"/device:TPU:{d}"]["XLA Modules (modelled)"] if e[0] == program]
         assert len(spans) == 1 and spans[0][2] == pytest.approx(pmapped[0]["modelled_seconds"] * 1e12, abs=1)
         assert "multiply" in [e[0] for e in planes[f"/device:TPU:{d}"]["XLA Ops (modelled)"]]
+
+    # JAX's own conversion for the trace viewer (<host>.trace.json.gz beside
+    # the .xplane.pb): each device a process, each of our lines a thread.
+    import gzip
+    viewer = json.loads(gzip.decompress(found[0].with_name(found[0].name.replace(".xplane.pb", ".trace.json.gz"))
+                                        .read_bytes()))["traceEvents"]
+    processes = {e["pid"]: e["args"]["name"] for e in viewer if e.get("ph") == "M" and e["name"] == "process_name"}
+    pid = {name: p for p, name in processes.items()}
+    assert {f"/device:TPU:{d}" for d in range(8)} <= set(pid), processes
+    threads = {e["args"]["name"] for e in viewer
+               if e.get("ph") == "M" and e["name"] == "thread_name" and e["pid"] == pid["/device:TPU:0"]}
+    assert threads == set(lines)
+    assert any(e.get("ph") == "X" and e["pid"] == pid["/device:TPU:0"] and e["name"] == "dot_general" for e in viewer)
