@@ -29,13 +29,17 @@ namespace {
 
 // The started sessions.
 std::mutex g_sessions_mutex;
-std::vector<PLUGIN_Profiler*>* g_sessions = new std::vector<PLUGIN_Profiler*>;  // never destroyed
+std::vector<PLUGIN_Profiler*>* g_sessions =
+    new std::vector<PLUGIN_Profiler*>;  // never destroyed
 std::atomic<int> g_started{0};
 
-PLUGIN_Profiler_Error* Error(Status s) { return new PLUGIN_Profiler_Error{std::move(s)}; }
+PLUGIN_Profiler_Error* Error(Status s) {
+  return new PLUGIN_Profiler_Error{std::move(s)};
+}
 
 PLUGIN_Profiler_Error* NoProfiler(const char* function) {
-  return Error(InvalidArgumentError(std::string("tpumesh: ") + function + ": no profiler"));
+  return Error(InvalidArgumentError(std::string("tpumesh: ") + function +
+                                    ": no profiler"));
 }
 
 void ErrorDestroy(PLUGIN_Profiler_Error_Destroy_Args* args) {
@@ -50,7 +54,8 @@ void ErrorMessage(PLUGIN_Profiler_Error_Message_Args* args) {
 }
 
 PLUGIN_Profiler_Error* ErrorGetCode(PLUGIN_Profiler_Error_GetCode_Args* args) {
-  if (args == nullptr || args->error == nullptr) return Error(InvalidArgumentError("tpumesh: no profiler error"));
+  if (args == nullptr || args->error == nullptr)
+    return Error(InvalidArgumentError("tpumesh: no profiler error"));
   args->code = static_cast<int>(args->error->status.code());
   return nullptr;
 }
@@ -71,17 +76,20 @@ void Unregister(PLUGIN_Profiler* p) {
 }
 
 PLUGIN_Profiler_Error* Destroy(PLUGIN_Profiler_Destroy_Args* args) {
-  if (args == nullptr || args->profiler == nullptr) return NoProfiler("PLUGIN_Profiler_Destroy");
+  if (args == nullptr || args->profiler == nullptr)
+    return NoProfiler("PLUGIN_Profiler_Destroy");
   Unregister(args->profiler);
   delete args->profiler;
   return nullptr;
 }
 
 PLUGIN_Profiler_Error* Start(PLUGIN_Profiler_Start_Args* args) {
-  if (args == nullptr || args->profiler == nullptr) return NoProfiler("PLUGIN_Profiler_Start");
+  if (args == nullptr || args->profiler == nullptr)
+    return NoProfiler("PLUGIN_Profiler_Start");
   PLUGIN_Profiler* p = args->profiler;
   std::lock_guard<std::mutex> lock(g_sessions_mutex);
-  if (std::find(g_sessions->begin(), g_sessions->end(), p) != g_sessions->end()) return nullptr;  // already
+  if (std::find(g_sessions->begin(), g_sessions->end(), p) != g_sessions->end())
+    return nullptr;  // already
   {
     std::lock_guard<std::mutex> own(p->mutex);
     p->started = true;
@@ -95,7 +103,8 @@ PLUGIN_Profiler_Error* Start(PLUGIN_Profiler_Start_Args* args) {
 }
 
 PLUGIN_Profiler_Error* Stop(PLUGIN_Profiler_Stop_Args* args) {
-  if (args == nullptr || args->profiler == nullptr) return NoProfiler("PLUGIN_Profiler_Stop");
+  if (args == nullptr || args->profiler == nullptr)
+    return NoProfiler("PLUGIN_Profiler_Stop");
   Unregister(args->profiler);
   return nullptr;
 }
@@ -103,7 +112,8 @@ PLUGIN_Profiler_Error* Stop(PLUGIN_Profiler_Stop_Args* args) {
 // The session's XSpace, serialized once (a session still started is
 // stopped first: what ran so far is what it holds).
 PLUGIN_Profiler_Error* CollectData(PLUGIN_Profiler_CollectData_Args* args) {
-  if (args == nullptr || args->profiler == nullptr) return NoProfiler("PLUGIN_Profiler_CollectData");
+  if (args == nullptr || args->profiler == nullptr)
+    return NoProfiler("PLUGIN_Profiler_CollectData");
   PLUGIN_Profiler* p = args->profiler;
   Unregister(p);
   std::lock_guard<std::mutex> lock(p->mutex);
@@ -161,7 +171,8 @@ void RecordExecution(const ProfiledExecution& execution) {
 }
 
 int64_t WallNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 

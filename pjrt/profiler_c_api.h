@@ -31,7 +31,8 @@
 
 extern "C" {
 
-inline constexpr int kPjrtProfilerExtensionType = 1;  // PJRT_Extension_Type_Profiler
+inline constexpr int kPjrtProfilerExtensionType =
+    1;  // PJRT_Extension_Type_Profiler
 inline constexpr int kPluginProfilerVersion = 1;
 
 struct PLUGIN_Profiler;        // pjrt/profiler.cc
@@ -86,12 +87,14 @@ struct PLUGIN_Profiler_Api {
   void* priv;
   void (*error_destroy)(PLUGIN_Profiler_Error_Destroy_Args* args);
   void (*error_message)(PLUGIN_Profiler_Error_Message_Args* args);
-  PLUGIN_Profiler_Error* (*error_get_code)(PLUGIN_Profiler_Error_GetCode_Args* args);
+  PLUGIN_Profiler_Error* (*error_get_code)(
+      PLUGIN_Profiler_Error_GetCode_Args* args);
   PLUGIN_Profiler_Error* (*create)(PLUGIN_Profiler_Create_Args* args);
   PLUGIN_Profiler_Error* (*destroy)(PLUGIN_Profiler_Destroy_Args* args);
   PLUGIN_Profiler_Error* (*start)(PLUGIN_Profiler_Start_Args* args);
   PLUGIN_Profiler_Error* (*stop)(PLUGIN_Profiler_Stop_Args* args);
-  PLUGIN_Profiler_Error* (*collect_data)(PLUGIN_Profiler_CollectData_Args* args);
+  PLUGIN_Profiler_Error* (*collect_data)(
+      PLUGIN_Profiler_CollectData_Args* args);
 };
 
 // The chain link: PJRT_Extension_Base's three fields, then the table and a

@@ -21,8 +21,12 @@ class Writer {
     }
     out_ += static_cast<char>(v);
   }
-  void Tag(int field, int wire_type) { Varint((static_cast<uint64_t>(field) << 3) | static_cast<uint64_t>(wire_type)); }
-  // int64 (and uint64) as varint; a negative int64 takes 10 bytes, as protobuf writes it.
+  void Tag(int field, int wire_type) {
+    Varint((static_cast<uint64_t>(field) << 3) |
+           static_cast<uint64_t>(wire_type));
+  }
+  // int64 (and uint64) as varint; a negative int64 takes 10 bytes, as protobuf
+  // writes it.
   void Int(int field, int64_t v) {
     Tag(field, 0);
     Varint(static_cast<uint64_t>(v));
@@ -31,7 +35,8 @@ class Writer {
     Tag(field, 1);
     uint64_t bits;
     std::memcpy(&bits, &v, sizeof bits);
-    for (int k = 0; k < 8; ++k) out_ += static_cast<char>((bits >> (8 * k)) & 0xff);
+    for (int k = 0; k < 8; ++k)
+      out_ += static_cast<char>((bits >> (8 * k)) & 0xff);
   }
   void Bytes(int field, std::string_view s) {
     Tag(field, 2);
@@ -45,14 +50,17 @@ class Writer {
 };
 
 // XLine's fields.
-constexpr int kLineId = 1, kLineName = 2, kLineTimestampNs = 3, kLineEvents = 4, kLineDurationPs = 9;
+constexpr int kLineId = 1, kLineName = 2, kLineTimestampNs = 3, kLineEvents = 4,
+              kLineDurationPs = 9;
 // XEvent's.
-constexpr int kEventMetadataId = 1, kEventOffsetPs = 2, kEventDurationPs = 3, kEventStats = 4;
+constexpr int kEventMetadataId = 1, kEventOffsetPs = 2, kEventDurationPs = 3,
+              kEventStats = 4;
 // XStat's.
-constexpr int kStatMetadataId = 1, kStatDouble = 2, kStatInt64 = 4, kStatString = 5;
+constexpr int kStatMetadataId = 1, kStatDouble = 2, kStatInt64 = 4,
+              kStatString = 5;
 // XPlane's.
-constexpr int kPlaneId = 1, kPlaneName = 2, kPlaneLines = 3, kPlaneEventMetadata = 4, kPlaneStatMetadata = 5,
-              kPlaneStats = 6;
+constexpr int kPlaneId = 1, kPlaneName = 2, kPlaneLines = 3,
+              kPlaneEventMetadata = 4, kPlaneStatMetadata = 5, kPlaneStats = 6;
 
 // One device's plane as it is built: its lines' events so far and the
 // metadata they name.
@@ -67,18 +75,21 @@ class PlaneBuilder {
   }
 
   int64_t EventId(const std::string& name) {
-    auto [it, added] = event_ids_.try_emplace(name, static_cast<int64_t>(event_ids_.size()) + 1);
+    auto [it, added] = event_ids_.try_emplace(
+        name, static_cast<int64_t>(event_ids_.size()) + 1);
     return it->second;
   }
   int64_t StatId(const std::string& name) {
-    auto [it, added] = stat_ids_.try_emplace(name, static_cast<int64_t>(stat_ids_.size()) + 1);
+    auto [it, added] =
+        stat_ids_.try_emplace(name, static_cast<int64_t>(stat_ids_.size()) + 1);
     return it->second;
   }
 
   class Stats {
    public:
     // Written as repeated field `field`: an event's stats (4) or a plane's (6).
-    explicit Stats(PlaneBuilder& p, int field = kEventStats) : p_(p), field_(field) {}
+    explicit Stats(PlaneBuilder& p, int field = kEventStats)
+        : p_(p), field_(field) {}
     Stats& Double(const std::string& name, double v) {
       Writer s;
       s.Int(kStatMetadataId, p_.StatId(name));
@@ -116,14 +127,16 @@ class PlaneBuilder {
     return l.timestamp_ns;
   }
 
-  void AddEvent(LineIndex line, const std::string& name, int64_t offset_ps, int64_t duration_ps, const Stats& stats) {
+  void AddEvent(LineIndex line, const std::string& name, int64_t offset_ps,
+                int64_t duration_ps, const Stats& stats) {
     Writer e;
     e.Int(kEventMetadataId, EventId(name));
     e.Int(kEventOffsetPs, offset_ps);
     e.Int(kEventDurationPs, duration_ps);
     const std::string& s = stats.bytes();
     Line& l = lines_[line];
-    l.events.Bytes(kLineEvents, e.str() + s);  // the stats are repeated field 4 of the event
+    l.events.Bytes(kLineEvents,
+                   e.str() + s);  // the stats are repeated field 4 of the event
     l.end_ps = std::max(l.end_ps, offset_ps + duration_ps);
   }
 
@@ -148,7 +161,8 @@ class PlaneBuilder {
     // Plane stats first, so their names are in the stat metadata below.
     Stats plane_stats(*this, kPlaneStats);
     plane_stats.String("tpumesh",
-                       "an emulated TPU device: the lines marked (modelled) are tpumesh's cost model of the chip; "
+                       "an emulated TPU device: the lines marked (modelled) "
+                       "are tpumesh's cost model of the chip; "
                        "'Host wall time (measured)' is this host's wall clock");
     plane_stats.String("chip", chip);
     plane_stats.Int("device_id", device_id_);
@@ -188,7 +202,9 @@ class PlaneBuilder {
 
 }  // namespace
 
-int64_t Picoseconds(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e12)); }
+int64_t Picoseconds(double seconds) {
+  return static_cast<int64_t>(std::llround(seconds * 1e12));
+}
 
 std::string SerializeXSpace(const std::vector<ProfiledExecution>& executions) {
   std::map<int64_t, PlaneBuilder> planes;
@@ -204,12 +220,14 @@ std::string SerializeXSpace(const std::vector<ProfiledExecution>& executions) {
       // The modelled lines share one origin: the first execution's launch.
       const int64_t origin = p.Origin(PlaneBuilder::kOps, x.host_start_ns);
       p.Origin(PlaneBuilder::kModules, origin);
-      const int64_t anchor = std::max((x.host_start_ns - origin) * 1000, p.busy_until_ps());
+      const int64_t anchor =
+          std::max((x.host_start_ns - origin) * 1000, p.busy_until_ps());
       const int64_t total = Picoseconds(log.seconds());
       p.busy_until_ps() = anchor + total;
       PlaneBuilder::Stats module(p);
       module.Double("modelled_us", log.seconds() * 1e6)
-          .Double("host_us", static_cast<double>(x.host_end_ns - x.host_start_ns) / 1e3)
+          .Double("host_us",
+                  static_cast<double>(x.host_end_ns - x.host_start_ns) / 1e3)
           .Int("devices", static_cast<int64_t>(r.logs.size()));
       p.AddEvent(PlaneBuilder::kModules, x.program, anchor, total, module);
       for (const auto& e : log.ops()) {
@@ -225,13 +243,16 @@ std::string SerializeXSpace(const std::vector<ProfiledExecution>& executions) {
         if (e.op.repeat != 1) s.Double("calls", e.op.repeat);
         if (e.op.host_seconds > 0) s.Double("host_us", e.op.host_seconds * 1e6);
         if (e.op.ici_bytes > 0) s.Int("ici_bytes", e.op.ici_bytes);
-        p.AddEvent(PlaneBuilder::kOps, e.op.name, anchor + Picoseconds(e.start_seconds),
+        p.AddEvent(PlaneBuilder::kOps, e.op.name,
+                   anchor + Picoseconds(e.start_seconds),
                    Picoseconds(e.timing.seconds * e.op.repeat), s);
       }
-      const int64_t host_origin = p.Origin(PlaneBuilder::kHost, x.host_start_ns);
+      const int64_t host_origin =
+          p.Origin(PlaneBuilder::kHost, x.host_start_ns);
       PlaneBuilder::Stats host(p);
       host.Double("modelled_us", log.seconds() * 1e6);
-      p.AddEvent(PlaneBuilder::kHost, x.program, (x.host_start_ns - host_origin) * 1000,
+      p.AddEvent(PlaneBuilder::kHost, x.program,
+                 (x.host_start_ns - host_origin) * 1000,
                  (x.host_end_ns - x.host_start_ns) * 1000, host);
     }
   }

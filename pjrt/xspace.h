@@ -33,10 +33,13 @@
 namespace tpumesh::pjrt {
 
 struct ProfiledExecution {
-  std::string program;                      // the module's name, e.g. "jit_f"
-  int64_t host_start_ns = 0, host_end_ns = 0;  // realtime clock, ns since the epoch
-  std::vector<int64_t> device_ids;          // report device d ran on PJRT device device_ids[d]
-  std::shared_ptr<const report::RunReport> report;  // with its ops kept (keep_ops)
+  std::string program;  // the module's name, e.g. "jit_f"
+  int64_t host_start_ns = 0,
+          host_end_ns = 0;  // realtime clock, ns since the epoch
+  std::vector<int64_t>
+      device_ids;  // report device d ran on PJRT device device_ids[d]
+  std::shared_ptr<const report::RunReport>
+      report;  // with its ops kept (keep_ops)
 };
 
 // The serialized XSpace of `executions` (in the order they ran).

@@ -28,7 +28,7 @@ using namespace testing;  // NOLINT: the tests' helpers
 // ---- A protobuf reader of the test's own: a message as its fields.
 struct Field {
   uint32_t number = 0;
-  uint64_t varint = 0;    // wire types 0 and 1 (fixed64's bits)
+  uint64_t varint = 0;     // wire types 0 and 1 (fixed64's bits)
   std::string_view bytes;  // wire type 2
 };
 
@@ -49,7 +49,9 @@ std::vector<Field> Fields(std::string_view b) {
     Field f;
     f.number = static_cast<uint32_t>(key >> 3);
     switch (key & 7) {
-      case 0: f.varint = varint(); break;
+      case 0:
+        f.varint = varint();
+        break;
       case 1:
         std::memcpy(&f.varint, b.data() + i, 8);
         i += 8;
@@ -60,7 +62,9 @@ std::vector<Field> Fields(std::string_view b) {
         i += n;
         break;
       }
-      default: ADD_FAILURE() << "wire type " << (key & 7); return out;
+      default:
+        ADD_FAILURE() << "wire type " << (key & 7);
+        return out;
     }
     out.push_back(f);
   }
@@ -108,13 +112,15 @@ std::map<std::string, Plane> ReadXSpace(std::string_view bytes) {
         (f.number == 4 ? event_names : stat_names)[key] = name;
       }
     }
-    auto read_stat = [&](std::string_view b, std::map<std::string, double>& numbers,
+    auto read_stat = [&](std::string_view b,
+                         std::map<std::string, double>& numbers,
                          std::map<std::string, std::string>& strings) {
       std::string name;
       for (const Field& s : Fields(b)) {
         if (s.number == 1) name = stat_names[s.varint];
         if (s.number == 2) std::memcpy(&numbers[name], &s.varint, 8);
-        if (s.number == 4) numbers[name] = static_cast<double>(static_cast<int64_t>(s.varint));
+        if (s.number == 4)
+          numbers[name] = static_cast<double>(static_cast<int64_t>(s.varint));
         if (s.number == 5) strings[name] = std::string(s.bytes);
       }
     };
@@ -146,7 +152,8 @@ std::map<std::string, Plane> ReadXSpace(std::string_view bytes) {
 
 // ---- The profiler as jaxlib finds and drives it.
 const PLUGIN_Profiler_Api* FindProfilerApi(const PJRT_Api& api) {
-  for (const PJRT_Extension_Base* e = api.extension_start; e != nullptr; e = e->next)
+  for (const PJRT_Extension_Base* e = api.extension_start; e != nullptr;
+       e = e->next)
     if (static_cast<int>(e->type) == kPjrtProfilerExtensionType)
       return reinterpret_cast<const PJRT_Profiler_Extension*>(e)->profiler_api;
   return nullptr;
@@ -154,19 +161,25 @@ const PLUGIN_Profiler_Api* FindProfilerApi(const PJRT_Api& api) {
 
 // Two partitions, x split by rows: a dot and a tanh on each device.
 constexpr char kSharded[] =
-    "module @jit_g attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {\n"
+    "module @jit_g attributes {mhlo.num_partitions = 2 : i32, "
+    "mhlo.num_replicas = 1 : i32} {\n"
     "  sdy.mesh @mesh = <[\"data\"=2]>\n"
-    "  func.func public @main(%x: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"data\"}, {}]>},\n"
-    "                         %w: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>})\n"
-    "      -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"data\"}, {}]>}) {\n"
-    "    %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x4xf32>) -> "
+    "  func.func public @main(%x: tensor<8x16xf32> {sdy.sharding = "
+    "#sdy.sharding<@mesh, [{\"data\"}, {}]>},\n"
+    "                         %w: tensor<16x4xf32> {sdy.sharding = "
+    "#sdy.sharding<@mesh, [{}, {}]>})\n"
+    "      -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, "
+    "[{\"data\"}, {}]>}) {\n"
+    "    %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : "
+    "(tensor<8x16xf32>, tensor<16x4xf32>) -> "
     "tensor<8x4xf32>\n"
     "    %1 = stablehlo.tanh %0 : tensor<8x4xf32>\n"
     "    return %1 : tensor<8x4xf32>\n"
     "  }\n"
     "}\n";
 
-void Execute(TestClient& c, PJRT_LoadedExecutable* exe, const std::vector<int>& devices) {
+void Execute(TestClient& c, PJRT_LoadedExecutable* exe,
+             const std::vector<int>& devices) {
   PJRT_Error* error = nullptr;
   const std::vector<float> x(4 * 16, 1.0f), w(16 * 4, 0.5f);
   std::vector<std::vector<PJRT_Buffer*>> in;
@@ -174,8 +187,10 @@ void Execute(TestClient& c, PJRT_LoadedExecutable* exe, const std::vector<int>& 
   std::vector<PJRT_Buffer* const*> arg_lists;
   std::vector<PJRT_Buffer**> out_lists;
   for (size_t d = 0; d < devices.size(); ++d) {
-    in.push_back({FromHost(c, x.data(), PJRT_Buffer_Type_F32, {4, 16}, {}, devices[d], &error),
-                  FromHost(c, w.data(), PJRT_Buffer_Type_F32, {16, 4}, {}, devices[d], &error)});
+    in.push_back({FromHost(c, x.data(), PJRT_Buffer_Type_F32, {4, 16}, {},
+                           devices[d], &error),
+                  FromHost(c, w.data(), PJRT_Buffer_Type_F32, {16, 4}, {},
+                           devices[d], &error)});
     ExpectOk(c.api, error);
   }
   for (size_t d = 0; d < devices.size(); ++d) {
@@ -201,10 +216,13 @@ TEST(PjrtProfilerTest, TheExtensionIsOnTheChainAsJaxlibChecksIt) {
   const PLUGIN_Profiler_Api* p = FindProfilerApi(*GetPjrtApi());
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->struct_size, 80u);  // jaxlib refuses any other size
-  for (auto* fn : {reinterpret_cast<void*>(p->error_destroy), reinterpret_cast<void*>(p->error_message),
-                   reinterpret_cast<void*>(p->error_get_code), reinterpret_cast<void*>(p->create),
-                   reinterpret_cast<void*>(p->destroy), reinterpret_cast<void*>(p->start),
-                   reinterpret_cast<void*>(p->stop), reinterpret_cast<void*>(p->collect_data)})
+  for (auto* fn :
+       {reinterpret_cast<void*>(p->error_destroy),
+        reinterpret_cast<void*>(p->error_message),
+        reinterpret_cast<void*>(p->error_get_code),
+        reinterpret_cast<void*>(p->create), reinterpret_cast<void*>(p->destroy),
+        reinterpret_cast<void*>(p->start), reinterpret_cast<void*>(p->stop),
+        reinterpret_cast<void*>(p->collect_data)})
     EXPECT_NE(fn, nullptr);
 }
 
@@ -217,7 +235,8 @@ TEST(PjrtProfilerTest, ErrorsAreReturnedNotThrown) {
   PLUGIN_Profiler_Error_Message_Args m{};
   m.error = error;
   p->error_message(&m);
-  EXPECT_EQ(std::string(m.message, m.message_size), "tpumesh: PLUGIN_Profiler_Start: no profiler");
+  EXPECT_EQ(std::string(m.message, m.message_size),
+            "tpumesh: PLUGIN_Profiler_Start: no profiler");
   PLUGIN_Profiler_Error_GetCode_Args code{};
   code.error = error;
   EXPECT_EQ(p->error_get_code(&code), nullptr);
@@ -234,7 +253,8 @@ TEST(PjrtProfilerTest, EachDevicePlaneHoldsTheReportsModelledOps) {
   TestClient c(api);
   PJRT_Error* error = nullptr;
   const std::vector<int> devices = {2, 5};
-  PJRT_LoadedExecutable* exe = Compile(c, kSharded, OptionsOnDevices({2, 5}), &error);
+  PJRT_LoadedExecutable* exe =
+      Compile(c, kSharded, OptionsOnDevices({2, 5}), &error);
   ExpectOk(api, error);
   ASSERT_NE(exe, nullptr);
   Execute(c, exe, devices);  // before the session: not in it
@@ -266,7 +286,8 @@ TEST(PjrtProfilerTest, EachDevicePlaneHoldsTheReportsModelledOps) {
   ASSERT_EQ(prof->collect_data(&collect), nullptr);
   ASSERT_NE(collect.buffer, nullptr);
   ASSERT_GT(collect.buffer_size_in_bytes, 0u);
-  const std::string bytes(reinterpret_cast<const char*>(collect.buffer), collect.buffer_size_in_bytes);
+  const std::string bytes(reinterpret_cast<const char*>(collect.buffer),
+                          collect.buffer_size_in_bytes);
   std::string copy(collect.buffer_size_in_bytes, '\0');
   collect.buffer = reinterpret_cast<uint8_t*>(copy.data());
   ASSERT_EQ(prof->collect_data(&collect), nullptr);
@@ -319,13 +340,20 @@ TEST(PjrtProfilerTest, EachDevicePlaneHoldsTheReportsModelledOps) {
       EXPECT_EQ(module.duration_ps, Picoseconds(log.seconds()));
       EXPECT_GT(module.duration_ps, 0);
       for (size_t k = 0; k < priced.size(); ++k) {
-        const Event& e = ops.events[static_cast<size_t>(run) * priced.size() + k];
+        const Event& e =
+            ops.events[static_cast<size_t>(run) * priced.size() + k];
         EXPECT_EQ(e.name, priced[k].op.name);
-        EXPECT_EQ(e.duration_ps, Picoseconds(priced[k].timing.seconds * priced[k].op.repeat)) << e.name;
-        EXPECT_EQ(e.offset_ps - module.offset_ps, Picoseconds(priced[k].start_seconds)) << e.name;
-        EXPECT_DOUBLE_EQ(e.numbers.at("modelled_us"), priced[k].timing.seconds * priced[k].op.repeat * 1e6);
+        EXPECT_EQ(e.duration_ps,
+                  Picoseconds(priced[k].timing.seconds * priced[k].op.repeat))
+            << e.name;
+        EXPECT_EQ(e.offset_ps - module.offset_ps,
+                  Picoseconds(priced[k].start_seconds))
+            << e.name;
+        EXPECT_DOUBLE_EQ(e.numbers.at("modelled_us"),
+                         priced[k].timing.seconds * priced[k].op.repeat * 1e6);
         EXPECT_EQ(e.strings.at("op type"), priced[k].op.type);
-        EXPECT_GT(e.numbers.at("host_us"), 0);  // measured: the op ran on this host
+        EXPECT_GT(e.numbers.at("host_us"),
+                  0);  // measured: the op ran on this host
       }
       // The host's wall time: within the test's own clock readings.
       const Event& h = host.events[static_cast<size_t>(run)];
@@ -334,10 +362,12 @@ TEST(PjrtProfilerTest, EachDevicePlaneHoldsTheReportsModelledOps) {
       EXPECT_LE(start_ns + h.duration_ps / 1000, after);
       EXPECT_GT(h.duration_ps, 0);
       // The modelled span starts when the host launched it, or later.
-      EXPECT_GE(modules.timestamp_ns * 1000 + module.offset_ps, host.timestamp_ns * 1000 + h.offset_ps);
+      EXPECT_GE(modules.timestamp_ns * 1000 + module.offset_ps,
+                host.timestamp_ns * 1000 + h.offset_ps);
     }
     // The second run starts after the first's modelled end.
-    EXPECT_GE(modules.events[1].offset_ps, modules.events[0].offset_ps + modules.events[0].duration_ps);
+    EXPECT_GE(modules.events[1].offset_ps,
+              modules.events[0].offset_ps + modules.events[0].duration_ps);
   }
   auto done = Make<PJRT_LoadedExecutable_Destroy_Args>();
   done.executable = exe;
@@ -352,7 +382,8 @@ TEST(PjrtProfilerTest, ASessionWithNothingRunGivesAnEmptySpace) {
   PLUGIN_Profiler_Start_Args start{};
   start.profiler = create.profiler;
   ASSERT_EQ(prof->start(&start), nullptr);
-  PLUGIN_Profiler_CollectData_Args collect{};  // collected while started: stops it
+  PLUGIN_Profiler_CollectData_Args
+      collect{};  // collected while started: stops it
   collect.profiler = create.profiler;
   ASSERT_EQ(prof->collect_data(&collect), nullptr);
   EXPECT_EQ(collect.buffer_size_in_bytes, 0u);
