@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tpumesh::pjrt {
 namespace {
@@ -209,7 +210,17 @@ int64_t Picoseconds(double seconds) {
 std::string SerializeXSpace(const std::vector<ProfiledExecution>& executions) {
   std::map<int64_t, PlaneBuilder> planes;
   std::string chip;
-  for (const ProfiledExecution& x : executions) {
+  // In the order the host launched them (executions on several threads are
+  // recorded in the order they finished), so each line's origin is its
+  // earliest event and no offset is negative.
+  std::vector<const ProfiledExecution*> order;
+  for (const ProfiledExecution& x : executions) order.push_back(&x);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const ProfiledExecution* a, const ProfiledExecution* b) {
+                     return a->host_start_ns < b->host_start_ns;
+                   });
+  for (const ProfiledExecution* xp : order) {
+    const ProfiledExecution& x = *xp;
     if (!x.report) continue;
     const report::RunReport& r = *x.report;
     chip = r.chip.name;

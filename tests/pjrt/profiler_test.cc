@@ -8,6 +8,7 @@
 // modelled time, and the host's wall time of each execution.
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -391,6 +392,45 @@ TEST(PjrtProfilerTest, ASessionWithNothingRunGivesAnEmptySpace) {
   PLUGIN_Profiler_Destroy_Args destroy{};
   destroy.profiler = create.profiler;
   ASSERT_EQ(prof->destroy(&destroy), nullptr);
+}
+
+// Executions recorded out of launch order (several threads finish in any
+// order): placed by launch, no negative offset, the modelled lines never
+// overlapping themselves.
+TEST(PjrtProfilerTest, ExecutionsArePlacedInLaunchOrder) {
+  auto report = [](double seconds) {
+    auto r = std::make_shared<report::RunReport>();
+    mesh::DeviceCostLog log;
+    log.set_keep_ops(true);
+    mesh::OpRecord op;
+    op.name = "dot_general";
+    op.type = "matmul";
+    mesh::OpTiming t;
+    t.seconds = seconds;
+    log.Add(op, t);
+    r->logs.push_back(log);
+    return r;
+  };
+  ProfiledExecution late{
+      "late", 2'000'000'000, 2'000'001'000, {4}, report(5e-3)};
+  ProfiledExecution early{
+      "early", 1'999'999'000, 2'000'000'500, {4}, report(5e-3)};
+  const auto planes = ReadXSpace(SerializeXSpace({late, early}));
+  ASSERT_EQ(planes.size(), 1u);
+  const Plane& p = planes.at("/device:TPU:4");
+  const Line& modules = p.lines.at("XLA Modules (modelled)");
+  const Line& host = p.lines.at("Host wall time (measured)");
+  ASSERT_EQ(modules.events.size(), 2u);
+  EXPECT_EQ(modules.events[0].name, "early");
+  EXPECT_EQ(modules.events[1].name, "late");
+  EXPECT_EQ(modules.timestamp_ns, 1'999'999'000);
+  EXPECT_EQ(modules.events[0].offset_ps, 0);
+  // 5 ms modelled: the second waits for the first on the device.
+  EXPECT_EQ(modules.events[1].offset_ps, Picoseconds(5e-3));
+  ASSERT_EQ(host.events.size(), 2u);
+  EXPECT_EQ(host.events[0].offset_ps, 0);
+  EXPECT_EQ(host.events[1].offset_ps, 1'000'000);  // 1 us later, in ps
+  EXPECT_EQ(host.events[1].duration_ps, 1'000'000);
 }
 
 TEST(PjrtProfilerTest, PicosecondsRound) {
