@@ -743,13 +743,9 @@ Status Execute(PJRT_LoadedExecutable& exe, PJRT_LoadedExecutable_Execute_Args& a
     if (args.device_complete_events != nullptr) args.device_complete_events[d] = ReadyEvent();
   }
   if (report) {  // the profiler's, after the results are made: the host's wall time is the whole call's
-    ProfiledExecution x;
-    x.program = p.name;
-    x.host_start_ns = host_start_ns;
-    x.host_end_ns = WallNanos();
-    for (PJRT_Device* d : devices) x.device_ids.push_back(d->description.id);
-    x.report = std::move(report);
-    RecordExecution(x);
+    std::vector<int64_t> ids;
+    for (PJRT_Device* d : devices) ids.push_back(d->description.id);
+    RecordExecution({p.name, host_start_ns, WallNanos(), std::move(ids), std::move(report)});
   }
   return OkStatus();
 }
