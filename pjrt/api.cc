@@ -16,6 +16,7 @@
 #include "pjrt/client.h"
 #include "pjrt/executable.h"
 #include "pjrt/pjrt_c_api.h"
+#include "pjrt/profiler.h"
 
 namespace tpumesh::pjrt {
 namespace {
@@ -305,7 +306,9 @@ typename PjrtSlotType<Args>::Fn* StubFor(PJRT_Error* (*stub)(Args*)) {
 PJRT_Api MakeApi() {
   PJRT_Api api{};
   api.struct_size = sizeof(PJRT_Api);
+  // The chain: Shardings, then the profiler (each framework skips types it does not know).
   api.extension_start = ShardingsExtension();
+  api.extension_start->next = ProfilerExtension();
   api.pjrt_api_version.struct_size = sizeof(PJRT_Api_Version);
   api.pjrt_api_version.major_version = kPjrtApiMajor;
   api.pjrt_api_version.minor_version = kPjrtApiMinor;

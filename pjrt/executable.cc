@@ -24,6 +24,7 @@
 #include "pjrt/c_boundary.h"
 #include "pjrt/client.h"
 #include "pjrt/compile_options.h"
+#include "pjrt/profiler.h"
 #include "report/report.h"
 
 namespace tpumesh::pjrt {
@@ -682,25 +683,34 @@ StatusOr<hlo::Tensor> Argument(const Program& p, PJRT_Buffer* const* const* list
   return t;
 }
 
-// With TPUMESH_PJRT_REPORT_DIR set, every execution's chip view: the
-// report (per device and op type, modelled seconds) and the trace (one
-// event per op per device) as <dir>/<program>.<n>.report.json and
-// .trace.json, n counting the client's executions from 1.
-Status WriteRunReport(const PJRT_LoadedExecutable& exe, const hlo::ProgramRun& run, const mesh::Mesh& mesh,
-                      hlo::XlaGeneration generation) {
+// The execution's chip view, when asked for: with TPUMESH_PJRT_REPORT_DIR
+// set, the report (per device and op type, modelled seconds) and the trace
+// (one event per op per device) are written as
+// <dir>/<program>.<n>.report.json and .trace.json, n counting the client's
+// executions from 1; while a jax.profiler.trace session runs, the report is
+// returned for the profiler (pjrt/profiler.h). Null when neither asks.
+StatusOr<std::shared_ptr<const report::RunReport>> ReportRun(const PJRT_LoadedExecutable& exe,
+                                                              const hlo::ProgramRun& run, const mesh::Mesh& mesh,
+                                                              hlo::XlaGeneration generation) {
   const char* dir = std::getenv("TPUMESH_PJRT_REPORT_DIR");
-  if (dir == nullptr || *dir == '\0') return OkStatus();
+  const bool to_dir = dir != nullptr && *dir != '\0';
+  const bool to_profiler = ProfilingActive();
+  if (!to_dir && !to_profiler) return std::shared_ptr<const report::RunReport>();
   const Program& p = *exe.program;
   hlo::RunOptions o;
   o.program = p.name;
   o.keep_ops = true;
-  const report::RunReport r = hlo::ReportOf(run, p.layout, mesh, o, generation);
-  const std::string base = std::string(dir) + "/" + p.name + "." + std::to_string(++exe.client->executions);
-  TPUMESH_RETURN_IF_ERROR(report::WriteReportJson(base + ".report.json", r));
-  return report::WriteTraceJson(base + ".trace.json", r);
+  auto r = std::make_shared<const report::RunReport>(hlo::ReportOf(run, p.layout, mesh, o, generation));
+  if (to_dir) {
+    const std::string base = std::string(dir) + "/" + p.name + "." + std::to_string(++exe.client->executions);
+    TPUMESH_RETURN_IF_ERROR(report::WriteReportJson(base + ".report.json", *r));
+    TPUMESH_RETURN_IF_ERROR(report::WriteTraceJson(base + ".trace.json", *r));
+  }
+  return to_profiler ? r : std::shared_ptr<const report::RunReport>();
 }
 
 Status Execute(PJRT_LoadedExecutable& exe, PJRT_LoadedExecutable_Execute_Args& args) {
+  const int64_t host_start_ns = WallNanos();
   const Program& p = *exe.program;
   if (exe.deleted) return FailedPreconditionError("tpumesh: " + p.name + " was deleted");
   std::vector<PJRT_Device*> devices = exe.devices;
@@ -731,7 +741,7 @@ Status Execute(PJRT_LoadedExecutable& exe, PJRT_LoadedExecutable_Execute_Args& a
   std::vector<mesh::OpRecord> unused;
   o.ops = &unused;  // per device, set by RunProgram
   TPUMESH_ASSIGN_OR_RETURN(hlo::ProgramRun run, hlo::RunProgram(p.module, p.layout, *mesh, std::move(inputs), o));
-  TPUMESH_RETURN_IF_ERROR(WriteRunReport(exe, run, *mesh, o.generation));
+  TPUMESH_ASSIGN_OR_RETURN(std::shared_ptr<const report::RunReport> report, ReportRun(exe, run, *mesh, o.generation));
   // Results: device d's slice (pmap) or the whole value, on device d.
   const bool stacked = p.layout.kind == hlo::Layout::Kind::kReplicas;
   std::vector<std::vector<std::unique_ptr<PJRT_Buffer>>> made(n);
@@ -774,6 +784,11 @@ Status Execute(PJRT_LoadedExecutable& exe, PJRT_LoadedExecutable_Execute_Args& a
   for (size_t d = 0; d < n; ++d) {
     for (size_t i = 0; i < made[d].size(); ++i) args.output_lists[d][i] = made[d][i].release();
     if (args.device_complete_events != nullptr) args.device_complete_events[d] = ReadyEvent();
+  }
+  if (report) {  // the profiler's, after the results are made: the host's wall time is the whole call's
+    std::vector<int64_t> ids;
+    for (PJRT_Device* d : devices) ids.push_back(d->description.id);
+    RecordExecution({p.name, host_start_ns, WallNanos(), std::move(ids), std::move(report)});
   }
   return OkStatus();
 }

@@ -19,6 +19,8 @@
 // device holds whole (replicated). Arguments split over the devices
 // (sharded jit, shard_map) are UNIMPLEMENTED, named so. Every error is our
 // one line ("jit_f.mlir:3:10: stablehlo.foo: ..."), returned as a PJRT_Error.
+// While a jax.profiler.trace session runs, each execution's report (per
+// op, modelled) and host wall time go to it (pjrt/profiler.h).
 #ifndef TPUMESH_PJRT_EXECUTABLE_H_
 #define TPUMESH_PJRT_EXECUTABLE_H_
 

@@ -34,10 +34,10 @@ extern "C" {
 inline constexpr int kPjrtApiMajor = 0;
 inline constexpr int kPjrtApiMinor = 91;
 
-// Extensions: a chain from PJRT_Api::extension_start. tpumesh offers one,
+// Extensions: a chain from PJRT_Api::extension_start. tpumesh offers
 // Shardings (type 19): the executables' parameter and output shardings as
 // serialized xla.OpSharding protos (jaxlib 0.10 reads it; older ones skip
-// types they do not know).
+// types they do not know); then the profiler (type 1, pjrt/profiler_c_api.h).
 enum PJRT_Extension_Type { PJRT_Extension_Type_Shardings = 19 };
 struct PJRT_Extension_Base {
   size_t struct_size;

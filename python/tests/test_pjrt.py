@@ -503,3 +503,146 @@ def test_seed_flow_images_on_tpumesh_equal_cpus_within_one_level(tmp_path):
     # Within one level of 255 per pixel value.
     assert got["max_abs_diff"] <= 1, got
     assert got["values_differing_by_more_than_1"] == 0, got
+
+
+# ---- jax.profiler.trace: the plugin's profiler extension (docs/pjrt.md,
+# "Profiling"). The .xplane.pb JAX writes is read with a protobuf reader of
+# our own (tensorflow.profiler.XSpace's field numbers; no protobuf package).
+
+def _fields(b):
+    """A message's fields as (number, wire type, value) triples."""
+    out, i = [], 0
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            c = b[i]
+            i += 1
+            v |= (c & 0x7F) << shift
+            shift += 7
+            if c < 0x80:
+                return v
+
+    while i < len(b):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value = varint()
+        elif wire == 1:
+            value, i = b[i:i + 8], i + 8
+        elif wire == 2:
+            n = varint()
+            value, i = b[i:i + n], i + n
+        elif wire == 5:
+            value, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        out.append((number, wire, value))
+    return out
+
+
+def read_xspace(data):
+    """{plane name: {line name: [(event name, offset_ps, duration_ps)]}}."""
+    planes = {}
+    for number, _, plane in _fields(data):
+        if number != 1:
+            continue
+        name, lines, names = "", [], {}
+        for f, _, v in _fields(plane):
+            if f == 2:
+                name = v.decode()
+            elif f == 3:
+                lines.append(v)
+            elif f == 4:  # map<int64, XEventMetadata>
+                entry = dict((k, x) for k, _, x in _fields(v))
+                names[entry[1]] = dict((k, x) for k, _, x in _fields(entry[2])).get(2, b"").decode()
+        planes[name] = {}
+        for line in lines:
+            line_name, events = "", []
+            for f, _, v in _fields(line):
+                if f == 2:
+                    line_name = v.decode()
+                elif f == 4:
+                    e = dict((k, x) for k, _, x in _fields(v) if k in (1, 2, 3))
+                    events.append((names.get(e.get(1, 0), ""), e.get(2, 0), e.get(3, 0)))
+            planes[name][line_name] = events
+    return planes
+
+
+PROFILED = """
+import json, sys
+import numpy as np
+import jax, jax.numpy as jnp
+def step(a, b):
+    return jnp.tanh(a @ b)
+f = jax.jit(step)
+x = np.ones((8, 16), np.float32); w = np.ones((16, 4), np.float32)
+f(x, w).block_until_ready()  # compiled and run before the trace: not in it
+g = jax.pmap(lambda v: v * 2.0)
+with jax.profiler.trace(sys.argv[1]):
+    f(x, w).block_until_ready()
+    g(np.ones((8, 4), np.float32)).block_until_ready()
+print(json.dumps(jax.__version__))
+"""
+
+
+@needs_jax
+def test_jax_profiler_trace_shows_each_devices_modelled_ops(tmp_path):
+    logdir, reports = tmp_path / "trace", tmp_path / "reports"
+    reports.mkdir()
+    env = dict(os.environ, JAX_PLATFORMS="tpumesh", TPUMESH_PJRT_REPORT_DIR=str(reports))
+    r = subprocess.run([sys.executable, "-c", PROFILED, str(logdir)], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    found = list(logdir.glob("plugins/profile/*/*.xplane.pb"))
+    assert len(found) == 1, found
+    planes = read_xspace(found[0].read_bytes())
+    # One plane per emulated device that ran: f on device 0, the pmap on all 8.
+    assert {f"/device:TPU:{d}" for d in range(8)} <= set(planes), sorted(planes)
+    lines = ("XLA Modules (modelled)", "XLA Ops (modelled)", "Host wall time (measured)")
+    for d in range(8):
+        assert set(planes[f"/device:TPU:{d}"]) == set(lines)
+
+    # The executions' own reports (TPUMESH_PJRT_REPORT_DIR): the first is
+    # before the trace; f's second is in it.
+    summaries = {}
+    for p in sorted(reports.glob("*.report.json"), key=lambda p: int(p.name.split(".")[-3])):
+        summaries.setdefault(p.name.split(".")[0], []).append(json.loads(p.read_text())["summary"])
+    assert len(summaries["jit_step"]) == 2
+    want = summaries["jit_step"][1]["modelled_seconds"]
+
+    tpu0 = planes["/device:TPU:0"]
+    modules = [e for e in tpu0["XLA Modules (modelled)"] if e[0] == "jit_step"]
+    assert len(modules) == 1, tpu0["XLA Modules (modelled)"]  # the run before the trace is not in it
+    _, start, duration = modules[0]
+    assert duration == pytest.approx(want * 1e12, abs=1)
+    ops = [e for e in tpu0["XLA Ops (modelled)"] if start <= e[1] < start + duration]
+    names = [e[0] for e in ops]
+    assert "dot_general" in names and "tanh" in names, names
+    # Ops do not overlap on a device: their modelled durations add up to the module's.
+    assert sum(e[2] for e in ops) == pytest.approx(duration, abs=len(ops))
+    assert [e[0] for e in tpu0["Host wall time (measured)"]].count("jit_step") == 1
+    assert all(e[2] > 0 for e in tpu0["Host wall time (measured)"])
+
+    # The pmap: an execution on the 8 devices, the same modelled time on each.
+    pmapped = [s for runs in summaries.values() for s in runs if s["devices"] == 8]
+    assert len(pmapped) == 1, summaries.keys()
+    program = pmapped[0]["program"]
+    for d in range(8):
+        spans = [e for e in planes[f"/device:TPU:{d}"]["XLA Modules (modelled)"] if e[0] == program]
+        assert len(spans) == 1 and spans[0][2] == pytest.approx(pmapped[0]["modelled_seconds"] * 1e12, abs=1)
+        assert "multiply" in [e[0] for e in planes[f"/device:TPU:{d}"]["XLA Ops (modelled)"]]
+
+    # JAX's own conversion for the trace viewer (<host>.trace.json.gz beside
+    # the .xplane.pb): each device a process, each of our lines a thread.
+    import gzip
+    viewer = json.loads(gzip.decompress(found[0].with_name(found[0].name.replace(".xplane.pb", ".trace.json.gz"))
+                                        .read_bytes()))["traceEvents"]
+    processes = {e["pid"]: e["args"]["name"] for e in viewer if e.get("ph") == "M" and e["name"] == "process_name"}
+    pid = {name: p for p, name in processes.items()}
+    assert {f"/device:TPU:{d}" for d in range(8)} <= set(pid), processes
+    threads = {e["args"]["name"] for e in viewer
+               if e.get("ph") == "M" and e["name"] == "thread_name" and e["pid"] == pid["/device:TPU:0"]}
+    assert threads == set(lines)
+    assert any(e.get("ph") == "X" and e["pid"] == pid["/device:TPU:0"] and e["name"] == "dot_general" for e in viewer)
