@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,6 +21,7 @@
 #include "hlo/module.h"
 #include "hlo/program.h"
 #include "hlo/run.h"
+#include "io/atomic_file.h"
 #include "pjrt/buffer.h"
 #include "pjrt/c_boundary.h"
 #include "pjrt/client.h"
@@ -687,7 +689,7 @@ StatusOr<hlo::Tensor> Argument(const Program& p, PJRT_Buffer* const* const* list
 // set, the report (per device and op type, modelled seconds) and the trace
 // (one event per op per device) are written as
 // <dir>/<program>.<n>.report.json and .trace.json, n counting the client's
-// executions from 1; while a jax.profiler.trace session runs, the report is
+// executions from 1, skipping names already taken; while a jax.profiler.trace session runs, the report is
 // returned for the profiler (pjrt/profiler.h). Null when neither asks.
 StatusOr<std::shared_ptr<const report::RunReport>> ReportRun(const PJRT_LoadedExecutable& exe,
                                                               const hlo::ProgramRun& run, const mesh::Mesh& mesh,
@@ -702,9 +704,17 @@ StatusOr<std::shared_ptr<const report::RunReport>> ReportRun(const PJRT_LoadedEx
   o.keep_ops = true;
   auto r = std::make_shared<const report::RunReport>(hlo::ReportOf(run, p.layout, mesh, o, generation));
   if (to_dir) {
-    const std::string base = std::string(dir) + "/" + p.name + "." + std::to_string(++exe.client->executions);
-    TPUMESH_RETURN_IF_ERROR(report::WriteReportJson(base + ".report.json", *r));
-    TPUMESH_RETURN_IF_ERROR(report::WriteTraceJson(base + ".trace.json", *r));
+    // The next n whose two files are both absent: an earlier process's
+    // files in the folder are never overwritten; the pair is written all or
+    // none.
+    std::string base;
+    std::error_code ec;
+    do {
+      base = std::string(dir) + "/" + p.name + "." + std::to_string(++exe.client->executions);
+    } while (std::filesystem::exists(base + ".report.json", ec) || std::filesystem::exists(base + ".trace.json", ec));
+    TPUMESH_RETURN_IF_ERROR(WriteFilesAtomic({{base + ".report.json", report::ReportJson(*r)},
+                                              {base + ".trace.json", report::TraceJson(*r)}})
+                                .WithContext("TPUMESH_PJRT_REPORT_DIR"));
   }
   return to_profiler ? r : std::shared_ptr<const report::RunReport>();
 }

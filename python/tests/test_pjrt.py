@@ -423,6 +423,13 @@ print(json.dumps((cost[0] if isinstance(cost, list) else cost)["flops"]))  # a l
     assert summary["modelled_seconds"] > 0
     trace = json.loads((tmp_path / "jit_step.1.trace.json").read_text())
     assert any("dot_general" in json.dumps(e) for e in trace["traceEvents"])
+    # A second process into the same folder numbers on: nothing overwritten.
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    run_code(code, env={"TPUMESH_PJRT_REPORT_DIR": str(tmp_path)})
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == sorted(list(before) + ["jit_step.3.report.json", "jit_step.3.trace.json",
+                                           "jit_step.4.report.json", "jit_step.4.trace.json"]), names
+    assert all((tmp_path / n).read_bytes() == b for n, b in before.items())
 
 
 @needs_jax
