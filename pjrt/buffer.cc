@@ -17,6 +17,12 @@
 namespace tpumesh::pjrt {
 
 // Bytes per element, 0 for a type this plugin does not hold.
+void DeleteBuffer(PJRT_Buffer& b) {
+  b.deleted = true;
+  std::vector<char>().swap(b.bytes);
+  b.hbm.Release();
+}
+
 int ElementBytes(PJRT_Buffer_Type type) {
   switch (type) {
     case PJRT_Buffer_Type_PRED:
@@ -204,13 +210,9 @@ PJRT_Error* BufferMemory(PJRT_Buffer_Memory_Args* args) {
   return nullptr;
 }
 
-// Frees the device memory; the handle stays until PJRT_Buffer_Destroy.
 PJRT_Error* BufferDelete(PJRT_Buffer_Delete_Args* args) {
   TPUMESH_PJRT_CHECK(args, "PJRT_Buffer_Delete");
-  PJRT_Buffer& b = *args->buffer;
-  b.deleted = true;
-  std::vector<char>().swap(b.bytes);
-  b.hbm.Release();
+  DeleteBuffer(*args->buffer);
   return nullptr;
 }
 

@@ -46,6 +46,11 @@ PJRT_Event* ReadyEvent();
 StatusOr<std::unique_ptr<PJRT_Buffer>> NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type,
                                                  std::vector<int64_t> dims, int64_t size, std::string_view what);
 
+// Frees the buffer's bytes and HBM and marks it deleted (PJRT_Buffer_Delete,
+// a donated argument after its execution); the handle stays until
+// PJRT_Buffer_Destroy.
+void DeleteBuffer(PJRT_Buffer& b);
+
 // Sets the Client_BufferFromHostBuffer, Buffer_* and Event_* slots.
 void FillBufferSlots(PJRT_Api& api);
 

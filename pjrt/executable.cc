@@ -58,6 +58,9 @@ struct Program {
   // memory_analysis: one device's arguments, outputs and the most HBM the
   // dry run held at once beyond its arguments and outputs.
   int64_t argument_bytes = 0, output_bytes = 0, temp_bytes = 0, peak_bytes = 0;
+  // @main's arguments JAX donated (tf.aliasing_output or jax.buffer_donor):
+  // consumed by an execution, as XLA consumes them.
+  std::vector<bool> donated;
 };
 
 }  // namespace tpumesh::pjrt
@@ -220,6 +223,10 @@ StatusOr<std::shared_ptr<Program>> MakeProgram(std::string_view code, std::strin
     static const char kDevice[] = "device";
     p->memory_kinds.push_back(kDevice);
     p->memory_kind_sizes.push_back(sizeof kDevice - 1);
+  }
+  for (size_t i = 0; i < main->arg_types.size(); ++i) {
+    const hlo::Attr* a = i < main->arg_attrs.size() ? &main->arg_attrs[i] : nullptr;
+    p->donated.push_back(a != nullptr && (a->Find("tf.aliasing_output") != nullptr || a->Find("jax.buffer_donor") != nullptr));
   }
   if (p->layout.kind == hlo::Layout::Kind::kGlobal) {
     for (size_t i = 0; i < main->arg_types.size(); ++i) {
@@ -791,6 +798,18 @@ Status Execute(PJRT_LoadedExecutable& exe, PJRT_LoadedExecutable_Execute_Args& a
       made[d].push_back(std::move(b));
     }
   }
+  // Donated arguments are consumed (their HBM freed, is_deleted true), but
+  // those the call lists as not donatable.
+  std::vector<bool> consume = p.donated;
+  const PJRT_ExecuteOptions* eo = args.options;
+  if (eo != nullptr && eo->struct_size >= offsetof(PJRT_ExecuteOptions, num_non_donatable_input_indices) + sizeof(size_t))
+    for (size_t k = 0; k < eo->num_non_donatable_input_indices; ++k) {
+      const int64_t at = eo->non_donatable_input_indices[k];
+      if (at >= 0 && static_cast<size_t>(at) < consume.size()) consume[static_cast<size_t>(at)] = false;
+    }
+  for (size_t d = 0; d < n; ++d)
+    for (size_t i = 0; i < consume.size() && i < args.num_args; ++i)
+      if (consume[i]) DeleteBuffer(*args.argument_lists[d][i]);
   for (size_t d = 0; d < n; ++d) {
     for (size_t i = 0; i < made[d].size(); ++i) args.output_lists[d][i] = made[d][i].release();
     if (args.device_complete_events != nullptr) args.device_complete_events[d] = ReadyEvent();

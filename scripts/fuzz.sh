@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 RUNS=${1:-1000000}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(tokenizer chip safetensors latents model_file cli workload stablehlo png)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(tokenizer chip safetensors latents model_file cli workload stablehlo png compile_options)
 
 cmake --preset asan >/dev/null
 cmake --build --preset asan --target "${TARGETS[@]/%/_fuzz}" >/dev/null

@@ -400,6 +400,27 @@ def test_programs_over_the_eight_devices_equal_numpy():
 
 
 @needs_jax
+def test_donated_arguments_are_consumed_and_free_their_hbm():
+    code = """
+import json, warnings
+import numpy as np
+import jax
+warnings.simplefilter("error")  # "Some donated buffers were not usable" fails
+x = jax.device_put(np.arange(1024.0, dtype=np.float32))
+before = jax.devices()[0].memory_stats()["bytes_in_use"]
+y = jax.jit(lambda a: a * 2, donate_argnums=0)(x)
+after = jax.devices()[0].memory_stats()["bytes_in_use"]
+kept = jax.jit(lambda a: a * 2)(y)  # not donated: y stays
+print(json.dumps({"deleted": x.is_deleted(), "y_kept": not y.is_deleted(), "before": before, "after": after,
+                  "y": float(np.asarray(y)[3]), "kept": float(np.asarray(kept)[3])}))
+"""
+    got = run_code(code)
+    assert got["deleted"] and got["y_kept"], got
+    assert got["after"] == got["before"] == 4096, got  # x's 4 KiB freed as y's were taken
+    assert got["y"] == 6.0 and got["kept"] == 12.0
+
+
+@needs_jax
 def test_report_dir_gets_each_executions_chip_view(tmp_path):
     code = """
 import json

@@ -104,4 +104,23 @@ def initialize():
     if not LIBRARY.exists():
         raise RuntimeError(f"tpumesh: the PJRT plugin {LIBRARY} is missing (build the target pjrt_plugin_tpumesh)")
     _install_decoder(str(LIBRARY))
+    _enable_donation()
     xla_bridge.register_plugin(PLATFORM, priority=PRIORITY, library_path=str(LIBRARY))
+
+
+def _enable_donation():
+    """Lets JAX donate buffers to tpumesh, as to cpu, cuda, rocm and tpu.
+
+    JAX lowers donation (tf.aliasing_output, jax.buffer_donor) only for the
+    platforms in its list `mlir._platforms_with_donation`; the plugin consumes
+    donated arguments as XLA does (pjrt/executable.cc). Where the list is not
+    found, donation stays off: JAX warns that the donated buffers were not
+    usable, and nothing else changes.
+    """
+    try:
+        from jax._src.interpreters import mlir
+    except ImportError:
+        return
+    platforms = getattr(mlir, "_platforms_with_donation", None)
+    if isinstance(platforms, list) and PLATFORM not in platforms:
+        platforms.append(PLATFORM)
