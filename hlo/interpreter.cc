@@ -41,8 +41,11 @@ StatusOr<std::vector<Tensor>> Interpreter::Entry(const Func& f, std::vector<Tens
   for (size_t i = 0; i < args.size() && i < f.arg_attrs.size(); ++i)
     args[i].split = DeclaredSplit(f.arg_attrs[i], args[i].type);
   TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> res, Call(f, std::move(args)));
+  // A result without a declared sharding keeps the one propagation gave it
+  // (XLA's choice when JAX leaves it to the compiler): no gather.
   for (size_t i = 0; i < res.size() && i < f.result_attrs.size(); ++i)
-    Constrain(f.loc, "result " + std::to_string(i), res[i], DeclaredSplit(f.result_attrs[i], res[i].type));
+    if (f.result_attrs[i].Find("sdy.sharding") || f.result_attrs[i].Find("mhlo.sharding"))
+      Constrain(f.loc, "result " + std::to_string(i), res[i], DeclaredSplit(f.result_attrs[i], res[i].type));
   return res;
 }
 

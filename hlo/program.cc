@@ -1,11 +1,13 @@
 #include "hlo/program.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <mutex>
 #include <random>
 
 #include "base/printable.h"
+#include "hlo/partition.h"
 #include "hlo/sharding.h"
 #include "hlo/elementwise.h"
 #include "mesh/collectives.h"
@@ -237,6 +239,98 @@ std::vector<std::pair<std::string, pipeline::H5Raw>> OutputDatasets(const std::v
   return out;
 }
 
+namespace {
+
+// The sdy sharding over `axes` (device id = row-major position) whose device
+// groups are `split`'s as device 0 holds it, or a kUnit Attr when the groups
+// are not those of mesh axes (each dimension's pieces along one or more
+// axes, major first, each axis used once).
+Attr SdyShardingOfSplit(const Split& split, const std::vector<mesh::MeshAxis>& axes, const std::string& mesh_name) {
+  const size_t na = axes.size();
+  std::vector<int64_t> stride(na, 1);
+  for (int a = static_cast<int>(na) - 2; a >= 0; --a) stride[a] = stride[a + 1] * axes[a + 1].size;
+  auto coord = [&](int64_t d, size_t a) { return (d / stride[a]) % axes[a].size; };
+  Attr dims;
+  dims.kind = Attr::Kind::kList;
+  std::vector<bool> used(na, false);
+  for (const DimSplit& ds : split.dims) {
+    Attr& dim = dims.list.emplace_back();
+    dim.kind = Attr::Kind::kList;
+    if (!ds.split()) continue;
+    const std::vector<int>& g = *ds.group;
+    // The axes along which the group moves, major (slowest to change) first.
+    std::vector<std::pair<int64_t, size_t>> moving;  // (first piece where it changes, axis)
+    for (size_t a = 0; a < na; ++a)
+      for (size_t i = 1; i < g.size(); ++i)
+        if (coord(g[i], a) != coord(g[0], a)) {
+          moving.push_back({static_cast<int64_t>(i), a});
+          break;
+        }
+    std::sort(moving.begin(), moving.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    int64_t ways = 1;
+    for (const auto& [first, a] : moving) {
+      if (used[a]) return Attr{};
+      used[a] = true;
+      ways *= axes[a].size;
+    }
+    if (ways != ds.ways || static_cast<int64_t>(g.size()) != ways) return Attr{};
+    for (int64_t i = 0; i < ways; ++i) {  // piece i is the mixed-radix step from piece 0
+      int64_t rest = i, device = g[0];
+      for (auto it = moving.rbegin(); it != moving.rend(); ++it) {
+        device += (rest % axes[it->second].size) * stride[it->second];
+        rest /= axes[it->second].size;
+      }
+      if (device != g[static_cast<size_t>(i)]) return Attr{};
+    }
+    for (const auto& [first, a] : moving) {
+      Attr name;
+      name.kind = Attr::Kind::kString;
+      name.s = axes[a].name;
+      dim.list.push_back(std::move(name));
+    }
+  }
+  Attr mesh;
+  mesh.kind = Attr::Kind::kSymbol;
+  mesh.s = mesh_name;
+  Attr out;
+  out.kind = Attr::Kind::kDict;
+  out.s = "sdy";
+  out.dict.emplace_back("mesh", std::move(mesh));
+  out.dict.emplace_back("dims", std::move(dims));
+  return out;
+}
+
+// ProgramRun::inferred_result_shardings of a dry run's results.
+std::vector<Attr> InferredResultShardings(const Module& m, const Func& main, const std::vector<mesh::MeshAxis>& axes,
+                                          const std::vector<Tensor>& results) {
+  std::vector<Attr> out(results.size());
+  std::string mesh_name;
+  for (const Op& op : m.ops) {
+    if (op.name != "sdy.mesh") continue;
+    const Attr* mesh = op.Find("mesh");
+    const Attr* list = mesh ? mesh->Find("list") : nullptr;
+    if (list && !list->list.empty()) {
+      mesh_name = op.callee;
+      break;
+    }
+  }
+  const std::vector<mesh::MeshAxis> program_axes = SdyMeshAxes(m);
+  const bool same_mesh = std::equal(program_axes.begin(), program_axes.end(), axes.begin(), axes.end(),
+                                    [](const mesh::MeshAxis& a, const mesh::MeshAxis& b) {
+                                      return a.name == b.name && a.size == b.size;
+                                    });
+  if (mesh_name.empty() || !same_mesh) return out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const bool declared = i < main.result_attrs.size() &&
+                          (main.result_attrs[i].Find("sdy.sharding") || main.result_attrs[i].Find("mhlo.sharding"));
+    if (declared || results[i].split.replicated()) continue;
+    out[i] = SdyShardingOfSplit(results[i].split, axes, mesh_name);
+  }
+  return out;
+}
+
+}  // namespace
+
 StatusOr<ProgramRun> RunProgram(const Module& m, const Layout& layout, mesh::Mesh& mesh, std::vector<Tensor> inputs,
                                 const Options& options) {
   if (mesh.num_devices() != layout.devices)
@@ -269,7 +363,8 @@ StatusOr<ProgramRun> RunProgram(const Module& m, const Layout& layout, mesh::Mes
     }
     Options o = options;
     o.ops = &run.records[0];
-    TPUMESH_RETURN_IF_ERROR(RunFunction(m, "main", std::move(args), site, o).status());
+    TPUMESH_ASSIGN_OR_RETURN(std::vector<Tensor> results, RunFunction(m, "main", std::move(args), site, o));
+    run.inferred_result_shardings = InferredResultShardings(m, *main, site.axes, results);
   } else {
     // Every argument as device arrays: kReplicas slices the leading axis,
     // kGlobal replicates.

@@ -85,6 +85,13 @@ struct ProgramRun {
   // out_axes=None, shard_map with check_vma off), where each device keeps
   // its own. Empty for an output every device sees as outputs[i].
   std::vector<std::vector<mesh::Array>> device_views;
+  // A dry run of a program with an sdy mesh: per result whose sharding
+  // @main leaves to the compiler (no sdy.sharding or mhlo.sharding), the
+  // #sdy.sharding the partitioner's propagation gives it (as XLA's
+  // propagation decides the result's layout), as a parsed attribute; a kUnit
+  // Attr where the result is declared, replicated, or laid out on device
+  // groups no mesh axes spell.
+  std::vector<Attr> inferred_result_shardings;
   std::vector<std::vector<mesh::OpRecord>> records;   // per device
   std::vector<int> record_of_device;                  // device -> index in records
   double host_seconds = 0;

@@ -57,4 +57,31 @@ StatusOr<RunResult> RunModule(const Module& m, const RunOptions& o, const Inputs
   return result;
 }
 
+Status CompleteResultShardings(Module& m, const Layout& layout, const std::string& name) {
+  if (layout.kind != Layout::Kind::kGlobal || layout.devices == 1 || layout.axes.empty()) return OkStatus();
+  Func* main = nullptr;
+  for (Func& f : m.funcs)
+    if (f.name == "main") main = &f;
+  if (main == nullptr) return OkStatus();
+  bool open = false;
+  for (size_t i = 0; i < main->result_types.size(); ++i)
+    open = open || i >= main->result_attrs.size() ||
+           (!main->result_attrs[i].Find("sdy.sharding") && !main->result_attrs[i].Find("mhlo.sharding"));
+  if (!open) return OkStatus();
+  RunOptions o;
+  o.program = name;
+  o.dry_run = true;
+  auto r = RunModule(m, o, {});
+  if (!r.ok()) return OkStatus();  // left whole; the execution says what fails
+  const auto& inferred = r->run.inferred_result_shardings;
+  main->result_attrs.resize(main->result_types.size());
+  for (size_t i = 0; i < inferred.size() && i < main->result_attrs.size(); ++i) {
+    if (inferred[i].kind != Attr::Kind::kDict) continue;
+    Attr& attrs = main->result_attrs[i];
+    attrs.kind = Attr::Kind::kDict;
+    attrs.dict.emplace_back("sdy.sharding", inferred[i]);
+  }
+  return OkStatus();
+}
+
 }  // namespace tpumesh::hlo

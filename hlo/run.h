@@ -62,6 +62,15 @@ report::RunReport ReportOf(const ProgramRun& run, const Layout& layout, const me
 StatusOr<RunResult> RunModule(const Module& m, const RunOptions& options, const InputsFn& inputs,
                               std::function<void(int64_t)> on_op = {}, const std::atomic<bool>* cancel = nullptr);
 
+// The results whose sharding @main leaves to the compiler get the one the
+// partitioner's propagation gives them in a dry run (written onto @main as
+// their sdy.sharding), as XLA's propagation picks the layout JAX then reads
+// from the executable: jit(lambda x: x * 2) of an array split P("x", "y")
+// returns it split P("x", "y"), not whole on every device.
+// Programs without an sdy mesh, or whose results are all declared, are
+// left as they are; so is one whose dry run fails (its execution says why).
+Status CompleteResultShardings(Module& m, const Layout& layout, const std::string& name);
+
 }  // namespace tpumesh::hlo
 
 #endif  // TPUMESH_HLO_RUN_H_

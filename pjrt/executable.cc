@@ -207,6 +207,7 @@ StatusOr<std::shared_ptr<Program>> MakeProgram(std::string_view code, std::strin
   TPUMESH_ASSIGN_OR_RETURN(p->module, hlo::ParseModule(text, p->name + ".mlir"));
   TPUMESH_RETURN_IF_ERROR(hlo::Verify(p->module));
   TPUMESH_ASSIGN_OR_RETURN(p->layout, hlo::LayoutOf(p->module));
+  TPUMESH_RETURN_IF_ERROR(hlo::CompleteResultShardings(p->module, p->layout, p->name));
   const hlo::Func* main = p->module.FindFunc("main");
   for (size_t i = 0; i < main->result_types.size(); ++i) {
     const hlo::Type& t = main->result_types[i];

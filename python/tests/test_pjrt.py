@@ -384,6 +384,12 @@ if jax.__version_info__ >= (0, 8, 0):
 if jax.__version_info__ >= (0, 5, 0):
     # A sharded jit with a scalar argument (JAX gives it the axis-less @empty_mesh).
     out["scalar_arg"] = np.array_equal(np.asarray(jax.jit(lambda t, k: t + k)(x, 7)), a + 7)
+    # Results whose sharding JAX leaves to the compiler: laid out as
+    # propagation gives them (XLA's choice), not whole on every device.
+    twice = jax.jit(lambda t: t * 2)(x)
+    sums = jax.jit(lambda t: t.sum(axis=1))(x)
+    out["propagated"] = (twice.sharding.spec == P("x", "y") and np.array_equal(np.asarray(twice), a * 2) and
+                         sums.sharding.spec == P("x") and np.array_equal(np.asarray(sums), a.sum(axis=1)))
     g = shard_map(lambda t: jax.lax.psum(t, "x"), mesh=mesh, in_specs=P("x", "y"), out_specs=P(None, "y"))
     out["shard_map"] = np.array_equal(np.asarray(jax.jit(g)(x)), a.reshape(2, 4, 4).sum(axis=0))
 print(json.dumps(out))

@@ -119,6 +119,9 @@ TEST_P(ProgramsPjrtTest, EqualsTpumeshRunBitForBit) {
   ASSERT_TRUE(m.ok()) << m.status().message();
   auto layout = hlo::LayoutOf(*m);
   ASSERT_TRUE(layout.ok()) << layout.status().message();
+  // The pieces each device gets: the results' shardings as the plugin
+  // completes them (those the program leaves to the compiler).
+  ASSERT_TRUE(hlo::CompleteResultShardings(*m, *layout, c.name).ok());
   auto inputs = hlo::ReadInputs(base + ".h5", *layout);
   ASSERT_TRUE(inputs.ok()) << inputs.status().message();
   const int n = layout->devices;
