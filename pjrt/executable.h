@@ -15,10 +15,12 @@
 // priced), and results are copied into new buffers on the executable's
 // devices, counted against their HBM. Layouts: one device (jit, eager ops);
 // pmap in jax 0.4 (num_replicas = N: device d's arguments and results are
-// slice d); a global-view program on N devices whose arguments every
-// device holds whole (replicated). Arguments split over the devices
-// (sharded jit, shard_map) are UNIMPLEMENTED, named so. Every error is our
-// one line ("jit_f.mlir:3:10: stablehlo.foo: ..."), returned as a PJRT_Error.
+// slice d); a global-view program on N devices (sharded jit, shard_map,
+// jax >= 0.8's pmap), each device's buffers its pieces under the declared
+// (or, for results left to the compiler, propagated) shardings. Donated
+// arguments are consumed. Every error is our one line ("jit_f.mlir:3:10:
+// stablehlo.foo: ..."), returned as a PJRT_Error. pjrt/executable.cc holds
+// compile and the executables' queries, pjrt/execute.cc the execution.
 // While a jax.profiler.trace session runs, each execution's report (per
 // op, modelled) and host wall time go to it (pjrt/profiler.h).
 #ifndef TPUMESH_PJRT_EXECUTABLE_H_
