@@ -167,24 +167,17 @@ class PlaneBuilder {
                        "'Host wall time (measured)' is this host's wall clock");
     plane_stats.String("chip", chip);
     plane_stats.Int("device_id", device_id_);
-    for (const auto& [name, id] : event_ids_) {
-      Writer m;
-      m.Int(1, id);
-      m.Bytes(2, name);
-      Writer entry;
-      entry.Int(1, id);
-      entry.Bytes(2, m.str());
-      p.Bytes(kPlaneEventMetadata, entry.str());
-    }
-    for (const auto& [name, id] : stat_ids_) {
-      Writer m;
-      m.Int(1, id);
-      m.Bytes(2, name);
-      Writer entry;
-      entry.Int(1, id);
-      entry.Bytes(2, m.str());
-      p.Bytes(kPlaneStatMetadata, entry.str());
-    }
+    // Both metadata maps: map<int64, {id, name}> entries.
+    for (const auto& [field, ids] : {std::pair{kPlaneEventMetadata, &event_ids_}, std::pair{kPlaneStatMetadata, &stat_ids_}})
+      for (const auto& [name, id] : *ids) {
+        Writer m;
+        m.Int(1, id);
+        m.Bytes(2, name);
+        Writer entry;
+        entry.Int(1, id);
+        entry.Bytes(2, m.str());
+        p.Bytes(field, entry.str());
+      }
     return p.str() + plane_stats.bytes();
   }
 
