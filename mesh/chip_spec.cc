@@ -104,7 +104,105 @@ ChipSpec V2Chip() {
   return c;
 }
 
-std::vector<std::string> ChipPresetNames() { return {"v5e", "v4", "v2"}; }
+// v6e, v5p, TPU7x: [GC] is the TPU7x page's table "v5p | v6e | TPU7x" and
+// each chip's own page. None of the three clocks is published: each is the
+// MXU pass rate that gives the published peak from the published MXU count
+// (docs/chips.md, "Clocks not published").
+ChipSpec V6eChip() {
+  ChipSpec c;
+  c.name = "v6e";
+  c.device_kind = "TPU v6 lite";  // [JAX] ("TPU v6e" too)
+  c.tensorcores_per_chip = 1;     // [GC] "Each v6e chip contains one TensorCore"
+  c.devices_per_chip = 1;
+  c.mxus_per_tensorcore = 2;      // [GC] "two 256x256 matrix-multiply units"; [JAX] num_mxus
+  c.mxu_rows = c.mxu_cols = 256;  // [GC], [SB], [JAX]
+  c.clock_hz = 3.5e9;             // derived: 918e12 / (2*2*256*256) = 3.502 GHz
+  c.peak_bf16_flops = 918e12;     // [GC]; [SB], [JAX] 9.20e14
+  c.hbm_bytes = 32 * kGiB;        // [GC] "32 GB"; [JAX] 34.4e9 bytes = 32 GiB
+  c.hbm_bandwidth = 1638e9;       // [GC] "1638 GBps"; [SB] 1.6e12, [JAX] 1.64e12
+  c.vmem_bytes = 128 * kMiB;      // [JAX]
+  c.ici_ports = 4;                // [GC] "ICI ports per chip: 4", 2-D torus
+  // [GC] 800 GB/s bidirectional per chip = 4 ports x 2 x 100 GB/s; 102.4 TB/s
+  // all-reduce / 256 chips / 4 ports = 100 GB/s; [SB] 1e11 one way.
+  c.ici_link_bandwidth = 100e9;
+  c.ici_hop_latency_s = 1e-6;     // assumed, as v5e
+  c.torus_wrap_size = 16;         // [SB] a 16x16 pod; no wraparound on axes under 16
+  c.default_topology = {2, 4};    // [GC] v6e-8: 8 chips per host, 2x4
+  return c;
+}
+
+ChipSpec V5pChip() {
+  ChipSpec c;
+  c.name = "v5p";
+  c.device_kind = "TPU v5";       // [JAX] ("TPU v5p" too)
+  c.tensorcores_per_chip = 2;     // [GC]
+  c.devices_per_chip = 1;         // megacore, as v4 [SB], [JAX] supports_megacore
+  c.mxus_per_tensorcore = 4;      // [GC] "Each TensorCore has four ... (MXU)"; [JAX]
+  c.mxu_rows = c.mxu_cols = 128;  // [SB], [JAX]
+  c.clock_hz = 1.75e9;            // derived: 459e12 / (2*8*128*128) = 1.751 GHz
+  c.peak_bf16_flops = 459e12;     // [GC], [SB], [JAX]
+  c.hbm_bytes = 95 * kGiB;        // [GC] "95 GiB"; [JAX] 103e9 bytes = 95.9 GiB
+  c.hbm_bandwidth = 2765e9;       // [GC] "2765 GBps"; [SB] 2.8e12, [JAX] 2.46e12
+  c.vmem_bytes = 64 * kMiB;       // [JAX] "64 MiB per core"
+  c.ici_ports = 6;                // [SB] 6 nearest neighbours, 3-D torus
+  // [GC] 1200 GB/s bidirectional per chip = 6 ports x 2 x 100 GB/s; [SB] 1e11 one way.
+  c.ici_link_bandwidth = 100e9;
+  c.ici_hop_latency_s = 1e-6;     // assumed, as v5e
+  c.torus_wrap_size = 4;          // [SB] wraparound on whole 4x4x4 cubes, as v4
+  c.default_topology = {2, 2, 1}; // [GC] v5p-8: 2x2x1, 4 chips, 1 host
+  return c;
+}
+
+ChipSpec Tpu7xChip() {
+  ChipSpec c;
+  c.name = "tpu7x";
+  c.device_kind = "TPU7x";        // [JAX]
+  c.tensorcores_per_chip = 2;     // [GC] "two TensorCores and four SparseCores"
+  c.devices_per_chip = 2;         // [GC] "Dual-chiplet architecture": two TPU devices per chip
+  c.chiplets_per_chip = 2;        // [GC] one TensorCore per chiplet
+  c.mxus_per_tensorcore = 2;      // [JAX] num_mxus
+  c.mxu_rows = c.mxu_cols = 256;  // [JAX] mxu_column_size
+  c.clock_hz = 4.4e9;             // derived: 2307e12 / (2*4*256*256) = 4.400 GHz
+  c.peak_bf16_flops = 2307e12;    // [GC]; [JAX] 2.31e15
+  c.hbm_bytes = 192 * kGiB;       // [GC] "192 GiB"; [JAX] 206e9 bytes = 191.9 GiB
+  c.hbm_bandwidth = 7380e9;       // [GC] "7380 GB/s"; [JAX] 7.40e12
+  c.vmem_bytes = 64 * kMiB;       // [JAX] "64 MiB per core"
+  c.ici_ports = 6;                // assumed: a 3-D torus of 4x4x4 cubes [GC] has 6 neighbours
+  // [GC] 1200 GB/s bidirectional per chip / 6 ports / 2 directions.
+  c.ici_link_bandwidth = 100e9;
+  // [GC] the die-to-die link is about 6x an ICI link (docs/chips.md: read
+  // as 6 x 100 GB/s, one direction).
+  c.chiplet_link_bandwidth = 600e9;
+  c.ici_hop_latency_s = 1e-6;     // assumed, as v5e
+  c.torus_wrap_size = 4;          // assumed as v5p: optical wraparound on whole 4x4x4 cubes
+  c.default_topology = {2, 2, 1}; // v7-8: 4 chips = 8 devices, 1 host [GC]
+  return c;
+}
+
+namespace {
+
+// The one table of presets: LoadChipSpec, ChipPresetNames and the error
+// naming them all read it.
+struct Preset {
+  const char* name;
+  ChipSpec (*make)();
+};
+constexpr Preset kPresets[] = {{"v5e", V5eChip}, {"v4", V4Chip},   {"v2", V2Chip},
+                               {"v6e", V6eChip}, {"v5p", V5pChip}, {"tpu7x", Tpu7xChip}};
+
+}  // namespace
+
+std::vector<std::string> ChipPresetNames() {
+  std::vector<std::string> names;
+  for (const Preset& p : kPresets) names.push_back(p.name);
+  return names;
+}
+
+std::string ChipPresetList() {
+  std::string list;
+  for (const Preset& p : kPresets) list += (list.empty() ? "" : ", ") + std::string(p.name);
+  return list;
+}
 
 Status ChipSpec::Validate() const {
   auto bad = [&](std::string_view field, std::string_view why) {
@@ -122,6 +220,7 @@ Status ChipSpec::Validate() const {
   const Range ranges[] = {
       {"tensorcores_per_chip", double(tensorcores_per_chip), 1, 16, false},
       {"devices_per_chip", double(devices_per_chip), 1, 16, false},
+      {"chiplets_per_chip", double(chiplets_per_chip), 1, 16, false},
       {"mxus_per_tensorcore", double(mxus_per_tensorcore), 1, 64, false},
       {"mxu_rows", double(mxu_rows), 1, 4096, false},
       {"mxu_cols", double(mxu_cols), 1, 4096, false},
@@ -132,6 +231,7 @@ Status ChipSpec::Validate() const {
       {"vmem_bytes", double(vmem_bytes), 0, 1099511627776.0, false},
       {"ici_ports", double(ici_ports), 0, 64, false},
       {"ici_link_bandwidth", ici_link_bandwidth, 0, 1e15, true},
+      {"chiplet_link_bandwidth", chiplet_link_bandwidth, 0, 1e15, false},
       {"ici_hop_latency_s", ici_hop_latency_s, 0, 1, false},
       {"torus_wrap_size", double(torus_wrap_size), 0, kMaxChipsPerAxis, false},
   };
@@ -145,6 +245,12 @@ Status ChipSpec::Validate() const {
       return bad(r.field, "is " + text(r.value) + ", must be " + (r.lo_open ? "> " : "from ") + text(r.lo) +
                               (r.lo_open ? " and at most " : " to ") + text(r.hi));
   if (tensorcores_per_chip % devices_per_chip != 0) return bad("devices_per_chip", "must divide tensorcores_per_chip");
+  if (devices_per_chip % chiplets_per_chip != 0) return bad("chiplets_per_chip", "must divide devices_per_chip");
+  if (chiplets_per_chip > 1 && chiplet_link_bandwidth == 0)
+    return bad("chiplet_link_bandwidth", "is 0, must be > 0 when chiplets_per_chip is above 1");
+  if (chiplets_per_chip == 1 && chiplet_link_bandwidth != 0)
+    return bad("chiplet_link_bandwidth", "is " + text(chiplet_link_bandwidth) +
+                                             ", must be 0 when chiplets_per_chip is 1 (no link to price)");
   if (default_topology.empty() || default_topology.size() > 3)
     return bad("default_topology", "must have 1 to 3 axes");
   for (int d : default_topology)
@@ -163,6 +269,8 @@ std::string ChipSpec::ToJson() const {
   j["device_kind"] = device_kind;
   j["tensorcores_per_chip"] = tensorcores_per_chip;
   j["devices_per_chip"] = devices_per_chip;
+  j["chiplets_per_chip"] = chiplets_per_chip;
+  j["chiplet_link_bandwidth"] = chiplet_link_bandwidth;
   j["mxus_per_tensorcore"] = mxus_per_tensorcore;
   j["mxu_rows"] = mxu_rows;
   j["mxu_cols"] = mxu_cols;
@@ -195,7 +303,7 @@ StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
       "peak_bf16_flops", "hbm_bytes", "hbm_bandwidth", "vmem_bytes",
       "ici_ports", "ici_link_bandwidth", "ici_hop_latency_s",
       "torus_wrap_size", "default_topology"};
-  static const char* const kOptional[] = {"dataflow", "energy"};
+  static const char* const kOptional[] = {"dataflow", "energy", "chiplets_per_chip", "chiplet_link_bandwidth"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (const char* k : kKnown) known |= (key == k);
@@ -247,6 +355,9 @@ StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
   TPUMESH_RETURN_IF_ERROR(get_double("ici_link_bandwidth", &c.ici_link_bandwidth));
   TPUMESH_RETURN_IF_ERROR(get_double("ici_hop_latency_s", &c.ici_hop_latency_s));
   TPUMESH_RETURN_IF_ERROR(get_int("torus_wrap_size", &c.torus_wrap_size));
+  if (j.contains("chiplets_per_chip")) TPUMESH_RETURN_IF_ERROR(get_int("chiplets_per_chip", &c.chiplets_per_chip));
+  if (j.contains("chiplet_link_bandwidth"))
+    TPUMESH_RETURN_IF_ERROR(get_double("chiplet_link_bandwidth", &c.chiplet_link_bandwidth));
   if (j.contains("dataflow")) {
     std::string name;
     TPUMESH_RETURN_IF_ERROR(get_string("dataflow", &name));
@@ -284,14 +395,13 @@ StatusOr<ChipSpec> ChipSpecFromJson(std::string_view json_text,
 }
 
 StatusOr<ChipSpec> LoadChipSpec(std::string_view name_or_path) {
-  if (name_or_path == "v5e") return V5eChip();
-  if (name_or_path == "v4") return V4Chip();
-  if (name_or_path == "v2") return V2Chip();
+  for (const Preset& p : kPresets)
+    if (name_or_path == p.name) return p.make();
   const std::string path(name_or_path);
   auto text = ReadInputFile(path);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound)
-      return NotFoundError("chip '" + path + "': neither a preset (v5e, v4, v2) nor a readable JSON file");
+      return NotFoundError("chip '" + path + "': neither a preset (" + ChipPresetList() + ") nor a readable JSON file");
     return text.status().WithContext("chip");
   }
   std::stringstream ss;

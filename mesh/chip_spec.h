@@ -34,12 +34,19 @@ struct EnergySpec {
 };
 
 struct ChipSpec {
-  std::string name;         // preset name: "v5e", "v4", "v2", or a custom one
+  std::string name;         // a preset's name (ChipPresetNames()) or a custom one
   std::string device_kind;  // what JAX reports as device_kind, e.g. "TPU v5 lite"
   int tensorcores_per_chip = 1;
   // JAX devices per chip: 1 on v4 (megacore) and v5e, 2 on v2/v3 where a
-  // device is one TensorCore.
+  // device is one TensorCore, 2 on TPU7x where a device is one chiplet.
   int devices_per_chip = 1;
+  // Dies in the chip's package, each holding devices_per_chip /
+  // chiplets_per_chip devices, its share of the TensorCores and its own HBM
+  // (hbm_* / chiplets_per_chip). Devices of one chiplet exchange through its
+  // HBM; the chiplets of a chip through the chiplet link, chips over the ICI.
+  // Optional in a chip file (1, and chiplet_link_bandwidth 0: one die).
+  int chiplets_per_chip = 1;
+  double chiplet_link_bandwidth = 0;  // bytes/s between two chiplets, one direction; 0 iff one chiplet
   int mxus_per_tensorcore = 4;
   int mxu_rows = 128;
   int mxu_cols = 128;
@@ -67,6 +74,8 @@ struct ChipSpec {
   double peak_bf16_flops_per_device() const { return peak_bf16_flops / devices_per_chip; }
   int64_t hbm_bytes_per_device() const { return hbm_bytes / devices_per_chip; }
   double hbm_bandwidth_per_device() const { return hbm_bandwidth / devices_per_chip; }
+  // One chiplet's HBM bandwidth, shared by the devices on it.
+  double hbm_bandwidth_per_chiplet() const { return hbm_bandwidth / chiplets_per_chip; }
   // MXU count x rows x cols x 2 flops x clock; equals peak_bf16_flops for the presets.
   double mxu_peak_flops() const {
     return 2.0 * mxus_per_chip() * mxu_rows * mxu_cols * clock_hz;
@@ -79,12 +88,18 @@ struct ChipSpec {
 ChipSpec V5eChip();
 ChipSpec V4Chip();
 ChipSpec V2Chip();
-std::vector<std::string> ChipPresetNames();  // {"v5e", "v4", "v2"}
+ChipSpec V6eChip();    // Trillium
+ChipSpec V5pChip();
+ChipSpec Tpu7xChip();  // Ironwood: two chiplets, each a device
+// The presets' names, in the order `devices` and --help list them:
+// {"v5e", "v4", "v2", "v6e", "v5p", "tpu7x"}; and the same joined by ", ".
+std::vector<std::string> ChipPresetNames();
+std::string ChipPresetList();
 // EnergySpec's fields as a chip file names them, in order (mac_pj, ...):
 // read one with `spec.*field.second`.
 std::vector<std::pair<const char*, double EnergySpec::*>> EnergyFields();
 
-// "v5e" | "v4" | "v2" | a path to a JSON file.
+// A preset's name (ChipPresetNames()) or a path to a JSON file.
 StatusOr<ChipSpec> LoadChipSpec(std::string_view name_or_path);
 
 // Bounds of a chip file's fields that others use too: chips along one axis

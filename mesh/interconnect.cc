@@ -23,14 +23,19 @@ std::string_view CollectiveName(CollectiveKind kind) {
 GroupLayout AnalyzeGroup(const Topology& topology, std::span<const int> devices) {
   GroupLayout g;
   g.devices = static_cast<int>(devices.size());
-  std::set<int> chips;
-  for (int d : devices) chips.insert(topology.ChipOfDevice(d));
+  std::set<int> chips, chiplets;
+  for (int d : devices) {
+    chips.insert(topology.ChipOfDevice(d));
+    chiplets.insert(topology.ChipletOfDevice(d));
+  }
   g.chips = static_cast<int>(chips.size());
   g.cores_per_chip = std::max(1, g.devices / std::max(1, g.chips));
+  g.chiplets_per_chip = std::max(1, static_cast<int>(chiplets.size()) / std::max(1, g.chips));
+  g.cores_per_chiplet = std::max(1, g.cores_per_chip / g.chiplets_per_chip);
   if (g.chips <= 1) {
     g.ring = false;
     g.hops_per_step = 0;
-    g.algorithm = "on-chip";
+    g.algorithm = g.chiplets_per_chip > 1 ? "chiplet link" : "on-chip";
     return g;
   }
   // Bounding box of the group's chips.
@@ -107,32 +112,44 @@ CollectiveCost ModelCollective(const ChipSpec& chip, const Topology& topology,
   if (n <= 1 && kind != CollectiveKind::kPpermute) return cost;
   const double bw = chip.ici_link_bandwidth;
   const double lat = chip.ici_hop_latency_s;
-  const double hbm = chip.hbm_bandwidth;  // per chip, shared by its cores
+  const double hbm = chip.hbm_bandwidth_per_chiplet();  // shared by the chiplet's cores
+  const double d2d = chip.chiplet_link_bandwidth;
   const double b = static_cast<double>(bytes);
   const int c = g.cores_per_chip;
-  // Time for the cores of one chip to combine their parts through HBM.
-  const double on_chip = c > 1 ? (c - 1) * b / hbm : 0.0;
+  const int k = g.cores_per_chiplet;
+  // Time for the cores of one chiplet to combine their parts through HBM.
+  const double on_chiplet = k > 1 ? (k - 1) * b / hbm : 0.0;
+  // The chiplets of one chip: a line of q over the chiplet link, no latency.
+  GroupLayout chiplet_line;
+  chiplet_line.chips = g.chiplets_per_chip;
+  chiplet_line.hops_per_step = 0;
+  const bool chiplets = g.chiplets_per_chip > 1 && d2d > 0;
+  const double q = g.chiplets_per_chip;
 
   switch (kind) {
     case CollectiveKind::kAllGather: {
       cost.bytes_sent_per_device = bytes * (n - 1);
-      cost.seconds = on_chip + (g.chips > 1 ? AllGatherSeconds(g, b * c, bw, lat) : 0);
+      cost.seconds = on_chiplet + (chiplets ? AllGatherSeconds(chiplet_line, b * k, d2d, 0) : 0) +
+                     (g.chips > 1 ? AllGatherSeconds(g, b * c, bw, lat) : 0);
       break;
     }
     case CollectiveKind::kPsumScatter: {
       cost.bytes_sent_per_device = bytes * (n - 1) / n;
-      cost.seconds = on_chip + (g.chips > 1 ? AllGatherSeconds(g, b / g.chips, bw, lat) : 0);
+      cost.seconds = on_chiplet + (chiplets ? AllGatherSeconds(chiplet_line, b / q, d2d, 0) : 0) +
+                     (g.chips > 1 ? AllGatherSeconds(g, b / g.chips, bw, lat) : 0);
       break;
     }
     case CollectiveKind::kPsum:
     case CollectiveKind::kPmean: {
       cost.bytes_sent_per_device = 2 * bytes * (n - 1) / n;
-      cost.seconds = 2 * on_chip + (g.chips > 1 ? 2 * AllGatherSeconds(g, b / g.chips, bw, lat) : 0);
+      cost.seconds = 2 * on_chiplet + (chiplets ? 2 * AllGatherSeconds(chiplet_line, b / q, d2d, 0) : 0) +
+                     (g.chips > 1 ? 2 * AllGatherSeconds(g, b / g.chips, bw, lat) : 0);
       break;
     }
     case CollectiveKind::kAllToAll: {
       cost.bytes_sent_per_device = bytes * (n - 1) / n;
-      cost.seconds = on_chip + (g.chips > 1 ? AllToAllSeconds(g, b * c, bw, lat) : 0);
+      cost.seconds = on_chiplet + (chiplets ? AllToAllSeconds(chiplet_line, b * k, d2d, 0) : 0) +
+                     (g.chips > 1 ? AllToAllSeconds(g, b * c, bw, lat) : 0);
       break;
     }
     case CollectiveKind::kPpermute: {
@@ -140,7 +157,9 @@ CollectiveCost ModelCollective(const ChipSpec& chip, const Topology& topology,
       for (const auto& [src, dst] : pairs) {
         if (src == dst) continue;
         const int hops = topology.Hops(src, dst);
-        const double t = hops == 0 ? b / hbm : b / bw + hops * lat;
+        double t = b / bw + hops * lat;
+        if (hops == 0)
+          t = topology.ChipletOfDevice(src) == topology.ChipletOfDevice(dst) || d2d <= 0 ? b / hbm : b / d2d;
         worst = std::max(worst, t);
       }
       cost.bytes_sent_per_device = bytes;

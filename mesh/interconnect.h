@@ -15,7 +15,12 @@
 //   psum / pmean   psum_scatter + all_gather
 //   all_to_all     ring: n S / (8B) + ceil(n/2) L           line: n S / (4B) + (n-1) L
 //   ppermute       max over pairs of S / B + hops L
-// Cores of one chip (v2) exchange through HBM at the chip's HBM bandwidth.
+// Inside a chip, before and after the chips' stage: devices of one chiplet
+// (v2's two cores) exchange through its HBM, (k-1) S / H for k of them at
+// the chiplet's HBM bandwidth H (2x for psum); the q chiplets of a chip
+// (TPU7x) form a line over the chiplet link of bandwidth D, priced with the
+// line formulas above at D with no hop latency (each chiplet contributing
+// k S). One chiplet per chip (every preset but TPU7x): no chiplet stage.
 #ifndef TPUMESH_MESH_INTERCONNECT_H_
 #define TPUMESH_MESH_INTERCONNECT_H_
 
@@ -39,9 +44,13 @@ struct GroupLayout {
   int devices = 1;
   int chips = 1;
   int cores_per_chip = 1;  // group devices per chip
+  int chiplets_per_chip = 1;   // group chiplets per chip
+  int cores_per_chiplet = 1;   // group devices per chiplet
   bool ring = false;       // a unit-hop cycle through the group's chips exists
   int hops_per_step = 1;   // physical hops between logically adjacent chips
-  std::string algorithm;   // "bidirectional ring", "bidirectional line", "on-chip"
+  // "bidirectional ring", "bidirectional line", "on-chip" (one chiplet),
+  // "chiplet link" (one chip, several chiplets).
+  std::string algorithm;
 };
 GroupLayout AnalyzeGroup(const Topology& topology, std::span<const int> devices);
 

@@ -183,7 +183,7 @@ class Mesh {
 inline constexpr int kMaxDevices = 1024;
 
 struct MeshSpec {
-  std::string chip = "v5e";  // a preset (v5e, v4, v2) or a chip JSON file
+  std::string chip = "v5e";  // a preset (ChipPresetNames()) or a chip JSON file
   std::string dataflow;      // "ws", "os" or "is"; empty: the chip's
   double vmem_mib = -1;      // VMEM per TensorCore in MiB, 0 to 1048576 (0: none modelled); -1: the chip's
   int devices = 0;           // 1 to 1024; 0 (not given): the topology's count, else the product of `axes`, else 8

@@ -49,6 +49,8 @@ StatusOr<Topology> Topology::Create(const ChipSpec& chip, std::vector<int> chip_
     return InvalidArgumentError("topology must have 1 to 3 axes, got " +
                                 std::to_string(chip_dims.size()));
   }
+  if (chip.devices_per_chip < 1 || chip.chiplets_per_chip < 1 || chip.devices_per_chip % chip.chiplets_per_chip != 0)
+    return InvalidArgumentError("chip " + chip.name + ": chiplets_per_chip must divide devices_per_chip");
   Topology t;
   int64_t chips = 1;
   for (int d : chip_dims) {
@@ -61,6 +63,7 @@ StatusOr<Topology> Topology::Create(const ChipSpec& chip, std::vector<int> chip_
   t.dims_ = std::move(chip_dims);
   t.num_chips_ = static_cast<int>(chips);
   t.devices_per_chip_ = chip.devices_per_chip;
+  t.chiplets_per_chip_ = chip.chiplets_per_chip;
   return t;
 }
 

@@ -1,12 +1,15 @@
 // Topology: how the chips of a slice are wired. Chips sit on a 1-3 axis grid
 // (e.g. a v5e-8 is 2x4); an axis has wraparound links only when the chip's
 // rule says so (v5e: axes of 16, i.e. full-pod axes; a 2x4 slice has none).
-// Each chip holds ChipSpec::devices_per_chip devices (v2: 2 cores).
+// Each chip holds ChipSpec::devices_per_chip devices (v2: 2 cores; TPU7x: 2
+// chiplets), on ChipSpec::chiplets_per_chip chiplets.
 //
 // Contract: device ids are assigned chip by chip with the first axis fastest
 // (x, then y, then z), then core within chip — the order jax.devices() shows
 // on a TPU slice. Hop counts are along shortest paths, using wraparound links
-// where the axis has them; two cores of one chip are 0 hops apart.
+// where the axis has them; two cores of one chip are 0 hops apart. A chip's
+// devices fill its chiplets in order: core_on_chip c is on chiplet
+// c / (devices_per_chip / chiplets_per_chip).
 #ifndef TPUMESH_MESH_TOPOLOGY_H_
 #define TPUMESH_MESH_TOPOLOGY_H_
 
@@ -39,9 +42,15 @@ class Topology {
   bool wraps(int axis) const { return wraps_[axis]; }
   int num_chips() const { return num_chips_; }
   int devices_per_chip() const { return devices_per_chip_; }
+  int chiplets_per_chip() const { return chiplets_per_chip_; }
   int num_devices() const { return num_chips_ * devices_per_chip_; }
 
   int ChipOfDevice(int device) const { return device / devices_per_chip_; }
+  // The chiplet a device is on, numbered across the slice (chip * chiplets
+  // per chip + chiplet on the chip).
+  int ChipletOfDevice(int device) const {
+    return device / (devices_per_chip_ / chiplets_per_chip_);
+  }
   DeviceCoords Coords(int device) const;
   std::array<int, 3> ChipCoords(int chip) const;
   int ChipAt(const std::array<int, 3>& coords) const;
@@ -60,6 +69,7 @@ class Topology {
   std::vector<bool> wraps_;
   int num_chips_ = 0;
   int devices_per_chip_ = 1;
+  int chiplets_per_chip_ = 1;
 };
 
 }  // namespace tpumesh::mesh

@@ -252,14 +252,15 @@ StatusOr<report::RunReport> SimulateWorkload(const WorkloadOptions& o) {
     if (!l.collective || axes.count(l.axis)) continue;
     AxisGroups& a = axes[l.axis];
     a.layout_of.assign(r.devices, -1);
-    std::map<std::tuple<int, int, int, bool, int, std::string>, int> index;
+    std::map<std::tuple<int, int, int, int, bool, int, std::string>, int> index;
     const std::string axis[] = {l.axis};
     for (int d = 0; d < r.devices; ++d) {
       if (a.layout_of[d] >= 0) continue;
       auto group = mesh->Group(d, axis);
       if (!group.ok()) return group.status().WithContext(Printable(o.path) + ": layer " + Quoted(l.record.module));
       const mesh::GroupLayout g = mesh::AnalyzeGroup(mesh->topology(), *group);
-      auto [it, fresh] = index.emplace(std::tuple(g.devices, g.chips, g.cores_per_chip, g.ring, g.hops_per_step, g.algorithm),
+      auto [it, fresh] = index.emplace(std::tuple(g.devices, g.chips, g.cores_per_chip, g.chiplets_per_chip, g.ring,
+                                                  g.hops_per_step, g.algorithm),
                                        static_cast<int>(a.representative.size()));
       if (fresh) a.representative.push_back(*group);
       for (const int member : *group) a.layout_of[member] = it->second;

@@ -7,7 +7,7 @@
 // client, as the API requires; the getters only read. The configuration is
 // the CLI's (tools' --chip, --devices, --topology) taken from the
 // environment (docs/pjrt.md, "Configuration"):
-//   TPUMESH_PJRT_CHIP      v5e (default), v4, v2 or a chip JSON file
+//   TPUMESH_PJRT_CHIP      v5e (default), another preset (v4, v2, v6e, v5p, tpu7x) or a chip JSON file
 //   TPUMESH_PJRT_DEVICES   the device count (default: the topology's, else 8)
 //   TPUMESH_PJRT_TOPOLOGY  chips per axis, e.g. 2x4 (default: the chip's slice)
 // and from PJRT_Client_Create's options of the same names in lower case

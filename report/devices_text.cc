@@ -28,6 +28,7 @@ std::string DevicesJson(const mesh::Mesh& m) {
   std::vector<bool> wraps;
   for (size_t a = 0; a < topo.chip_dims().size(); ++a) wraps.push_back(topo.wraps(a));
   t["wraparound"] = wraps;
+  t["chips"] = topo.num_chips();
   t["devices_per_chip"] = topo.devices_per_chip();
   j["topology"] = t;
   nlohmann::ordered_json axes_json = nlohmann::ordered_json::array();
@@ -57,7 +58,9 @@ std::string DevicesText(const mesh::Mesh& m) {
   std::string wrap = "no wraparound";
   for (size_t a = 0; a < topo.chip_dims().size(); ++a)
     if (topo.wraps(a)) wrap = "wraparound on axis " + std::to_string(a);
-  out << m.num_devices() << " devices: " << m.device(0).kind() << ", chip " << chip.name
+  out << m.num_devices() << " devices";
+  if (topo.devices_per_chip() > 1) out << " on " << topo.num_chips() << " chips";
+  out << ": " << m.device(0).kind() << ", chip " << chip.name
       << ", topology " << topo.DimsString() << " (" << wrap << ")\n";
   for (int d = 0; d < m.num_devices(); ++d) {
     const mesh::Device& dev = m.device(d);
@@ -76,7 +79,11 @@ std::string DevicesText(const mesh::Mesh& m) {
       << mesh::FormatBytes(chip.hbm_bytes) << " @ " << Fixed(chip.hbm_bandwidth / 1e9, 0)
       << " GB/s; VMEM " << mesh::FormatBytes(chip.vmem_bytes) << "; ICI " << chip.ici_ports
       << " links x " << Fixed(chip.ici_link_bandwidth / 1e9, 1) << " GB/s per direction, "
-      << Fixed(chip.ici_hop_latency_s * 1e6, 1) << " us/hop\n";
+      << Fixed(chip.ici_hop_latency_s * 1e6, 1) << " us/hop";
+  if (chip.chiplets_per_chip > 1)
+    out << "; " << chip.chiplets_per_chip << " chiplets per chip (" << chip.devices_per_chip / chip.chiplets_per_chip
+        << " device(s) each) joined at " << Fixed(chip.chiplet_link_bandwidth / 1e9, 1) << " GB/s per direction";
+  out << "\n";
   out << "Host: " << m.host_cores() << " cores, " << m.device(0).threads()
       << " thread(s) per device arena (the chip figures are the emulated chip's, "
          "not this host's)\n";

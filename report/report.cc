@@ -139,6 +139,7 @@ std::string ReportJson(const RunReport& r) {
                   {"images", r.images},
                   {"chip", r.chip.name},
                   {"devices", r.devices},
+                  {"chips", r.devices / std::max(1, r.chip.devices_per_chip)},
                   {"modelled", "time on the emulated chip from the cost model (docs/cost-model.md)"}};
   const mesh::OpTypeTotals all = AllDevicesTotals(r);
   summary["flops"] = all.flops;

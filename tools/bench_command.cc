@@ -408,7 +408,7 @@ void RegisterBench(CLI::App& app, RunFn* run) {
               return "";
             },
             "GFLOP/S>0"));
-    sub->add_option("--chip", opt->chip, "Chip to model: v5e, v4, v2 or a chip JSON file")->capture_default_str();
+    sub->add_option("--chip", opt->chip, "Chip to model: " + mesh::ChipPresetList() + " or a chip JSON file")->capture_default_str();
     sub->add_option("--precision", opt->precision, "default (bf16 operands), high (bf16x3) or highest (f32)")
         ->capture_default_str();
     sub->callback([opt, run, sub] {

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "mesh/chip_spec.h"
+
 namespace tpumesh::tools {
 namespace {
 
@@ -46,7 +48,7 @@ CLI::Validator Within(double lo, double hi) {
 
 void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
   if (which & kMeshFlags) {
-    cmd->add_option("--chip", f->mesh.chip, "Chip: v5e, v4, v2 or a chip JSON file (docs/chips.md)")
+    cmd->add_option("--chip", f->mesh.chip, "Chip: " + mesh::ChipPresetList() + " or a chip JSON file (docs/chips.md)")
         ->capture_default_str()
         ->group("Devices");
     cmd->add_option("--dataflow", f->mesh.dataflow,

@@ -23,6 +23,15 @@
 namespace tpumesh::tools {
 namespace {
 
+// "8 emulated v5e device(s)", and where a chip holds several devices (v2's
+// cores, TPU7x's chiplets) the chips too: "8 emulated tpu7x device(s) on 4
+// chips".
+std::string EmulatedDevices(const report::RunReport& r) {
+  std::string s = std::to_string(r.devices) + " emulated " + r.chip.name + " device(s)";
+  if (r.chip.devices_per_chip > 1) s += " on " + std::to_string(r.devices / r.chip.devices_per_chip) + " chips";
+  return s;
+}
+
 struct SimulateCmdOptions {
   pipeline::SimulateOptions sim;
   std::string workload;
@@ -132,9 +141,9 @@ Status RunWorkload(const SimulateCmdOptions& o) {
       return pipeline::SimulateWorkload(at);
     });
   TPUMESH_ASSIGN_OR_RETURN(report::RunReport r, pipeline::SimulateWorkload(w));
-  std::printf("simulated %s: %s layer(s) on %d emulated %s device(s), mesh %s, dataflow %s, precision %s\n",
-              o.workload.c_str(), r.info["workload_layers"].c_str(), r.devices, r.chip.name.c_str(),
-              r.mesh_axes.c_str(), r.info["dataflow"].c_str(), o.req.precision.c_str());
+  std::printf("simulated %s: %s layer(s) on %s, mesh %s, dataflow %s, precision %s\n", o.workload.c_str(),
+              r.info["workload_layers"].c_str(), EmulatedDevices(r).c_str(), r.mesh_axes.c_str(),
+              r.info["dataflow"].c_str(), o.req.precision.c_str());
   std::printf("modelled: %.6g s (priced in %s s, nothing computed)\n", r.modelled_seconds(),
               r.info["simulation_wall_seconds"].substr(0, 5).c_str());
   std::printf("%-24s %-12s %14s %8s %10s %10s %12s %6s\n", "layer (device 0)", "op", "MXU cycles", "MXU",
@@ -233,10 +242,10 @@ Status RunSimulate(SimulateCmdOptions o) {
   steps.finish = [&](mesh::Cluster& cluster) -> Status {
     if (cluster.rank() != 0) return OkStatus();
     const double t = r.modelled_seconds();
-    std::printf("simulated %s: %lld image(s) %s on %d emulated %s device(s), mesh %s, x %d per data index, %s steps "
+    std::printf("simulated %s: %lld image(s) %s on %s, mesh %s, x %d per data index, %s steps "
                 "(%s UNet calls), %s, guidance %.2f, precision %s\n",
-                r.info["model"].c_str(), static_cast<long long>(r.images), r.info["size"].c_str(), r.devices,
-                r.chip.name.c_str(), r.mesh_axes.c_str(), o.sim.request.batch_per_device, r.info["steps"].c_str(),
+                r.info["model"].c_str(), static_cast<long long>(r.images), r.info["size"].c_str(),
+                EmulatedDevices(r).c_str(), r.mesh_axes.c_str(), o.sim.request.batch_per_device, r.info["steps"].c_str(),
                 r.info["unet_calls"].c_str(), r.info["scheduler"].c_str(), std::stod(r.info["guidance"]),
                 o.req.precision.c_str());
     std::printf("modelled: %.3f s per batch, %.2f images/s (priced in %s s, nothing computed)\n", t,

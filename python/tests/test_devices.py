@@ -15,6 +15,7 @@ def cli(tpumesh_bin, *args):
 @pytest.mark.parametrize("kwargs,flags", [
     ({}, []),
     ({"chip": "v4", "devices": 4}, ["--chip", "v4", "--devices", "4"]),
+    ({"chip": "tpu7x"}, ["--chip", "tpu7x"]),
     ({"mesh": "x=2,y=4", "topology": "2x4"}, ["--mesh", "x=2,y=4", "--topology", "2x4"]),
     ({"mesh": {"data": 2, "model": 2}, "threads_per_device": 1}, ["--mesh", "data=2,model=2", "--threads-per-device", "1"]),
 ])

@@ -1,7 +1,8 @@
 """The device keywords every call that makes a mesh takes, as one MeshSpec.
 
-chip: "v5e", "v4", "v2" or a chip JSON file; devices: 1 to 1024; mesh: the
-axes, "data=4,model=2", a dict {"data": 4, "model": 2} or pairs; topology:
+chip: a preset ("v5e", "v4", "v2", "v6e", "v5p", "tpu7x") or a chip JSON
+file; devices: 1 to 1024; mesh: the axes, "data=4,model=2", a dict
+{"data": 4, "model": 2} or pairs; topology:
 "2x4" or (2, 4); model_axis_along: "x", "y" or "z"; threads_per_device: host
 threads per device arena (0: host cores / devices); dataflow: "ws", "os" or
 "is"; vmem_mib: VMEM per TensorCore in MiB (0: none modelled). The checks

@@ -17,21 +17,29 @@ using ::testing::HasSubstr;
 constexpr int64_t kGiB = int64_t{1} << 30;
 constexpr int64_t kMiB = int64_t{1} << 20;
 
+std::vector<ChipSpec> AllPresets() {
+  return {V5eChip(), V4Chip(), V2Chip(), V6eChip(), V5pChip(), Tpu7xChip()};
+}
+
 TEST(ChipSpecTest, PresetsValidate) {
-  EXPECT_EQ(ChipPresetNames(), (std::vector<std::string>{"v5e", "v4", "v2"}));
-  for (const ChipSpec& c : {V5eChip(), V4Chip(), V2Chip()}) {
+  EXPECT_EQ(ChipPresetNames(), (std::vector<std::string>{"v5e", "v4", "v2", "v6e", "v5p", "tpu7x"}));
+  EXPECT_EQ(ChipPresetList(), "v5e, v4, v2, v6e, v5p, tpu7x");
+  for (const ChipSpec& c : AllPresets()) {
     Status s = c.Validate();
     EXPECT_TRUE(s.ok()) << c.name << ": " << s.ToString();
   }
 }
 
 TEST(ChipSpecTest, MxuArithmeticExplainsThePublishedPeak) {
-  for (const ChipSpec& c : {V5eChip(), V4Chip(), V2Chip()}) {
+  for (const ChipSpec& c : AllPresets()) {
     EXPECT_NEAR(c.mxu_peak_flops() / c.peak_bf16_flops, 1.0, 0.01) << c.name;
   }
   EXPECT_EQ(V5eChip().mxus_per_chip(), 4);
   EXPECT_EQ(V4Chip().mxus_per_chip(), 8);
   EXPECT_EQ(V2Chip().mxus_per_chip(), 2);
+  EXPECT_EQ(V6eChip().mxus_per_chip(), 2);
+  EXPECT_EQ(V5pChip().mxus_per_chip(), 8);
+  EXPECT_EQ(Tpu7xChip().mxus_per_chip(), 4);
 }
 
 TEST(ChipSpecTest, PresetFigures) {
@@ -59,6 +67,49 @@ TEST(ChipSpecTest, PresetFigures) {
   EXPECT_EQ(v2.mxus_per_tensorcore, 1);
   EXPECT_DOUBLE_EQ(v2.clock_hz, 700e6);
   EXPECT_EQ(v2.default_topology, (std::vector<int>{2, 2}));
+  for (const ChipSpec& c : {v5e, v4, v2}) {
+    EXPECT_EQ(c.chiplets_per_chip, 1) << c.name;
+    EXPECT_EQ(c.chiplet_link_bandwidth, 0) << c.name;
+  }
+}
+
+// The table (Google Cloud's TPU7x page compares the three).
+TEST(ChipSpecTest, NewPresetFigures) {
+  const ChipSpec v6e = V6eChip();
+  EXPECT_EQ(v6e.device_kind, "TPU v6 lite");
+  EXPECT_DOUBLE_EQ(v6e.peak_bf16_flops, 918e12);
+  EXPECT_EQ(v6e.hbm_bytes, 32 * kGiB);
+  EXPECT_DOUBLE_EQ(v6e.hbm_bandwidth, 1638e9);
+  EXPECT_EQ(v6e.ici_ports, 4);
+  EXPECT_DOUBLE_EQ(v6e.ici_ports * 2 * v6e.ici_link_bandwidth, 800e9);  // bidirectional per chip
+  EXPECT_EQ(v6e.mxus_per_tensorcore, 2);
+  EXPECT_EQ(v6e.mxu_rows, 256);
+  EXPECT_EQ(v6e.vmem_bytes, 128 * kMiB);
+  EXPECT_EQ(v6e.torus_wrap_size, 16);
+  EXPECT_EQ(v6e.default_topology, (std::vector<int>{2, 4}));
+
+  const ChipSpec v5p = V5pChip();
+  EXPECT_EQ(v5p.device_kind, "TPU v5");
+  EXPECT_DOUBLE_EQ(v5p.peak_bf16_flops, 459e12);
+  EXPECT_EQ(v5p.hbm_bytes, 95 * kGiB);
+  EXPECT_DOUBLE_EQ(v5p.hbm_bandwidth, 2765e9);
+  EXPECT_EQ(v5p.ici_ports, 6);
+  EXPECT_DOUBLE_EQ(v5p.ici_ports * 2 * v5p.ici_link_bandwidth, 1200e9);
+  EXPECT_EQ(v5p.tensorcores_per_chip, 2);
+  EXPECT_EQ(v5p.devices_per_chip, 1);
+  EXPECT_EQ(v5p.torus_wrap_size, 4);
+  EXPECT_EQ(v5p.default_topology, (std::vector<int>{2, 2, 1}));
+
+  const ChipSpec x = Tpu7xChip();
+  EXPECT_EQ(x.device_kind, "TPU7x");
+  EXPECT_DOUBLE_EQ(x.peak_bf16_flops, 2307e12);
+  EXPECT_EQ(x.hbm_bytes, 192 * kGiB);
+  EXPECT_DOUBLE_EQ(x.hbm_bandwidth, 7380e9);
+  EXPECT_DOUBLE_EQ(x.ici_ports * 2 * x.ici_link_bandwidth, 1200e9);
+  EXPECT_EQ(x.devices_per_chip, 2);
+  EXPECT_EQ(x.chiplets_per_chip, 2);
+  EXPECT_DOUBLE_EQ(x.chiplet_link_bandwidth, 6 * x.ici_link_bandwidth);
+  EXPECT_EQ(x.default_topology, (std::vector<int>{2, 2, 1}));
 }
 
 TEST(ChipSpecTest, PerDeviceFigures) {
@@ -75,6 +126,13 @@ TEST(ChipSpecTest, PerDeviceFigures) {
   EXPECT_DOUBLE_EQ(v2.peak_bf16_flops_per_device(), 23e12);
   EXPECT_EQ(v2.hbm_bytes_per_device(), 8 * kGiB);
   EXPECT_DOUBLE_EQ(v2.hbm_bandwidth_per_device(), 350e9);
+  EXPECT_DOUBLE_EQ(v2.hbm_bandwidth_per_chiplet(), 700e9);  // one die: both cores share it
+  // TPU7x: a device is a chiplet with half the chip and its own HBM.
+  const ChipSpec x = Tpu7xChip();
+  EXPECT_DOUBLE_EQ(x.peak_bf16_flops_per_device(), 1153.5e12);
+  EXPECT_EQ(x.hbm_bytes_per_device(), 96 * kGiB);
+  EXPECT_DOUBLE_EQ(x.hbm_bandwidth_per_device(), 3690e9);
+  EXPECT_DOUBLE_EQ(x.hbm_bandwidth_per_chiplet(), 3690e9);
 }
 
 void ExpectSameSpec(const ChipSpec& a, const ChipSpec& b) {
@@ -82,6 +140,8 @@ void ExpectSameSpec(const ChipSpec& a, const ChipSpec& b) {
   EXPECT_EQ(a.device_kind, b.device_kind);
   EXPECT_EQ(a.tensorcores_per_chip, b.tensorcores_per_chip);
   EXPECT_EQ(a.devices_per_chip, b.devices_per_chip);
+  EXPECT_EQ(a.chiplets_per_chip, b.chiplets_per_chip);
+  EXPECT_EQ(a.chiplet_link_bandwidth, b.chiplet_link_bandwidth);
   EXPECT_EQ(a.mxus_per_tensorcore, b.mxus_per_tensorcore);
   EXPECT_EQ(a.mxu_rows, b.mxu_rows);
   EXPECT_EQ(a.mxu_cols, b.mxu_cols);
@@ -100,7 +160,7 @@ void ExpectSameSpec(const ChipSpec& a, const ChipSpec& b) {
 }
 
 TEST(ChipSpecTest, JsonRoundTrip) {
-  for (const ChipSpec& c : {V5eChip(), V4Chip(), V2Chip()}) {
+  for (const ChipSpec& c : AllPresets()) {
     const std::string json = c.ToJson();
     auto back = ChipSpecFromJson(json, c.name + ".json");
     ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -112,8 +172,8 @@ TEST(ChipSpecTest, JsonRoundTrip) {
 TEST(ChipSpecTest, ToJsonWritesEveryFieldByName) {
   const nlohmann::json j = nlohmann::json::parse(V4Chip().ToJson());
   const std::vector<std::string> fields = {
-      "name", "device_kind", "tensorcores_per_chip", "devices_per_chip",
-      "mxus_per_tensorcore", "mxu_rows", "mxu_cols", "clock_hz",
+      "name", "device_kind", "tensorcores_per_chip", "devices_per_chip", "chiplets_per_chip",
+      "chiplet_link_bandwidth", "mxus_per_tensorcore", "mxu_rows", "mxu_cols", "clock_hz",
       "peak_bf16_flops", "hbm_bytes", "hbm_bandwidth", "vmem_bytes", "dataflow",
       "ici_ports", "ici_link_bandwidth", "ici_hop_latency_s",
       "torus_wrap_size", "default_topology", "energy"};
@@ -121,6 +181,32 @@ TEST(ChipSpecTest, ToJsonWritesEveryFieldByName) {
   EXPECT_EQ(j["dataflow"], "ws");
   for (const std::string& f : fields) EXPECT_TRUE(j.contains(f)) << f;
   EXPECT_EQ(j["default_topology"], nlohmann::json({2, 2, 1}));
+}
+
+// The chiplet fields may be left out (chip files written before they
+// existed): one die. A chip file with two chiplets round-trips.
+TEST(ChipSpecTest, ChipletFieldsAreOptionalAndRoundTrip) {
+  nlohmann::json j = nlohmann::json::parse(V5eChip().ToJson());
+  j.erase("chiplets_per_chip");
+  j.erase("chiplet_link_bandwidth");
+  auto old = ChipSpecFromJson(j.dump(), "old.json");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->chiplets_per_chip, 1);
+  EXPECT_EQ(old->chiplet_link_bandwidth, 0);
+  EXPECT_EQ(old->ToJson(), V5eChip().ToJson());
+
+  nlohmann::json two = nlohmann::json::parse(V4Chip().ToJson());
+  two["name"] = "v4-split";
+  two["devices_per_chip"] = 2;
+  two["chiplets_per_chip"] = 2;
+  two["chiplet_link_bandwidth"] = 250e9;
+  auto split = ChipSpecFromJson(two.dump(), "split.json");
+  ASSERT_TRUE(split.ok()) << split.status().ToString();
+  EXPECT_EQ(split->chiplets_per_chip, 2);
+  EXPECT_EQ(split->chiplet_link_bandwidth, 250e9);
+  auto back = ChipSpecFromJson(split->ToJson(), "back.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ExpectSameSpec(*back, *split);
 }
 
 // "dataflow" may be left out (chip files written before it existed): ws.
@@ -214,6 +300,23 @@ TEST(ChipSpecTest, BadJsonNamesTheField) {
        "field 'tensorcores_per_chip' is 0, must be from 1 to 16"},
       {"devices not dividing cores", [](nlohmann::json& j) { j["devices_per_chip"] = 3; },
        "field 'devices_per_chip' must divide tensorcores_per_chip"},
+      {"zero chiplets", [](nlohmann::json& j) { j["chiplets_per_chip"] = 0; },
+       "field 'chiplets_per_chip' is 0, must be from 1 to 16"},
+      {"string chiplets", [](nlohmann::json& j) { j["chiplets_per_chip"] = "two"; },
+       "field 'chiplets_per_chip' must be a number"},
+      {"chiplets not dividing devices", [](nlohmann::json& j) { j["chiplets_per_chip"] = 2; },
+       "field 'chiplets_per_chip' must divide devices_per_chip"},
+      {"negative chiplet link", [](nlohmann::json& j) { j["chiplet_link_bandwidth"] = -1; },
+       "field 'chiplet_link_bandwidth' is -1, must be from 0 to 1e+15"},
+      {"chiplets without a link",
+       [](nlohmann::json& j) {
+         j["tensorcores_per_chip"] = 2;
+         j["devices_per_chip"] = 2;
+         j["chiplets_per_chip"] = 2;
+       },
+       "field 'chiplet_link_bandwidth' is 0, must be > 0 when chiplets_per_chip is above 1"},
+      {"a link without chiplets", [](nlohmann::json& j) { j["chiplet_link_bandwidth"] = 6e11; },
+       "field 'chiplet_link_bandwidth' is 6e+11, must be 0 when chiplets_per_chip is 1"},
       {"four axes", [](nlohmann::json& j) { j["default_topology"] = {2, 2, 2, 2}; },
        "field 'default_topology' must have 1 to 3 axes"},
       {"zero axis", [](nlohmann::json& j) { j["default_topology"] = {2, 0}; },
@@ -288,9 +391,10 @@ TEST(ChipSpecTest, MissingFileIsNotFoundNamingThePath) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_THAT(missing.status().message(), HasSubstr(path));
   // A misspelt preset name is looked up as a path and fails the same way.
-  auto typo = LoadChipSpec("v5p");
+  auto typo = LoadChipSpec("v6p");
   EXPECT_EQ(typo.status().code(), StatusCode::kNotFound);
-  EXPECT_THAT(typo.status().message(), HasSubstr("'v5p'"));
+  EXPECT_THAT(typo.status().message(),
+              HasSubstr("chip 'v6p': neither a preset (v5e, v4, v2, v6e, v5p, tpu7x) nor a readable JSON file"));
 }
 
 TEST(ChipSpecTest, ExampleCustomChipLoads) {

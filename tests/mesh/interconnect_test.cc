@@ -114,6 +114,69 @@ TEST(InterconnectTest, CoresOfOneChipUseHbm) {
                    1.0 * kS / c.hbm_bandwidth);
 }
 
+// TPU7x: a v7-8 is 4 chips (2x2x1) of two chiplets, 8 devices. The two
+// devices of a chip exchange over the chiplet link (6x an ICI link), chips
+// over the ICI; the chiplets of a chip form a line, with no hop latency.
+TEST(InterconnectTest, ChipletsOfOneChipUseTheChipletLink) {
+  const ChipSpec c = Tpu7xChip();
+  const double d2d = c.chiplet_link_bandwidth, ici = c.ici_link_bandwidth, lat = c.ici_hop_latency_s;
+  ASSERT_DOUBLE_EQ(d2d, 600e9);
+  Topology t = Topo(c, {2, 2, 1});
+  ASSERT_EQ(t.num_devices(), 8);
+  EXPECT_EQ(t.ChipletOfDevice(0), 0);
+  EXPECT_EQ(t.ChipletOfDevice(1), 1);
+  EXPECT_EQ(t.ChipletOfDevice(5), 5);
+  EXPECT_EQ(t.Coords(5).core_on_chip, 1);
+
+  const std::vector<int> pair = {2, 3};  // the two chiplets of chip 1
+  auto g = AnalyzeGroup(t, pair);
+  EXPECT_EQ(g.chips, 1);
+  EXPECT_EQ(g.chiplets_per_chip, 2);
+  EXPECT_EQ(g.cores_per_chiplet, 1);
+  EXPECT_EQ(g.algorithm, "chiplet link");
+  EXPECT_DOUBLE_EQ(ModelCollective(c, t, CollectiveKind::kAllGather, pair, kS).seconds, 1.0 * kS / d2d);
+  EXPECT_DOUBLE_EQ(ModelCollective(c, t, CollectiveKind::kPsum, pair, kS).seconds, 2 * (kS / 2.0) / d2d);
+  EXPECT_DOUBLE_EQ(ModelCollective(c, t, CollectiveKind::kPsumScatter, pair, kS).seconds, (kS / 2.0) / d2d);
+  EXPECT_DOUBLE_EQ(ModelCollective(c, t, CollectiveKind::kAllToAll, pair, kS).seconds, 2.0 * kS / (4 * d2d));
+
+  // The same exchange between chips 0 and 1 (one ICI hop) is 6x slower plus the hop.
+  const std::vector<int> across = {0, 2};
+  EXPECT_EQ(AnalyzeGroup(t, across).algorithm, "bidirectional line");
+  EXPECT_DOUBLE_EQ(ModelCollective(c, t, CollectiveKind::kAllGather, across, kS).seconds, 1.0 * kS / ici + lat);
+
+  // ppermute: the pair on one chip uses the link, the pair across chips the ICI.
+  const std::vector<std::pair<int, int>> on_chip = {{0, 1}, {1, 0}};
+  EXPECT_DOUBLE_EQ(ModelCollective(c, t, CollectiveKind::kPpermute, Iota(8), kS, on_chip).seconds, 1.0 * kS / d2d);
+  const std::vector<std::pair<int, int>> off_chip = {{0, 2}};
+  EXPECT_DOUBLE_EQ(ModelCollective(c, t, CollectiveKind::kPpermute, Iota(8), kS, off_chip).seconds,
+                   1.0 * kS / ici + lat);
+
+  // All 8: the chiplet stage, then a ring of 4 chips each contributing 2 S.
+  auto all = AnalyzeGroup(t, Iota(8));
+  EXPECT_EQ(all.chips, 4);
+  EXPECT_EQ(all.chiplets_per_chip, 2);
+  EXPECT_TRUE(all.ring);
+  EXPECT_DOUBLE_EQ(ModelCollective(c, t, CollectiveKind::kAllGather, Iota(8), kS).seconds,
+                   1.0 * kS / d2d + (3.0 * 2 * kS / (2 * ici) + 2 * lat));
+}
+
+// Devices of one chiplet still share its HBM when a chiplet holds several
+// (a custom chip: 2 chiplets of 2 cores).
+TEST(InterconnectTest, CoresOfOneChipletUseItsHbm) {
+  ChipSpec c = V2Chip();
+  c.tensorcores_per_chip = c.devices_per_chip = 4;
+  c.chiplets_per_chip = 2;
+  c.chiplet_link_bandwidth = 100e9;
+  ASSERT_TRUE(c.Validate().ok());
+  Topology t = Topo(c, {1});
+  EXPECT_EQ(AnalyzeGroup(t, std::vector<int>{0, 1}).algorithm, "on-chip");
+  EXPECT_DOUBLE_EQ(ModelCollective(c, t, CollectiveKind::kAllGather, std::vector<int>{0, 1}, kS).seconds,
+                   1.0 * kS / (c.hbm_bandwidth / 2));
+  // All four: through HBM within each chiplet, then each chiplet's 2 S over the link.
+  EXPECT_DOUBLE_EQ(ModelCollective(c, t, CollectiveKind::kAllGather, Iota(4), kS).seconds,
+                   1.0 * kS / (c.hbm_bandwidth / 2) + 2.0 * kS / c.chiplet_link_bandwidth);
+}
+
 TEST(InterconnectTest, PpermuteIsTheSlowestPair) {
   ChipSpec c = V5eChip();
   Topology t = Topo(c, {2, 4});

@@ -160,6 +160,65 @@ TEST(PjrtApiTest, EnvironmentPicksChipAndTopology) {
   api.PJRT_Error_Destroy(&d);
 }
 
+// TPUMESH_PJRT_CHIP=tpu7x: a v7-8, 8 devices (one per chiplet) on 4 chips,
+// each with half the chip's HBM; v6e and v5p name their device kinds.
+TEST(PjrtApiTest, EnvironmentPicksTheNewerChips) {
+  const PJRT_Api& api = *GetPjrtApi();
+  struct Case {
+    const char* chip;
+    const char* topology;
+    size_t devices;
+    const char* kind;
+    int64_t bytes_limit;
+    int cores_per_chip;
+  };
+  for (const Case& k : {Case{"tpu7x", "", 8, "TPU7x", int64_t{96} << 30, 2},
+                        Case{"v6e", "", 8, "TPU v6 lite", int64_t{32} << 30, 1},
+                        Case{"v5p", "2x2x1", 4, "TPU v5", int64_t{95} << 30, 1}}) {
+    setenv("TPUMESH_PJRT_CHIP", k.chip, 1);
+    if (*k.topology) setenv("TPUMESH_PJRT_TOPOLOGY", k.topology, 1);
+    auto c = Make<PJRT_Client_Create_Args>();
+    ExpectOk(api, api.PJRT_Client_Create(&c));
+    unsetenv("TPUMESH_PJRT_CHIP");
+    unsetenv("TPUMESH_PJRT_TOPOLOGY");
+    ASSERT_NE(c.client, nullptr) << k.chip;
+    auto devices = Make<PJRT_Client_Devices_Args>();
+    devices.client = c.client;
+    ExpectOk(api, api.PJRT_Client_Devices(&devices));
+    ASSERT_EQ(devices.num_devices, k.devices) << k.chip;
+    for (size_t i = 0; i < devices.num_devices; ++i) {
+      auto g = Make<PJRT_Device_GetDescription_Args>();
+      g.device = devices.devices[i];
+      ExpectOk(api, api.PJRT_Device_GetDescription(&g));
+      auto kind = Make<PJRT_DeviceDescription_Kind_Args>();
+      kind.device_description = g.device_description;
+      ExpectOk(api, api.PJRT_DeviceDescription_Kind(&kind));
+      EXPECT_EQ(std::string(kind.device_kind, kind.device_kind_size), k.kind);
+      auto attrs = Make<PJRT_DeviceDescription_Attributes_Args>();
+      attrs.device_description = g.device_description;
+      ExpectOk(api, api.PJRT_DeviceDescription_Attributes(&attrs));
+      ASSERT_EQ(attrs.num_attributes, 2u);
+      const PJRT_NamedValue& coords = attrs.attributes[0];
+      const PJRT_NamedValue& core = attrs.attributes[1];
+      EXPECT_EQ(std::string(core.name, core.name_size), "core_on_chip");
+      EXPECT_EQ(core.int64_value, static_cast<int64_t>(i) % k.cores_per_chip) << k.chip << " device " << i;
+      // Both chiplets of a chip sit at its coordinates; every slice here is
+      // 2 chips wide, so chip c = i / cores is at (c % 2, c / 2, 0).
+      const int64_t chip = static_cast<int64_t>(i) / k.cores_per_chip;
+      EXPECT_EQ(std::vector<int64_t>(coords.int64_array_value, coords.int64_array_value + coords.value_size),
+                (std::vector<int64_t>{chip % 2, chip / 2, 0}))
+          << k.chip << " device " << i;
+      auto stats = Make<PJRT_Device_MemoryStats_Args>();
+      stats.device = devices.devices[i];
+      ExpectOk(api, api.PJRT_Device_MemoryStats(&stats));
+      EXPECT_EQ(stats.bytes_limit, k.bytes_limit) << k.chip;
+    }
+    auto destroy = Make<PJRT_Client_Destroy_Args>();
+    destroy.client = c.client;
+    ExpectOk(api, api.PJRT_Client_Destroy(&destroy));
+  }
+}
+
 #ifdef TPUMESH_PJRT_PLUGIN
 // The shared object exports GetPjrtApi and nothing of ours besides.
 TEST(PjrtApiTest, PluginSharedObjectExportsTheTable) {

@@ -58,6 +58,37 @@ TEST(CliTest, DevicesJsonIsValid) {
   EXPECT_EQ(j["mesh"]["axes"][0]["name"], "x");
 }
 
+// The presets of Google's newer chips: their figures reach `devices`, and a
+// TPU7x slice is two devices (chiplets) per chip.
+TEST(CliTest, DevicesNewPresets) {
+  Result v6e = RunTpumesh("devices --chip v6e");
+  ASSERT_EQ(v6e.code, 0) << v6e.err;
+  EXPECT_THAT(v6e.out, HasSubstr("8 devices: TPU v6 lite (emulated), chip v6e, topology 2x4 (no wraparound)"));
+  EXPECT_THAT(v6e.out, HasSubstr("1 TensorCore(s) x 2 MXU 256x256 ws @ 3.50 GHz, 918 TFLOP/s bf16 per chip; HBM "
+                                 "32.0 GiB @ 1638 GB/s; VMEM 128.0 MiB; ICI 4 links x 100.0 GB/s per direction"));
+  Result v5p = RunTpumesh("devices --chip v5p --topology 2x2x1");
+  ASSERT_EQ(v5p.code, 0) << v5p.err;
+  EXPECT_THAT(v5p.out, HasSubstr("4 devices: TPU v5 (emulated), chip v5p, topology 2x2x1"));
+  EXPECT_THAT(v5p.out, HasSubstr("2 TensorCore(s) x 4 MXU 128x128 ws @ 1.75 GHz, 459 TFLOP/s bf16 per chip; HBM "
+                                 "95.0 GiB @ 2765 GB/s; VMEM 64.0 MiB; ICI 6 links x 100.0 GB/s per direction"));
+  Result x = RunTpumesh("devices --chip tpu7x --topology 2x2x1");
+  ASSERT_EQ(x.code, 0) << x.err;
+  EXPECT_THAT(x.out, HasSubstr("8 devices on 4 chips: TPU7x (emulated), chip tpu7x, topology 2x2x1"));
+  EXPECT_THAT(x.out, HasSubstr("TpuDevice(id=3, coords=(1,0,0), core_on_chip=1)  HBM 96.0 GiB"));
+  EXPECT_THAT(x.out, HasSubstr("2307 TFLOP/s bf16 per chip; HBM 192.0 GiB @ 7380 GB/s"));
+  EXPECT_THAT(x.out, HasSubstr("2 chiplets per chip (1 device(s) each) joined at 600.0 GB/s per direction"));
+  // The default device count (8) is the v7-8's, and the JSON says 4 chips.
+  Result j = RunTpumesh("devices --chip tpu7x --json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  auto json = nlohmann::json::parse(j.out);
+  EXPECT_EQ(json["devices"].size(), 8u);
+  EXPECT_EQ(json["topology"]["chips"], 4);
+  EXPECT_EQ(json["topology"]["chip_dims"], nlohmann::json({2, 2, 1}));
+  EXPECT_EQ(json["chip"]["chiplets_per_chip"], 2);
+  EXPECT_EQ(json["devices"][7]["core_on_chip"], 1);
+  EXPECT_EQ(json["devices"][7]["coords"], nlohmann::json({1, 1, 0}));
+}
+
 TEST(CliTest, DevicesCustomChipFile) {
   Result r = RunTpumesh(std::string("devices --chip ") + TPUMESH_SOURCE_DIR + "/docs/examples/custom_chip.json --topology 4x4");
   ASSERT_EQ(r.code, 0) << r.err;
