@@ -239,6 +239,23 @@ StatusOr<TriangularSolveAttrs> TriangularSolve(const Op& op) {
   return TriangularSolveAttrs{shape};
 }
 
+// lower: a bool, false when absent; one operand of f32, f64 or complex, and
+// a result of its type.
+StatusOr<CholeskyAttrs> Cholesky(const Op& op) {
+  const auto& in = op.operand_types;
+  if (in.size() != 1 || op.result_types.size() != 1) return InvalidArgumentError("needs one operand and one result");
+  bool lower = false;
+  if (const Attr* a = op.Find("lower")) {
+    if (a->kind != Attr::Kind::kBool) return InvalidArgumentError("needs lower = true or false");
+    lower = a->i != 0;
+  }
+  const ElementType e = in[0].element;
+  if (op.result_types[0] != in[0] || (e != ElementType::kF32 && e != ElementType::kF64 && !IsComplex(e)))
+    return InvalidArgumentError("takes a of f32, f64, complex<f32> or complex<f64>, and gives a's type");
+  TPUMESH_ASSIGN_OR_RETURN(kernels::CholeskyShape shape, kernels::MakeCholeskyShape(in[0].dims, lower));
+  return CholeskyAttrs{shape};
+}
+
 }  // namespace
 
 std::shared_ptr<const OpAttrs> ResolveAttrs(const Op& op) {
@@ -287,6 +304,7 @@ std::shared_ptr<const OpAttrs> ResolveAttrs(const Op& op) {
       case Run::kAllToAll: Set(*a, Collective(op, e->run)); break;
       case Run::kFft: Set(*a, Fft(op)); break;
       case Run::kTriangularSolve: Set(*a, TriangularSolve(op)); break;
+      case Run::kCholesky: Set(*a, Cholesky(op)); break;
       default: break;  // no attributes read where it runs, or still read by key
     }
   }

@@ -5,7 +5,7 @@
 // reduce_window's and select_and_scatter's windows, sort's dimension,
 // top_k's k, gather's and scatter's dimension numbers, the collectives'
 // replica groups, pairs and dimensions, fft's type and lengths,
-// triangular_solve's flags. Resolved once when the module is
+// triangular_solve's flags, cholesky's lower. Resolved once when the module is
 // read (Op::typed, by the op's registry entry) and checked against the
 // op's types there; Verify refuses an op whose attributes do not fit, so
 // the refusal comes before anything runs. hlo/'s internal header.
@@ -28,6 +28,7 @@
 #include "base/status.h"
 #include "hlo/module.h"
 #include "hlo/op_shapes.h"
+#include "kernels/cholesky.h"
 #include "kernels/fft.h"
 #include "kernels/matmul.h"
 #include "kernels/triangular_solve.h"
@@ -98,6 +99,11 @@ struct FftAttrs {
 struct TriangularSolveAttrs {
   kernels::TriangularSolveShape shape;
 };
+// stablehlo.cholesky's lower (false when absent, as the spec's default),
+// checked against its operand shape.
+struct CholeskyAttrs {
+  kernels::CholeskyShape shape;
+};
 
 struct OpAttrs {
   Status status;  // OK, or what in the attributes does not fit the op
@@ -106,7 +112,7 @@ struct OpAttrs {
   kernels::Precision precision = kernels::Precision::kDefault;
   std::variant<std::monostate, CompareAttrs, DotAttrs, ConvAttrs, ReducePrecisionAttrs, AxesAttrs, AxisAttrs,
                SliceAttrs, PadAttrs, WindowAttrs, GatherAttrs, ScatterAttrs, CollectiveAttrs, FftAttrs,
-               TriangularSolveAttrs>
+               TriangularSolveAttrs, CholeskyAttrs>
       value;
 };
 

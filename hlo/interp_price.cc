@@ -231,7 +231,8 @@ Status Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type
       break;
     }
     case Price::kFft:
-    case Price::kTriangularSolve: {
+    case Price::kTriangularSolve:
+    case Price::kCholesky: {
       // XLA's flop counts (kernels/); the bytes as every op's: what is
       // read from and written to HBM.
       const auto attrs = AttrsOf(op);
@@ -239,6 +240,8 @@ Status Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type
         r.cost.flops = kernels::FftCost(f->shape, ElementTypeBytes(PartType(in[0].element))).flops;
       } else if (const auto* t = std::get_if<TriangularSolveAttrs>(&attrs->value)) {
         r.cost.flops = kernels::TriangularSolveCost(t->shape, ElementTypeBytes(in[0].element)).flops;
+      } else if (const auto* c = std::get_if<CholeskyAttrs>(&attrs->value)) {
+        r.cost.flops = kernels::CholeskyCost(c->shape, ElementTypeBytes(in[0].element)).flops;
       } else {
         return InternalError(op.name + " without its attributes");
       }

@@ -389,6 +389,7 @@ Status Interpreter::Compute(const OpEntry& e, const Op& op,
     case Run::kConvolution: return Convolution(op, *in[0], *in[1], out[0]);
     case Run::kFft: return Fft(op, *in[0], out[0]);
     case Run::kTriangularSolve: return TriangularSolve(op, *in[0], *in[1], out[0]);
+    case Run::kCholesky: return Cholesky(op, *in[0], out[0]);
     case Run::kRngBitGenerator: return RngBitGenerator(op, *in[0], out);
     case Run::kReduce: return Reduce(op, in, out);
     case Run::kReduceWindow: return ReduceWindow(op, in, out);

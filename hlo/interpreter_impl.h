@@ -7,7 +7,7 @@
 //   interpreter.cc       values, regions, memory, dispatch (RunOp, Compute)
 //   interp_data.cc       elementwise ops and data movement
 //   interp_matmul.cc     dot_general and convolution
-//   interp_linalg.cc     fft and triangular_solve
+//   interp_linalg.cc     fft, triangular_solve and cholesky
 //   interp_reduce.cc     reduce, reduce_window, sort, top_k
 //   interp_scatter.cc    gather, scatter, select_and_scatter
 //   interp_collective.cc the collectives over the device's pmap
@@ -258,10 +258,12 @@ class Interpreter {
 
   Status Convolution(const Op& op, const Tensor& l, const Tensor& r, Tensor& out);
 
-  // ---- fft and triangular_solve on kernels/fft.h and
-  // kernels/triangular_solve.h, by their typed attributes.
+  // ---- fft, triangular_solve and cholesky on kernels/fft.h,
+  // kernels/triangular_solve.h and kernels/cholesky.h, by their typed
+  // attributes.
   Status Fft(const Op& op, const Tensor& x, Tensor& out);
   Status TriangularSolve(const Op& op, const Tensor& a, const Tensor& b, Tensor& out);
+  Status Cholesky(const Op& op, const Tensor& a, Tensor& out);
   // hlo/interp_rng.cc: XLA:CPU's Philox bits and the next state.
   Status RngBitGenerator(const Op& op, const Tensor& state, std::vector<Tensor>& out);
 

@@ -113,7 +113,7 @@ enum class OpClass : uint8_t {
   kControl,      // func.call, while, case, if, return, optimization_barrier
   kCollective,   // all_reduce, all_gather, reduce_scatter, collective_permute, all_to_all
   kSharding,     // sdy.manual_computation, custom_call @Sharding / @SPMD*, sharding constraints
-  kLinalg,       // fft, triangular_solve: kernels/fft.h, kernels/triangular_solve.h
+  kLinalg,       // fft, triangular_solve, cholesky: kernels/fft.h, kernels/triangular_solve.h, kernels/cholesky.h
 };
 
 // What the verifier checks beyond counts and tensor types (Verify).
@@ -138,7 +138,7 @@ enum class Run : uint8_t {
   kUnset,
   kElementwise, kConstant, kDeviceId, kCopy, kIota, kBroadcastInDim, kTranspose, kReverse, kSlice,
   kDynamicSlice, kDynamicUpdateSlice, kConcatenate, kPad,
-  kDot, kConvolution, kFft, kTriangularSolve, kRngBitGenerator,
+  kDot, kConvolution, kFft, kTriangularSolve, kCholesky, kRngBitGenerator,
   kReduce, kReduceWindow, kSort, kTopK,
   kGather, kScatter, kSelectAndScatter,
   kAllReduce, kAllGather, kReduceScatter, kCollectivePermute, kAllToAll,
@@ -159,6 +159,7 @@ enum class Price : uint8_t {
   kDot, kConvolution, kReduce, kReduceWindow, kSort, kTopK, kGather, kScatter, kSelectAndScatter,
   kFft,              // XLA's count (kernels/fft.h FftCost)
   kTriangularSolve,  // XLA's count (kernels/triangular_solve.h TriangularSolveCost)
+  kCholesky,         // XLA's count (kernels/cholesky.h CholeskyCost)
   kCollective,
   kRegions,          // no record of its own: the ops of the regions it runs are priced
 };

@@ -272,6 +272,58 @@ def test_jit_and_eager_ops_run_on_tpumesh_as_on_cpu():
         assert case["equal"], (name, case)
 
 
+# jnp.linalg.cholesky lowers to stablehlo.cholesky for the plugin (JAX's CPU
+# lowering is a LAPACK custom call): the factors of Hermitian positive
+# definite matrices (f32, a batch, complex64, f64 under x64) against JAX's
+# CPU within 1e-6, and a matrix that is not positive definite NaN where the
+# CPU's is (its lower triangle: JAX zeroes the upper one after the op);
+# jax.random.multivariate_normal, which factors its covariance, too.
+CHOLESKY_AS_CPU = """
+import json
+import numpy as np
+import jax, jax.numpy as jnp
+jax.config.update("jax_enable_x64", True)
+rng = np.random.default_rng(7)
+def hpd(shape, dtype):
+    b = rng.uniform(-1, 1, shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        b = b + 1j * rng.uniform(-1, 1, shape)
+    a = b @ np.conj(np.swapaxes(b, -1, -2)) + shape[-1] * np.eye(shape[-1])
+    return a.astype(dtype)
+a = {"f32": hpd((6, 6), np.float32), "batch": hpd((3, 5, 5), np.float32), "c64": hpd((4, 4), np.complex64),
+     "f64": hpd((7, 7), np.float64), "cov": hpd((3, 3), np.float32)}
+cases = {
+    "f32": lambda: jnp.linalg.cholesky(a["f32"]),
+    "batch": lambda: jnp.linalg.cholesky(a["batch"]),
+    "c64": lambda: jnp.linalg.cholesky(a["c64"]),
+    "f64_upper": lambda: jnp.linalg.cholesky(a["f64"], upper=True),
+    "not_pd": lambda: jnp.linalg.cholesky(np.array([[1.0, 2.0], [2.0, 1.0]], np.float32)),
+    "mvn": lambda: jax.random.multivariate_normal(jax.random.key(0), np.zeros(3, np.float32), a["cov"], (4,)),
+}
+out = {}
+for name, f in cases.items():
+    got = f()
+    on = sorted(d.platform for d in got.devices())
+    with jax.default_device(jax.devices("cpu")[0]):
+        want = f()
+    g, w = np.asarray(got), np.asarray(want)
+    out[name] = {"on": on, "dtype": str(got.dtype), "want_dtype": str(want.dtype),
+                 "nan_where_cpu": bool(np.array_equal(np.isnan(g), np.isnan(w))), "nan": bool(np.isnan(g).any()),
+                 "max_diff": float(np.nan_to_num(np.abs(g - w).max(), nan=0.0))}
+print(json.dumps(out))
+"""
+
+
+@needs_jax
+def test_cholesky_runs_on_tpumesh_as_on_cpu():
+    got = run_code(CHOLESKY_AS_CPU)
+    for name, case in got.items():
+        assert case["on"] == ["tpumesh"], (name, case)
+        assert case["dtype"] == case["want_dtype"], (name, case)
+        assert case["nan_where_cpu"] and case["nan"] == (name == "not_pd"), (name, case)
+        assert case["max_diff"] <= 1e-6, (name, case)
+
+
 @needs_jax
 def test_results_land_on_the_device_of_their_arguments_and_count_in_its_hbm():
     code = """

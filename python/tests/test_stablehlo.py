@@ -106,11 +106,11 @@ def test_errors(data_dir, tmp_path):
         stablehlo.run("module {\n  func.func @main( {", np.zeros(1))
     with pytest.raises(FileNotFoundError):
         stablehlo.run(str(tmp_path / "missing.mlir"))
-    bad = tmp_path / "cholesky.mlir"
+    bad = tmp_path / "unary_einsum.mlir"
     bad.write_text('module @m {\n  func.func public @main(%arg0: tensor<2x2xf32>) -> tensor<2x2xf32> {\n'
-                   '    %0 = stablehlo.cholesky %arg0, lower = true : tensor<2x2xf32>\n'
+                   '    %0 = stablehlo.unary_einsum %arg0, config = "ab->ba" : tensor<2x2xf32>\n'
                    '    return %0 : tensor<2x2xf32>\n  }\n}\n')
-    with pytest.raises(NotImplementedError, match="cholesky"):
+    with pytest.raises(NotImplementedError, match="unary_einsum"):
         stablehlo.run(bad, np.eye(2, dtype=np.float32))
 
 

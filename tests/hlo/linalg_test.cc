@@ -1,8 +1,12 @@
-// stablehlo.fft and stablehlo.triangular_solve through hlo/ on small
-// modules worked by hand: the types each fft_type takes, the transforms of
-// an impulse, a 2x2 solve in the generic form and as JAX's CPU custom call
-// (@lapack_dtrsm_ffi, its flags as LAPACK's characters), and the custom
-// calls that stay refused.
+// stablehlo.fft, stablehlo.triangular_solve and stablehlo.cholesky through
+// hlo/ on small modules worked by hand: the types each fft_type takes, the
+// transforms of an impulse, a 2x2 solve in the generic form and as JAX's
+// CPU custom call (@lapack_dtrsm_ffi, its flags as LAPACK's characters),
+// the custom calls that stay refused; cholesky in the pretty form JAX
+// prints and the generic one, lower and not (the spec's default), batched
+// and complex, with XLA:CPU's NaN for a matrix that is not positive
+// definite, its types checked, and priced with XLA's count.
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -10,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hlo/interpreter.h"
+#include "mesh/mesh.h"
 #include "tests/testing/hlo_run.h"
 
 namespace tpumesh::hlo {
@@ -103,6 +108,67 @@ TEST(LinalgTest, OtherTrsmCallsStayRefused) {
     EXPECT_FALSE(st.ok());
     EXPECT_THAT(st.message(), HasSubstr("unsupported custom_call @lapack_dtrsm_ffi"));
   }
+}
+
+// a = [[4, 2, 1], [2, 5, 3], [1, 3, 6]] = L L^T, L = [[2, 0, 0], [1, 2, 0],
+// [0.5, 1.25, r]], r = sqrt(6 - 0.25 - 1.5625); the 9s are the triangle
+// not read.
+TEST(LinalgTest, CholeskyFactorsAsXla) {
+  const double r = std::sqrt(6.0 - 0.25 - 1.5625);
+  const std::string t = "tensor<3x3xf64>";
+  EXPECT_EQ(RunMain<double>(OneOp("%a: " + t, t, "stablehlo.cholesky %a, lower = true : " + t),
+                            {{4, 9, 9, 2, 5, 9, 1, 3, 6}}),
+            (std::vector<double>{2, 0, 0, 1, 2, 0, 0.5, 1.25, r}));
+  // Generic form, lower = false: U = L^T from the upper triangle.
+  EXPECT_EQ(RunMain<double>(OneOp("%a: " + t, t, "\"stablehlo.cholesky\"(%a) <{lower = false}> : (" + t + ") -> " + t),
+                            {{4, 2, 1, 9, 5, 3, 9, 9, 6}}),
+            (std::vector<double>{2, 1, 0.5, 0, 2, 1.25, 0, 0, r}));
+  // No lower: the spec's default, false.
+  EXPECT_EQ(RunMain<double>(OneOp("%a: " + t, t, "stablehlo.cholesky %a : " + t), {{4, 2, 1, 9, 5, 3, 9, 9, 6}}),
+            (std::vector<double>{2, 1, 0.5, 0, 2, 1.25, 0, 0, r}));
+}
+
+TEST(LinalgTest, CholeskyBatchedAndComplex) {
+  // Two f32 entries: [[1, 0], [0, -1]] is not positive definite (NaN
+  // everywhere, as XLA:CPU), [[4, 2], [2, 5]] gives [[2, 0], [1, 2]].
+  const std::string b = "tensor<2x2x2xf32>";
+  const std::vector<float> got =
+      RunMain<float>(OneOp("%a: " + b, b, "stablehlo.cholesky %a, lower = true : " + b), {{1, 0, 0, -1, 4, 2, 2, 5}});
+  ASSERT_EQ(got.size(), 8u);
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(std::isnan(got[i])) << i;
+  EXPECT_EQ(std::vector<float>(got.begin() + 4, got.end()), (std::vector<float>{2, 0, 1, 2}));
+  // Hermitian [[4, 2-2i], [2+2i, 6]]: L = [[2, 0], [1+i, 2]].
+  const std::string c = "tensor<2x2xcomplex<f32>>";
+  EXPECT_EQ(RunMain<float>(OneOp("%a: " + c, c, "stablehlo.cholesky %a, lower = true : " + c),
+                           {{4, 0, 2, -2, 2, 2, 6, 0}}),
+            (std::vector<float>{2, 0, 0, 0, 1, 1, 2, 0}));
+}
+
+TEST(LinalgTest, CholeskyTypesAreChecked) {
+  const auto verify = [](const std::string& t) {
+    return VerifyText(OneOp("%a: " + t, t, "stablehlo.cholesky %a, lower = true : " + t));
+  };
+  EXPECT_THAT(verify("tensor<3x4xf32>").message(), HasSubstr("square"));
+  EXPECT_THAT(verify("tensor<2x2xi32>").message(), HasSubstr("f32, f64, complex<f32> or complex<f64>"));
+  EXPECT_THAT(verify("tensor<4xf32>").message(), HasSubstr("rank"));
+}
+
+TEST(LinalgTest, CholeskyIsPricedAsXlaCountsIt) {
+  // XLA's HandleCholesky: n x elements(a) / 3 = 3 x 2 x 9 / 3 = 18 flops.
+  const std::string t = "tensor<2x3x3xf32>";
+  auto m = ParseModule(OneOp("%a: " + t, t, "stablehlo.cholesky %a, lower = true : " + t), "t.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_TRUE(Verify(*m).ok());
+  std::vector<Tensor> args;
+  args.push_back(NewTensor(m->funcs[0].arg_types[0], nullptr).value());
+  std::vector<mesh::OpRecord> records;
+  Options o;
+  o.ops = &records;
+  ASSERT_TRUE(RunFunction(*m, "main", std::move(args), DeviceSite{}, o).ok());
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].type, "linalg");
+  EXPECT_EQ(records[0].cost.flops, 18);
+  EXPECT_EQ(records[0].cost.transcendentals, 0);
 }
 
 }  // namespace

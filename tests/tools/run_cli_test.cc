@@ -100,10 +100,10 @@ TEST(RunCli, TruncatedModuleNamesTheFileAndLine) {
 
 TEST(RunCli, UnknownOpIsRefusedBeforeAnythingRuns) {
   std::string text = kAdd;
-  text.replace(text.find("stablehlo.add"), 13, "stablehlo.cholesky");
-  const std::string p = Write("chol.mlir", text);
-  const std::string out = Dir() + "/chol.out.h5";
-  ExpectRefused(RunTpumesh("run " + p + " --outputs " + out), out, p + ":3:10: unsupported op 'stablehlo.cholesky'");
+  text.replace(text.find("stablehlo.add"), 13, "stablehlo.einsum");
+  const std::string p = Write("einsum.mlir", text);
+  const std::string out = Dir() + "/einsum.out.h5";
+  ExpectRefused(RunTpumesh("run " + p + " --outputs " + out), out, p + ":3:10: unsupported op 'stablehlo.einsum'");
 }
 
 TEST(RunCli, ShapeMismatchNamesTheOp) {
