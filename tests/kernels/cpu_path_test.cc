@@ -65,7 +65,10 @@ TEST(CpuPathTest, TheCapReachesHighwayBf16AndBlis) {
   // (baseline) kernels, unless the user chose BLIS_ARCH_TYPE.
   if (ActiveCpuPath() < HostCpuPath() && ActiveCpuPath() < CpuPath::kAvx512) {
     EXPECT_EQ(bli_arch_query_id(), ActiveCpuPath() == CpuPath::kAvx2 ? BLIS_ARCH_HASWELL : BLIS_ARCH_PENRYN);
+    EXPECT_TRUE(ProcessBlisConfig().optimized);
   }
+  // What tpumesh reports as BLIS's configuration is the one libblis runs.
+  EXPECT_EQ(ProcessBlisConfig().name, bli_arch_string(bli_arch_query_id()));
 }
 
 TEST(PeakTest, EveryActivePathMeasuresAndTheOthersSayWhy) {
