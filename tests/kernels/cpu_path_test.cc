@@ -88,6 +88,12 @@ TEST(PeakTest, EveryActivePathMeasuresAndTheOthersSayWhy) {
   ASSERT_TRUE(best.ok());
   EXPECT_TRUE(CpuPathActive(best->path));
   EXPECT_GT(best->flops, 0);
+  // The f32 peak: an f32 path (not the bf16 dot products above avx512).
+  StatusOr<PathPeak> f32 = MeasureF32Peak(1, 0.01);
+  ASSERT_TRUE(f32.ok());
+  EXPECT_TRUE(CpuPathActive(f32->path));
+  EXPECT_LE(f32->path, CpuPath::kAvx512);
+  EXPECT_GT(f32->flops, 0);
   EXPECT_FALSE(MeasurePeakFlops(CpuPath::kBaseline, 0).ok());
 }
 
