@@ -16,9 +16,11 @@
 //       at 5 rows, so the driver splits each column tile's micro-panel into
 //       f32 once per row block (SplitPanel, L1-resident) and SplitPairKernel
 //       runs 6 rows on it: 12 accumulators, 2 B vectors, 1 broadcast.
-//   f32 panels (kHighest): acc += a[k] * b[k].
-// A is packed per call into f32 rows (already rounded / split / expanded),
-// or read in place when it is bf16 numbers already (CallArgs::a_rounded); B
+//   f32 panels (kHighest): acc += a[k] * b[k], A packed k-major per row
+//   group (PackAF32).
+// For the pair layout A is packed per call into f32 rows (already rounded /
+// split / expanded), or read in place when it is bf16 numbers already
+// (CallArgs::a_rounded); B
 // comes packed from PackedMatrix. Edges: rows by template (1..kMr), a column
 // tile of at most L columns by one-vector kernels (SD's head_dim 40 is
 // 16 + 16 + 8 on AVX2: no FMA spent on 8 zero columns), the rest of a partial
