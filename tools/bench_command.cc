@@ -448,7 +448,9 @@ void RegisterBench(CLI::App& app, RunFn* run) {
   CLI::Option* k_opt = mm->add_option("--k", opt->k, "Columns of A, rows of B, 1 to 1048576")->capture_default_str();
   mm->add_option("--shape", opt->shape, "M,N,K (instead of --m --n --k)")->excludes(m_opt, n_opt, k_opt);
   mm->add_option("--dtype", opt->dtype, "Operand storage: bf16 or f32")->capture_default_str();
-  mm->add_option("--provider", opt->provider, "auto, highway, bf16 (AVX512-BF16), blis or amx (AMX tiles)")
+  mm->add_option("--provider", opt->provider,
+                 "auto (at highest: highway), highway, bf16 (AVX512-BF16), blis (on libblis's configuration, "
+                 "which bench peak names) or amx (AMX tiles)")
       ->capture_default_str();
   common(mm);
   CLI::App* conv = cmd->add_subcommand(
