@@ -39,13 +39,14 @@
 //             libblis selected (BlisConfig below: on a CPU it does not know,
 //             its reference kernels). Only when asked for.
 // kAuto at kHighest is kHighway on every host: its f32 kernel (12 x 32 or
-// 6 x 16 f32 FMA tiles) ran at or above BLIS's best configuration on every
-// path measured (Zen 4: within noise of zen3/skx on avx2 and avx512; Zen 5:
-// 445 GFLOP/s against skx's 397 and the 84 of the 'generic' configuration
-// Debian's BLIS 0.9 selects there; Emerald Rapids: 1.2-2x skx), it never
-// depends on which configuration libblis picked, and it sums each C element
-// in one FMA chain in k order, so C has the same bits on every FMA target
-// (AVX2, AVX-512) and thread count (docs/kernels.md, "The f32 provider").
+// 6 x 16 f32 FMA tiles) is within a few percent of BLIS's best
+// configuration or well ahead of it (Zen 4: 3% behind zen3, ahead of skx;
+// Zen 5: 445 GFLOP/s against skx's 397 and the 84 of the 'generic'
+// configuration Debian's BLIS 0.9 selects there; Emerald Rapids: 1.2-2x
+// skx), it never depends on which configuration libblis picked, and it sums
+// each C element in one FMA chain in k order, so C has the same bits on
+// every FMA target (AVX2, AVX-512) and thread count (docs/kernels.md, "The
+// f32 provider").
 // For kDefault and kHigh, kBf16 and kHighway produce the same bits: both
 // accumulate each C element in one f32 chain over k in the same order (k+1
 // before k within each pair of k, as vdpbf16ps does), and a product of two

@@ -570,6 +570,31 @@ TEST_P(MatmulHighwayTargetTest, MatchesReferenceAndBf16Bits) {
   }
 }
 
+// kHighest is one FMA chain per C element in k order on every target with
+// FMAs (AVX2's 6 x 16 tiles, AVX3's 12 x 32): the same bits on each.
+TEST(MatmulHighestTest, EveryFmaTargetGivesTheSameBits) {
+  const Shape s{37, 70, 301};
+  const int64_t lda = PrimeAbove(s.k), ldc = PrimeAbove(s.n);
+  const std::vector<float> a = RandomMatrix(s.m, s.k, lda, 61);
+  const std::vector<float> b = RandomMatrix(s.k, s.n, s.n, 62);
+  std::vector<float> first;
+  std::string first_name;
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    if ((target & (HWY_AVX2 | HWY_AVX3 | HWY_AVX3_DL)) == 0) continue;  // no FMA below AVX2
+    hwy::SetSupportedTargetsForTest(target);
+    const MatmulRun run = RunMatmul(s, a, lda, b, s.n, ldc, {Precision::kHighest, Provider::kHighway});
+    ASSERT_TRUE(run.status.ok());
+    ASSERT_EQ(HighwayTargetName(), hwy::TargetName(target));
+    if (first.empty()) {
+      first = run.c;
+      first_name = hwy::TargetName(target);
+    } else {
+      ExpectBitIdentical(run.c, first, s.m, s.n, ldc, std::string(hwy::TargetName(target)) + " vs " + first_name);
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 // An A of bf16 numbers with a 0 past an odd K (attention's P) is read in
 // place by the Highway driver at kDefault: the bits of the packed path.
 TEST_P(MatmulHighwayTargetTest, RoundedAReadInPlaceGivesMatmulBits) {
