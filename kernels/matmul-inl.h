@@ -16,9 +16,11 @@
 //       at 5 rows, so the driver splits each column tile's micro-panel into
 //       f32 once per row block (SplitPanel, L1-resident) and SplitPairKernel
 //       runs 6 rows on it: 12 accumulators, 2 B vectors, 1 broadcast.
-//   f32 panels (kHighest): acc += a[k] * b[k].
-// A is packed per call into f32 rows (already rounded / split / expanded),
-// or read in place when it is bf16 numbers already (CallArgs::a_rounded); B
+//   f32 panels (kHighest): acc += a[k] * b[k], A packed k-major per row
+//   group (PackAF32).
+// For the pair layout A is packed per call into f32 rows (already rounded /
+// split / expanded), or read in place when it is bf16 numbers already
+// (CallArgs::a_rounded); B
 // comes packed from PackedMatrix. Edges: rows by template (1..kMr), a column
 // tile of at most L columns by one-vector kernels (SD's head_dim 40 is
 // 16 + 16 + 8 on AVX2: no FMA spent on 8 zero columns), the rest of a partial
@@ -73,9 +75,10 @@ inline constexpr int64_t kAStride = 2 * kKcPairs + 16;
 inline constexpr int64_t kMc = kMr * (kSplitB ? 32 : 16);
 // Columns per block (the partial sums: kMc x kNc floats, 768 KiB on AVX3).
 inline constexpr int64_t kNc = 1024;
-// kHighest: k per block and A rows stride for bf16 A converted to f32.
-inline constexpr int64_t kKc = 256;
-inline constexpr int64_t kAStrideF32 = kKc + 16;
+// kHighest: k per block, so a B micro-panel (128 x 32 floats, 16 KiB) stays
+// in half an L1 (Zen 4, one thread, CPU time of 2048^3: 256 and 192 were no
+// better).
+inline constexpr int64_t kKc = 128;
 
 // Every kernel's accumulators: kRows x kVecs vectors (kV, or 1 for a column
 // tile of at most kL columns: head_dim 40 is 16 + 16 + 8 on AVX2), loaded
@@ -170,14 +173,15 @@ inline void SplitPanel(const uint32_t* HWY_RESTRICT panel, int64_t pairs, float*
   }
 }
 
+// kHighest on an A micro-panel packed k-major (PackAF32): a[k * kRows + r].
 template <int kRows, int kVecs>
-HWY_NOINLINE void F32Kernel(int64_t ks, const float* HWY_RESTRICT a, int64_t as,
+HWY_NOINLINE void F32Kernel(int64_t ks, const float* HWY_RESTRICT a, int64_t /*as*/,
                             const float* HWY_RESTRICT b, const float* HWY_RESTRICT in,
                             float* HWY_RESTRICT out, int64_t ld_out) {
   using V = hn::Vec<DF>;
   V acc[kRows][kVecs];
   LoadTile<kRows, kVecs>(in, acc);
-  for (int64_t k = 0; k < ks; ++k) RankOneUpdate<kRows, kVecs>(a + k, as, b + k * mi::kPanelWidth, acc);
+  for (int64_t k = 0; k < ks; ++k) RankOneUpdate<kRows, kVecs>(a + k * kRows, 1, b + k * mi::kPanelWidth, acc);
   StoreTile<kRows, kVecs>(acc, out, ld_out);
 }
 
@@ -379,14 +383,40 @@ inline void PairsBlock(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t
   }
 }
 
+// Packs rows [i0, i0 + rows) of A, columns [k0, k0 + nk), for F32Kernel:
+// row group g (kMr rows, fewer in the last) at dst + g * kMr * kKc, k-major,
+// so a k step's broadcasts read one contiguous run.
+inline void PackAF32(const mi::CallArgs& args, int64_t i0, int64_t rows, int64_t k0, int64_t nk,
+                     float* HWY_RESTRICT dst) {
+  for (int64_t g0 = 0; g0 < rows; g0 += kMr) {
+    const int64_t mr = std::min<int64_t>(kMr, rows - g0);
+    float* group = dst + g0 * kKc;
+    for (int64_t r = 0; r < mr; ++r) {
+      const int64_t row = i0 + g0 + r;
+      if (args.a_f32 != nullptr) {
+        const float* src = args.a_f32 + row * args.lda + k0;
+        for (int64_t k = 0; k < nk; ++k) group[k * mr + r] = src[k];
+      } else {
+        const bf16* src = args.a_bf16 + row * args.lda + k0;
+        for (int64_t k = 0; k < nk; ++k) group[k * mr + r] = Bf16ToF32(src[k]);
+      }
+    }
+  }
+}
+
+// kHighest: the frame of PairsBlock on f32 panels, with A packed by PackAF32
+// (read in place, a row group's 12 rows at a power-of-two lda share one L1
+// set) and the next B micro-panel fetched a share per row group while this
+// one runs.
 inline void F32Block(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   static constexpr auto kKernels = KernelTable<Kind::kF32>();
   const mi::PackedData& b = *args.b;
   const int64_t k = b.k;
-  float* a_block =
-      args.a_f32 == nullptr ? mi::ThreadScratch<float, mi::kPackedASlot>(static_cast<size_t>(kMc * kAStrideF32))
-                            : nullptr;
+  float* a_block = mi::ThreadScratch<float, mi::kPackedASlot>(static_cast<size_t>(kMc * kKc));
   float* partial = k > kKc ? mi::ThreadScratch<float, mi::kPartialSlot>(static_cast<size_t>(kMc * kNc)) : nullptr;
+  auto micro_panel = [&](int64_t c, int64_t k0) {
+    return b.f32_panel(c / mi::kPanelWidth) + k0 * mi::kPanelWidth + c % mi::kPanelWidth;
+  };
   for (int64_t jb = j0; jb < j1; jb += kNc) {
     const int64_t je = std::min(j1, jb + kNc);
     for (int64_t ib = i0; ib < i1; ib += kMc) {
@@ -394,30 +424,35 @@ inline void F32Block(const mi::CallArgs& args, int64_t i0, int64_t i1, int64_t j
       for (int64_t k0 = 0; k0 < k; k0 += kKc) {
         const int64_t nk = std::min(kKc, k - k0);
         const bool first = k0 == 0, last = k0 + nk == k;
-        const float* a = nullptr;
-        int64_t as = 0;
-        if (args.a_f32 != nullptr) {
-          a = args.a_f32 + ib * args.lda + k0;
-          as = args.lda;
-        } else {
-          for (int64_t r = 0; r < rows; ++r) RoundRow(args, ib + r, k0, nk, a_block + r * kAStrideF32);
-          a = a_block;
-          as = kAStrideF32;
-        }
+        PackAF32(args, ib, rows, k0, nk, a_block);
         for (int64_t col = jb; col < je; col += kCols) {
-          const float* panel =
-              b.f32_panel(col / mi::kPanelWidth) + k0 * mi::kPanelWidth + col % mi::kPanelWidth;
+          const float* panel = micro_panel(col, k0);
           float* tile = partial == nullptr ? nullptr : partial + (col - jb) * kMc;
           const int64_t cols = std::min(kCols, je - col);
-          for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
+          const float* next = nullptr;
+          int64_t next_k = 0;
+          if (col + kCols < je) {
+            next = micro_panel(col + kCols, k0);
+            next_k = nk;
+          } else if (!last) {
+            next = micro_panel(jb, k0 + nk);
+            next_k = std::min(kKc, k - k0 - nk);
+          }
+          const int64_t groups = (rows + kMr - 1) / kMr;
+          const int64_t per_group = (next_k + groups - 1) / groups;
+          for (int64_t r0 = 0, fetched = 0; r0 < rows; r0 += kMr) {
+            for (const int64_t until = std::min(next_k, fetched + per_group); fetched < until; ++fetched) {
+              for (int64_t w = 0; w < kCols; w += 16) hwy::Prefetch(next + fetched * mi::kPanelWidth + w);
+            }
             const int64_t mr = std::min<int64_t>(kMr, rows - r0);
             const float* in = first ? nullptr : tile + r0 * kCols;
+            const float* a = a_block + r0 * kKc;
             if (last) {
               float* c = args.c + (ib + r0) * args.ldc + col;
-              RunTile(kKernels, nk, a + r0 * as, as, panel, in, c, args.ldc, mr, cols);
+              RunTile(kKernels, nk, a, 1, panel, in, c, args.ldc, mr, cols);
               if (args.bias != nullptr) mi::AddBiasTile(c, args.ldc, mr, cols, args.bias + col);
             } else {
-              PickKernel(kKernels, mr, cols)(nk, a + r0 * as, as, panel, in, tile + r0 * kCols, kCols);
+              PickKernel(kKernels, mr, cols)(nk, a, 1, panel, in, tile + r0 * kCols, kCols);
             }
           }
         }

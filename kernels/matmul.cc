@@ -59,7 +59,7 @@ int PrecisionPasses(Precision p) {
 StatusOr<Provider> ResolveProvider(Provider requested, Precision precision) {
   switch (requested) {
     case Provider::kAuto:
-      if (precision == Precision::kHighest) return Provider::kBlis;
+      if (precision == Precision::kHighest) return Provider::kHighway;  // matmul.h: why not kBlis
       // AMX first where it may run (the self-check runs here, once).
       if (AmxMatmulActive()) return Provider::kAmx;
       return Avx512Bf16Active() && Bf16DotOutrunsFma() ? Provider::kBf16 : Provider::kHighway;

@@ -35,7 +35,18 @@
 //             reference for the others; kAuto's choice for kDefault and
 //             kHigh where kAmx and kBf16 are not.
 //   kBlis     BLIS sgemm, every precision (kDefault/kHigh by multiplying the
-//             bf16-rounded pieces in f32); the kAuto choice for kHighest.
+//             bf16-rounded pieces in f32), on whatever sub-configuration
+//             libblis selected (BlisConfig below: on a CPU it does not know,
+//             its reference kernels). Only when asked for.
+// kAuto at kHighest is kHighway on every host: its f32 kernel (12 x 32 or
+// 6 x 16 f32 FMA tiles) is within a few percent of BLIS's best
+// configuration or well ahead of it (Zen 4: 3% behind zen3, ahead of skx;
+// Zen 5: 445 GFLOP/s against skx's 397 and the 84 of the 'generic'
+// configuration Debian's BLIS 0.9 selects there; Emerald Rapids: 1.2-2x
+// skx), it never depends on which configuration libblis picked, and it sums
+// each C element in one FMA chain in k order, so C has the same bits on
+// every FMA target (AVX2, AVX-512) and thread count (docs/kernels.md, "The
+// f32 provider").
 // For kDefault and kHigh, kBf16 and kHighway produce the same bits: both
 // accumulate each C element in one f32 chain over k in the same order (k+1
 // before k within each pair of k, as vdpbf16ps does), and a product of two
@@ -104,6 +115,31 @@ std::string AmxMatmulNote();
 // Name of the Highway target the kHighway provider dispatches to now
 // (e.g. "AVX3_DL").
 std::string_view HighwayTargetName();
+
+// The BLIS sub-configuration the kBlis provider runs on: what libblis
+// selected at its initialisation (bli_arch_query_id / bli_arch_string; the
+// environment's BLIS_ARCH_TYPE overrides it, and TPUMESH_SIMD below avx512
+// sets that, kernels/cpu_path.h).
+struct BlisConfig {
+  std::string name;  // "skx", "zen3", "haswell", "penryn", "generic", ...
+  // The path its kernels need (skx, knl: avx512; haswell, zen, zen2, zen3:
+  // avx2; sandybridge, penryn and the FMA4 AMD ones: baseline); false for
+  // 'generic' and any configuration that is not an optimised x86-64 one
+  // (reference kernels).
+  bool optimized = false;
+  CpuPath path = CpuPath::kBaseline;
+  // One phrase: "avx2 kernels", "avx2 kernels, below this process's
+  // avx512bf16 path", "reference kernels: libblis has no configuration for
+  // this CPU".
+  std::string note;
+};
+
+// Classifies a libblis configuration name for a process on path `active`.
+BlisConfig ClassifyBlisConfig(std::string_view name, CpuPath active);
+
+// This process's configuration (initialises BLIS on the first call;
+// thread-safe).
+const BlisConfig& ProcessBlisConfig();
 
 struct MatmulOptions {
   Precision precision = Precision::kDefault;

@@ -9,6 +9,8 @@
 // different orders and C would depend on the thread count.
 #include <algorithm>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "blis.h"
 #include "kernels/matmul_internal.h"
@@ -81,3 +83,44 @@ void BlisBlock(const CallArgs& args, int64_t i0, int64_t i1, int64_t j0, int64_t
 }
 
 }  // namespace tpumesh::kernels::matmul_internal
+
+namespace tpumesh::kernels {
+
+BlisConfig ClassifyBlisConfig(std::string_view name, CpuPath active) {
+  BlisConfig c;
+  c.name = std::string(name);
+  struct Known {
+    std::string_view name;
+    CpuPath path;
+  };
+  static constexpr Known kKnown[] = {
+      {"skx", CpuPath::kAvx512},           {"knl", CpuPath::kAvx512},
+      {"haswell", CpuPath::kAvx2},         {"zen", CpuPath::kAvx2},
+      {"zen2", CpuPath::kAvx2},            {"zen3", CpuPath::kAvx2},
+      {"sandybridge", CpuPath::kBaseline}, {"penryn", CpuPath::kBaseline},
+      {"excavator", CpuPath::kBaseline},   {"steamroller", CpuPath::kBaseline},
+      {"piledriver", CpuPath::kBaseline},  {"bulldozer", CpuPath::kBaseline},
+  };
+  for (const Known& k : kKnown) {
+    if (k.name != name) continue;
+    c.optimized = true;
+    c.path = k.path;
+    c.note = std::string(CpuPathName(k.path)) + " kernels";
+    // The vector width a path's FMAs have: avx512bf16 and amx are avx512's.
+    const CpuPath width = std::min(active, CpuPath::kAvx512);
+    if (k.path < width) c.note += ", below this process's " + std::string(CpuPathName(active)) + " path";
+    return c;
+  }
+  c.note = "reference kernels: libblis has no configuration for this CPU";
+  return c;
+}
+
+const BlisConfig& ProcessBlisConfig() {
+  static const BlisConfig config = [] {
+    bli_init();  // bli_arch_query_id answers only once BLIS is initialised
+    return ClassifyBlisConfig(bli_arch_string(bli_arch_query_id()), ActiveCpuPath());
+  }();
+  return config;
+}
+
+}  // namespace tpumesh::kernels

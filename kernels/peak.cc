@@ -257,14 +257,27 @@ std::string PeakProbes::Warning() const {
   return line;
 }
 
-StatusOr<PathPeak> MeasureBestPeak(int threads, double seconds) {
+namespace {
+
+// The fastest active path up to `top`.
+StatusOr<PathPeak> BestPeakUpTo(CpuPath top, int threads, double seconds) {
   PathPeak best;
   for (CpuPath path : kCpuPaths) {
-    if (!CpuPathActive(path)) break;
+    if (path > top || !CpuPathActive(path)) break;
     TPUMESH_ASSIGN_OR_RETURN(const double flops, MeasurePeakFlops(path, threads, seconds));
     if (flops > best.flops) best = {path, flops};
   }
   return best;
+}
+
+}  // namespace
+
+StatusOr<PathPeak> MeasureBestPeak(int threads, double seconds) {
+  return BestPeakUpTo(CpuPath::kAmx, threads, seconds);
+}
+
+StatusOr<PathPeak> MeasureF32Peak(int threads, double seconds) {
+  return BestPeakUpTo(CpuPath::kAvx512, threads, seconds);
 }
 
 }  // namespace tpumesh::kernels

@@ -46,6 +46,12 @@ struct PathPeak {
 };
 StatusOr<PathPeak> MeasureBestPeak(int threads, double seconds = 0.3);
 
+// The f32 multiply-add peak: the fastest of the paths whose probe is f32
+// arithmetic (baseline, avx2, avx512; not the bf16 dot products of
+// avx512bf16 and amx). What work at precision highest (f32 operands, f32
+// FMAs) is measured against.
+StatusOr<PathPeak> MeasureF32Peak(int threads, double seconds = 0.3);
+
 // The best peak probed just before and just after a timed run. The run is
 // measured against the higher; the two are apart when they differ by more
 // than 10% of it: the host's speed moved during the run (a shared VM whose

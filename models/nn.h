@@ -20,8 +20,8 @@
 //
 // Kernels: Linear and Conv2d run on kernels/matmul (provider kAuto: the
 // AVX512-BF16 vdpbf16ps micro-kernel at kDefault where the CPU has it and it
-// outruns f32 FMAs, Highway elsewhere, the same bits either way; BLIS f32 at
-// kHighest) with the weight as the packed
+// outruns f32 FMAs, Highway elsewhere, the same bits either way; Highway's
+// f32 kernel at kHighest) with the weight as the packed
 // operand, packed once per model (WeightPacks). Conv2d is
 // kernels::Conv2dPacked on the packed W^T [(dy, dx, c), C_out]: pixel-major
 // y^T = col^T W^T from a channels-last copy of the input (bf16 at kDefault);

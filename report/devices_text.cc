@@ -4,6 +4,7 @@
 #include <sstream>
 #include <vector>
 
+#include "kernels/matmul.h"
 #include "mesh/chip_spec.h"
 #include "nlohmann/json.hpp"
 
@@ -14,6 +15,27 @@ std::string Fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
+}
+
+// What runs the devices' arithmetic on this host: the compute path, the
+// Highway target, kAuto's matmul provider per precision and libblis's
+// configuration (kernels/matmul.h).
+struct HostKernels {
+  std::string path, highway, provider_default, provider_highest;
+  kernels::BlisConfig blis;
+};
+HostKernels GetHostKernels() {
+  HostKernels h;
+  h.path = std::string(kernels::CpuPathName(kernels::ActiveCpuPath()));
+  h.highway = std::string(kernels::HighwayTargetName());
+  auto provider = [](kernels::Precision p) {
+    const StatusOr<kernels::Provider> r = kernels::ResolveProvider(kernels::Provider::kAuto, p);
+    return r.ok() ? std::string(kernels::ProviderName(*r)) : r.status().ToString();
+  };
+  h.provider_default = provider(kernels::Precision::kDefault);
+  h.provider_highest = provider(kernels::Precision::kHighest);
+  h.blis = kernels::ProcessBlisConfig();
+  return h;
 }
 
 }  // namespace
@@ -48,6 +70,14 @@ std::string DevicesJson(const mesh::Mesh& m) {
   }
   j["devices"] = devs;
   j["host_cores"] = m.host_cores();
+  const HostKernels h = GetHostKernels();
+  j["host_kernels"] = {{"path", h.path},
+                       {"highway_target", h.highway},
+                       {"matmul_provider_default", h.provider_default},
+                       {"matmul_provider_highest", h.provider_highest},
+                       {"blis_configuration", h.blis.name},
+                       {"blis_optimized", h.blis.optimized},
+                       {"blis_note", h.blis.note}};
   return j.dump(2) + "\n";
 }
 
@@ -87,6 +117,10 @@ std::string DevicesText(const mesh::Mesh& m) {
   out << "Host: " << m.host_cores() << " cores, " << m.device(0).threads()
       << " thread(s) per device arena (the chip figures are the emulated chip's, "
          "not this host's)\n";
+  const HostKernels h = GetHostKernels();
+  out << "Host kernels: path " << h.path << ", Highway " << h.highway << "; matmul provider "
+      << h.provider_default << " at default/high, " << h.provider_highest << " at highest; BLIS "
+      << h.blis.name << " (" << h.blis.note << "), only for --provider blis\n";
   return out.str();
 }
 

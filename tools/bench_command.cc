@@ -51,6 +51,12 @@ StatusOr<kernels::Precision> ParseKernelPrecision(const std::string& s) {
   return InvalidArgumentError("--precision must be default, high or highest, not '" + s + "'");
 }
 
+// "zen3 (avx2 kernels)": libblis's configuration and what its kernels are.
+std::string BlisText() {
+  const kernels::BlisConfig& blis = kernels::ProcessBlisConfig();
+  return blis.name + " (" + blis.note + ")";
+}
+
 StatusOr<kernels::Provider> ParseProvider(const std::string& s) {
   for (auto p : {kernels::Provider::kAuto, kernels::Provider::kHighway, kernels::Provider::kBf16,
                  kernels::Provider::kBlis, kernels::Provider::kAmx})
@@ -93,6 +99,14 @@ Status CheckBenchMemory(double bytes, const std::string& shape) {
   return OkStatus();
 }
 
+// The peak a bench reports against: at precision highest (f32 operands
+// and FMAs) the f32 FMA peak, else the host's best (bf16 dot products where
+// the host has them).
+bool F32Work(const BenchOptions& o) { return o.precision == "highest"; }
+StatusOr<kernels::PathPeak> MeasureBenchPeak(const BenchOptions& o) {
+  return F32Work(o) ? kernels::MeasureF32Peak(o.threads) : kernels::MeasureBestPeak(o.threads);
+}
+
 struct HostTime {
   double median = 0, best = 0;  // seconds
   kernels::PathPeak peak_before;  // flops 0 with --peak
@@ -103,7 +117,7 @@ struct HostTime {
 StatusOr<HostTime> Time(const BenchOptions& o, const std::function<Status()>& fn) {
   HostTime h;
   if (o.peak_gflops <= 0) {
-    TPUMESH_ASSIGN_OR_RETURN(h.peak_before, kernels::MeasureBestPeak(o.threads));
+    TPUMESH_ASSIGN_OR_RETURN(h.peak_before, MeasureBenchPeak(o));
   }
   TPUMESH_RETURN_IF_ERROR(fn());
   std::vector<double> t;
@@ -153,19 +167,22 @@ Modelled ModelMatmuls(const mesh::ChipSpec& chip, const std::vector<kernels::Mat
 Status Report(const BenchOptions& o, const mesh::ChipSpec& chip, const std::string& what, double flops,
               const HostTime& host, const Modelled& model) {
   std::string peak_how = "assumed (--peak)";
-  kernels::PathPeak peak{kernels::ActiveCpuPath(), o.peak_gflops * 1e9};
+  kernels::PathPeak peak{F32Work(o) ? std::min(kernels::ActiveCpuPath(), kernels::CpuPath::kAvx512)
+                                     : kernels::ActiveCpuPath(),
+                         o.peak_gflops * 1e9};
   kernels::PeakProbes probes;
   if (o.peak_gflops <= 0) {
     probes.before = host.peak_before;
-    TPUMESH_ASSIGN_OR_RETURN(probes.after, kernels::MeasureBestPeak(o.threads));
+    TPUMESH_ASSIGN_OR_RETURN(probes.after, MeasureBenchPeak(o));
     peak = probes.higher();
     peak_how = "measured";
   }
   const double rate = flops / host.median;
   std::printf("%s, %d thread(s)\n", what.c_str(), o.threads);
-  std::printf("  host:     %.3f ms median of %d (best %.3f ms), %.1f GFLOP/s = %.0f%% of the host's best peak, "
+  std::printf("  host:     %.3f ms median of %d (best %.3f ms), %.1f GFLOP/s = %.0f%% of the host's %s peak, "
               "%.1f GFLOP/s (%s, %s)\n",
-              host.median * 1e3, o.repeats, host.best * 1e3, rate / 1e9, 100 * rate / peak.flops, peak.flops / 1e9,
+              host.median * 1e3, o.repeats, host.best * 1e3, rate / 1e9, 100 * rate / peak.flops,
+              F32Work(o) ? "f32 FMA" : "best", peak.flops / 1e9,
               std::string(kernels::CpuPathName(peak.path)).c_str(), peak_how.c_str());
   if (probes.apart()) std::printf("  %s\n", probes.Warning().c_str());
   std::printf("  modelled on one %s device (%d MXU %dx%d at %.2f GHz, HBM %.0f GB/s): %.2f us "
@@ -219,11 +236,12 @@ Status BenchMatmul(BenchOptions o, const mesh::ChipSpec& chip) {
               : kernels::Matmul(o.m, a32.data(), o.k, *packed, c.data(), o.n, o.threads);
   }));
   const auto cost = kernels::MatmulCost(o.m, o.n, o.k, precision, mesh::DeviceArray(chip));
-  char what[256];
-  std::snprintf(what, sizeof what, "matmul %lldx%lldx%lld (MxNxK), %s operands, precision %s, provider %s (Highway target %s)",
+  char what[320];
+  const std::string engine = resolved == kernels::Provider::kBlis ? "BLIS configuration " + BlisText()
+                                                                 : "Highway target " + std::string(kernels::HighwayTargetName());
+  std::snprintf(what, sizeof what, "matmul %lldx%lldx%lld (MxNxK), %s operands, precision %s, provider %s (%s)",
                 static_cast<long long>(o.m), static_cast<long long>(o.n), static_cast<long long>(o.k), o.dtype.c_str(),
-                o.precision.c_str(), std::string(kernels::ProviderName(resolved)).c_str(),
-                std::string(kernels::HighwayTargetName()).c_str());
+                o.precision.c_str(), std::string(kernels::ProviderName(resolved)).c_str(), engine.c_str());
   TPUMESH_RETURN_IF_ERROR(Report(o, chip, what, 2.0 * o.m * o.n * o.k, host,
                                  ModelMatmuls(chip, {cost}, cost.bytes_read + cost.bytes_written)));
   std::printf("  packing B once (plan time): %.3f ms\n", pack_s * 1e3);
@@ -266,7 +284,7 @@ Status BenchConv(const BenchOptions& o, const mesh::ChipSpec& chip) {
   const int64_t pixels = s.batch * s.out_height() * s.out_width();
   const auto cost = kernels::MatmulCost(pixels, s.out_channels, s.gemm_k(), precision, mesh::DeviceArray(chip));
   const kernels::OpCost c = kernels::Conv2dCost(s);
-  char what[256];
+  char what[320];
   std::snprintf(what, sizeof what, "conv2d N=%lld C_in=%lld %lldx%lld -> C_out=%lld, %lldx%lld kernel, stride %lld, pad %lld, precision %s, provider %s",
                 static_cast<long long>(s.batch), static_cast<long long>(s.in_channels), static_cast<long long>(s.height),
                 static_cast<long long>(s.width), static_cast<long long>(s.out_channels), static_cast<long long>(s.kernel_h),
@@ -315,7 +333,7 @@ Status BenchAttention(const BenchOptions& o, const mesh::ChipSpec& chip) {
     p->cycles *= bh;
   }
   const kernels::OpCost c = kernels::AttentionCost(s);
-  char what[256];
+  char what[320];
   std::snprintf(what, sizeof what, "attention B=%lld Lq=%lld Lk=%lld heads=%lld head_dim=%lld, precision %s, %s",
                 static_cast<long long>(s.batch), static_cast<long long>(s.q_len), static_cast<long long>(s.kv_len),
                 static_cast<long long>(s.heads), static_cast<long long>(s.head_dim), o.precision.c_str(),
@@ -336,7 +354,7 @@ Status BenchPeak(const BenchOptions& o) {
               std::string(kernels::CpuPathName(kernels::ActiveCpuPath())).c_str(),
               cap != nullptr && *cap != '\0' ? " (TPUMESH_SIMD=" : "", cap != nullptr ? cap : "",
               cap != nullptr && *cap != '\0' ? ")" : "", o.threads);
-  kernels::PathPeak best;
+  kernels::PathPeak best, f32;  // f32: the f32 FMA paths' best (kernels::MeasureF32Peak)
   for (kernels::CpuPath path : kernels::kCpuPaths) {
     const std::string name(kernels::CpuPathName(path));
     const char* instruction = kInstruction[static_cast<int>(path)];
@@ -351,9 +369,12 @@ Status BenchPeak(const BenchOptions& o) {
     TPUMESH_ASSIGN_OR_RETURN(const double flops, kernels::MeasurePeakFlops(path, o.threads, o.probe_seconds));
     std::printf("  %-11s %-22s %8.1f GFLOP/s (measured)\n", name.c_str(), instruction, flops / 1e9);
     if (flops > best.flops) best = {path, flops};
+    if (path <= kernels::CpuPath::kAvx512 && flops > f32.flops) f32 = {path, flops};
   }
   std::printf("best peak: %.1f GFLOP/s (%s); the other benches report against it\n", best.flops / 1e9,
               std::string(kernels::CpuPathName(best.path)).c_str());
+  std::printf("f32 FMA peak: %.1f GFLOP/s (%s); the benches at --precision highest report against it\n",
+              f32.flops / 1e9, std::string(kernels::CpuPathName(f32.path)).c_str());
   // What kAuto picks at default/high (resolving it runs AMX's self-check
   // where AMX is active), and why.
   TPUMESH_ASSIGN_OR_RETURN(const kernels::Provider chosen,
@@ -371,6 +392,11 @@ Status BenchPeak(const BenchOptions& o) {
   std::printf("the matmul's auto provider at default/high: %s%s%s%s\n",
               std::string(kernels::ProviderName(chosen)).c_str(), why.empty() ? "" : " (", why.c_str(),
               why.empty() ? "" : ")");
+  std::printf("the matmul's auto provider at highest: %s (Highway %s); BLIS, on request: %s\n",
+              std::string(kernels::ProviderName(*kernels::ResolveProvider(kernels::Provider::kAuto,
+                                                                          kernels::Precision::kHighest)))
+                  .c_str(),
+              std::string(kernels::HighwayTargetName()).c_str(), BlisText().c_str());
   return OkStatus();
 }
 
@@ -398,7 +424,7 @@ void RegisterBench(CLI::App& app, RunFn* run) {
     sub->add_option("--repeats", opt->repeats, "Timed runs after one warm-up, 1 to 10000; the median is reported")
         ->check(CLI::Range(1, 10000))
         ->capture_default_str();
-    sub->add_option("--peak", opt->peak_gflops, "Assume this host peak in GFLOP/s instead of measuring it")
+    sub->add_option("--peak", opt->peak_gflops, "Assume this host peak in GFLOP/s (at --precision highest its f32 FMA peak) instead of measuring it")
         ->check(CLI::Validator(
             [](const std::string& text) -> std::string {
               double value = 0;
@@ -422,7 +448,9 @@ void RegisterBench(CLI::App& app, RunFn* run) {
   CLI::Option* k_opt = mm->add_option("--k", opt->k, "Columns of A, rows of B, 1 to 1048576")->capture_default_str();
   mm->add_option("--shape", opt->shape, "M,N,K (instead of --m --n --k)")->excludes(m_opt, n_opt, k_opt);
   mm->add_option("--dtype", opt->dtype, "Operand storage: bf16 or f32")->capture_default_str();
-  mm->add_option("--provider", opt->provider, "auto, highway, bf16 (AVX512-BF16), blis or amx (AMX tiles)")
+  mm->add_option("--provider", opt->provider,
+                 "auto (at highest: highway), highway, bf16 (AVX512-BF16), blis (on libblis's configuration, "
+                 "which bench peak names) or amx (AMX tiles)")
       ->capture_default_str();
   common(mm);
   CLI::App* conv = cmd->add_subcommand(

@@ -65,7 +65,10 @@ TEST(CpuPathTest, TheCapReachesHighwayBf16AndBlis) {
   // (baseline) kernels, unless the user chose BLIS_ARCH_TYPE.
   if (ActiveCpuPath() < HostCpuPath() && ActiveCpuPath() < CpuPath::kAvx512) {
     EXPECT_EQ(bli_arch_query_id(), ActiveCpuPath() == CpuPath::kAvx2 ? BLIS_ARCH_HASWELL : BLIS_ARCH_PENRYN);
+    EXPECT_TRUE(ProcessBlisConfig().optimized);
   }
+  // What tpumesh reports as BLIS's configuration is the one libblis runs.
+  EXPECT_EQ(ProcessBlisConfig().name, bli_arch_string(bli_arch_query_id()));
 }
 
 TEST(PeakTest, EveryActivePathMeasuresAndTheOthersSayWhy) {
@@ -85,6 +88,12 @@ TEST(PeakTest, EveryActivePathMeasuresAndTheOthersSayWhy) {
   ASSERT_TRUE(best.ok());
   EXPECT_TRUE(CpuPathActive(best->path));
   EXPECT_GT(best->flops, 0);
+  // The f32 peak: an f32 path (not the bf16 dot products above avx512).
+  StatusOr<PathPeak> f32 = MeasureF32Peak(1, 0.01);
+  ASSERT_TRUE(f32.ok());
+  EXPECT_TRUE(CpuPathActive(f32->path));
+  EXPECT_LE(f32->path, CpuPath::kAvx512);
+  EXPECT_GT(f32->flops, 0);
   EXPECT_FALSE(MeasurePeakFlops(CpuPath::kBaseline, 0).ok());
 }
 

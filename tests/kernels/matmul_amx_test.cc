@@ -153,7 +153,7 @@ TEST(AmxSelfCheckTest, TheProcessDecisionFollowsThisHost) {
     ASSERT_TRUE(automatic.ok());
     EXPECT_EQ(*automatic == Provider::kAmx, AmxMatmulActive()) << PrecisionName(p);
   }
-  EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kHighest), Provider::kBlis);
+  EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kHighest), Provider::kHighway);
   const StatusOr<Provider> highest = ResolveProvider(Provider::kAmx, Precision::kHighest);
   EXPECT_FALSE(highest.ok());
   EXPECT_EQ(ProviderName(Provider::kAmx), "amx");
@@ -378,7 +378,7 @@ TEST(AmxMatmulTest, KAutoPicksAmxAtDefaultAndHigh) {
   TPUMESH_REQUIRE_AMX();
   EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kDefault), Provider::kAmx);
   EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kHigh), Provider::kAmx);
-  EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kHighest), Provider::kBlis);
+  EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kHighest), Provider::kHighway);
 }
 
 // The implicit-GEMM conv on the AMX driver (conv_internal::Bf16Conv2d with a

@@ -54,7 +54,7 @@ std::string ShapeName(const Shape& s) {
 // pairs (512 k; kHigh: 255 expanded pairs = 170 k), 168 rows per A block,
 // 1024 columns per column block. kHighway: 12 (AVX3) or 4 rows x 2 vectors,
 // K blocks of 128 pairs (256 k; kHigh 126 = 84 k), 192 or 64 rows per block;
-// its kHighest kernel blocks K by 256. The MXU's 128 x 128 weight tile: K
+// its kHighest kernel blocks K by 128. The MXU's 128 x 128 weight tile: K
 // and N of 127, 128 and 129.
 const std::vector<Shape>& EdgeShapes() {
   static const std::vector<Shape> shapes = {
@@ -544,7 +544,8 @@ TEST_P(MatmulHighwayTargetTest, MatchesReferenceAndBf16Bits) {
   EXPECT_EQ(HighwayTargetName(), hwy::TargetName(GetParam()));
   const std::vector<Shape> shapes = {{1, 1, 1},     {3, 5, 7},      {13, 31, 255}, {15, 33, 257},
                                      {11, 47, 85},  {28, 96, 513},  {5, 17, 127},  {77, 40, 129},
-                                     {6, 1, 300},   {200, 24, 30},  {9, 129, 128}};
+                                     {6, 1, 300},   {200, 24, 30},  {9, 129, 128},
+                                     {193, 65, 129}, {205, 37, 383}};  // kHighest: 192-row, 128-k blocks
   uint32_t seed = 500;
   for (Precision precision : {Precision::kDefault, Precision::kHigh, Precision::kHighest}) {
     for (const Shape& s : shapes) {
@@ -567,6 +568,31 @@ TEST_P(MatmulHighwayTargetTest, MatchesReferenceAndBf16Bits) {
       }
     }
   }
+}
+
+// kHighest is one FMA chain per C element in k order on every target with
+// FMAs (AVX2's 6 x 16 tiles, AVX3's 12 x 32): the same bits on each.
+TEST(MatmulHighestTest, EveryFmaTargetGivesTheSameBits) {
+  const Shape s{37, 70, 301};
+  const int64_t lda = PrimeAbove(s.k), ldc = PrimeAbove(s.n);
+  const std::vector<float> a = RandomMatrix(s.m, s.k, lda, 61);
+  const std::vector<float> b = RandomMatrix(s.k, s.n, s.n, 62);
+  std::vector<float> first;
+  std::string first_name;
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    if ((target & (HWY_AVX2 | HWY_AVX3 | HWY_AVX3_DL)) == 0) continue;  // no FMA below AVX2
+    hwy::SetSupportedTargetsForTest(target);
+    const MatmulRun run = RunMatmul(s, a, lda, b, s.n, ldc, {Precision::kHighest, Provider::kHighway});
+    ASSERT_TRUE(run.status.ok());
+    ASSERT_EQ(HighwayTargetName(), hwy::TargetName(target));
+    if (first.empty()) {
+      first = run.c;
+      first_name = hwy::TargetName(target);
+    } else {
+      ExpectBitIdentical(run.c, first, s.m, s.n, ldc, std::string(hwy::TargetName(target)) + " vs " + first_name);
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 // An A of bf16 numbers with a 0 past an odd K (attention's P) is read in
@@ -626,6 +652,31 @@ TEST(MatmulErrorTest, ShapeChecksNameTheDimension) {
   expect(Matmul(2, 3, 4, a.data(), 4, b.data(), 2, c.data(), 3), "ldb = 2");
 }
 
+// libblis's configuration as tpumesh reports it, on stubbed answers: Debian's
+// BLIS 0.9 answers 'generic' on a CPU it does not know (Zen 5).
+TEST(BlisConfigTest, ClassifiesTheConfigurationLibblisSelected) {
+  const BlisConfig generic = ClassifyBlisConfig("generic", CpuPath::kAvx512Bf16);
+  EXPECT_FALSE(generic.optimized);
+  EXPECT_EQ(generic.name, "generic");
+  EXPECT_EQ(generic.note, "reference kernels: libblis has no configuration for this CPU");
+  EXPECT_FALSE(ClassifyBlisConfig("zen5", CpuPath::kAvx512).optimized);  // a name this build does not know
+  EXPECT_FALSE(ClassifyBlisConfig("cortexa57", CpuPath::kBaseline).optimized);
+  const BlisConfig skx = ClassifyBlisConfig("skx", CpuPath::kAmx);
+  EXPECT_TRUE(skx.optimized);
+  EXPECT_EQ(skx.path, CpuPath::kAvx512);
+  EXPECT_EQ(skx.note, "avx512 kernels");  // amx and avx512bf16 FMAs are avx512's
+  const BlisConfig zen3 = ClassifyBlisConfig("zen3", CpuPath::kAvx512Bf16);
+  EXPECT_TRUE(zen3.optimized);
+  EXPECT_EQ(zen3.path, CpuPath::kAvx2);
+  EXPECT_EQ(zen3.note, "avx2 kernels, below this process's avx512bf16 path");
+  EXPECT_EQ(ClassifyBlisConfig("haswell", CpuPath::kAvx2).note, "avx2 kernels");
+  EXPECT_EQ(ClassifyBlisConfig("penryn", CpuPath::kBaseline).note, "baseline kernels");
+  // This process's: the name libblis gives, classified for the active path.
+  const BlisConfig& here = ProcessBlisConfig();
+  EXPECT_FALSE(here.name.empty());
+  EXPECT_EQ(here.note, ClassifyBlisConfig(here.name, ActiveCpuPath()).note);
+}
+
 TEST(MatmulErrorTest, UnsupportedCasesAreUnimplemented) {
   const std::vector<float> b(16, 1.0f);
   StatusOr<PackedMatrix> p =
@@ -638,7 +689,8 @@ TEST(MatmulErrorTest, UnsupportedCasesAreUnimplemented) {
 }
 
 TEST(MatmulErrorTest, AutoResolvesToAProviderThatRuns) {
-  EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kHighest), Provider::kBlis);
+  // Highway's f32 kernel at highest, whatever libblis selected (matmul.h).
+  EXPECT_EQ(*ResolveProvider(Provider::kAuto, Precision::kHighest), Provider::kHighway);
   // AMX first where it may run (tests/kernels/matmul_amx_test.cc).
   const Provider mxu = AmxMatmulActive()                      ? Provider::kAmx
                        : HaveBf16() && Bf16DotOutrunsFma() ? Provider::kBf16

@@ -44,6 +44,9 @@ TEST(CliTest, DevicesDefaultIsAV5e2x4) {
   EXPECT_THAT(r.out, HasSubstr("8 devices: TPU v5 lite (emulated), chip v5e, topology 2x4 (no wraparound)"));
   EXPECT_THAT(r.out, HasSubstr("TpuDevice(id=7, coords=(1,3,0), core_on_chip=0)  HBM 16.0 GiB"));
   EXPECT_THAT(r.out, HasSubstr("Mesh: data=8"));
+  // What computes here: kAuto's providers and libblis's configuration.
+  EXPECT_THAT(r.out, HasSubstr("Host kernels: path "));
+  EXPECT_THAT(r.out, HasSubstr(", highway at highest; BLIS "));
   EXPECT_TRUE(r.err.empty()) << r.err;
 }
 
@@ -56,6 +59,9 @@ TEST(CliTest, DevicesJsonIsValid) {
   EXPECT_EQ(j["devices"][5]["mesh_indices"], nlohmann::json({2, 1}));
   EXPECT_EQ(j["chip"]["name"], "v2");
   EXPECT_EQ(j["mesh"]["axes"][0]["name"], "x");
+  EXPECT_EQ(j["host_kernels"]["matmul_provider_highest"], "highway");
+  EXPECT_TRUE(j["host_kernels"]["blis_configuration"].is_string());
+  EXPECT_TRUE(j["host_kernels"]["blis_optimized"].is_boolean());
 }
 
 // The presets of Google's newer chips: their figures reach `devices`, and a
@@ -251,6 +257,9 @@ TEST(CliTest, BenchRunsOnEverySimdPathTheHostHas) {
                                                                                  : "not on this CPU"));
     }
     EXPECT_THAT(peak.out, HasSubstr("best peak: "));
+    EXPECT_THAT(peak.out, HasSubstr("f32 FMA peak: "));
+    EXPECT_THAT(peak.out, HasSubstr("the matmul's auto provider at highest: highway (Highway "));
+    EXPECT_THAT(peak.out, HasSubstr("; BLIS, on request: "));
     Result mm = RunTpumesh("bench matmul --m 32 --n 40 --k 48 --repeats 1");
     ASSERT_EQ(mm.code, 0) << mm.err;
     EXPECT_THAT(mm.out, HasSubstr("of the host's best peak, "));
@@ -368,8 +377,15 @@ TEST(CliTest, BenchPrintsHostRateAndModelledTime) {
   Result shape = RunTpumesh("bench matmul --shape 64,48,80 --dtype f32 --precision highest --threads 1 "
                             "--repeats 1 --peak 100");
   ASSERT_EQ(shape.code, 0) << shape.err;
-  EXPECT_THAT(shape.out, HasSubstr("matmul 64x48x80 (MxNxK), f32 operands, precision highest, provider blis"));
-  EXPECT_THAT(shape.out, HasSubstr("of the host's best peak, 100.0 GFLOP/s ("));
+  // highest: Highway's f32 kernel, against the f32 FMA peak.
+  EXPECT_THAT(shape.out, HasSubstr("matmul 64x48x80 (MxNxK), f32 operands, precision highest, provider highway "
+                                   "(Highway target "));
+  EXPECT_THAT(shape.out, HasSubstr("of the host's f32 FMA peak, 100.0 GFLOP/s ("));
+  // BLIS on request, named by the configuration libblis selected.
+  Result blis = RunTpumesh("bench matmul --shape 64,48,80 --dtype f32 --precision highest --provider blis "
+                           "--threads 1 --repeats 1 --peak 100");
+  ASSERT_EQ(blis.code, 0) << blis.err;
+  EXPECT_THAT(blis.out, HasSubstr("precision highest, provider blis (BLIS configuration "));
   Result conv = RunTpumesh("bench conv --shape 1,8,10,10,16,3 --repeats 1 --peak 100 --chip v2");
   ASSERT_EQ(conv.code, 0) << conv.err;
   EXPECT_THAT(conv.out, HasSubstr("conv2d N=1 C_in=8 10x10 -> C_out=16, 3x3 kernel, stride 1, pad 1"));
