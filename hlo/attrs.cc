@@ -207,9 +207,12 @@ StatusOr<FftAttrs> Fft(const Op& op) {
   Dims want = in.dims;
   if (real_in) want.back() = length.back() / 2 + 1;
   if (real_out) want.back() = length.back();
-  if (out.dims != want) return InvalidArgumentError("the result of " + std::string(word) + " on " + in.ToString() +
-                                                    " is " + Type{Type::Kind::kTensor, out.element, want}.ToString() +
-                                                    ", not " + out.ToString());
+  if (out.dims != want) {
+    Type expected = out;
+    expected.dims = want;
+    return InvalidArgumentError("the result of " + std::string(word) + " on " + in.ToString() + " is " +
+                                expected.ToString() + ", not " + out.ToString());
+  }
   return FftAttrs{std::move(shape)};
 }
 

@@ -106,11 +106,13 @@ CommitSection::~CommitSection() {
 
 extern "C" void RemoveTempFilesAndDie(int sig) {
   // An open commit (on another thread: the committing one blocks these
-  // signals) finishes first; nanosleep is async-signal-safe.
+  // signals) finishes first, and then none starts: the handler takes the
+  // commit itself, so a thread still running cannot write a file (a
+  // preview) after the cleanup below. nanosleep is async-signal-safe.
   const pid_t me = ThreadId();
   for (int i = 0; i < 5000; ++i) {
-    const pid_t c = g_committing.load();
-    if (c == 0 || c == me) break;
+    pid_t expected = 0;
+    if (g_committing.load() == me || g_committing.compare_exchange_strong(expected, me)) break;
     const struct timespec ms = {0, 1000000};
     ::nanosleep(&ms, nullptr);
   }
