@@ -10,36 +10,18 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/linalg_scalars.h"
 #include "kernels/ops_parallel.h"
 
 namespace tpumesh::kernels {
 namespace {
 
-double Conj(double v) { return v; }
-std::complex<double> Conj(std::complex<double> v) { return std::conj(v); }
+using linalg::Conj;
+using linalg::Load;
+using linalg::Store;
+
 double Re(double v) { return v; }
 double Re(std::complex<double> v) { return v.real(); }
-
-// S is the stored scalar (float, double); C the compute type (double or
-// std::complex<double>); complex storage is interleaved.
-template <typename S, typename C>
-C Load(const S* p, int64_t i) {
-  if constexpr (std::is_same_v<C, double>) {
-    return static_cast<double>(p[i]);
-  } else {
-    return C(static_cast<double>(p[2 * i]), static_cast<double>(p[2 * i + 1]));
-  }
-}
-
-template <typename S, typename C>
-void Store(S* p, int64_t i, C v) {
-  if constexpr (std::is_same_v<C, double>) {
-    p[i] = static_cast<S>(v);
-  } else {
-    p[2 * i] = static_cast<S>(v.real());
-    p[2 * i + 1] = static_cast<S>(v.imag());
-  }
-}
 
 // One entry: l [n, n] gets the lower factor of g, g(i, j) = a[i][j] when
 // lower, conj(a[j][i]) otherwise (the lower factor of a^H), read only at

@@ -9,38 +9,19 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/linalg_scalars.h"
 #include "kernels/ops_parallel.h"
 
 namespace tpumesh::kernels {
 namespace {
 
+using linalg::Conj;
+using linalg::Load;
+using linalg::Store;
+
 // Right-hand sides per task: enough work per task to amortise loading the
 // block, and several tasks at batch 1 once b has 128 or more of them.
 constexpr int64_t kRhsBlock = 64;
-
-double Conj(double v) { return v; }
-std::complex<double> Conj(std::complex<double> v) { return std::conj(v); }
-
-// S is the stored scalar (float, double); C the compute type (double or
-// std::complex<double>); complex storage is interleaved.
-template <typename S, typename C>
-C Load(const S* p, int64_t i) {
-  if constexpr (std::is_same_v<C, double>) {
-    return static_cast<double>(p[i]);
-  } else {
-    return C(static_cast<double>(p[2 * i]), static_cast<double>(p[2 * i + 1]));
-  }
-}
-
-template <typename S, typename C>
-void Store(S* p, int64_t i, C v) {
-  if constexpr (std::is_same_v<C, double>) {
-    p[i] = static_cast<S>(v);
-  } else {
-    p[2 * i] = static_cast<S>(v.real());
-    p[2 * i + 1] = static_cast<S>(v.imag());
-  }
-}
 
 // op(a)[i][j] of one batch entry's a [k, k]; called only inside op(a)'s
 // triangle, which maps onto a's `lower` triangle.
