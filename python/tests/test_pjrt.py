@@ -234,6 +234,19 @@ def run_code(code, env=None):
     return json.loads(r.stdout.splitlines()[-1])
 
 
+# The loop both scripts end with: each case run on tpumesh (the default
+# device) and on JAX's CPU backend, `compare(got, want)` per case, as JSON.
+ON_BOTH = """
+out = {}
+for name, f in cases.items():
+    got = f()
+    with jax.default_device(jax.devices("cpu")[0]):
+        want = f()
+    out[name] = {"on": sorted(d.platform for d in got.devices()), **compare(got, want)}
+print(json.dumps(out))
+"""
+
+
 # The same functions on tpumesh's devices (the default) and on JAX's CPU.
 SAME_AS_CPU = """
 import json
@@ -252,16 +265,10 @@ cases = {
     "int": lambda: jnp.cumsum(jnp.arange(10, dtype=jnp.int32)) % 7,
     "bf16": lambda: (jnp.ones((4, 4), jnp.bfloat16) @ jnp.full((4, 2), 0.5, jnp.bfloat16)).astype(jnp.float32),
 }
-out = {}
-for name, f in cases.items():
-    got = f()
-    on = sorted(d.platform for d in got.devices())
-    with jax.default_device(jax.devices("cpu")[0]):
-        want = f()
-    out[name] = {"on": on, "equal": bool(np.allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-6)),
-                 "dtype": str(got.dtype)}
-print(json.dumps(out))
-"""
+def compare(got, want):
+    return {"equal": bool(np.allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-6)),
+            "dtype": str(got.dtype)}
+""" + ON_BOTH
 
 
 @needs_jax
@@ -300,18 +307,12 @@ cases = {
     "not_pd": lambda: jnp.linalg.cholesky(np.array([[1.0, 2.0], [2.0, 1.0]], np.float32)),
     "mvn": lambda: jax.random.multivariate_normal(jax.random.key(0), np.zeros(3, np.float32), a["cov"], (4,)),
 }
-out = {}
-for name, f in cases.items():
-    got = f()
-    on = sorted(d.platform for d in got.devices())
-    with jax.default_device(jax.devices("cpu")[0]):
-        want = f()
+def compare(got, want):
     g, w = np.asarray(got), np.asarray(want)
-    out[name] = {"on": on, "dtype": str(got.dtype), "want_dtype": str(want.dtype),
-                 "nan_where_cpu": bool(np.array_equal(np.isnan(g), np.isnan(w))), "nan": bool(np.isnan(g).any()),
-                 "max_diff": float(np.nan_to_num(np.abs(g - w).max(), nan=0.0))}
-print(json.dumps(out))
-"""
+    return {"dtype": str(got.dtype), "want_dtype": str(want.dtype),
+            "nan_where_cpu": bool(np.array_equal(np.isnan(g), np.isnan(w))), "nan": bool(np.isnan(g).any()),
+            "max_diff": float(np.nan_to_num(np.abs(g - w).max(), nan=0.0))}
+""" + ON_BOTH
 
 
 @needs_jax
