@@ -193,6 +193,13 @@ Status Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type
     case Price::kMove:
       r.cost.bytes_read = in_bytes;
       r.cost.bytes_written = out_bytes;
+      if (e.run == Run::kSlice || e.run == Run::kDynamicSlice) {
+        // A slice of an array in HBM reads its window, not the array (as
+        // XLA's HloCostAnalysis counts a dynamic-slice): a scan over layers
+        // slices one layer's weights from the stack each step.
+        r.cost.bytes_read = OperandHbmBytes(op, in, 0) > 0 ? static_cast<double>(out[0].size_bytes()) : 0;
+        for (size_t i = 1; i < in.size(); ++i) r.cost.bytes_read += OperandHbmBytes(op, in, i);
+      }
       break;
     case Price::kWritten:
       r.cost.bytes_written = out_bytes;
