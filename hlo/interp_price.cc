@@ -48,8 +48,10 @@ void Interpreter::MarkAttention() {
       }
   };
   for (const Func& f : m_.funcs) walk(f.body);
+  attention_dots_.clear();
   for (const Op* dot : dots) {
-    for (int v : dot->operands) {
+    for (size_t i = 0; i < dot->operands.size(); ++i) {
+      const int v = dot->operands[i];
       if (uses[static_cast<size_t>(v)] != 1) continue;
       // Walk the fused producers back (bounded), looking for exp, a
       // reduce and a dot_general's product.
@@ -72,7 +74,10 @@ void Interpreter::MarkAttention() {
         reduce = reduce || pe->run == Run::kReduce;
         for (int w : p->operands) todo.push_back(w);
       }
-      if (exp && reduce && scores) materialized_[static_cast<size_t>(v)] = false;
+      if (exp && reduce && scores) {
+        materialized_[static_cast<size_t>(v)] = false;
+        attention_dots_[dot] = static_cast<int>(i);
+      }
     }
   }
 }
@@ -188,6 +193,13 @@ Status Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type
     case Price::kMove:
       r.cost.bytes_read = in_bytes;
       r.cost.bytes_written = out_bytes;
+      if (e.run == Run::kSlice || e.run == Run::kDynamicSlice) {
+        // A slice of an array in HBM reads its window, not the array (as
+        // XLA's HloCostAnalysis counts a dynamic-slice): a scan over layers
+        // slices one layer's weights from the stack each step.
+        r.cost.bytes_read = OperandHbmBytes(op, in, 0) > 0 ? static_cast<double>(out[0].size_bytes()) : 0;
+        for (size_t i = 1; i < in.size(); ++i) r.cost.bytes_read += OperandHbmBytes(op, in, i);
+      }
       break;
     case Price::kWritten:
       r.cost.bytes_written = out_bytes;
@@ -204,6 +216,15 @@ Status Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type
       r.cost.bytes_read = in_bytes;
       r.cost.bytes_written = out_bytes;
       AddMxu(op, M, N, K, B, OperandHbmBytes(op, in, 0), OperandHbmBytes(op, in, 1), out_bytes, r);
+      if (auto it = attention_dots_.find(&op); it != attention_dots_.end()) {
+        // P [q, kv] x V [kv, d] (or Vt x Pt): its scores by --attention.
+        const bool p_left = it->second == 0;
+        r.attention.count = B;
+        r.attention.q_len = static_cast<int64_t>(p_left ? M : N);
+        r.attention.kv_len = static_cast<int64_t>(K);
+        r.attention.head_dim = static_cast<int64_t>(p_left ? N : M);
+        r.attention.element_bytes = static_cast<double>(ElementTypeBytes(in[p_left ? 1 : 0].element));
+      }
       break;
     }
     case Price::kConvolution: {

@@ -413,12 +413,14 @@ class Interpreter {
   // return); arguments live in HBM.
   static bool Fusible(const Op& op);
   void MarkMaterialized();
-  // Attention as our models price it (models/nn.h: a flash kernel whose
-  // scores never leave the chip): a dot_general operand that is a softmax
-  // (an exponential and a reduce, fused) of another dot_general's product,
-  // and feeds that dot_general alone, is not written to HBM. Everything
-  // upstream of it back to the scores is fused already, so the attention
-  // moves Q, K, V and its output, as our Attention record does.
+  // Attention as our models price it (models/nn.h): a dot_general operand
+  // that is a softmax (an exponential and a reduce, fused) of another
+  // dot_general's product, and feeds that dot_general alone, is not written
+  // to HBM. Everything upstream of it back to the scores is fused already,
+  // so the ops move Q, K, V and the output, as our Attention record does;
+  // that P V dot_general's record carries the attention's AttentionSite, so
+  // --attention prices the rest (mesh/cost_model.h FusedAttentionTraffic:
+  // flash's K/V re-reads and rescaling, or standard's score traffic).
   void MarkAttention();
   double HbmBytesRead(const Op& op, const std::vector<Type>& in) const;
   double HbmBytesWritten(const Op& op, const std::vector<Type>& out) const;
@@ -455,6 +457,9 @@ class Interpreter {
   bool dry_run_budget_spent_ = false;  // Small refused an op for the budget
   std::string last_sharding_;
   std::vector<bool> materialized_;  // value id -> written to HBM (pricing)
+  // An attention's P V dot_general (MarkAttention) -> which operand is the
+  // softmax's P (0 or 1): priced with its AttentionSite.
+  std::unordered_map<const Op*, int> attention_dots_;
   std::vector<bool> view_ok_;       // value id -> may be a Tensor::repeat view
   std::vector<Product> products_;   // value id -> how XLA:CPU computes it (hlo/contraction.h)
   std::unordered_map<const Block*, std::vector<std::vector<int>>> free_lists_;

@@ -8,6 +8,7 @@ namespace {
 constexpr std::string_view kEw = "1 flop per element on the vector unit; operands and result through HBM";
 constexpr std::string_view kTr = "1 transcendental per element (the vector unit's transcendental rate)";
 constexpr std::string_view kMove = "no flops; operands and result through HBM";
+constexpr std::string_view kSliceMove = "no flops; the window read (not the whole operand) and the result through HBM";
 
 // The docs' words for the elementwise prices (one wording per rule; the
 // counts are CostPerElement's).
@@ -106,9 +107,9 @@ std::vector<OpEntry> Build() {
           Check::kReshape, Run::kCopy, Price::kFree, Shard::kReshape, true),
       Row("stablehlo.transpose", C::kData, "data", kMove, kUnary, kAnyRegions, Check::kTranspose,
           Run::kTranspose, Price::kMove, Shard::kTranspose, true),
-      Row("stablehlo.slice", C::kData, "data", kMove, kUnary, kAnyRegions, Check::kWhereItRuns, Run::kSlice,
+      Row("stablehlo.slice", C::kData, "data", kSliceMove, kUnary, kAnyRegions, Check::kWhereItRuns, Run::kSlice,
           Price::kMove, Shard::kSlice, true),
-      Row("stablehlo.dynamic_slice", C::kData, "data", kMove, {1, -1, 1}, kAnyRegions, Check::kWhereItRuns,
+      Row("stablehlo.dynamic_slice", C::kData, "data", kSliceMove, {1, -1, 1}, kAnyRegions, Check::kWhereItRuns,
           Run::kDynamicSlice, Price::kMove, Shard::kDynamicSlice, true),
       Row("stablehlo.dynamic_update_slice", C::kData, "data", "the update read and written in place",
           {2, -1, 1}, kAnyRegions, Check::kWhereItRuns, Run::kDynamicUpdateSlice, Price::kUpdate,

@@ -19,6 +19,17 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 
 }  // namespace
 
+std::string_view AttentionKernelName(AttentionKernel k) {
+  return k == AttentionKernel::kStandard ? "standard" : "flash";
+}
+
+StatusOr<AttentionKernel> ParseAttentionKernel(std::string_view name) {
+  for (AttentionKernel k : {AttentionKernel::kFlash, AttentionKernel::kStandard})
+    if (name == AttentionKernelName(k)) return k;
+  return InvalidArgumentError("attention '" + std::string(name) +
+                              "': flash (the fused kernel, scores in VMEM) or standard (scores through HBM)");
+}
+
 std::vector<std::pair<const char*, double EnergySpec::*>> EnergyFields() {
   return {{"mac_pj", &EnergySpec::mac_pj},
           {"vector_flop_pj", &EnergySpec::vector_flop_pj},

@@ -33,6 +33,17 @@ struct EnergySpec {
   double ici_byte_pj = 16.8;        // a SerDes link: transmitter 1.3 + receiver 0.8 pJ/bit, x 8
 };
 
+// How attention's scores are priced (--attention; docs/cost-model.md,
+// "Attention"). kFlash: the fused kernel a TPU runs (jax's Pallas flash and
+// splash attention): the scores stay in VMEM; HBM moves Q and O once, K and V
+// once per block of queries when the keys span more than one block; the
+// online softmax's rescaling is vector work. kStandard: XLA's plain lowering,
+// the score matrix through HBM (Q K^T writes S, the softmax reads it and
+// writes P, P V reads P).
+enum class AttentionKernel { kFlash, kStandard };
+std::string_view AttentionKernelName(AttentionKernel k);  // "flash", "standard"
+StatusOr<AttentionKernel> ParseAttentionKernel(std::string_view name);
+
 struct ChipSpec {
   std::string name;         // a preset's name (ChipPresetNames()) or a custom one
   std::string device_kind;  // what JAX reports as device_kind, e.g. "TPU v5 lite"
@@ -58,6 +69,9 @@ struct ChipSpec {
   // How matmuls sit on the MXUs (kernels/matmul_cost.h): a TPU's is weight
   // stationary; a chip file may say "ws", "os" or "is" (optional field).
   kernels::Dataflow dataflow = kernels::Dataflow::kWeightStationary;
+  // How the program's attention runs: a pricing setting (--attention), not a
+  // chip file field.
+  AttentionKernel attention = AttentionKernel::kFlash;
   int ici_ports = 0;             // ICI links per chip
   double ici_link_bandwidth = 0; // bytes/s per link, one direction
   double ici_hop_latency_s = 0;  // per hop

@@ -35,6 +35,7 @@ double TranscendentalsPerSecond(const ChipSpec& c) {
 void CountBytesAsBf16(OpRecord& r) {
   r.cost.bytes_read *= 0.5;
   r.cost.bytes_written *= 0.5;
+  r.attention.element_bytes *= 0.5;
   for (MxuMatmul& m : r.mxu) {
     m.a_bytes *= 0.5;
     m.b_bytes *= 0.5;
@@ -66,6 +67,31 @@ kernels::SystolicArray DeviceArray(const ChipSpec& c) {
                                 c.clock_hz, c.dataflow);
 }
 
+int64_t FlashBlockQ(double element_bytes) { return element_bytes <= 2 ? 1024 : 512; }
+
+int64_t FlashBlockKv(const AttentionSite& a) {
+  if (a.kv_len != a.q_len) return (a.kv_len + 127) / 128 * 128;
+  return FlashBlockQ(a.element_bytes);
+}
+
+AttentionTraffic FusedAttentionTraffic(const AttentionSite& a, AttentionKernel kernel) {
+  AttentionTraffic t;
+  if (a.count <= 0) return t;
+  const double q = static_cast<double>(a.q_len), kv = static_cast<double>(a.kv_len),
+               d = static_cast<double>(a.head_dim);
+  if (kernel == AttentionKernel::kStandard) {
+    t.hbm_bytes = 4 * a.count * q * kv * a.element_bytes;
+    return t;
+  }
+  const double block_q = static_cast<double>(FlashBlockQ(a.element_bytes));
+  const double block_kv = static_cast<double>(FlashBlockKv(a));
+  const double q_blocks = std::ceil(q / block_q), kv_blocks = std::ceil(kv / block_kv);
+  if (kv_blocks > 1) t.hbm_bytes = (q_blocks - 1) * a.count * 2 * kv * d * a.element_bytes;
+  t.transcendentals = a.count * q * kv_blocks;
+  t.vector_flops = a.count * q * kv_blocks * (3 + 2 * d);
+  return t;
+}
+
 OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip) {
   OpTiming t;
   const kernels::SystolicArray array = DeviceArray(chip);
@@ -83,9 +109,11 @@ OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip) {
   // a matmul's flops once (2 m n k); the MXU's figure counts every pass.
   double mxu_single_pass = 0;
   for (const MxuMatmul& mm : op.mxu) mxu_single_pass += 2.0 * mm.m * mm.n * mm.k * mm.count;
-  const double vector_flops = std::max(0.0, op.cost.flops - mxu_single_pass);
-  t.vector_seconds = vector_flops / VectorFlopsPerSecond(chip) + op.cost.transcendentals / TranscendentalsPerSecond(chip);
-  t.hbm_bytes = op.cost.bytes();
+  const AttentionTraffic attention = FusedAttentionTraffic(op.attention, chip.attention);
+  const double vector_flops = std::max(0.0, op.cost.flops - mxu_single_pass) + attention.vector_flops;
+  const double transcendentals = op.cost.transcendentals + attention.transcendentals;
+  t.vector_seconds = vector_flops / VectorFlopsPerSecond(chip) + transcendentals / TranscendentalsPerSecond(chip);
+  t.hbm_bytes = op.cost.bytes() + attention.hbm_bytes;
   for (const MxuMatmul& mm : op.mxu) {
     const VmemTraffic v = TileIntoVmem(mm, VmemPerDevice(chip), chip.dataflow);
     t.hbm_bytes += v.extra_read_bytes * mm.count;
@@ -99,7 +127,7 @@ OpTiming PriceOp(const OpRecord& op, const ChipSpec& chip) {
   const EnergySpec& e = chip.energy;
   constexpr double kPico = 1e-12;
   t.energy.mxu = t.mxu_useful_macs * e.mac_pj * kPico;
-  t.energy.vector = (vector_flops * e.vector_flop_pj + op.cost.transcendentals * e.transcendental_pj) * kPico;
+  t.energy.vector = (vector_flops * e.vector_flop_pj + transcendentals * e.transcendental_pj) * kPico;
   t.energy.vmem = t.vmem_access_bytes * e.vmem_byte_pj * kPico;
   t.energy.hbm = t.hbm_bytes * e.hbm_byte_pj * kPico;
   t.energy.ici = static_cast<double>(op.ici_bytes) * e.ici_byte_pj * kPico;

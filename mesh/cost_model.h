@@ -13,7 +13,9 @@
 //                  ceil(folds / MXUs) x (2R + C + M - 2)) / clock
 //   vector_seconds (flops not done on the MXU) / vector throughput
 //                  + transcendentals / transcendental throughput
-//   hbm_seconds    (bytes read + written) / HBM bandwidth
+//   hbm_seconds    (bytes read + written, plus an attention's traffic
+//                  under the chip's AttentionKernel: FusedAttentionTraffic)
+//                  / HBM bandwidth
 //   seconds        max(mxu + vector, hbm): the roofline of an op whose
 //                  operands stream from HBM while the units work (XLA fuses
 //                  an op's elementwise tail into it, so MXU and vector work
@@ -60,8 +62,8 @@ namespace tpumesh::mesh {
 // One matmul the MXU runs: count times C[m, n] = A[m, k] x B[k, n].
 // a_bytes, b_bytes, c_bytes: what the op moves of A, B and C through HBM
 // (a conv's A is its input, not the im2col matrix); when given, the matmul
-// is tiled into VMEM (VmemTraffic). All 0: not tiled (attention, whose
-// scores never leave the chip).
+// is tiled into VMEM (VmemTraffic). All 0: not tiled (attention: its
+// traffic beyond Q, K, V and O is FusedAttentionTraffic's).
 struct MxuMatmul {
   int64_t m = 0, n = 0, k = 0;
   double count = 1;
@@ -84,6 +86,45 @@ struct VmemTraffic {
 };
 VmemTraffic TileIntoVmem(const MxuMatmul& mm, double vmem, kernels::Dataflow dataflow);
 
+// An attention's scores, for pricing them by the chip's AttentionKernel
+// (ChipSpec::attention): count (batch x heads) score matrices of q_len x
+// kv_len, head size head_dim, element_bytes per element of Q, K, V, O and
+// the scores in HBM (2: bf16, 4: f32). The record's own bytes count Q, K, V
+// and O once and no score traffic; FusedAttentionTraffic adds what the kernel
+// moves and computes beyond that. count 0: not an attention.
+struct AttentionSite {
+  double count = 0;
+  int64_t q_len = 0, kv_len = 0, head_dim = 0;
+  double element_bytes = 4;
+};
+
+// The flash kernel's blocks, as maxdiffusion sizes them for jax's splash
+// attention (maxdiffusion/models/attention_flax.py
+// _select_flash_block_sizes, when its config gives none): queries in blocks
+// of 1024 in bf16, 512 in f32; self-attention's keys in blocks of the same
+// size; cross-attention's keys (kv_len != q_len) in one block of kv_len
+// rounded up to 128.
+int64_t FlashBlockQ(double element_bytes);
+int64_t FlashBlockKv(const AttentionSite& a);
+
+// What an attention moves and computes beyond its record's bytes and flops.
+//   flash:    HBM: K and V again for every block of queries after the first
+//             when the keys span more than one block (the kernel's grid
+//             walks the key blocks for each query block; with one key block
+//             its K and V stay in VMEM): (ceil(q_len / block_q) - 1) x
+//             |K + V| when kv_len > block_kv, else 0.
+//             Vector: per query row and key block, the online softmax's
+//             rescale: alpha = exp(m_old - m_new) (1 transcendental), the
+//             running max and l = alpha l + rowsum (3 flops), acc = alpha acc
+//             + P V (2 head_dim flops).
+//   standard: HBM: the score matrix S written by Q K^T and read by the
+//             softmax, P written by it and read by P V: 4 x count x q_len x
+//             kv_len x element_bytes. No vector work beyond the record's.
+struct AttentionTraffic {
+  double hbm_bytes = 0, vector_flops = 0, transcendentals = 0;
+};
+AttentionTraffic FusedAttentionTraffic(const AttentionSite& a, AttentionKernel kernel);
+
 struct OpRecord {
   std::string name;   // the layer: "conv2d", "linear", "attention", "group_norm", ...
   std::string type;   // report category: matmul, conv, attention, norm, elementwise, data
@@ -100,6 +141,7 @@ struct OpRecord {
   double ici_seconds = 0;
   int64_t ici_bytes = 0;
   std::string module;
+  AttentionSite attention;  // count 0: not an attention
 };
 
 // Estimated dynamic energy, joules, by where it is spent.

@@ -433,6 +433,11 @@ StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
     if (!d.ok()) return d.status().WithContext("--dataflow");
     chip.dataflow = *d;
   }
+  if (!spec.attention.empty()) {
+    auto a = ParseAttentionKernel(spec.attention);
+    if (!a.ok()) return a.status().WithContext("--attention");
+    chip.attention = *a;
+  }
   if (spec.vmem_mib != -1) {
     // Below 1 KiB a size rounds to no bytes: it would mean "not modelled".
     if (!(spec.vmem_mib == 0 || (spec.vmem_mib >= 1.0 / 1024 && spec.vmem_mib <= 1 << 20))) {

@@ -186,6 +186,7 @@ struct MeshSpec {
   std::string chip = "v5e";  // a preset (ChipPresetNames()) or a chip JSON file
   std::string dataflow;      // "ws", "os" or "is"; empty: the chip's
   double vmem_mib = -1;      // VMEM per TensorCore in MiB, 0 to 1048576 (0: none modelled); -1: the chip's
+  std::string attention;     // "flash" or "standard" (ChipSpec::attention); empty: flash
   int devices = 0;           // 1 to 1024; 0 (not given): the topology's count, else the product of `axes`, else 8
   std::string axes;          // "data=4,model=2"; empty: data=devices
   std::string topology;      // "2x4"; empty: the chip's slice for the device count

@@ -187,12 +187,14 @@ class OpScope {
     t_last_module = rec_.module;
   }
   // The figures of this call (f32 bytes, as kernels count them; the
-  // matmuls' operand bytes too).
-  void Set(kernels::OpCost cost, std::string shape, std::vector<mesh::MxuMatmul> mxu = {}) {
+  // matmuls' operand bytes too; an attention's element bytes).
+  void Set(kernels::OpCost cost, std::string shape, std::vector<mesh::MxuMatmul> mxu = {},
+           mesh::AttentionSite attention = {}) {
     if (ctx_.ops == nullptr) return;
     rec_.cost = cost;
     rec_.shape = std::move(shape);
     rec_.mxu = std::move(mxu);
+    rec_.attention = attention;
     if (ctx_.precision == Precision::kDefault) mesh::CountBytesAsBf16(rec_);  // bf16 in HBM
     set_ = true;
   }
@@ -482,7 +484,8 @@ StatusOr<Array> Attention(const Ctx& ctx, const Array& q, const Array& k, const 
   OpScope op(ctx, causal ? "causal_attention" : "attention", "attention");
   op.Set(kernels::AttentionCost({q.dim(0), q.dim(1), k.dim(1), heads, hd / heads}),
          "q" + ShapeToString(q.shape()) + " kv" + ShapeToString(k.shape()) + " heads " + std::to_string(heads),
-         {{q.dim(1), k.dim(1), hd / heads, static_cast<double>(bh)}, {q.dim(1), hd / heads, k.dim(1), static_cast<double>(bh)}});
+         {{q.dim(1), k.dim(1), hd / heads, static_cast<double>(bh)}, {q.dim(1), hd / heads, k.dim(1), static_cast<double>(bh)}},
+         {static_cast<double>(bh), q.dim(1), k.dim(1), hd / heads, 4});
   if (ctx.dry_run) return out;
   kernels::AttentionShape shape;
   shape.batch = q.dim(0);

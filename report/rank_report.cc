@@ -78,6 +78,11 @@ void PutRecord(Writer& w, const mesh::OpRecord& r) {
   w.Put(r.ici_seconds);
   w.Put(r.ici_bytes);
   w.Put(r.module);
+  w.Put(r.attention.count);
+  w.Put(r.attention.q_len);
+  w.Put(r.attention.kv_len);
+  w.Put(r.attention.head_dim);
+  w.Put(r.attention.element_bytes);
 }
 
 bool GetRecord(Reader& in, mesh::OpRecord* r) {
@@ -96,7 +101,8 @@ bool GetRecord(Reader& in, mesh::OpRecord* r) {
     return false;
   r->precision = static_cast<kernels::Precision>(precision);
   return in.Get(&r->host_seconds) && in.Get(&r->repeat) && in.Get(&r->ici_seconds) && in.Get(&r->ici_bytes) &&
-         in.Get(&r->module);
+         in.Get(&r->module) && in.Get(&r->attention.count) && in.Get(&r->attention.q_len) &&
+         in.Get(&r->attention.kv_len) && in.Get(&r->attention.head_dim) && in.Get(&r->attention.element_bytes);
 }
 
 }  // namespace

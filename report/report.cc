@@ -138,6 +138,7 @@ std::string ReportJson(const RunReport& r) {
                   {"host_seconds", r.host_seconds},
                   {"images", r.images},
                   {"chip", r.chip.name},
+                  {"attention", std::string(mesh::AttentionKernelName(r.chip.attention))},
                   {"devices", r.devices},
                   {"chips", r.devices / std::max(1, r.chip.devices_per_chip)},
                   {"modelled", "time on the emulated chip from the cost model (docs/cost-model.md)"}};

@@ -70,6 +70,13 @@ void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
             },
             "0 OR 1/1024 TO 1048576"))
         ->group("Devices");
+    cmd->add_option("--attention", f->mesh.attention,
+                    "How attention's scores are priced: flash (the fused kernel a TPU runs, jax's Pallas flash / "
+                    "splash attention: scores in VMEM, K and V re-read per block of queries) or standard (the score "
+                    "matrix written to and read from HBM); a StableHLO program's softmax between two dot_generals "
+                    "is priced the same way (default: flash; docs/cost-model.md, \"Attention\")")
+        ->check(CLI::IsMember({"flash", "standard"}))
+        ->group("Devices");
     cmd->add_option("--devices", f->mesh.devices,
                     "Emulated devices, 1 to 1024 (default: the --topology count, else the --mesh product, else 8; "
                     "eval: 1)")

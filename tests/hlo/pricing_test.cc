@@ -222,5 +222,134 @@ TEST(Pricing, ConvolutionBatchGroupsArePricedAsXlaCountsThem) {
   EXPECT_EQ(grouped, 1);
 }
 
+// jax.nn.softmax attention as jax 0.10.2 lowers it (q, k, v [1, 2, 256, 64]
+// bf16): the P V dot_general carries the attention (batch x heads 2, 256 x
+// 256 scores, head size 64, bf16), so --attention standard moves exactly the
+// score matrix traffic more than flash (S and P each written and read:
+// 4 x 2 x 256 x 256 x 2 bytes), with the same MXU cycles.
+constexpr char kSoftmaxAttention[] = R"mlir(
+module @jit_attn attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<1x2x256x64xbf16>, %arg1: tensor<1x2x256x64xbf16>, %arg2: tensor<1x2x256x64xbf16>) -> (tensor<1x2x256x64xbf16> {jax.result_info = "result"}) {
+    %0 = stablehlo.dot_general %arg0, %arg1, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3], precision = [DEFAULT, DEFAULT] : (tensor<1x2x256x64xbf16>, tensor<1x2x256x64xbf16>) -> tensor<1x2x256x256xbf16>
+    %cst = stablehlo.constant dense<6.400000e+01> : tensor<f32>
+    %1 = stablehlo.sqrt %cst : tensor<f32>
+    %2 = stablehlo.convert %1 : (tensor<f32>) -> tensor<bf16>
+    %3 = stablehlo.broadcast_in_dim %2, dims = [] : (tensor<bf16>) -> tensor<1x2x256x256xbf16>
+    %4 = stablehlo.divide %0, %3 : tensor<1x2x256x256xbf16>
+    %cst_0 = stablehlo.constant dense<0xFF80> : tensor<bf16>
+    %5 = stablehlo.reduce(%4 init: %cst_0) applies stablehlo.maximum across dimensions = [3] : (tensor<1x2x256x256xbf16>, tensor<bf16>) -> tensor<1x2x256xbf16>
+    %cst_1 = stablehlo.constant dense<0xFF80> : tensor<bf16>
+    %6 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<bf16>) -> tensor<1x2x256xbf16>
+    %7 = stablehlo.maximum %6, %5 : tensor<1x2x256xbf16>
+    %8 = stablehlo.broadcast_in_dim %7, dims = [0, 1, 2] : (tensor<1x2x256xbf16>) -> tensor<1x2x256x1xbf16>
+    %9 = stablehlo.broadcast_in_dim %8, dims = [0, 1, 2, 3] : (tensor<1x2x256x1xbf16>) -> tensor<1x2x256x256xbf16>
+    %10 = stablehlo.subtract %4, %9 : tensor<1x2x256x256xbf16>
+    %11 = stablehlo.exponential %10 : tensor<1x2x256x256xbf16>
+    %12 = stablehlo.convert %11 : (tensor<1x2x256x256xbf16>) -> tensor<1x2x256x256xf32>
+    %cst_2 = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %13 = stablehlo.reduce(%12 init: %cst_2) applies stablehlo.add across dimensions = [3] : (tensor<1x2x256x256xf32>, tensor<f32>) -> tensor<1x2x256xf32>
+    %14 = stablehlo.broadcast_in_dim %13, dims = [0, 1, 2] : (tensor<1x2x256xf32>) -> tensor<1x2x256x1xf32>
+    %15 = stablehlo.convert %14 : (tensor<1x2x256x1xf32>) -> tensor<1x2x256x1xbf16>
+    %16 = stablehlo.broadcast_in_dim %15, dims = [0, 1, 2, 3] : (tensor<1x2x256x1xbf16>) -> tensor<1x2x256x256xbf16>
+    %17 = stablehlo.divide %11, %16 : tensor<1x2x256x256xbf16>
+    %18 = stablehlo.dot_general %17, %arg2, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [2], precision = [DEFAULT, DEFAULT] : (tensor<1x2x256x256xbf16>, tensor<1x2x256x64xbf16>) -> tensor<1x2x256x64xbf16>
+    return %18 : tensor<1x2x256x64xbf16>
+  }
+}
+)mlir";
+
+TEST(Pricing, SoftmaxBetweenTwoDotGeneralsIsPricedByTheAttentionFlag) {
+  auto m = ParseModule(kSoftmaxAttention, "attention.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto layout = LayoutOf(*m);
+  ASSERT_TRUE(layout.ok()) << layout.status().message();
+  struct Priced {
+    double hbm = 0, cycles = 0;
+    int attentions = 0;
+  };
+  auto price = [&](const std::string& attention) {
+    mesh::MeshSpec spec;
+    spec.chip = "v6e";
+    spec.devices = 1;
+    spec.attention = attention;
+    auto mesh = mesh::CreateMesh(DefaultMeshSpec(*layout, spec));
+    EXPECT_TRUE(mesh.ok()) << mesh.status().message();
+    Options o;
+    o.dry_run = true;
+    std::vector<mesh::OpRecord> unused;
+    o.ops = &unused;
+    auto run = RunProgram(*m, *layout, **mesh, std::vector<Tensor>(layout->inputs.size()), o);
+    EXPECT_TRUE(run.ok()) << run.status().message();
+    Priced p;
+    for (const mesh::OpRecord& r : run->records[static_cast<size_t>(run->record_of_device[0])]) {
+      const mesh::OpTiming t = mesh::PriceOp(r, (*mesh)->chip());
+      p.hbm += t.hbm_bytes * r.repeat;
+      p.cycles += t.mxu_cycles * r.repeat;
+      if (r.attention.count > 0) {
+        ++p.attentions;
+        EXPECT_EQ(r.attention.count, 2);
+        EXPECT_EQ(r.attention.q_len, 256);
+        EXPECT_EQ(r.attention.kv_len, 256);
+        EXPECT_EQ(r.attention.head_dim, 64);
+        EXPECT_EQ(r.attention.element_bytes, 2);
+      }
+    }
+    return p;
+  };
+  const Priced flash = price("flash"), standard = price("standard");
+  EXPECT_EQ(flash.attentions, 1);
+  EXPECT_EQ(standard.hbm - flash.hbm, 4.0 * 2 * 256 * 256 * 2);
+  EXPECT_EQ(flash.cycles, standard.cycles);
+  EXPECT_GT(flash.cycles, 0);
+  // Q, K, V read and O written once under flash (one block each way).
+  EXPECT_EQ(flash.hbm, 4.0 * 2 * 256 * 64 * 2);
+}
+
+// A slice and a dynamic_slice of an argument in HBM read their window, not
+// the whole [8, 64, 64] stack (as XLA's HloCostAnalysis counts a
+// dynamic-slice): one [1, 64, 64] bf16 layer each, 8192 bytes, written once
+// as a result.
+constexpr char kSlices[] = R"mlir(
+module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<8x64x64xbf16>, %arg1: tensor<i32>) -> (tensor<1x64x64xbf16> {jax.result_info = "result[0]"}, tensor<1x64x64xbf16> {jax.result_info = "result[1]"}) {
+    %c = stablehlo.constant dense<0> : tensor<i32>
+    %0 = stablehlo.compare LT, %arg1, %c, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %c_0 = stablehlo.constant dense<8> : tensor<i32>
+    %1 = stablehlo.add %arg1, %c_0 : tensor<i32>
+    %2 = stablehlo.select %0, %1, %arg1 : tensor<i1>, tensor<i32>
+    %c_1 = stablehlo.constant dense<0> : tensor<i32>
+    %c_2 = stablehlo.constant dense<0> : tensor<i32>
+    %3 = stablehlo.dynamic_slice %arg0, %2, %c_1, %c_2, sizes = [1, 64, 64] : (tensor<8x64x64xbf16>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x64x64xbf16>
+    %4 = stablehlo.slice %arg0 [2:3, 0:64, 0:64] : (tensor<8x64x64xbf16>) -> tensor<1x64x64xbf16>
+    return %3, %4 : tensor<1x64x64xbf16>, tensor<1x64x64xbf16>
+  }
+}
+)mlir";
+
+TEST(Pricing, SlicesReadTheirWindowNotTheWholeOperand) {
+  auto m = ParseModule(kSlices, "slices.mlir");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto layout = LayoutOf(*m);
+  ASSERT_TRUE(layout.ok()) << layout.status().message();
+  auto mesh = mesh::CreateMesh(DefaultMeshSpec(*layout, {}));
+  ASSERT_TRUE(mesh.ok()) << mesh.status().message();
+  Options o;
+  o.dry_run = true;
+  std::vector<mesh::OpRecord> unused;
+  o.ops = &unused;
+  auto run = RunProgram(*m, *layout, **mesh, std::vector<Tensor>(layout->inputs.size()), o);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  int slices = 0;
+  for (const mesh::OpRecord& r : run->records[static_cast<size_t>(run->record_of_device[0])]) {
+    if (r.name != "slice" && r.name != "dynamic_slice") continue;
+    ++slices;
+    // The window alone: the dynamic_slice's indices are fused (a select
+    // and constants), not read from HBM.
+    EXPECT_EQ(r.cost.bytes_read, 64 * 64 * 2) << r.name;
+    EXPECT_EQ(r.cost.bytes_written, 64 * 64 * 2) << r.name;
+  }
+  EXPECT_EQ(slices, 2);
+}
+
 }  // namespace
 }  // namespace tpumesh::hlo

@@ -101,11 +101,17 @@ TEST(SimulateTest, Sd15AttentionAndLinearPricesAreTheHandCount) {
   const double scores = 16.0 * 4096 * 4096;
   EXPECT_DOUBLE_EQ(a.utilisation, 2 * scores * 40 / (2.0 * 16 * 8 * TileCycles(4096) * 128 * 128 * 4));
   // Softmax (scale, max, subtract, sum: 4 per score), the 1/sum rescale of
-  // the output, and one exp per score on the vector unit.
-  EXPECT_DOUBLE_EQ(a.vector_seconds, (4 * scores + 16.0 * 4096 * 40) / mesh::VectorFlopsPerSecond(v5e) +
-                                         scores / mesh::TranscendentalsPerSecond(v5e));
-  // Flash attention: q, k, v and the output once, bf16.
+  // the output, and one exp per score on the vector unit; the flash
+  // kernel's rescaling per query row and block of 1024 keys (4 of them):
+  // 3 + 2 x 40 flops and one exp.
+  const double rescales = 16.0 * 4096 * 4;
+  EXPECT_DOUBLE_EQ(a.vector_seconds,
+                   (4 * scores + 16.0 * 4096 * 40 + rescales * (3 + 2 * 40)) / mesh::VectorFlopsPerSecond(v5e) +
+                       (scores + rescales) / mesh::TranscendentalsPerSecond(v5e));
+  // Flash attention: q, k, v and the output once, bf16, and K and V again
+  // for each of the 3 blocks of 1024 queries after the first.
   EXPECT_DOUBLE_EQ(ops[0].cost.bytes(), 4 * 2.0 * 2 * 4096 * 320);
+  EXPECT_DOUBLE_EQ(a.hbm_bytes, ops[0].cost.bytes() + 3 * 2 * 2.0 * 16 * 4096 * 40);
   EXPECT_DOUBLE_EQ(a.seconds, std::max(a.mxu_seconds + a.vector_seconds, a.hbm_seconds));
 
   const mesh::OpTiming l = mesh::PriceOp(ops[1], v5e);

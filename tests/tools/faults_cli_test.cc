@@ -205,6 +205,7 @@ TEST(FaultsCliTest, BadValuesAreRefusedWithOneLine) {
             "--vmem-mib: Value -5 is neither 0 (none modelled) nor from 1/1024 (1 KiB) to 1048576 MiB"},
            {"simulate --arch tiny --vmem-mib 3e6", 2,
             "--vmem-mib: Value 3e6 is neither 0 (none modelled) nor from 1/1024 (1 KiB) to 1048576 MiB"},
+           {"simulate --arch tiny --attention splash", 2, "--attention: splash not in {flash,standard}"},
            {"simulate --arch tiny --sweep-dataflow --dataflow os", 1,
             "--sweep-dataflow tries every dataflow and VMEM size: give neither --dataflow nor --vmem-mib"},
            {"simulate --arch tiny --sweep-dataflow --sweep-mesh", 1, "one sweep at a time"},

@@ -224,4 +224,32 @@ TEST(SimulateCliTest, VmemMibHasARangeAndLessIsNeverFaster) {
   EXPECT_GE(least, most);
 }
 
+// --attention: the report names the kernel; standard moves the attention
+// ops' score traffic more through HBM than flash, with the same FLOPs and
+// MXU cycles, and the per-layer CSV's attention rows follow.
+TEST(SimulateCliTest, AttentionFlagPricesTheScoresAndTheReportNamesIt) {
+  const std::string dir = tpumesh::testing::TestTempDir();
+  auto summary = [&](const std::string& kernel) {
+    const std::string json = dir + "/att_" + kernel + ".json", csv = dir + "/att_" + kernel + ".csv";
+    const CliResult r = RunTpumesh("simulate --arch tiny --steps 1 --devices 1 --attention " + kernel + " --report " +
+                                   json + " --report-csv " + csv);
+    EXPECT_EQ(r.code, 0) << r.err;
+    nlohmann::json j = nlohmann::json::parse(Read(json), nullptr, false);
+    EXPECT_THAT(Read(csv), HasSubstr(",attention,"));
+    return j;
+  };
+  const nlohmann::json flash = summary("flash"), standard = summary("standard");
+  ASSERT_TRUE(flash.is_object() && standard.is_object());
+  EXPECT_EQ(flash["summary"]["attention"], "flash");
+  EXPECT_EQ(standard["summary"]["attention"], "standard");
+  EXPECT_GT(standard["summary"]["hbm_bytes"].get<double>(), flash["summary"]["hbm_bytes"].get<double>());
+  EXPECT_EQ(standard["summary"]["flops"], flash["summary"]["flops"]);
+  const auto& fa = flash["devices"][0]["by_op_type"]["attention"];
+  const auto& sa = standard["devices"][0]["by_op_type"]["attention"];
+  EXPECT_EQ(fa["mxu_cycles"], sa["mxu_cycles"]);
+  EXPECT_GT(sa["bytes"].get<double>(), fa["bytes"].get<double>());
+  // Only the attention ops move more.
+  EXPECT_EQ(flash["devices"][0]["by_op_type"]["conv"]["bytes"], standard["devices"][0]["by_op_type"]["conv"]["bytes"]);
+}
+
 }  // namespace
