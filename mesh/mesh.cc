@@ -159,8 +159,10 @@ StatusOr<std::unique_ptr<Mesh>> Mesh::Create(const ChipSpec& chip,
   if (options.fastest_chip_axis < 0 || options.fastest_chip_axis >= static_cast<int>(topo.chip_dims().size()))
     return InvalidArgumentError("chip axis " + std::string(1, "xyz"[std::clamp(options.fastest_chip_axis, 0, 2)]) +
                                 " is not an axis of topology " + topo.DimsString());
-  return std::unique_ptr<Mesh>(
+  std::unique_ptr<Mesh> mesh(
       new Mesh(chip, std::move(topo), std::move(axes), threads, cores, options.fastest_chip_axis, cluster));
+  mesh->overlap_collectives_ = options.overlap_collectives;
+  return mesh;
 }
 
 StatusOr<int> Mesh::AxisPosition(std::string_view name) const {
@@ -501,6 +503,9 @@ StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
   auto axis = ParseChipAxis(spec.model_axis_along);
   if (!axis.ok()) return axis.status().WithContext("--model-axis-along");
   o.fastest_chip_axis = *axis;
+  if (spec.overlap != "on" && spec.overlap != "off")
+    return InvalidArgumentError("--overlap " + spec.overlap + ": must be on or off");
+  o.overlap_collectives = spec.overlap == "on";
   auto m = Mesh::Create(chip, dims, axes, o);
   if (!m.ok() && !spec.topology.empty()) return m.status().WithContext("--topology " + spec.topology);
   return m;

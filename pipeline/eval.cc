@@ -237,6 +237,7 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
   stats.report.chip = m->chip();
   stats.report.devices = m->num_devices();
   stats.report.mesh_axes = mesh::MeshAxesToString(m->axes());
+  stats.report.overlap = m->overlap_collectives();
   stats.report.param_bytes = placed.bytes;
   stats.report.sharding = ShardingPlan(components, model_ranks);
   stats.report.images = stats.batch;

@@ -357,6 +357,7 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   res.report.devices = n;
   res.report.images = b;
   res.report.mesh_axes = mesh::MeshAxesToString(mesh_->axes());
+  res.report.overlap = mesh_->overlap_collectives();
   res.report.param_bytes = placed_.bytes;
   res.report.sharding = ShardingPlan(flow_->components(), flow_->model_ranks());
   std::vector<int64_t> hbm_peak(n, 0);

@@ -162,6 +162,7 @@ StatusOr<report::RunReport> SimulateOn(const SimulateOptions& o, const ModelConf
   r.devices = mesh->num_devices();
   r.images = static_cast<int64_t>(data) * plan.batch_per_device;
   r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
+  r.overlap = mesh->overlap_collectives();
   // Every device ran its rank's class's ops: one log per class.
   std::vector<int> class_of(r.devices);
   for (int d = 0; d < r.devices; ++d) {
@@ -230,6 +231,7 @@ StatusOr<report::RunReport> SimulateWorkload(const WorkloadOptions& o) {
   r.chip = mesh->chip();
   r.devices = mesh->num_devices();
   r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
+  r.overlap = mesh->overlap_collectives();
   if (const int64_t rows = static_cast<int64_t>(layers.size()) * r.devices; o.device_rows && rows > o.max_layers)
     return InvalidArgumentError(Printable(o.path) + ": " + std::to_string(layers.size()) + " layers on " +
                                 std::to_string(r.devices) + " devices make " + std::to_string(rows) +
@@ -322,6 +324,7 @@ StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {
     SimulateOptions so = o;
     so.mesh.devices = n;
     so.mesh.axes = "data=" + std::to_string(n / m) + ",model=" + std::to_string(m);
+    so.mesh.overlap = "on";
     so.request.keep_ops = false;
     so.check_hbm = false;
     TPUMESH_ASSIGN_OR_RETURN(report::RunReport r, SimulateOn(so, cf));
@@ -331,6 +334,7 @@ StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {
     row.model = m;
     row.images = r.images;
     row.seconds = r.modelled_seconds();
+    row.serial_seconds = r.serial_modelled_seconds();
     row.images_per_second = row.seconds > 0 ? r.images / row.seconds : 0;
     row.hbm_capacity = r.chip.hbm_bytes_per_device();
     row.fits = true;

@@ -78,6 +78,9 @@ void PutRecord(Writer& w, const mesh::OpRecord& r) {
   w.Put(r.ici_seconds);
   w.Put(r.ici_bytes);
   w.Put(r.module);
+  w.Put(r.async_id);
+  w.Put<int64_t>(static_cast<int64_t>(r.awaits.size()));
+  for (const int64_t id : r.awaits) w.Put(id);
 }
 
 bool GetRecord(Reader& in, mesh::OpRecord* r) {
@@ -95,8 +98,14 @@ bool GetRecord(Reader& in, mesh::OpRecord* r) {
   if (!in.Get(&precision) || precision < 0 || precision > static_cast<int32_t>(kernels::Precision::kHighest))
     return false;
   r->precision = static_cast<kernels::Precision>(precision);
-  return in.Get(&r->host_seconds) && in.Get(&r->repeat) && in.Get(&r->ici_seconds) && in.Get(&r->ici_bytes) &&
-         in.Get(&r->module);
+  int64_t awaits = 0;
+  if (!(in.Get(&r->host_seconds) && in.Get(&r->repeat) && in.Get(&r->ici_seconds) && in.Get(&r->ici_bytes) &&
+        in.Get(&r->module) && in.Get(&r->async_id) && in.Get(&awaits) && awaits >= 0 && awaits < (int64_t{1} << 32)))
+    return false;
+  r->awaits.resize(static_cast<size_t>(awaits));
+  for (int64_t& id : r->awaits)
+    if (!in.Get(&id)) return false;
+  return true;
 }
 
 }  // namespace

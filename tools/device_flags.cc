@@ -85,6 +85,13 @@ void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
                     "Physical chip axis (x, y or z) the mesh's last axis (model) runs along first")
         ->capture_default_str()
         ->group("Devices");
+    cmd->add_option("--overlap", f->mesh.overlap,
+                    "Collectives in the cost model: on, overlapped with compute as XLA runs them on a TPU (async "
+                    "start/done; only the op reading a result waits for it), or off, serial; the report gives both "
+                    "times and the ICI seconds hidden (docs/cost-model.md)")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str()
+        ->group("Devices");
   }
   if (which & kThreadFlags) {
     cmd->add_option("--threads-per-device", f->mesh.threads_per_device,

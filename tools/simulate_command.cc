@@ -62,6 +62,7 @@ Status RunSweep(const SimulateCmdOptions& o) {
                    {"model", r.model},
                    {"images", r.images},
                    {"seconds_per_image", r.seconds},
+                   {"serial_seconds_per_image", r.serial_seconds},
                    {"images_per_second", r.images_per_second},
                    {"param_bytes_per_device", r.param_bytes},
                    {"activation_bytes_per_device", r.activation_bytes},
@@ -75,12 +76,13 @@ Status RunSweep(const SimulateCmdOptions& o) {
     std::cout << j.dump(1) << "\n";
     return OkStatus();
   }
-  std::printf("modelled (the emulated chip, nothing computed); latency = one batch, every image of it in parallel\n");
-  std::printf("%-18s %12s %10s %11s %11s %5s %6s %7s %10s\n", "mesh", "s per image", "images/s", "params/dev",
-              "activ./dev", "fits", "MXU", "ICI", "ICI bytes");
+  std::printf("modelled (the emulated chip, nothing computed); latency = one batch, every image of it in parallel;\n"
+              "s per image with collectives overlapped with compute (overlap on) and serial (off)\n");
+  std::printf("%-18s %12s %12s %10s %11s %11s %5s %6s %7s %10s\n", "mesh", "s/image on", "s/image off", "images/s",
+              "params/dev", "activ./dev", "fits", "MXU", "ICI", "ICI bytes");
   for (const auto& r : rows) {
-    std::printf("%-18s %12.4f %10.3f %11s %11s %5s %5.0f%% %6.1f%% %10s\n", r.mesh.c_str(), r.seconds,
-                r.images_per_second, mesh::FormatBytes(r.param_bytes).c_str(),
+    std::printf("%-18s %12.4f %12.4f %10.3f %11s %11s %5s %5.0f%% %6.1f%% %10s\n", r.mesh.c_str(), r.seconds,
+                r.serial_seconds, r.images_per_second, mesh::FormatBytes(r.param_bytes).c_str(),
                 mesh::FormatBytes(r.activation_bytes).c_str(), r.fits ? "yes" : "NO", 100 * r.mxu_utilisation,
                 100 * r.ici_share, mesh::FormatBytes(r.ici_bytes).c_str());
   }
