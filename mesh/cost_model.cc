@@ -171,6 +171,8 @@ void DeviceCostLog::Add(const OpRecord& op, const OpTiming& t, double repeat) {
     s.now = w.done;
   }
   const double start = s.now;
+  for (const State::Pending& w : waits)
+    if (w.prefetch) s.prefetch_from = start;  // the next prefetch may start under this op
   double ici_start = s.now;
   s.serial += t.seconds * repeat;
   if (t.ici_seconds <= 0) {
@@ -178,10 +180,11 @@ void DeviceCostLog::Add(const OpRecord& op, const OpTiming& t, double repeat) {
   } else if (overlap_ && op.async_id != 0 && repeat == 1) {
     // Started when its operand is ready and the ICI free; read later.
     s.now += t.seconds - t.ici_seconds;
-    ici_start = std::max(s.now, s.ici_free);
+    const double ready = op.prefetch && s.prefetch_from >= 0 ? std::min(s.now, s.prefetch_from) : s.now;
+    ici_start = std::max(ready, s.ici_free);
     s.ici_free = ici_start + t.ici_seconds;
     s.ici_kind = op.name;
-    s.pending[op.async_id] = {s.ici_free, op.name};
+    s.pending[op.async_id] = {s.ici_free, op.name, op.prefetch};
   } else if (s.ici_free <= s.now) {
     // Waited for at once on a free ICI: as serial, to the bit.
     ici_start = s.now + (t.seconds - t.ici_seconds) * repeat;

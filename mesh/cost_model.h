@@ -48,8 +48,11 @@
 // without async_id (its result read by the very next op: Megatron's
 // row-parallel psum, a partitioner's reshard) or standing for repeated
 // calls (repeat > 1) is waited for at once, and the device is done when its
-// last collective is. docs/cost-model.md ("Collectives overlapped with
-// compute").
+// last collective is. One exception to "its place in the program": a
+// prefetch (an FSDP weight all_gather, whose operand, the weight's shard,
+// is ready from the start) may start as early as the start of the op that
+// read the previous prefetch: one layer ahead, as XLA prefetches FSDP
+// weights. docs/cost-model.md ("Collectives overlapped with compute").
 //
 // Vector throughput (per device): VPU lanes x ALUs per lane x clock, with
 // the (8 sublanes x 128 lanes) VPU and 2 f32 ALU ops per lane per cycle, and
@@ -121,6 +124,7 @@ struct OpRecord {
   // collectives whose results this record reads.
   int64_t async_id = 0;
   std::vector<int64_t> awaits;
+  bool prefetch = false;  // an async collective that may start one layer ahead
 };
 
 // Estimated dynamic energy, joules, by where it is spent.
@@ -260,7 +264,9 @@ class DeviceCostLog {
     struct Pending {
       double done = 0;
       std::string kind;
+      bool prefetch = false;
     };
+    double prefetch_from = -1;  // the start of the op that read the last prefetch; -1: none yet
     std::map<int64_t, Pending> pending;  // async collectives not yet read
     std::map<std::string, double> exposed;  // per kind: how long the cores waited for it
   };

@@ -205,8 +205,11 @@ struct MeshSpec {
 StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec);
 // A mesh whose axes are exactly data=D, model=M (model=1 when `spec.axes`
 // names no model axis; other axis names are refused; model=M alone leaves
-// data the rest of the device count): what generate, simulate and eval run
-// on. Errors name the flags as given.
+// data the rest of the device count), or data=D,fsdp=F,model=M when
+// `spec.axes` names fsdp=F with F > 1 (docs/sharding.md: images split over
+// data x fsdp, weights sharded over fsdp; simulate only): what generate,
+// simulate and eval run on; the model axis is always the last. Errors name
+// the flags as given.
 StatusOr<std::unique_ptr<Mesh>> CreateDataModelMesh(const MeshSpec& spec);
 
 }  // namespace tpumesh::mesh

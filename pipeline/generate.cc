@@ -44,6 +44,7 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
   auto g = std::unique_ptr<Generator>(new Generator());
   // The mesh first: a bad --mesh fails before any loading.
   TPUMESH_ASSIGN_OR_RETURN(g->mesh_, mesh::CreateDataModelMesh(o.mesh));
+  TPUMESH_RETURN_IF_ERROR(CheckRealRunMesh(*g->mesh_));
   std::string path = o.model;
   StatusOr<std::unique_ptr<ModelFile>> opened = InternalError("no model");
   if (path.empty()) {

@@ -79,6 +79,7 @@ void PutRecord(Writer& w, const mesh::OpRecord& r) {
   w.Put(r.ici_bytes);
   w.Put(r.module);
   w.Put(r.async_id);
+  w.Put<int32_t>(r.prefetch ? 1 : 0);
   w.Put<int64_t>(static_cast<int64_t>(r.awaits.size()));
   for (const int64_t id : r.awaits) w.Put(id);
 }
@@ -99,9 +100,12 @@ bool GetRecord(Reader& in, mesh::OpRecord* r) {
     return false;
   r->precision = static_cast<kernels::Precision>(precision);
   int64_t awaits = 0;
+  int32_t prefetch = 0;
   if (!(in.Get(&r->host_seconds) && in.Get(&r->repeat) && in.Get(&r->ici_seconds) && in.Get(&r->ici_bytes) &&
-        in.Get(&r->module) && in.Get(&r->async_id) && in.Get(&awaits) && awaits >= 0 && awaits < (int64_t{1} << 32)))
+        in.Get(&r->module) && in.Get(&r->async_id) && in.Get(&prefetch) && (prefetch == 0 || prefetch == 1) &&
+        in.Get(&awaits) && awaits >= 0 && awaits < (int64_t{1} << 32)))
     return false;
+  r->prefetch = prefetch == 1;
   r->awaits.resize(static_cast<size_t>(awaits));
   for (int64_t& id : r->awaits)
     if (!in.Get(&id)) return false;

@@ -85,8 +85,16 @@ json ShardingPlanJson(const RunReport& r) {
     plan.push_back(std::move(e));
   };
   for (const RunReport::ShardedLayer& l : r.sharding) entry(l.module, l.split, l.collective);
+  // Not in the plan: on an fsdp mesh an all_gather is the layer's weight's
+  // (docs/sharding.md, "The fsdp axis").
+  const bool fsdp = ("," + r.mesh_axes).find(",fsdp=") != std::string::npos;
   for (const auto& [module, c] : by_module)
-    if (!listed.count(module)) entry(module, "activations only (no split weights)", c.kind);
+    if (!listed.count(module))
+      entry(module,
+            fsdp && ("+" + c.kind + "+").find("+all_gather+") != std::string::npos
+                ? "weight sharded over fsdp, all_gathered before the layer"
+                : "activations only (no split weights)",
+            c.kind);
   return plan;
 }
 

@@ -77,7 +77,8 @@ void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
         ->group("Devices");
     cmd->add_option("--mesh", f->mesh.axes,
                     "Mesh axes, e.g. data=4,model=2: images split over data, each model split over model "
-                    "(default data=DEVICES; docs/sharding.md)")
+                    "(default data=DEVICES); simulate also data=D,fsdp=F,model=M: images over data x fsdp, "
+                    "weights sharded over fsdp and all_gathered before use (docs/sharding.md)")
         ->group("Devices");
     cmd->add_option("--topology", f->mesh.topology, "Chips per axis, e.g. 2x4; must hold the devices (default: the chip's slice for the device count)")
         ->group("Devices");

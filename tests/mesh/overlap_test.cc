@@ -111,5 +111,25 @@ TEST(OverlapTest, TheIciRunsOneCollectiveAtATimeAndTheDeviceEndsWithIt) {
                    log.ici_hidden_seconds());
 }
 
+TEST(OverlapTest, APrefetchStartsOneLayerAhead) {
+  // FSDP: each layer's weight all_gather (1.5 s) before the layer (2 s)
+  // that reads it. The first waits in full; the second may start when the
+  // first layer starts (1.5 s), done at 3 s, before the second layer starts
+  // at 3.5 s. Without `prefetch` it starts at its place (3.5 s): nothing
+  // hidden.
+  for (const bool prefetch : {true, false}) {
+    DeviceCostLog log;
+    OpRecord g1 = Collective("all_gather", 1), g2 = Collective("all_gather", 2);
+    g1.prefetch = g2.prefetch = prefetch;
+    log.Add(g1, Ici(0, 1.5));
+    log.Add(Op("layer1", {1}), Compute(2));
+    log.Add(g2, Ici(0, 1.5));
+    log.Add(Op("layer2", {2}), Compute(2));
+    EXPECT_DOUBLE_EQ(log.serial_seconds(), 7);
+    EXPECT_DOUBLE_EQ(log.seconds(), prefetch ? 5.5 : 7) << prefetch;
+    EXPECT_DOUBLE_EQ(log.by_collective_hidden().at("all_gather").ici_hidden_seconds, prefetch ? 1.5 : 0);
+  }
+}
+
 }  // namespace
 }  // namespace tpumesh::mesh
