@@ -351,7 +351,7 @@ std::string ReportTable(const RunReport& r) {
                 "energy of device 0 (estimate): %.4g J = MXU %.3g + vector %.3g + VMEM %.3g + HBM %.3g + ICI %.3g; "
                 "%.1f W average over %.4f s modelled\n",
                 t.energy.total(), t.energy.mxu, t.energy.vector, t.energy.vmem, t.energy.hbm, t.energy.ici,
-                t.average_watts(), t.modelled_seconds);
+                r.logs[0].seconds() > 0 ? t.energy.total() / r.logs[0].seconds() : 0.0, r.logs[0].seconds());
   o << line;
   if (t.ici_seconds > 0 || t.ici_bytes > 0) {
     std::snprintf(line, sizeof line,
