@@ -334,40 +334,43 @@ StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {
   TPUMESH_ASSIGN_OR_RETURN(auto base, mesh::CreateDataModelMesh(o.mesh));
   const int n = base->num_devices();
   std::vector<MeshSweepRow> rows;
-  for (int m = 1; m <= n; ++m) {
-    if (n % m != 0) continue;
-    SimulateOptions so = o;
-    so.mesh.devices = n;
-    so.mesh.axes = "data=" + std::to_string(n / m) + ",model=" + std::to_string(m);
-    so.mesh.overlap = "on";
-    so.request.keep_ops = false;
-    so.check_hbm = false;
-    TPUMESH_ASSIGN_OR_RETURN(report::RunReport r, SimulateOn(so, cf));
-    MeshSweepRow row;
-    row.mesh = so.mesh.axes;
-    row.data = n / m;
-    row.model = m;
-    row.images = r.images;
-    row.seconds = r.modelled_seconds();
-    row.serial_seconds = r.serial_modelled_seconds();
-    row.images_per_second = row.seconds > 0 ? r.images / row.seconds : 0;
-    row.hbm_capacity = r.chip.hbm_bytes_per_device();
-    row.fits = true;
-    mesh::OpTypeTotals all;
-    for (int d = 0; d < r.devices; ++d) {
-      row.param_bytes = std::max(row.param_bytes, r.param_bytes[d]);
-      row.activation_bytes = std::max(row.activation_bytes, r.hbm_peak_bytes[d] - r.param_bytes[d]);
-      row.fits = row.fits && r.hbm_peak_bytes[d] <= row.hbm_capacity;
-      const mesh::OpTypeTotals t = r.logs[d].total();
-      all.mxu_useful_macs += t.mxu_useful_macs;
-      all.mxu_capacity_macs += t.mxu_capacity_macs;
-      row.ici_seconds = std::max(row.ici_seconds, t.ici_seconds);
-      row.ici_bytes += static_cast<int64_t>(t.ici_bytes);
+  for (int m = 1; m <= n; ++m)
+    for (int f = 1; f * m <= n; ++f) {
+      if (n % (f * m) != 0) continue;
+      SimulateOptions so = o;
+      so.mesh.devices = n;
+      so.mesh.axes = "data=" + std::to_string(n / (f * m)) + (f > 1 ? ",fsdp=" + std::to_string(f) : "") +
+                     ",model=" + std::to_string(m);
+      so.mesh.overlap = "on";
+      so.request.keep_ops = false;
+      so.check_hbm = false;
+      TPUMESH_ASSIGN_OR_RETURN(report::RunReport r, SimulateOn(so, cf));
+      MeshSweepRow row;
+      row.mesh = so.mesh.axes;
+      row.data = n / (f * m);
+      row.fsdp = f;
+      row.model = m;
+      row.images = r.images;
+      row.seconds = r.modelled_seconds();
+      row.serial_seconds = r.serial_modelled_seconds();
+      row.images_per_second = row.seconds > 0 ? r.images / row.seconds : 0;
+      row.hbm_capacity = r.chip.hbm_bytes_per_device();
+      row.fits = true;
+      mesh::OpTypeTotals all;
+      for (int d = 0; d < r.devices; ++d) {
+        row.param_bytes = std::max(row.param_bytes, r.param_bytes[d]);
+        row.activation_bytes = std::max(row.activation_bytes, r.hbm_peak_bytes[d] - r.param_bytes[d]);
+        row.fits = row.fits && r.hbm_peak_bytes[d] <= row.hbm_capacity;
+        const mesh::OpTypeTotals t = r.logs[d].total();
+        all.mxu_useful_macs += t.mxu_useful_macs;
+        all.mxu_capacity_macs += t.mxu_capacity_macs;
+        row.ici_seconds = std::max(row.ici_seconds, t.ici_seconds);
+        row.ici_bytes += static_cast<int64_t>(t.ici_bytes);
+      }
+      row.mxu_utilisation = all.utilisation();
+      row.ici_share = row.seconds > 0 ? row.ici_seconds / row.seconds : 0;
+      rows.push_back(row);
     }
-    row.mxu_utilisation = all.utilisation();
-    row.ici_share = row.seconds > 0 ? row.ici_seconds / row.seconds : 0;
-    rows.push_back(row);
-  }
   return rows;
 }
 

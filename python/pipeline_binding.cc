@@ -220,6 +220,7 @@ py::dict SweepRowDict(const pipeline::MeshSweepRow& r) {
   py::dict d;
   d["mesh"] = r.mesh;
   d["data"] = r.data;
+  d["fsdp"] = r.fsdp;
   d["model"] = r.model;
   d["images"] = r.images;
   d["seconds_per_image"] = r.seconds;

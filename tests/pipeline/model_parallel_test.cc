@@ -203,11 +203,23 @@ TEST(ModelParallelSimulateTest, SimulationMatchesTheRealRun) {
   }
   auto rows = SweepMesh(so);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
-  ASSERT_EQ(rows->size(), 4u);  // 8 = 8x1, 4x2, 2x4, 1x8
+  // 8 = data x fsdp x model: model 1 with fsdp 1, 2, 4, 8; model 2 with
+  // fsdp 1, 2, 4; model 4 with 1, 2; model 8.
+  ASSERT_EQ(rows->size(), 10u);
+  EXPECT_EQ((*rows)[1].mesh, "data=4,fsdp=2,model=1");
+  EXPECT_EQ((*rows)[4].mesh, "data=4,model=2");
   EXPECT_EQ(rows->front().ici_bytes, 0);
   // The model axis' collectives are read by the very next op: nothing to
-  // hide (docs/cost-model.md), both columns the same bits.
-  for (const MeshSweepRow& row : *rows) EXPECT_EQ(row.serial_seconds, row.seconds) << row.mesh;
+  // hide (docs/cost-model.md), both columns the same bits; the fsdp
+  // gathers hide under the layers before them.
+  for (const MeshSweepRow& row : *rows) {
+    EXPECT_EQ(row.images, rows->front().images / row.model) << row.mesh;
+    if (row.fsdp == 1) {
+      EXPECT_EQ(row.serial_seconds, row.seconds) << row.mesh;
+    } else {
+      EXPECT_LT(row.seconds, row.serial_seconds) << row.mesh;
+    }
+  }
   for (size_t i = 1; i < rows->size(); ++i) {
     EXPECT_GT((*rows)[i].ici_share, 0) << (*rows)[i].mesh;
     EXPECT_LT((*rows)[i].param_bytes, rows->front().param_bytes) << (*rows)[i].mesh;
