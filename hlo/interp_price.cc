@@ -18,6 +18,8 @@ bool Interpreter::Fusible(const Op& op) {
 
 void Interpreter::MarkMaterialized() {
   materialized_.assign(static_cast<size_t>(m_.num_values), false);
+  async_of_value_.assign(static_cast<size_t>(m_.num_values), 0);
+  reads_.clear();
   std::function<void(const Region&)> walk = [&](const Region& r) {
     for (const Block& b : r.blocks) {
       for (int a : b.args) materialized_[static_cast<size_t>(a)] = true;
@@ -347,11 +349,21 @@ Status Interpreter::Price(const OpEntry& e, const Op& op, const std::vector<Type
     }
   }
   r.host_seconds = host_seconds;
-  last_priced_[&op] = {in, out, Record(&op, std::move(r))};
+  const size_t index = Record(&op, std::move(r));
+  last_priced_[&op] = {in, out, index};
+  if (e.price == Price::kCollective) {
+    // An async start/done pair: its results are awaited where they are read.
+    mesh::OpRecord& made = (*o_.ops)[index];
+    if (made.async_id == 0) made.async_id = static_cast<int64_t>(index) + 1;
+    for (int v : op.results) async_of_value_[static_cast<size_t>(v)] = made.async_id;
+  }
   return OkStatus();
 }
 
 size_t Interpreter::Record(const void* site, mesh::OpRecord r) {
+  for (const int64_t id : reads_)
+    if (std::find(r.awaits.begin(), r.awaits.end(), id) == r.awaits.end()) r.awaits.push_back(id);
+  reads_.clear();
   std::string key(reinterpret_cast<const char*>(&site), sizeof site);
   key += r.name + '\n' + r.shape;
   auto [it, fresh] = record_index_.try_emplace(std::move(key), o_.ops->size());
@@ -362,6 +374,8 @@ size_t Interpreter::Record(const void* site, mesh::OpRecord r) {
                       had.ici_seconds == r.ici_seconds && had.ici_bytes == r.ici_bytes &&
                       had.mxu.size() == r.mxu.size() && had.precision == r.precision;
     if (same) {
+      for (const int64_t id : r.awaits)
+        if (std::find(had.awaits.begin(), had.awaits.end(), id) == had.awaits.end()) had.awaits.push_back(id);
       had.host_seconds = (had.host_seconds * had.repeat + r.host_seconds) / (had.repeat + 1);
       had.repeat += 1;
       return it->second;

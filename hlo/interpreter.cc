@@ -293,6 +293,9 @@ Status Interpreter::RunOp(const Op& op, Env& env, const std::vector<int>& dying)
   for (const Tensor* t : in)  // only its planned consumer (hlo/contraction.h) takes a product unrounded
     if (t->product && e->run != Run::kElementwise && e->run != Run::kCall)
       return Fail(op, "internal: an unrounded product reached an op that cannot take it");
+  if (o_.ops && !async_of_value_.empty())
+    for (int v : op.operands)
+      if (const int64_t id = async_of_value_[static_cast<size_t>(v)]; id != 0) reads_.push_back(id);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> out;
   bool computed = true;  // its results' bytes are the values' (Tensor::known)

@@ -462,6 +462,12 @@ class Interpreter {
   std::unordered_map<const Op*, int> attention_dots_;
   std::vector<bool> view_ok_;       // value id -> may be a Tensor::repeat view
   std::vector<Product> products_;   // value id -> how XLA:CPU computes it (hlo/contraction.h)
+  // Overlap (mesh/cost_model.h): value id -> the async_id of the collective
+  // record that made it (0: none), and the ids read by ops since the last
+  // record, which the next record awaits (Record): an op's reads, or a
+  // control op's (a loop, a call), whose first priced op then waits.
+  std::vector<int64_t> async_of_value_;
+  std::vector<int64_t> reads_;
   std::unordered_map<const Block*, std::vector<std::vector<int>>> free_lists_;
   // (site, name, shape) -> its record's index in Options::ops (Record).
   std::unordered_map<std::string, size_t> record_index_;

@@ -14,6 +14,7 @@ report::RunReport ReportOf(const ProgramRun& run, const Layout& layout, const me
   r.chip = mesh.chip();
   r.devices = mesh.num_devices();
   r.mesh_axes = mesh::MeshAxesToString(mesh.axes());
+  r.overlap = mesh.overlap_collectives();
   r.host_seconds = run.host_seconds;
   if (!o.dry_run) r.hbm_peak_bytes = run.hbm_peak_bytes;
   r.Finish(run.records, run.record_of_device, o.keep_ops);

@@ -183,8 +183,65 @@ void DeviceCostLog::Add(const OpRecord& op, const OpTiming& t, double repeat) {
     }
     Accumulate(op, t, repeat, m.totals);
   }
-  if (keep_ops_) s.ops.push_back({op, t, s.now});
-  s.now += t.seconds * repeat;
+  // The timeline (the header comment): first the waits for the results this
+  // op reads, earliest done first, each charged to its collective's kind.
+  std::vector<State::Pending> waits;
+  for (const int64_t id : op.awaits) {
+    auto it = s.pending.find(id);
+    if (it == s.pending.end()) continue;
+    waits.push_back(it->second);
+    s.pending.erase(it);
+  }
+  std::sort(waits.begin(), waits.end(), [](const State::Pending& a, const State::Pending& b) { return a.done < b.done; });
+  for (const State::Pending& w : waits) {
+    if (w.done <= s.now) continue;
+    s.exposed[w.kind] += w.done - s.now;
+    s.now = w.done;
+  }
+  const double start = s.now;
+  for (const State::Pending& w : waits)
+    if (w.prefetch) s.prefetch_from = start;  // the next prefetch may start under this op
+  double ici_start = s.now;
+  s.serial += t.seconds * repeat;
+  if (t.ici_seconds <= 0) {
+    s.now += t.seconds * repeat;
+  } else if (overlap_ && op.async_id != 0 && repeat == 1) {
+    // Started when its operand is ready and the ICI free; read later.
+    s.now += t.seconds - t.ici_seconds;
+    const double ready = op.prefetch && s.prefetch_from >= 0 ? std::min(s.now, s.prefetch_from) : s.now;
+    ici_start = std::max(ready, s.ici_free);
+    s.ici_free = ici_start + t.ici_seconds;
+    s.ici_kind = op.name;
+    s.pending[op.async_id] = {s.ici_free, op.name, op.prefetch};
+  } else if (s.ici_free <= s.now) {
+    // Waited for at once on a free ICI: as serial, to the bit.
+    ici_start = s.now + (t.seconds - t.ici_seconds) * repeat;
+    s.now += t.seconds * repeat;
+    s.ici_free = s.now;
+    s.ici_kind = op.name;
+    s.exposed[op.name] += t.ici_seconds * repeat;
+  } else {
+    // Waited for at once, behind the collective still on the ICI.
+    s.now += (t.seconds - t.ici_seconds) * repeat;
+    ici_start = std::max(s.now, s.ici_free);
+    if (ici_start > s.now) s.exposed[s.ici_kind] += ici_start - s.now;
+    s.exposed[op.name] += t.ici_seconds * repeat;
+    s.now = ici_start + t.ici_seconds * repeat;
+    s.ici_free = s.now;
+    s.ici_kind = op.name;
+  }
+  if (keep_ops_) s.ops.push_back({op, t, start, ici_start});
+}
+
+std::map<std::string, OpTypeTotals> DeviceCostLog::by_collective_hidden() const {
+  std::map<std::string, OpTypeTotals> kinds = state_->by_collective;
+  const double tail = std::max(0.0, state_->ici_free - state_->now);  // the cores done, the ICI not
+  for (auto& [kind, t] : kinds) {
+    auto it = state_->exposed.find(kind);
+    const double exposed = (it == state_->exposed.end() ? 0 : it->second) + (kind == state_->ici_kind ? tail : 0);
+    t.ici_hidden_seconds = t.ici_seconds - exposed;
+  }
+  return kinds;
 }
 
 OpTypeTotals DeviceCostLog::total() const {

@@ -20,8 +20,8 @@
 //                  operands stream from HBM while the units work (XLA fuses
 //                  an op's elementwise tail into it, so MXU and vector work
 //                  of one op add up; memory overlaps with both), plus
-//                  ici_seconds for a collective (not overlapped with compute:
-//                  the layers after it wait for its result)
+//                  ici_seconds for a collective: the serial figure, as if
+//                  the ops after it waited for its result
 //   utilisation    the MXU's useful MACs / (cycles x its MAC slots)
 //   energy         an estimate, in joules, from the chip's EnergySpec
 //                  (dynamic energy only; docs/cost-model.md "Energy"):
@@ -36,6 +36,25 @@
 //                            vector unit's side)
 //                    HBM     hbm_bytes x hbm_byte_pj
 //                    ICI     bytes this device sends x ici_byte_pj
+//
+// A device's timeline (DeviceCostLog) has two resources, the cores (each
+// op's roofline, in program order) and the ICI (collectives, one at a time
+// in program order). Serial (overlap off): every op, collectives included,
+// runs after the one before, as the seconds above add up. Overlapped (on,
+// as XLA runs collectives on a TPU: async start/done pairs placed by its
+// latency-hiding scheduler): a collective with an async_id starts on the
+// ICI when the op before it is done (its operand ready) and the ICI is free;
+// the cores go on, and only a record that lists it in `awaits` (the op
+// reading its result) waits for its done. Conservative: a collective never
+// starts before its place in the program (no reordering), a collective
+// without async_id (its result read by the very next op: Megatron's
+// row-parallel psum, a partitioner's reshard) or standing for repeated
+// calls (repeat > 1) is waited for at once, and the device is done when its
+// last collective is. One exception to "its place in the program": a
+// prefetch (an FSDP weight all_gather, whose operand, the weight's shard,
+// is ready from the start) may start as early as the start of the op that
+// read the previous prefetch: one layer ahead, as XLA prefetches FSDP
+// weights. docs/cost-model.md ("Collectives overlapped with compute").
 //
 // Vector throughput (per device): VPU lanes x ALUs per lane x clock, with
 // the (8 sublanes x 128 lanes) VPU and 2 f32 ALU ops per lane per cycle, and
@@ -142,6 +161,12 @@ struct OpRecord {
   int64_t ici_bytes = 0;
   std::string module;
   AttentionSite attention;  // count 0: not an attention
+  // Overlap (see the header comment): a collective's id, unique within a
+  // device's records (0: waited for at once), and the ids of the async
+  // collectives whose results this record reads.
+  int64_t async_id = 0;
+  std::vector<int64_t> awaits;
+  bool prefetch = false;  // an async collective that may start one layer ahead
 };
 
 // Estimated dynamic energy, joules, by where it is spent.
@@ -197,6 +222,10 @@ struct OpTypeTotals {
   double vmem_bytes = 0;  // the most one op held in VMEM
   double modelled_seconds = 0, mxu_seconds = 0, vector_seconds = 0, hbm_seconds = 0;
   double ici_seconds = 0, ici_bytes = 0;
+  // Of ici_seconds, what ran under compute (overlap on): the cores did not
+  // wait for it. By collective kind (DeviceCostLog::by_collective) and per
+  // device (DeviceCostLog::ici_hidden_seconds); 0 elsewhere.
+  double ici_hidden_seconds = 0;
   double host_seconds = 0;
   double mxu_cycles = 0;
   double mxu_useful_macs = 0, mxu_capacity_macs = 0;
@@ -226,6 +255,8 @@ struct LayerTotals {
 // replica along `data`) hold one log between them, not one each.
 class DeviceCostLog {
  public:
+  // Collectives overlapped with compute (true) or serial; set before Add.
+  void set_overlap(bool overlap) { overlap_ = overlap; }
   void Add(const OpRecord& op, const OpTiming& t, double repeat = 1);
   const std::map<std::string, OpTypeTotals>& by_type() const { return state_->by_type; }
   // Per layer, in the order each first ran; each op is in exactly one.
@@ -241,15 +272,24 @@ class DeviceCostLog {
   };
   const std::map<std::string, ModuleCollectives>& collectives_by_module() const { return state_->by_module; }
   // The ops in order (kept when keep_ops, for traces), with their start on
-  // the device's modelled timeline.
+  // the device's modelled timeline (ici_start_seconds: its ICI part's).
   struct Entry {
     OpRecord op;
     OpTiming timing;
     double start_seconds = 0;
+    double ici_start_seconds = 0;
   };
   void set_keep_ops(bool keep) { keep_ops_ = keep; }
   const std::vector<Entry>& ops() const { return state_->ops; }
-  double seconds() const { return state_->now; }
+  // The device's modelled time: its last op's end or its last collective's
+  // done, whichever is later.
+  double seconds() const { return std::max(state_->now, state_->ici_free); }
+  // Every op after the one before: the sum of the ops' seconds.
+  double serial_seconds() const { return state_->serial; }
+  // Of the ICI time, what ran under compute: serial_seconds() - seconds().
+  double ici_hidden_seconds() const { return serial_seconds() - seconds(); }
+  // by_collective() with each kind's ici_hidden_seconds.
+  std::map<std::string, OpTypeTotals> by_collective_hidden() const;
 
  private:
   struct State {
@@ -259,10 +299,22 @@ class DeviceCostLog {
     std::map<std::string, OpTypeTotals> by_collective;
     std::map<std::string, ModuleCollectives> by_module;
     std::vector<Entry> ops;
-    double now = 0;
+    double now = 0;       // the cores' clock: when the last op ended
+    double ici_free = 0;  // when the ICI's last collective is done
+    std::string ici_kind;  // that collective's kind
+    double serial = 0;
+    struct Pending {
+      double done = 0;
+      std::string kind;
+      bool prefetch = false;
+    };
+    double prefetch_from = -1;  // the start of the op that read the last prefetch; -1: none yet
+    std::map<int64_t, Pending> pending;  // async collectives not yet read
+    std::map<std::string, double> exposed;  // per kind: how long the cores waited for it
   };
   std::shared_ptr<State> state_ = std::make_shared<State>();
   bool keep_ops_ = false;
+  bool overlap_ = true;
 };
 
 }  // namespace tpumesh::mesh

@@ -159,8 +159,10 @@ StatusOr<std::unique_ptr<Mesh>> Mesh::Create(const ChipSpec& chip,
   if (options.fastest_chip_axis < 0 || options.fastest_chip_axis >= static_cast<int>(topo.chip_dims().size()))
     return InvalidArgumentError("chip axis " + std::string(1, "xyz"[std::clamp(options.fastest_chip_axis, 0, 2)]) +
                                 " is not an axis of topology " + topo.DimsString());
-  return std::unique_ptr<Mesh>(
+  std::unique_ptr<Mesh> mesh(
       new Mesh(chip, std::move(topo), std::move(axes), threads, cores, options.fastest_chip_axis, cluster));
+  mesh->overlap_collectives_ = options.overlap_collectives;
+  return mesh;
 }
 
 StatusOr<int> Mesh::AxisPosition(std::string_view name) const {
@@ -506,6 +508,9 @@ StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec) {
   auto axis = ParseChipAxis(spec.model_axis_along);
   if (!axis.ok()) return axis.status().WithContext("--model-axis-along");
   o.fastest_chip_axis = *axis;
+  if (spec.overlap != "on" && spec.overlap != "off")
+    return InvalidArgumentError("--overlap " + spec.overlap + ": must be on or off");
+  o.overlap_collectives = spec.overlap == "on";
   auto m = Mesh::Create(chip, dims, axes, o);
   if (!m.ok() && !spec.topology.empty()) return m.status().WithContext("--topology " + spec.topology);
   return m;
@@ -540,25 +545,33 @@ StatusOr<std::unique_ptr<Mesh>> CreateDataModelMesh(const MeshSpec& spec) {
   if (!s.axes.empty()) {
     auto parsed = ParseMeshAxes(s.axes);
     if (!parsed.ok()) return parsed.status().WithContext("--mesh");
-    int data = 0, model = 1;
+    int data = 0, fsdp = 1, model = 1;
     for (const MeshAxis& a : *parsed) {
       if (a.name == "data") data = a.size;
+      else if (a.name == "fsdp") fsdp = a.size;
       else if (a.name == "model") model = a.size;
       else
         return InvalidArgumentError("--mesh " + spec.axes + ": axis '" + a.name +
-                                    "' is not one of data, model (the axes a model runs over)");
+                                    "' is not one of data, fsdp, model (the axes a model runs over)");
     }
-    if (data == 0) {  // model=M alone: the rest of the devices on data
-      if (devices == 0) devices = model;
-      if (devices % model != 0)
-        return InvalidArgumentError("--mesh " + spec.axes + ": model=" + std::to_string(model) + " does not divide the " +
-                                    std::to_string(devices) + " devices (" + from + ")");
-      data = devices / model;
+    const int64_t shared = int64_t{fsdp} * model;  // the devices of one data index
+    if (shared > kMaxDevices || int64_t{data} * shared > kMaxDevices)
+      return InvalidArgumentError("--mesh " + spec.axes + ": more than " + std::to_string(kMaxDevices) +
+                                  " devices (at most " + std::to_string(kMaxDevices) + " are emulated)");
+    if (data == 0) {  // model=M and/or fsdp=F alone: the rest of the devices on data
+      if (devices == 0) devices = static_cast<int>(shared);
+      if (devices % shared != 0)
+        return InvalidArgumentError("--mesh " + spec.axes + ": " +
+                                    (fsdp > 1 ? "fsdp x model = " + std::to_string(shared)
+                                              : "model=" + std::to_string(model)) +
+                                    " does not divide the " + std::to_string(devices) + " devices (" + from + ")");
+      data = static_cast<int>(devices / shared);
     }
-    if (devices > 0 && static_cast<int64_t>(data) * model != devices)
-      return InvalidArgumentError("--mesh " + spec.axes + " holds " + std::to_string(int64_t{data} * model) +
+    if (devices > 0 && data * shared != devices)
+      return InvalidArgumentError("--mesh " + spec.axes + " holds " + std::to_string(data * shared) +
                                   " devices but " + from);
-    s.axes = "data=" + std::to_string(data) + ",model=" + std::to_string(model);
+    s.axes = "data=" + std::to_string(data) + (fsdp > 1 ? ",fsdp=" + std::to_string(fsdp) : std::string()) +
+             ",model=" + std::to_string(model);
   } else {
     s.axes = "data=" + std::to_string(devices > 0 ? devices : 8) + ",model=1";
   }

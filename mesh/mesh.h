@@ -73,6 +73,9 @@ struct MeshOptions {
   // The chip axis (0 = x, 1 = y, 2 = z) mesh positions run along first, after
   // the cores of a chip: the physical axis the last mesh axis occupies.
   int fastest_chip_axis = 0;
+  // The cost model's collectives: overlapped with compute as XLA runs them
+  // on a TPU (true) or serial (mesh/cost_model.h; --overlap).
+  bool overlap_collectives = true;
   // The ranks the mesh spans (not owned; outlives the mesh). Null: this
   // process alone (LocalCluster()).
   Cluster* cluster = nullptr;
@@ -138,6 +141,7 @@ class Mesh {
   // The device at these axis indices (one per axis).
   int DeviceAt(std::span<const int> indices) const;
   int fastest_chip_axis() const { return fastest_chip_axis_; }
+  bool overlap_collectives() const { return overlap_collectives_; }  // MeshOptions
   // Devices that agree with `device` on every axis not named, ordered
   // row-major over the named axes in the order given (JAX's multi-axis
   // collective order). Names must be distinct axes of this mesh.
@@ -169,6 +173,7 @@ class Mesh {
   std::vector<std::unique_ptr<Device>> devices_;  // null: another rank's
   int host_cores_;
   int fastest_chip_axis_;
+  bool overlap_collectives_ = true;
   Cluster* cluster_;
   int first_local_ = 0;
   int num_local_ = 0;
@@ -192,6 +197,7 @@ struct MeshSpec {
   std::string topology;      // "2x4"; empty: the chip's slice for the device count
   std::string model_axis_along = "x";  // the chip axis the last mesh axis runs along first
   int threads_per_device = 0;          // 0: host cores / devices
+  std::string overlap = "on";          // collectives overlapped with compute: "on" or "off"
   // The ranks the mesh spans (not owned; mesh::MeshOptions::cluster); null:
   // this process alone.
   Cluster* cluster = nullptr;
@@ -200,8 +206,11 @@ struct MeshSpec {
 StatusOr<std::unique_ptr<Mesh>> CreateMesh(const MeshSpec& spec);
 // A mesh whose axes are exactly data=D, model=M (model=1 when `spec.axes`
 // names no model axis; other axis names are refused; model=M alone leaves
-// data the rest of the device count): what generate, simulate and eval run
-// on. Errors name the flags as given.
+// data the rest of the device count), or data=D,fsdp=F,model=M when
+// `spec.axes` names fsdp=F with F > 1 (docs/sharding.md: images split over
+// data x fsdp, weights sharded over fsdp; simulate only): what generate,
+// simulate and eval run on; the model axis is always the last. Errors name
+// the flags as given.
 StatusOr<std::unique_ptr<Mesh>> CreateDataModelMesh(const MeshSpec& spec);
 
 }  // namespace tpumesh::mesh

@@ -19,6 +19,7 @@
 #include "kernels/norm.h"
 #include "kernels/ops_parallel.h"
 #include "kernels/timestep_embedding.h"
+#include "models/parallel.h"
 #include "models/params.h"
 
 namespace tpumesh::models {
@@ -176,15 +177,23 @@ class OpScope {
   OpScope(const OpScope&) = delete;
   OpScope& operator=(const OpScope&) = delete;
   // Names the record after its weight's parameter (Ctx::params), without
-  // the ".weight".
-  void Weight(const Array& w) {
-    if (ctx_.ops == nullptr || ctx_.params == nullptr) return;
+  // the ".weight". Under FSDP (Ctx::fsdp) a Linear or conv weight is
+  // all_gathered first (ModelAxis::GatherWeight): the record awaits it and
+  // the gathered weight's HBM is held until the layer ends.
+  Status Weight(const Array& w) {
+    if (ctx_.ops == nullptr || ctx_.params == nullptr) return OkStatus();
     const std::string* name = ctx_.params->NameOf(w);
-    if (name == nullptr) return;
+    if (name == nullptr) return OkStatus();
     const size_t cut = name->size() >= 7 && name->compare(name->size() - 7, 7, ".weight") == 0 ? name->size() - 7
                                                                                               : name->size();
     rec_.module = std::string(ctx_.scope) + "/" + name->substr(0, cut);
     t_last_module = rec_.module;
+    if (ctx_.fsdp != nullptr && OnlyPacked(*name, w.shape())) {
+      TPUMESH_ASSIGN_OR_RETURN(ModelAxis::GatheredWeight g, ctx_.fsdp->GatherWeight(ctx_, w, rec_.module));
+      if (g.async_id != 0) rec_.awaits.push_back(g.async_id);
+      gathered_ = std::move(g.held);
+    }
+    return OkStatus();
   }
   // The figures of this call (f32 bytes, as kernels count them; the
   // matmuls' operand bytes too; an attention's element bytes).
@@ -204,6 +213,7 @@ class OpScope {
   std::chrono::steady_clock::time_point t0_;
   mesh::OpRecord rec_;
   bool set_ = false;
+  Array gathered_;  // an FSDP weight gathered for this call
 };
 
 Status CheckF32(const Array& a, std::string_view op, std::string_view what) {
@@ -333,7 +343,7 @@ StatusOr<Array> Linear(const Ctx& ctx, const Array& x, const Array& w, const Arr
   s.back() = out;
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(s, "linear"));
   OpScope op(ctx, conv1x1 ? "conv2d" : "linear", conv1x1 ? "conv" : "matmul");
-  op.Weight(w);
+  TPUMESH_RETURN_IF_ERROR(op.Weight(w));
   {
     kernels::OpCost c;
     c.flops = 2.0 * rows * in * out + (b ? static_cast<double>(rows) * out : 0);
@@ -380,7 +390,7 @@ StatusOr<Array> Conv2d(const Ctx& ctx, const Array& x, const Array& w, const Arr
   const int64_t ho = shape.out_height(), wo = shape.out_width();
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc({n, o, ho, wo}, "conv2d"));
   OpScope op(ctx, "conv2d", "conv");
-  op.Weight(w);
+  TPUMESH_RETURN_IF_ERROR(op.Weight(w));
   op.Set(kernels::Conv2dCost(shape, b != nullptr), "x" + ShapeToString(x.shape()) + " w" + ShapeToString(w.shape()),
          {{n * ho * wo, o, c * shape.kernel_h * shape.kernel_w, 1, 4.0 * static_cast<double>(x.num_elements()),
            4.0 * static_cast<double>(w.num_elements()), 4.0 * static_cast<double>(n) * o * ho * wo}});
@@ -404,7 +414,7 @@ StatusOr<Array> GroupNorm(const Ctx& ctx, const Array& x, int groups, const Arra
   const int64_t n = x.dim(0), c = x.dim(1), inner = x.num_elements() / (n * c);
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(x.shape(), "group_norm"));
   OpScope op(ctx, silu ? "group_norm_silu" : "group_norm", "norm");
-  op.Weight(gamma);
+  TPUMESH_RETURN_IF_ERROR(op.Weight(gamma));
   op.Set(kernels::GroupNormCost({x.dim(0), x.dim(1), x.num_elements() / std::max<int64_t>(1, x.dim(0) * x.dim(1)), groups},
                                 true, silu),
          "x" + ShapeToString(x.shape()));
@@ -424,7 +434,7 @@ StatusOr<Array> LayerNorm(const Ctx& ctx, const Array& x, const Array& gamma, co
   TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(x.shape(), "layer_norm"));
   const int64_t rows = x.num_elements() / d;
   OpScope op(ctx, "layer_norm", "norm");
-  op.Weight(gamma);
+  TPUMESH_RETURN_IF_ERROR(op.Weight(gamma));
   op.Set(kernels::LayerNormCost(rows, d), "x" + ShapeToString(x.shape()));
   if (ctx.dry_run) return y;
   TPUMESH_RETURN_IF_ERROR(kernels::LayerNormF32(rows, d, eps, x.data<float>(), gamma.data<float>(), beta.data<float>(),

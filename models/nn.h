@@ -141,6 +141,10 @@ struct Ctx {
   // Tensor parallelism: the model axis this device computes its share of
   // the layers on (models/parallel.h); nullptr: the whole model here.
   const ModelAxis* model = nullptr;
+  // FSDP: the axis each Linear and conv weight is sharded over and
+  // all_gathered right before its layer (ModelAxis::GatherWeight);
+  // nullptr: weights whole on the device.
+  const ModelAxis* fsdp = nullptr;
   // The component being run ("unet", "text_encoder_2"): names collectives
   // in the report.
   const char* scope = "";

@@ -69,6 +69,36 @@ StatusOr<Array> ModelAxis::AllGather(const Ctx& ctx, const Array& x, int dim, co
   return Run(ctx, mesh::CollectiveKind::kAllGather, x, dim, layer);
 }
 
+StatusOr<ModelAxis::GatheredWeight> ModelAxis::GatherWeight(const Ctx& ctx, const Array& w,
+                                                             const std::string& module) const {
+  GatheredWeight g;
+  if (size() == 1) return g;
+  if (!ctx.dry_run)
+    return FailedPreconditionError(module + ": the " + axis_ + " axis is priced by simulate only (a real run shards "
+                                   "over data and model)");
+  if (ctx.device != nullptr) {
+    TPUMESH_ASSIGN_OR_RETURN(g.held, Array::Allocate(*ctx.device, w.dtype(), w.shape(), "fsdp all_gather", true));
+  }
+  if (ctx.ops == nullptr) return g;
+  mesh::OpRecord r;
+  r.name = std::string(mesh::CollectiveName(mesh::CollectiveKind::kAllGather));
+  r.type = "collective";
+  r.module = module;
+  r.shape = module + " w" + mesh::ShapeToString(w.shape()) + " (fsdp)";
+  r.precision = ctx.precision == Precision::kHighest ? kernels::Precision::kHighest : kernels::Precision::kDefault;
+  const int64_t elem = ctx.precision == Precision::kHighest ? 4 : 2;
+  const int64_t shard = (w.num_elements() + size() - 1) / size();
+  const mesh::CollectiveCost cost =
+      mesh::ModelCollective(*chip_, *topology_, mesh::CollectiveKind::kAllGather, group_, shard * elem);
+  r.ici_seconds = cost.seconds;
+  r.ici_bytes = cost.bytes_sent_per_device;
+  r.async_id = static_cast<int64_t>(ctx.ops->size()) + 1;
+  r.prefetch = true;
+  g.async_id = r.async_id;
+  ctx.ops->push_back(std::move(r));
+  return g;
+}
+
 StatusOr<const ParamMap*> RankParams(const Ctx& ctx, const std::vector<ParamMap>& ranks, const char* component) {
   const int m = static_cast<int>(ranks.size());
   const int axis = ctx.model != nullptr ? ctx.model->size() : 1;

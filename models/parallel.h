@@ -50,6 +50,18 @@ class ModelAxis {
   // jax.lax.all_gather(x, axis, axis=dim, tiled=True): the ranks' slices of
   // dimension `dim` concatenated in rank order.
   StatusOr<Array> AllGather(const Ctx& ctx, const Array& x, int dim, const std::string& layer) const;
+  // FSDP (an axis named "fsdp"): weight `w` of `module`, sharded over the
+  // axis (each device holds ceil(elements / size) of it), all_gathered
+  // right before its layer runs. Records the all_gather (a prefetch,
+  // mesh/cost_model.h: it may start one layer ahead) and returns its
+  // async_id, which the layer's record awaits, with the gathered weight's
+  // HBM held until the layer ends (a dry run's allocation). Priced only: a
+  // real run is refused (FailedPrecondition). Size 1: id 0, nothing held.
+  struct GatheredWeight {
+    int64_t async_id = 0;
+    Array held;
+  };
+  StatusOr<GatheredWeight> GatherWeight(const Ctx& ctx, const Array& w, const std::string& module) const;
 
  private:
   ModelAxis() = default;

@@ -124,6 +124,7 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
     // One device unless a flag gives the count (--topology alone gives its own).
     if (spec.devices == 0 && spec.axes.empty() && spec.topology.empty()) spec.devices = 1;
     TPUMESH_ASSIGN_OR_RETURN(m, mesh::CreateDataModelMesh(spec));
+    TPUMESH_RETURN_IF_ERROR(CheckRealRunMesh(*m));
     const int data = m->axes()[0].size;
     model_ranks = m->axes()[1].size;
     // The LoRAs, checked against the whole model before any weight is read.
@@ -237,6 +238,7 @@ StatusOr<EvalStats> RunEval(const EvalOptions& o) {
   stats.report.chip = m->chip();
   stats.report.devices = m->num_devices();
   stats.report.mesh_axes = mesh::MeshAxesToString(m->axes());
+  stats.report.overlap = m->overlap_collectives();
   stats.report.param_bytes = placed.bytes;
   stats.report.sharding = ShardingPlan(components, model_ranks);
   stats.report.images = stats.batch;

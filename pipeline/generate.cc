@@ -44,6 +44,7 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
   auto g = std::unique_ptr<Generator>(new Generator());
   // The mesh first: a bad --mesh fails before any loading.
   TPUMESH_ASSIGN_OR_RETURN(g->mesh_, mesh::CreateDataModelMesh(o.mesh));
+  TPUMESH_RETURN_IF_ERROR(CheckRealRunMesh(*g->mesh_));
   std::string path = o.model;
   StatusOr<std::unique_ptr<ModelFile>> opened = InternalError("no model");
   if (path.empty()) {
@@ -357,6 +358,7 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
   res.report.devices = n;
   res.report.images = b;
   res.report.mesh_axes = mesh::MeshAxesToString(mesh_->axes());
+  res.report.overlap = mesh_->overlap_collectives();
   res.report.param_bytes = placed_.bytes;
   res.report.sharding = ShardingPlan(flow_->components(), flow_->model_ranks());
   std::vector<int64_t> hbm_peak(n, 0);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "base/printable.h"
@@ -42,14 +43,17 @@ StatusOr<report::RunReport> SimulateOn(const SimulateOptions& o, const ModelConf
   const auto t0 = std::chrono::steady_clock::now();
   const GenerateRequest& req = o.request;
   std::unique_ptr<mesh::Mesh> mesh;
-  int data = 0, model = 0;
+  int data = 0, model = 0, fsdp = 1;
   std::unique_ptr<TextToImage> built;
   Txt2ImgPlan plan;
   // The setup, settled across ranks (it fails alike on every rank).
   const Status setup = [&]() -> Status {
     TPUMESH_ASSIGN_OR_RETURN(mesh, mesh::CreateDataModelMesh(o.mesh));
-    data = mesh->axes()[0].size;
-    model = mesh->axes()[1].size;
+    // data x fsdp images at a time; the model axis is the last
+    // (mesh::CreateDataModelMesh).
+    fsdp = mesh->axes().size() == 3 ? mesh->axes()[1].size : 1;
+    data = mesh->axes()[0].size * fsdp;
+    model = mesh->axes().back().size;
     // At precision default the weights are counted in bf16, as the seeds'
     // bf16 pipeline and a bf16 model file hold them; f32 at highest.
     const bool bf16 = req.precision == models::Precision::kDefault;
@@ -91,7 +95,8 @@ StatusOr<report::RunReport> SimulateOn(const SimulateOptions& o, const ModelConf
       class_of_rank[rank] = known->second;
       if (!fresh) continue;
       class_ops.emplace_back();
-      const int at[] = {0, rank};
+      std::vector<int> at(mesh->axes().size(), 0);
+      at.back() = rank;
       const int device = mesh->DeviceAt(at);
       class_device.push_back(device);
       class_params.push_back(0);
@@ -102,17 +107,27 @@ StatusOr<report::RunReport> SimulateOn(const SimulateOptions& o, const ModelConf
       std::vector<Array> held;
       for (const ComponentParams& c : flow.components())
         for (const auto& [name, a] : (*c.ranks)[rank].all()) {
-          auto r = a.ShareTo(dev, "parameter");
+          // FSDP: a device holds its shard of each Linear and conv weight
+          // (models::ModelAxis::GatherWeight).
+          auto r = fsdp > 1 && models::OnlyPacked(name, a.shape())
+                       ? Array::Allocate(dev, a.dtype(), {(a.num_elements() + fsdp - 1) / fsdp}, "parameter shard",
+                                         true)
+                       : a.ShareTo(dev, "parameter");
           if (!r.ok()) return r.status().WithContext("placing parameter " + c.name + "/" + name);
           held.push_back(std::move(r).value());
         }
       class_params.back() = dev.hbm_in_use();
       dev.ResetHbmPeak();
       TPUMESH_ASSIGN_OR_RETURN(models::ModelAxis axis, models::ModelAxis::Priced(*mesh, device));
+      std::optional<models::ModelAxis> fsdp_axis;
+      if (fsdp > 1) {
+        TPUMESH_ASSIGN_OR_RETURN(fsdp_axis, models::ModelAxis::Priced(*mesh, device, "fsdp"));
+      }
       models::Ctx ctx{&dev, req.precision};
       ctx.dry_run = true;
       ctx.ops = &class_ops.back();
       ctx.model = &axis;
+      ctx.fsdp = fsdp_axis ? &*fsdp_axis : nullptr;
       std::vector<Array> ids(flow.conditioning().token_arrays(),
                              Array::Host(mesh::DType::kI32, {plan.batch_per_device, kPromptLength}));
       DeviceInputs in;
@@ -162,10 +177,11 @@ StatusOr<report::RunReport> SimulateOn(const SimulateOptions& o, const ModelConf
   r.devices = mesh->num_devices();
   r.images = static_cast<int64_t>(data) * plan.batch_per_device;
   r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
+  r.overlap = mesh->overlap_collectives();
   // Every device ran its rank's class's ops: one log per class.
   std::vector<int> class_of(r.devices);
   for (int d = 0; d < r.devices; ++d) {
-    class_of[d] = class_of_rank[mesh->AxisIndices(d)[1]];
+    class_of[d] = class_of_rank[mesh->AxisIndices(d).back()];
     r.hbm_peak_bytes.push_back(class_peak[class_of[d]]);
     r.param_bytes.push_back(class_params[class_of[d]]);
   }
@@ -230,6 +246,7 @@ StatusOr<report::RunReport> SimulateWorkload(const WorkloadOptions& o) {
   r.chip = mesh->chip();
   r.devices = mesh->num_devices();
   r.mesh_axes = mesh::MeshAxesToString(mesh->axes());
+  r.overlap = mesh->overlap_collectives();
   if (const int64_t rows = static_cast<int64_t>(layers.size()) * r.devices; o.device_rows && rows > o.max_layers)
     return InvalidArgumentError(Printable(o.path) + ": " + std::to_string(layers.size()) + " layers on " +
                                 std::to_string(r.devices) + " devices make " + std::to_string(rows) +
@@ -317,38 +334,43 @@ StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {
   TPUMESH_ASSIGN_OR_RETURN(auto base, mesh::CreateDataModelMesh(o.mesh));
   const int n = base->num_devices();
   std::vector<MeshSweepRow> rows;
-  for (int m = 1; m <= n; ++m) {
-    if (n % m != 0) continue;
-    SimulateOptions so = o;
-    so.mesh.devices = n;
-    so.mesh.axes = "data=" + std::to_string(n / m) + ",model=" + std::to_string(m);
-    so.request.keep_ops = false;
-    so.check_hbm = false;
-    TPUMESH_ASSIGN_OR_RETURN(report::RunReport r, SimulateOn(so, cf));
-    MeshSweepRow row;
-    row.mesh = so.mesh.axes;
-    row.data = n / m;
-    row.model = m;
-    row.images = r.images;
-    row.seconds = r.modelled_seconds();
-    row.images_per_second = row.seconds > 0 ? r.images / row.seconds : 0;
-    row.hbm_capacity = r.chip.hbm_bytes_per_device();
-    row.fits = true;
-    mesh::OpTypeTotals all;
-    for (int d = 0; d < r.devices; ++d) {
-      row.param_bytes = std::max(row.param_bytes, r.param_bytes[d]);
-      row.activation_bytes = std::max(row.activation_bytes, r.hbm_peak_bytes[d] - r.param_bytes[d]);
-      row.fits = row.fits && r.hbm_peak_bytes[d] <= row.hbm_capacity;
-      const mesh::OpTypeTotals t = r.logs[d].total();
-      all.mxu_useful_macs += t.mxu_useful_macs;
-      all.mxu_capacity_macs += t.mxu_capacity_macs;
-      row.ici_seconds = std::max(row.ici_seconds, t.ici_seconds);
-      row.ici_bytes += static_cast<int64_t>(t.ici_bytes);
+  for (int m = 1; m <= n; ++m)
+    for (int f = 1; f * m <= n; ++f) {
+      if (n % (f * m) != 0) continue;
+      SimulateOptions so = o;
+      so.mesh.devices = n;
+      so.mesh.axes = "data=" + std::to_string(n / (f * m)) + (f > 1 ? ",fsdp=" + std::to_string(f) : "") +
+                     ",model=" + std::to_string(m);
+      so.mesh.overlap = "on";
+      so.request.keep_ops = false;
+      so.check_hbm = false;
+      TPUMESH_ASSIGN_OR_RETURN(report::RunReport r, SimulateOn(so, cf));
+      MeshSweepRow row;
+      row.mesh = so.mesh.axes;
+      row.data = n / (f * m);
+      row.fsdp = f;
+      row.model = m;
+      row.images = r.images;
+      row.seconds = r.modelled_seconds();
+      row.serial_seconds = r.serial_modelled_seconds();
+      row.images_per_second = row.seconds > 0 ? r.images / row.seconds : 0;
+      row.hbm_capacity = r.chip.hbm_bytes_per_device();
+      row.fits = true;
+      mesh::OpTypeTotals all;
+      for (int d = 0; d < r.devices; ++d) {
+        row.param_bytes = std::max(row.param_bytes, r.param_bytes[d]);
+        row.activation_bytes = std::max(row.activation_bytes, r.hbm_peak_bytes[d] - r.param_bytes[d]);
+        row.fits = row.fits && r.hbm_peak_bytes[d] <= row.hbm_capacity;
+        const mesh::OpTypeTotals t = r.logs[d].total();
+        all.mxu_useful_macs += t.mxu_useful_macs;
+        all.mxu_capacity_macs += t.mxu_capacity_macs;
+        row.ici_seconds = std::max(row.ici_seconds, t.ici_seconds);
+        row.ici_bytes += static_cast<int64_t>(t.ici_bytes);
+      }
+      row.mxu_utilisation = all.utilisation();
+      row.ici_share = row.seconds > 0 ? row.ici_seconds / row.seconds : 0;
+      rows.push_back(row);
     }
-    row.mxu_utilisation = all.utilisation();
-    row.ici_share = row.seconds > 0 ? row.ici_seconds / row.seconds : 0;
-    rows.push_back(row);
-  }
   return rows;
 }
 

@@ -74,12 +74,14 @@ struct WorkloadOptions {
 };
 StatusOr<report::RunReport> SimulateWorkload(const WorkloadOptions& options);
 
-// One row of `simulate --sweep-mesh`: the same request on data=D, model=M.
+// One row of `simulate --sweep-mesh`: the same request on data=D, model=M,
+// or data=D,fsdp=F,model=M.
 struct MeshSweepRow {
-  std::string mesh;  // "data=4,model=2"
-  int data = 0, model = 0;
-  int64_t images = 0;               // per batch: D x batch per device
-  double seconds = 0;               // modelled time of one batch = latency of an image
+  std::string mesh;  // "data=4,model=2", "data=2,fsdp=2,model=2"
+  int data = 0, fsdp = 1, model = 0;
+  int64_t images = 0;               // per batch: D x F x batch per device
+  double seconds = 0;               // modelled time of one batch = latency of an image, collectives overlapped
+  double serial_seconds = 0;        // the same with every collective serial (--overlap off)
   double images_per_second = 0;     // throughput
   int64_t param_bytes = 0;          // per device (the largest)
   int64_t activation_bytes = 0;     // peak live activations per device (the largest)
@@ -90,7 +92,10 @@ struct MeshSweepRow {
   double ici_share = 0;             // ici_seconds / seconds
   int64_t ici_bytes = 0;            // sent by all devices
 };
-// Every factorisation D x M of the device count, M ascending.
+// Every factorisation D x F x M of the device count, M ascending, then F
+// ascending (F = 1: data=D,model=M); each priced
+// with collectives overlapped and serial (both from one run: the report's
+// modelled and serial_modelled seconds), whatever options.mesh.overlap says.
 StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& options);
 
 // One row of `simulate --sweep-dataflow`: the same run priced in one

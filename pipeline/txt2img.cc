@@ -547,6 +547,13 @@ StatusOr<Array> TextToImage::EncodeImages(const models::Ctx& ctx, const Txt2ImgP
   return latents;
 }
 
+Status CheckRealRunMesh(const mesh::Mesh& mesh) {
+  if (mesh.axes().size() != 2)
+    return InvalidArgumentError("--mesh " + mesh::MeshAxesToString(mesh.axes()) +
+                                ": the fsdp axis is priced by simulate only; a real run splits over data and model");
+  return OkStatus();
+}
+
 std::vector<report::RunReport::ShardedLayer> ShardingPlan(const std::vector<ComponentParams>& components, int model_ranks) {
   std::vector<report::RunReport::ShardedLayer> plan;
   const int m = model_ranks;

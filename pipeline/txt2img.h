@@ -241,6 +241,10 @@ class TextToImage {
 // report::RunReport::sharding; empty when the model is not split.
 std::vector<report::RunReport::ShardedLayer> ShardingPlan(const std::vector<ComponentParams>& components, int model_ranks);
 
+// A real run's mesh (generate, eval): data x model. The fsdp axis is
+// priced by simulate only; InvalidArgument naming --mesh otherwise.
+Status CheckRealRunMesh(const mesh::Mesh& mesh);
+
 // Places every component's parameters on the devices of a data x model mesh
 // (mesh::CreateDataModelMesh): device d gets read-only views of its model
 // rank's share, charged to its HBM (as jax places params at the first call).

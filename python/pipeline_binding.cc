@@ -220,9 +220,11 @@ py::dict SweepRowDict(const pipeline::MeshSweepRow& r) {
   py::dict d;
   d["mesh"] = r.mesh;
   d["data"] = r.data;
+  d["fsdp"] = r.fsdp;
   d["model"] = r.model;
   d["images"] = r.images;
   d["seconds_per_image"] = r.seconds;
+  d["serial_seconds_per_image"] = r.serial_seconds;
   d["images_per_second"] = r.images_per_second;
   d["param_bytes_per_device"] = r.param_bytes;
   d["activation_bytes_per_device"] = r.activation_bytes;

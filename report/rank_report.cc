@@ -83,6 +83,10 @@ void PutRecord(Writer& w, const mesh::OpRecord& r) {
   w.Put(r.attention.kv_len);
   w.Put(r.attention.head_dim);
   w.Put(r.attention.element_bytes);
+  w.Put(r.async_id);
+  w.Put<int32_t>(r.prefetch ? 1 : 0);
+  w.Put<int64_t>(static_cast<int64_t>(r.awaits.size()));
+  for (const int64_t id : r.awaits) w.Put(id);
 }
 
 bool GetRecord(Reader& in, mesh::OpRecord* r) {
@@ -100,9 +104,19 @@ bool GetRecord(Reader& in, mesh::OpRecord* r) {
   if (!in.Get(&precision) || precision < 0 || precision > static_cast<int32_t>(kernels::Precision::kHighest))
     return false;
   r->precision = static_cast<kernels::Precision>(precision);
-  return in.Get(&r->host_seconds) && in.Get(&r->repeat) && in.Get(&r->ici_seconds) && in.Get(&r->ici_bytes) &&
-         in.Get(&r->module) && in.Get(&r->attention.count) && in.Get(&r->attention.q_len) &&
-         in.Get(&r->attention.kv_len) && in.Get(&r->attention.head_dim) && in.Get(&r->attention.element_bytes);
+  int64_t awaits = 0;
+  int32_t prefetch = 0;
+  if (!(in.Get(&r->host_seconds) && in.Get(&r->repeat) && in.Get(&r->ici_seconds) && in.Get(&r->ici_bytes) &&
+        in.Get(&r->module) && in.Get(&r->attention.count) && in.Get(&r->attention.q_len) &&
+        in.Get(&r->attention.kv_len) && in.Get(&r->attention.head_dim) && in.Get(&r->attention.element_bytes) &&
+        in.Get(&r->async_id) && in.Get(&prefetch) && (prefetch == 0 || prefetch == 1) && in.Get(&awaits) &&
+        awaits >= 0 && awaits < (int64_t{1} << 32)))
+    return false;
+  r->prefetch = prefetch == 1;
+  r->awaits.resize(static_cast<size_t>(awaits));
+  for (int64_t& id : r->awaits)
+    if (!in.Get(&id)) return false;
+  return true;
 }
 
 }  // namespace

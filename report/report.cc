@@ -85,8 +85,16 @@ json ShardingPlanJson(const RunReport& r) {
     plan.push_back(std::move(e));
   };
   for (const RunReport::ShardedLayer& l : r.sharding) entry(l.module, l.split, l.collective);
+  // Not in the plan: on an fsdp mesh an all_gather is the layer's weight's
+  // (docs/sharding.md, "The fsdp axis").
+  const bool fsdp = ("," + r.mesh_axes).find(",fsdp=") != std::string::npos;
   for (const auto& [module, c] : by_module)
-    if (!listed.count(module)) entry(module, "activations only (no split weights)", c.kind);
+    if (!listed.count(module))
+      entry(module,
+            fsdp && ("+" + c.kind + "+").find("+all_gather+") != std::string::npos
+                ? "weight sharded over fsdp, all_gathered before the layer"
+                : "activations only (no split weights)",
+            c.kind);
   return plan;
 }
 
@@ -103,6 +111,7 @@ void RunReport::Finish(const std::vector<std::vector<mesh::OpRecord>>& distinct,
   std::vector<mesh::DeviceCostLog> priced(distinct.size());
   for (size_t i = 0; i < distinct.size(); ++i) {
     priced[i].set_keep_ops(keep_ops);
+    priced[i].set_overlap(overlap);
     for (const mesh::OpRecord& op : distinct[i]) priced[i].Add(op, mesh::PriceOp(op, chip), op.repeat);
   }
   logs.clear();
@@ -113,6 +122,12 @@ void RunReport::Finish(const std::vector<std::vector<mesh::OpRecord>>& distinct,
 double RunReport::modelled_seconds() const {
   double m = 0;
   for (const auto& l : logs) m = std::max(m, l.seconds());
+  return m;
+}
+
+double RunReport::serial_modelled_seconds() const {
+  double m = 0;
+  for (const auto& l : logs) m = std::max(m, l.serial_seconds());
   return m;
 }
 
@@ -135,6 +150,9 @@ mesh::OpTypeTotals AllDevicesTotals(const RunReport& r) {
 std::string ReportJson(const RunReport& r) {
   json summary = {{"mode", r.mode},
                   {"modelled_seconds", r.modelled_seconds()},
+                  {"overlap", r.overlap ? "on" : "off"},
+                  {"serial_modelled_seconds", r.serial_modelled_seconds()},
+                  {"ici_hidden_seconds", r.serial_modelled_seconds() - r.modelled_seconds()},
                   {"host_seconds", r.host_seconds},
                   {"images", r.images},
                   {"chip", r.chip.name},
@@ -189,10 +207,15 @@ std::string ReportJson(const RunReport& r) {
     if (fresh) {
       json by_type = json::object(), by_collective = json::object();
       for (const auto& [type, t] : r.logs[d].by_type()) by_type[type] = Totals(t);
-      for (const auto& [kind, t] : r.logs[d].by_collective()) by_collective[kind] = Totals(t);
+      for (const auto& [kind, t] : r.logs[d].by_collective_hidden()) {
+        by_collective[kind] = Totals(t);
+        by_collective[kind]["ici_hidden_seconds"] = t.ici_hidden_seconds;
+      }
       const mesh::OpTypeTotals t = r.logs[d].total();
       json device = {{"id", d},
                      {"modelled_seconds", r.logs[d].seconds()},
+                     {"serial_modelled_seconds", r.logs[d].serial_seconds()},
+                     {"ici_hidden_seconds", r.logs[d].ici_hidden_seconds()},
                      {"host_seconds", t.host_seconds},
                      {"ici_bytes", t.ici_bytes},
                      {"ici_seconds", t.ici_seconds},
@@ -285,7 +308,7 @@ std::string TraceJson(const RunReport& r) {
         add({{"ph", "X"}, {"name", e.op.name}, {"pid", pid}, {"tid", 3}, {"ts", ts}, {"dur", e.timing.hbm_seconds * us}, {"args", args}});
       if (e.timing.ici_seconds > 0)
         add({{"ph", "X"}, {"name", e.op.name}, {"pid", pid}, {"tid", 4},
-             {"ts", ts + (e.timing.seconds - e.timing.ici_seconds) * us}, {"dur", e.timing.ici_seconds * us},
+             {"ts", e.ici_start_seconds * 1e6}, {"dur", e.timing.ici_seconds * us},
              {"args", {{"module", e.op.module}, {"shape", e.op.shape}, {"ici_bytes", e.op.ici_bytes},
                        {"flops", e.op.cost.flops}, {"bytes", e.op.cost.bytes()},
                        {"modelled_us", e.timing.seconds * 1e6}}}});
@@ -329,11 +352,15 @@ std::string ReportTable(const RunReport& r) {
                 "energy of device 0 (estimate): %.4g J = MXU %.3g + vector %.3g + VMEM %.3g + HBM %.3g + ICI %.3g; "
                 "%.1f W average over %.4f s modelled\n",
                 t.energy.total(), t.energy.mxu, t.energy.vector, t.energy.vmem, t.energy.hbm, t.energy.ici,
-                t.average_watts(), t.modelled_seconds);
+                r.logs[0].seconds() > 0 ? t.energy.total() / r.logs[0].seconds() : 0.0, r.logs[0].seconds());
   o << line;
   if (t.ici_seconds > 0 || t.ici_bytes > 0) {
-    std::snprintf(line, sizeof line, "ICI of device 0: %.3f GB sent, %.4f s modelled (%.1f%% of its time)\n",
-                  t.ici_bytes / 1e9, t.ici_seconds, r.logs[0].seconds() > 0 ? 100 * t.ici_seconds / r.logs[0].seconds() : 0.0);
+    std::snprintf(line, sizeof line,
+                  "ICI of device 0: %.3f GB sent, %.4f s modelled (%.1f%% of its serial time), %.4f s of it hidden "
+                  "under compute (overlap %s)\n",
+                  t.ici_bytes / 1e9, t.ici_seconds,
+                  r.logs[0].serial_seconds() > 0 ? 100 * t.ici_seconds / r.logs[0].serial_seconds() : 0.0,
+                  r.logs[0].ici_hidden_seconds(), r.overlap ? "on" : "off");
     o << line;
   }
   return o.str();

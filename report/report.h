@@ -3,19 +3,23 @@
 // report, a Chrome trace and a short table.
 //
 // Contract: Finish() prices every record of every device in order and
-// advances nothing else; modelled_seconds is the slowest device's total (the
-// devices run concurrently; nothing here overlaps ops within a device). The
-// JSON report has a top-level "summary" (modelled_seconds, host_seconds,
+// advances nothing else; modelled_seconds is the slowest device's time (the
+// devices run concurrently; within a device collectives overlap compute when
+// `overlap`, mesh/cost_model.h). The JSON report has a top-level "summary"
+// (modelled_seconds, overlap "on" or "off", serial_modelled_seconds: the
+// slowest device's with every collective serial, ici_hidden_seconds: their
+// difference, the ICI time hidden under compute, host_seconds,
 // images, chip, devices, mesh, param_bytes_per_device, ici_bytes: sent by
 // all devices, ici_seconds: the busiest device's time in collectives,
 // ici_share of the modelled time, ...), per device a breakdown by op type,
 // by layer ("layers", mesh::DeviceCostLog::layers) and by collective kind
-// with its ici_bytes, ici_seconds and param_bytes,
+// with its ici_bytes, ici_seconds and ici_hidden_seconds, its
+// serial_modelled_seconds, ici_hidden_seconds and param_bytes,
 // and a "sharding_plan": per split layer, how it is split, the collective
 // it runs, calls, bytes per call and ICI seconds on device 0. The trace is
 // Chrome trace-event JSON (opens in Perfetto): one process per virtual
 // device with MXU, vector unit, HBM DMA and ICI tracks (one ICI event per
-// collective, after the op's compute), plus a "host" process with the
+// collective, where the timeline starts it), plus a "host" process with the
 // wall-clock time each op took on this host. Files are written atomically
 // (io/atomic_file.h).
 #ifndef TPUMESH_REPORT_REPORT_H_
@@ -56,6 +60,9 @@ struct RunReport {
     std::string collective;  // what the split layer runs: "psum", "all_gather" or "none"
   };
   std::vector<ShardedLayer> sharding;
+  // Collectives overlapped with compute (mesh::Mesh::overlap_collectives);
+  // set before Finish.
+  bool overlap = true;
 
   // Prices `records[d]` for every device d (keep_ops: for a trace).
   void Finish(const std::vector<std::vector<mesh::OpRecord>>& records, bool keep_ops);
@@ -66,6 +73,7 @@ struct RunReport {
   void Finish(const std::vector<std::vector<mesh::OpRecord>>& distinct, const std::vector<int>& of_device,
               bool keep_ops);
   double modelled_seconds() const;
+  double serial_modelled_seconds() const;  // the slowest device's, every collective serial
 };
 
 // The report and the trace as text, and written atomically.

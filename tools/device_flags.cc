@@ -84,12 +84,20 @@ void AddDeviceFlags(CLI::App* cmd, DeviceFlags* f, unsigned which) {
         ->group("Devices");
     cmd->add_option("--mesh", f->mesh.axes,
                     "Mesh axes, e.g. data=4,model=2: images split over data, each model split over model "
-                    "(default data=DEVICES; docs/sharding.md)")
+                    "(default data=DEVICES); simulate also data=D,fsdp=F,model=M: images over data x fsdp, "
+                    "weights sharded over fsdp and all_gathered before use (docs/sharding.md)")
         ->group("Devices");
     cmd->add_option("--topology", f->mesh.topology, "Chips per axis, e.g. 2x4; must hold the devices (default: the chip's slice for the device count)")
         ->group("Devices");
     cmd->add_option("--model-axis-along", f->mesh.model_axis_along,
                     "Physical chip axis (x, y or z) the mesh's last axis (model) runs along first")
+        ->capture_default_str()
+        ->group("Devices");
+    cmd->add_option("--overlap", f->mesh.overlap,
+                    "Collectives in the cost model: on, overlapped with compute as XLA runs them on a TPU (async "
+                    "start/done; only the op reading a result waits for it), or off, serial; the report gives both "
+                    "times and the ICI seconds hidden (docs/cost-model.md)")
+        ->check(CLI::IsMember({"on", "off"}))
         ->capture_default_str()
         ->group("Devices");
   }

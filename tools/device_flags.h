@@ -20,7 +20,7 @@ struct DeviceFlags {
 
 // What a command takes of the group.
 enum DeviceFlagSet : unsigned {
-  kMeshFlags = 1,     // --chip --dataflow --vmem-mib --attention --devices --mesh --topology --model-axis-along
+  kMeshFlags = 1,     // --chip --dataflow --vmem-mib --attention --devices --mesh --topology --model-axis-along --overlap
   kThreadFlags = 2,   // --threads-per-device
   kOutputFlags = 4,   // --report --trace --report-csv
   kAllDeviceFlags = 7,

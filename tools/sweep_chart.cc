@@ -90,14 +90,14 @@ std::string SweepChartSvg(const std::vector<pipeline::MeshSweepRow>& rows, const
       o << "<text x=\"" << Num(x + bar_w / 2, 1) << "\" y=\"" << Num(y0 - h - 4, 1) << "\" text-anchor=\"middle\">"
         << Num(v, v >= 10 ? 1 : 2) << "</text>\n";
       o << "<text x=\"" << Num(x + bar_w / 2, 1) << "\" y=\"" << y0 + 16 << "\" text-anchor=\"middle\">d="
-        << r.data << "</text>\n";
+        << r.data << (r.fsdp > 1 ? " f=" + std::to_string(r.fsdp) : std::string()) << "</text>\n";
       o << "<text x=\"" << Num(x + bar_w / 2, 1) << "\" y=\"" << y0 + 30 << "\" text-anchor=\"middle\">m="
         << r.model << "</text>\n";
     }
   }
   o << "<text x=\"" << left << "\" y=\"" << height - 14
-    << "\" fill=\"#555\">d = data axis (images in parallel), m = model axis (each model split m ways); red: "
-       "does not fit the chip's HBM</text>\n";
+    << "\" fill=\"#555\">d = data axis (images in parallel), f = fsdp axis (images too, weights sharded), m = "
+       "model axis (each model split m ways); red: does not fit the chip's HBM</text>\n";
   o << "</svg>\n";
   return o.str();
 }

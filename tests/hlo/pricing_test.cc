@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "hlo/program.h"
+#include "mesh/cost_model.h"
 #include "mesh/mesh.h"
 #include "nlohmann/json.hpp"
 
@@ -220,6 +221,63 @@ TEST(Pricing, ConvolutionBatchGroupsArePricedAsXlaCountsThem) {
     }
   }
   EXPECT_EQ(grouped, 1);
+}
+
+// Overlap (mesh/cost_model.h): an all_reduce whose result the program reads
+// only after an independent matmul hides under it; one whose result the
+// matmul reads hides nothing. Both: serial - hidden = modelled, and the
+// serial figure is the sum of the records' prices.
+TEST(Pricing, AnAllReduceHidesOnlyUnderWorkThatDoesNotReadIt) {
+  for (const bool independent : {true, false}) {
+    const std::string a = independent ? "%w" : "%r";
+    const std::string text =
+        "module @m attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32} {\n"
+        "  func.func public @main(%x: tensor<256x256xf32>, %w: tensor<256x256xf32>) -> tensor<256x256xf32> {\n"
+        "    %r = \"stablehlo.all_reduce\"(%x) <{replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : "
+        "tensor<1x8xi64>}> ({\n"
+        "    ^bb0(%p: tensor<f32>, %q: tensor<f32>):\n"
+        "      %s = stablehlo.add %p, %q : tensor<f32>\n"
+        "      stablehlo.return %s : tensor<f32>\n"
+        "    }) : (tensor<256x256xf32>) -> tensor<256x256xf32>\n"
+        "    %m = stablehlo.dot_general " + a + ", %w, contracting_dims = [1] x [0] : "
+        "(tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>\n"
+        "    %o = stablehlo.add %r, %m : tensor<256x256xf32>\n"
+        "    return %o : tensor<256x256xf32>\n"
+        "  }\n"
+        "}\n";
+    auto m = ParseModule(text, "overlap.mlir");
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    auto layout = LayoutOf(*m);
+    ASSERT_TRUE(layout.ok()) << layout.status().message();
+    auto mesh = mesh::CreateMesh(DefaultMeshSpec(*layout, {}));
+    ASSERT_TRUE(mesh.ok()) << mesh.status().message();
+    Options o;
+    o.dry_run = true;
+    std::vector<mesh::OpRecord> unused;
+    o.ops = &unused;
+    auto run = RunProgram(*m, *layout, **mesh, std::vector<Tensor>(layout->inputs.size()), o);
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    const auto& records = run->records[static_cast<size_t>(run->record_of_device[0])];
+    mesh::DeviceCostLog log;
+    double serial = 0, ici = 0, matmul = 0;
+    for (const mesh::OpRecord& r : records) {
+      const mesh::OpTiming t = mesh::PriceOp(r, (*mesh)->chip());
+      log.Add(r, t, r.repeat);
+      serial += t.seconds * r.repeat;
+      ici += t.ici_seconds * r.repeat;
+      if (r.type == "matmul") matmul += t.seconds * r.repeat;
+    }
+    ASSERT_GT(ici, 0);
+    ASSERT_GT(matmul, 0);
+    EXPECT_DOUBLE_EQ(log.serial_seconds(), serial);
+    EXPECT_DOUBLE_EQ(log.serial_seconds() - log.ici_hidden_seconds(), log.seconds());
+    if (independent) {
+      EXPECT_DOUBLE_EQ(log.ici_hidden_seconds(), std::min(ici, matmul)) << "the matmul runs under the all_reduce";
+      EXPECT_DOUBLE_EQ(log.by_collective_hidden().at("psum").ici_hidden_seconds, std::min(ici, matmul));
+    } else {
+      EXPECT_EQ(log.ici_hidden_seconds(), 0) << "the matmul reads the all_reduce's result";
+    }
+  }
 }
 
 // jax.nn.softmax attention as jax 0.10.2 lowers it (q, k, v [1, 2, 256, 64]
