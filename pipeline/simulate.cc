@@ -25,7 +25,8 @@ StatusOr<ModelConfigs> ReadConfigs(const SimulateOptions& o) {
   if (!o.arch.empty() && !o.model.empty()) return InvalidArgumentError("give --arch or --model, not both");
   if (!o.arch.empty()) {
     TPUMESH_ASSIGN_OR_RETURN(models::Architecture a, models::BuiltinArchitecture(o.arch));
-    return ModelConfigs{a.name, a.model_index, a.text_encoder, a.text_encoder_2, a.unet, a.vae, a.scheduler};
+    return ModelConfigs{a.name, a.model_index, a.text_encoder, a.text_encoder_2, a.unet, a.vae, a.scheduler,
+                        a.transformer};
   }
   if (o.model.empty()) return InvalidArgumentError("simulate needs --arch NAME or --model FILE");
   TPUMESH_ASSIGN_OR_RETURN(auto f, ModelFile::Open(o.model));
@@ -113,8 +114,9 @@ StatusOr<report::RunReport> SimulateOn(const SimulateOptions& o, const ModelConf
       ctx.dry_run = true;
       ctx.ops = &class_ops.back();
       ctx.model = &axis;
-      std::vector<Array> ids(flow.conditioning().token_arrays(),
-                             Array::Host(mesh::DType::kI32, {plan.batch_per_device, kPromptLength}));
+      std::vector<Array> ids;
+      for (int i = 0; i < flow.conditioning().token_arrays(); ++i)
+        ids.push_back(Array::Host(mesh::DType::kI32, {plan.batch_per_device, flow.conditioning().token_length(i)}));
       DeviceInputs in;
       in.ids = ids;
       TPUMESH_RETURN_IF_ERROR(flow.RunDevice(ctx, plan, req, in).status());
@@ -319,6 +321,7 @@ StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {
   std::vector<MeshSweepRow> rows;
   for (int m = 1; m <= n; ++m) {
     if (n % m != 0) continue;
+    if (m > 1 && !cf.transformer.empty()) break;  // Flux: no model axis (BuildTextToImage)
     SimulateOptions so = o;
     so.mesh.devices = n;
     so.mesh.axes = "data=" + std::to_string(n / m) + ",model=" + std::to_string(m);

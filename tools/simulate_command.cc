@@ -41,6 +41,7 @@ struct SimulateCmdOptions {
   pipeline::RequestFlags req;
   bool sweep_mesh = false;
   bool sweep_dataflow = false;
+  bool no_hbm_limit = false;
   bool json = false;
   std::string svg;
   int64_t max_layers = pipeline::kDefaultMaxWorkloadLayers;
@@ -236,6 +237,7 @@ Status RunSimulate(SimulateCmdOptions o) {
     o.sim.mesh = o.dev.mesh;
     o.sim.mesh.cluster = &cluster;
     o.sim.request.keep_ops = !o.dev.out.trace.empty();
+    o.sim.check_hbm = !o.no_hbm_limit;
     TPUMESH_ASSIGN_OR_RETURN(r, pipeline::Simulate(o.sim));
     return OkStatus();
   };
@@ -266,7 +268,9 @@ void RegisterSimulate(CLI::App& app, RunFn* run) {
   auto opt = std::make_shared<SimulateCmdOptions>();
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Price a whole generation on the emulated chip without computing it (no weights needed).");
-  cmd->add_option("--arch", opt->sim.arch, "Built-in architecture: sd15, sd21, sdxl or tiny");
+  cmd->add_option("--arch", opt->sim.arch,
+                  "Built-in architecture: sd15, sd21, sdxl, tiny, flux-dev, flux-schnell or flux-tiny (FLUX.1: "
+                  "data-parallel meshes only)");
   cmd->add_option("--model", opt->sim.model, "A model file (only its configs are read)");
   cmd->add_option("--workload", opt->workload,
                   "Price your own layers instead of a model: a SCALE-Sim topology CSV (conv or GEMM form) or a "
@@ -293,6 +297,9 @@ void RegisterSimulate(CLI::App& app, RunFn* run) {
                 "One row per dataflow (ws, os, is) and VMEM size (16, 32, 64, 128 MiB per TensorCore), of the "
                 "model or the --workload: modelled time, MXU cycles and utilisation, HBM bytes, estimated energy "
                 "and average power");
+  cmd->add_flag("--no-hbm-limit", opt->no_hbm_limit,
+                "Price the run even where a device's HBM would overflow (as --sweep-mesh does); the report's "
+                "hbm_peak_bytes says what each device would hold");
   cmd->add_flag("--json", opt->json, "With a sweep: the table as JSON");
   cmd->add_option("--svg", opt->svg, "With a sweep: also write the table as an SVG chart");
   AddRequestFlags(cmd, &opt->req);
