@@ -125,6 +125,9 @@ StatusOr<report::RunReport> SimulateOn(const SimulateOptions& o, const ModelConf
     return OkStatus();
   }();
   mesh::Cluster& cluster = mesh->cluster();
+  if (dry.code() == StatusCode::kResourceExhausted && o.check_hbm)
+    TPUMESH_RETURN_IF_ERROR(cluster.Agree(
+        Status(dry.code(), std::string(dry.message()) + " (simulate --no-hbm-limit prices the run anyway)")));
   TPUMESH_RETURN_IF_ERROR(cluster.Agree(dry));
   std::vector<double> wall_per_rank = {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
   if (cluster.size() > 1) {
@@ -183,7 +186,10 @@ StatusOr<report::RunReport> SimulateOn(const SimulateOptions& o, const ModelConf
             {"size", std::to_string(plan.width) + "x" + std::to_string(plan.height)},
             {"batch_per_device", std::to_string(plan.batch_per_device)},
             {"precision", req.precision == models::Precision::kDefault ? "default" : "highest"},
-            {"guidance", std::to_string(flow.guidance(req))},
+            // FLUX.1-schnell has no guidance input (FluxPipeline ignores the scale).
+            {"guidance", std::to_string(flow.is_flux() && !flow.transformer().config().guidance_embeds
+                                            ? 0.0f
+                                            : flow.guidance(req))},
             {"simulation_wall_seconds",
              std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count())}};
   return r;

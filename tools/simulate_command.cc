@@ -245,10 +245,11 @@ Status RunSimulate(SimulateCmdOptions o) {
     if (cluster.rank() != 0) return OkStatus();
     const double t = r.modelled_seconds();
     std::printf("simulated %s: %lld image(s) %s on %s, mesh %s, x %d per data index, %s steps "
-                "(%s UNet calls), %s, guidance %.2f, precision %s\n",
+                "(%s %s calls), %s, guidance %.2f, precision %s\n",
                 r.info["model"].c_str(), static_cast<long long>(r.images), r.info["size"].c_str(),
                 EmulatedDevices(r).c_str(), r.mesh_axes.c_str(), o.sim.request.batch_per_device, r.info["steps"].c_str(),
-                r.info["unet_calls"].c_str(), r.info["scheduler"].c_str(), std::stod(r.info["guidance"]),
+                r.info["unet_calls"].c_str(), r.info["family"] == "flux" ? "transformer" : "UNet",
+                r.info["scheduler"].c_str(), std::stod(r.info["guidance"]),
                 o.req.precision.c_str());
     std::printf("modelled: %.3f s per batch, %.2f images/s (priced in %s s, nothing computed)\n", t,
                 t > 0 ? r.images / t : 0.0, r.info["simulation_wall_seconds"].substr(0, 5).c_str());
