@@ -6,7 +6,7 @@
 namespace tpumesh::models {
 
 ParamSplit WeightSplit(const Parallel& p) {
-  if (p.split == Split::kRow) return {1, p.units, 1, false, p.unit};
+  if (p.split == Split::kRow) return {1, p.units, p.parts, false, p.unit};
   if (p.split == Split::kColumn || p.split == Split::kGathered)
     return {0, p.units, p.parts, p.split == Split::kGathered, p.unit};
   return {};
@@ -17,7 +17,7 @@ ParamSplit BiasSplit(const Parallel& p) { return p.split == Split::kRow ? ParamS
 namespace {
 
 Parallel Column(int64_t units, const char* unit, int parts = 1) { return {Split::kColumn, units, unit, parts}; }
-Parallel Row(int64_t units, const char* unit) { return {Split::kRow, units, unit, 1}; }
+Parallel Row(int64_t units, const char* unit, int parts = 1) { return {Split::kRow, units, unit, parts}; }
 Parallel Gathered(int64_t units) { return {Split::kGathered, units, "channels", 1}; }
 
 struct Hw {
@@ -297,6 +297,15 @@ void WalkFluxTransformer(const FluxTransformerConfig& c, const WalkSizes& s, Lay
   n.Linear("time_text_embed.text_embedder.linear_1", d, c.pooled_projection_dim, b);
   n.Linear("time_text_embed.text_embedder.linear_2", d, d, b);
   n.Linear("context_embedder", d, c.joint_attention_dim, txt);
+  // Over the model axis (Megatron): each attention by heads (q, k, v and the
+  // context's by output, the output projections by input: one psum per
+  // stream), each MLP by its 4D columns (one psum); the single blocks' MLP
+  // by heads too, 4 parts of D rows each, so that [attention; MLP] of a rank
+  // is the rank's share of proj_out's 5 parts of D input columns (one psum).
+  // The embedders, modulation projections and norms are whole (replicated).
+  const int64_t heads = c.num_attention_heads;
+  const Parallel by_heads = Column(heads, "heads"), to_out = Row(heads, "heads");
+  const Parallel mlp_in = Column(4 * d, "columns"), mlp_out = Row(4 * d, "columns");
   for (int i = 0; i < c.num_layers; ++i) {
     // FluxTransformerBlock (MMDiT): each stream its own AdaLayerNormZero
     // (6 modulation vectors), projections and feed-forward; one joint
@@ -306,28 +315,29 @@ void WalkFluxTransformer(const FluxTransformerConfig& c, const WalkSizes& s, Lay
     n.Linear(p + ".norm1_context.linear", 6 * d, d, b);
     n.Scale(p + ".attn.norm_q", hd);
     n.Scale(p + ".attn.norm_k", hd);
-    for (const char* proj : {".attn.to_q", ".attn.to_k", ".attn.to_v"}) n.Linear(p + proj, d, d, img);
-    for (const char* proj : {".attn.add_k_proj", ".attn.add_v_proj", ".attn.add_q_proj"}) n.Linear(p + proj, d, d, txt);
+    for (const char* proj : {".attn.to_q", ".attn.to_k", ".attn.to_v"}) n.Linear(p + proj, d, d, img, true, by_heads);
+    for (const char* proj : {".attn.add_k_proj", ".attn.add_v_proj", ".attn.add_q_proj"})
+      n.Linear(p + proj, d, d, txt, true, by_heads);
     n.Attention(li + lt, li + lt, static_cast<double>(d));
-    n.Linear(p + ".attn.to_out.0", d, d, img);
-    n.Linear(p + ".attn.to_add_out", d, d, txt);
+    n.Linear(p + ".attn.to_out.0", d, d, img, true, to_out);
+    n.Linear(p + ".attn.to_add_out", d, d, txt, true, to_out);
     n.Scale(p + ".attn.norm_added_q", hd);
     n.Scale(p + ".attn.norm_added_k", hd);
-    n.Linear(p + ".ff.net.0.proj", 4 * d, d, img);
-    n.Linear(p + ".ff.net.2", d, 4 * d, img);
-    n.Linear(p + ".ff_context.net.0.proj", 4 * d, d, txt);
-    n.Linear(p + ".ff_context.net.2", d, 4 * d, txt);
+    n.Linear(p + ".ff.net.0.proj", 4 * d, d, img, true, mlp_in);
+    n.Linear(p + ".ff.net.2", d, 4 * d, img, true, mlp_out);
+    n.Linear(p + ".ff_context.net.0.proj", 4 * d, d, txt, true, mlp_in);
+    n.Linear(p + ".ff_context.net.2", d, 4 * d, txt, true, mlp_out);
   }
   for (int i = 0; i < c.num_single_layers; ++i) {
     // FluxSingleTransformerBlock over the joined sequence: attention and a
     // GELU-tanh MLP side by side, one output projection of both.
     const std::string p = "single_transformer_blocks." + std::to_string(i);
     n.Linear(p + ".norm.linear", 3 * d, d, b);
-    n.Linear(p + ".proj_mlp", 4 * d, d, all);
-    n.Linear(p + ".proj_out", d, 5 * d, all);
+    n.Linear(p + ".proj_mlp", 4 * d, d, all, true, Column(heads, "heads", 4));
+    n.Linear(p + ".proj_out", d, 5 * d, all, true, Row(heads, "heads", 5));
     n.Scale(p + ".attn.norm_q", hd);
     n.Scale(p + ".attn.norm_k", hd);
-    for (const char* proj : {".attn.to_q", ".attn.to_k", ".attn.to_v"}) n.Linear(p + proj, d, d, all);
+    for (const char* proj : {".attn.to_q", ".attn.to_k", ".attn.to_v"}) n.Linear(p + proj, d, d, all, true, by_heads);
     n.Attention(li + lt, li + lt, static_cast<double>(d));
   }
   n.Linear("norm_out.linear", 2 * d, d, b);

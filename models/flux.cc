@@ -123,15 +123,19 @@ StatusOr<Array> FluxTransformerModel::Forward(const Ctx& ctx_in, const Inputs& i
     const std::vector<float> t = FluxRopeTable(c.axes_dims_rope, lt, in.h, in.w);
     std::memcpy(rope.mutable_data<float>(), t.data(), t.size() * sizeof(float));
   }
-  auto attend = [&](Array& q, Array& k, const Array& v) -> StatusOr<Array> {
+  // Over a model axis each rank holds its share of the heads (to_q's split)
+  // and of the MLP columns: its attention and MLP run on those, and the
+  // output projections' psums (RowLinear) combine the shares.
+  auto attend = [&](const std::string& p, Array& q, Array& k, const Array& v) -> StatusOr<Array> {
     TPUMESH_RETURN_IF_ERROR(RopeInPlace(ctx, q, rope));
     TPUMESH_RETURN_IF_ERROR(RopeInPlace(ctx, k, rope));
-    return Attention(ctx, q, k, v, static_cast<int>(heads), /*causal=*/false);
+    const int local = static_cast<int>(LocalUnits(P, p + ".attn.to_q.weight", heads));
+    return Attention(ctx, q, k, v, local, /*causal=*/false);
   };
   auto mlp = [&](const std::string& p, const Array& n) -> StatusOr<Array> {
     TPUMESH_ASSIGN_OR_RETURN(Array f, Linear(ctx, n, P[p + ".net.0.proj.weight"], &P[p + ".net.0.proj.bias"]));
     GeluTanhInPlace(ctx, f);
-    return Linear(ctx, f, P[p + ".net.2.weight"], &P[p + ".net.2.bias"]);
+    return RowLinear(ctx, P, p + ".net.2", f);
   };
 
   for (int i = 0; i < c.num_layers; ++i) {
@@ -148,11 +152,11 @@ StatusOr<Array> FluxTransformerModel::Forward(const Ctx& ctx_in, const Inputs& i
     TPUMESH_ASSIGN_OR_RETURN(Array jq, Concat(ctx, cq, q, 1));
     TPUMESH_ASSIGN_OR_RETURN(Array jk, Concat(ctx, ck, k, 1));
     TPUMESH_ASSIGN_OR_RETURN(Array jv, Concat(ctx, cv, v, 1));
-    TPUMESH_ASSIGN_OR_RETURN(Array a, attend(jq, jk, jv));
+    TPUMESH_ASSIGN_OR_RETURN(Array a, attend(p, jq, jk, jv));
     TPUMESH_ASSIGN_OR_RETURN(Array ca, SliceRows(ctx, a, 0, lt));
     TPUMESH_ASSIGN_OR_RETURN(Array ia, SliceRows(ctx, a, lt, li));
-    TPUMESH_ASSIGN_OR_RETURN(ia, Linear(ctx, ia, P[p + ".attn.to_out.0.weight"], &P[p + ".attn.to_out.0.bias"]));
-    TPUMESH_ASSIGN_OR_RETURN(ca, Linear(ctx, ca, P[p + ".attn.to_add_out.weight"], &P[p + ".attn.to_add_out.bias"]));
+    TPUMESH_ASSIGN_OR_RETURN(ia, RowLinear(ctx, P, p + ".attn.to_out.0", ia));
+    TPUMESH_ASSIGN_OR_RETURN(ca, RowLinear(ctx, P, p + ".attn.to_add_out", ca));
     TPUMESH_RETURN_IF_ERROR(GatedAddInPlace(ctx, x, ia, m, 2));
     TPUMESH_ASSIGN_OR_RETURN(nx, ModulatedLayerNorm(ctx, x, m, 3, 4, kEps));
     TPUMESH_ASSIGN_OR_RETURN(Array f, mlp(p + ".ff", nx));
@@ -173,9 +177,9 @@ StatusOr<Array> FluxTransformerModel::Forward(const Ctx& ctx_in, const Inputs& i
     GeluTanhInPlace(ctx, f);
     Array q, k, v;
     TPUMESH_RETURN_IF_ERROR(Qkv(ctx, P, p, n, false, &q, &k, &v));
-    TPUMESH_ASSIGN_OR_RETURN(Array a, attend(q, k, v));
+    TPUMESH_ASSIGN_OR_RETURN(Array a, attend(p, q, k, v));
     TPUMESH_ASSIGN_OR_RETURN(Array cat, Concat(ctx, a, f, 2));
-    TPUMESH_ASSIGN_OR_RETURN(Array o, Linear(ctx, cat, P[p + ".proj_out.weight"], &P[p + ".proj_out.bias"]));
+    TPUMESH_ASSIGN_OR_RETURN(Array o, RowLinear(ctx, P, p + ".proj_out", cat));
     TPUMESH_RETURN_IF_ERROR(GatedAddInPlace(ctx, h, o, m, 2));
   }
   TPUMESH_ASSIGN_OR_RETURN(x, SliceRows(ctx, h, lt, li));

@@ -32,7 +32,9 @@ std::vector<float> FluxRopeTable(const std::vector<int>& axes_dims, int64_t text
 
 class FluxTransformerModel {
  public:
-  // One map per model rank (only one: Flux is not split over a model axis).
+  // One map per model rank (ShardParams / ShardManifest, models/params.h):
+  // the transformer runs tensor-parallel over a Ctx::model axis of that
+  // size (attention by heads, MLPs by columns; blocks.h).
   static StatusOr<FluxTransformerModel> Create(const FluxTransformerConfig& config, std::vector<ParamMap> ranks);
   const FluxTransformerConfig& config() const { return config_; }
   const std::vector<ParamMap>& ranks() const { return ranks_; }

@@ -327,7 +327,6 @@ StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {
   std::vector<MeshSweepRow> rows;
   for (int m = 1; m <= n; ++m) {
     if (n % m != 0) continue;
-    if (m > 1 && !cf.transformer.empty()) break;  // Flux: no model axis (BuildTextToImage)
     SimulateOptions so = o;
     so.mesh.devices = n;
     so.mesh.axes = "data=" + std::to_string(n / m) + ",model=" + std::to_string(m);

@@ -715,8 +715,10 @@ std::vector<report::RunReport::ShardedLayer> ShardingPlan(const std::vector<Comp
                          : s.even   ? "output channels (all_gathered)"
                          : p.shape.size() == 1 ? "channels (statistics local to each group)"
                                                : "output features (stay split)";
-      what += " by " + std::to_string(s.units) + " " + s.unit + (s.parts > 1 ? " in each of 2 halves" : "") +
-              "; rank 0 holds " + std::to_string(u1 - u0);
+      const std::string parts = s.parts == 2  ? " in each of 2 halves"
+                                : s.parts > 2 ? " in each of " + std::to_string(s.parts) + " parts"
+                                              : "";
+      what += " by " + std::to_string(s.units) + " " + s.unit + parts + "; rank 0 holds " + std::to_string(u1 - u0);
       plan.push_back({c.name + "/" + p.name.substr(0, p.name.size() - suffix.size()), what,
                       s.dim == 1 ? "psum" : s.even ? "all_gather" : "none"});
     }
@@ -865,10 +867,6 @@ StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& cf, 
   parts.scheduler_json = cf.scheduler;
   TPUMESH_ASSIGN_OR_RETURN(auto vc, models::ParseVaeConfig(cf.vae, o + ": vae/config.json"));
   if (std::string(family->name) == "flux") {
-    // Tensor parallelism is not implemented for Flux's transformer or T5.
-    if (model_ranks > 1)
-      return UnimplementedError("the model axis (tensor parallelism) is not implemented for Flux: use a data-only "
-                                "mesh (--mesh data=N)");
     TPUMESH_ASSIGN_OR_RETURN(auto t5c, models::ParseT5EncoderConfig(cf.text_encoder_2, o + ": text_encoder_2/config.json"));
     TPUMESH_ASSIGN_OR_RETURN(auto fc, models::ParseFluxTransformerConfig(cf.transformer, o + ": transformer/config.json"));
     if (fc.joint_attention_dim != t5c.d_model || fc.pooled_projection_dim != tc.hidden_size)

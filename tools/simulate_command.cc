@@ -270,8 +270,7 @@ void RegisterSimulate(CLI::App& app, RunFn* run) {
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Price a whole generation on the emulated chip without computing it (no weights needed).");
   cmd->add_option("--arch", opt->sim.arch,
-                  "Built-in architecture: sd15, sd21, sdxl, tiny, flux-dev, flux-schnell or flux-tiny (FLUX.1: "
-                  "data-parallel meshes only)");
+                  "Built-in architecture: sd15, sd21, sdxl, tiny, flux-dev, flux-schnell or flux-tiny (FLUX.1)");
   cmd->add_option("--model", opt->sim.model, "A model file (only its configs are read)");
   cmd->add_option("--workload", opt->workload,
                   "Price your own layers instead of a model: a SCALE-Sim topology CSV (conv or GEMM form) or a "
