@@ -183,9 +183,89 @@ constexpr char kPndmTiny[] = R"({
   "skip_prk_steps": true, "steps_offset": 1, "timestep_spacing": "leading", "trained_betas": null
 })";
 
+// FLUX.1: the configs of black-forest-labs/FLUX.1-dev and
+// black-forest-labs/FLUX.1-schnell on the Hugging Face Hub (model_index.json,
+// transformer/, text_encoder_2/, vae/, scheduler/); text_encoder is kClipL.
+constexpr char kIndexFlux[] = R"({
+  "_class_name": "FluxPipeline", "_diffusers_version": "0.30.0.dev0",
+  "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"], "text_encoder": ["transformers", "CLIPTextModel"],
+  "text_encoder_2": ["transformers", "T5EncoderModel"], "tokenizer": ["transformers", "CLIPTokenizer"],
+  "tokenizer_2": ["transformers", "T5TokenizerFast"], "transformer": ["diffusers", "FluxTransformer2DModel"],
+  "vae": ["diffusers", "AutoencoderKL"]
+})";
+
+constexpr char kFluxDev[] = R"({
+  "_class_name": "FluxTransformer2DModel", "_diffusers_version": "0.30.0.dev0", "attention_head_dim": 128,
+  "guidance_embeds": true, "in_channels": 64, "joint_attention_dim": 4096, "num_attention_heads": 24,
+  "num_layers": 19, "num_single_layers": 38, "patch_size": 1, "pooled_projection_dim": 768
+})";
+
+constexpr char kFluxSchnell[] = R"({
+  "_class_name": "FluxTransformer2DModel", "_diffusers_version": "0.30.0.dev0", "attention_head_dim": 128,
+  "guidance_embeds": false, "in_channels": 64, "joint_attention_dim": 4096, "num_attention_heads": 24,
+  "num_layers": 19, "num_single_layers": 38, "patch_size": 1, "pooled_projection_dim": 768
+})";
+
+// google/t5-v1_1-xxl's encoder, as FLUX.1's text_encoder_2/config.json.
+constexpr char kT5Xxl[] = R"({
+  "architectures": ["T5EncoderModel"], "classifier_dropout": 0.0, "d_ff": 10240, "d_kv": 64, "d_model": 4096,
+  "decoder_start_token_id": 0, "dense_act_fn": "gelu_new", "dropout_rate": 0.1, "eos_token_id": 1,
+  "feed_forward_proj": "gated-gelu", "initializer_factor": 1.0, "is_encoder_decoder": true, "is_gated_act": true,
+  "layer_norm_epsilon": 1e-06, "model_type": "t5", "num_decoder_layers": 24, "num_heads": 64, "num_layers": 24,
+  "output_past": true, "pad_token_id": 0, "relative_attention_max_distance": 128,
+  "relative_attention_num_buckets": 32, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+  "use_cache": true, "vocab_size": 32128
+})";
+
+constexpr char kVaeFlux[] = R"({
+  "_class_name": "AutoencoderKL", "_diffusers_version": "0.30.0.dev0", "act_fn": "silu",
+  "block_out_channels": [128, 256, 512, 512],
+  "down_block_types": ["DownEncoderBlock2D", "DownEncoderBlock2D", "DownEncoderBlock2D", "DownEncoderBlock2D"],
+  "force_upcast": true, "in_channels": 3, "latent_channels": 16, "latents_mean": null, "latents_std": null,
+  "layers_per_block": 2, "mid_block_add_attention": true, "norm_num_groups": 32, "out_channels": 3,
+  "sample_size": 1024, "scaling_factor": 0.3611, "shift_factor": 0.1159,
+  "up_block_types": ["UpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D"],
+  "use_post_quant_conv": false, "use_quant_conv": false
+})";
+
+constexpr char kFlowMatchDev[] = R"({
+  "_class_name": "FlowMatchEulerDiscreteScheduler", "_diffusers_version": "0.30.0.dev0",
+  "base_image_seq_len": 256, "base_shift": 0.5, "max_image_seq_len": 4096, "max_shift": 1.15,
+  "num_train_timesteps": 1000, "shift": 3.0, "use_dynamic_shifting": true
+})";
+
+constexpr char kFlowMatchSchnell[] = R"({
+  "_class_name": "FlowMatchEulerDiscreteScheduler", "_diffusers_version": "0.29.0.dev0",
+  "num_train_timesteps": 1000, "shift": 1.0
+})";
+
+// flux-tiny: FLUX.1-dev's structure (guidance embedding, dynamic shifting)
+// at test sizes; tpumesh's own, not a published model.
+constexpr char kFluxTiny[] = R"({
+  "_class_name": "FluxTransformer2DModel", "attention_head_dim": 16, "axes_dims_rope": [4, 6, 6],
+  "guidance_embeds": true, "in_channels": 16, "joint_attention_dim": 32, "num_attention_heads": 2,
+  "num_layers": 1, "num_single_layers": 2, "patch_size": 1, "pooled_projection_dim": 32
+})";
+
+constexpr char kT5Tiny[] = R"({
+  "architectures": ["T5EncoderModel"], "d_ff": 37, "d_kv": 8, "d_model": 32, "dense_act_fn": "gelu_new",
+  "feed_forward_proj": "gated-gelu", "layer_norm_epsilon": 1e-06, "model_type": "t5", "num_heads": 4,
+  "num_layers": 2, "relative_attention_max_distance": 128, "relative_attention_num_buckets": 32, "vocab_size": 1000
+})";
+
+constexpr char kVaeFluxTiny[] = R"({
+  "_class_name": "AutoencoderKL", "act_fn": "silu", "block_out_channels": [32, 64],
+  "down_block_types": ["DownEncoderBlock2D", "DownEncoderBlock2D"], "in_channels": 3, "latent_channels": 4,
+  "layers_per_block": 1, "mid_block_add_attention": true, "norm_num_groups": 32, "out_channels": 3,
+  "sample_size": 64, "scaling_factor": 0.3611, "shift_factor": 0.1159,
+  "up_block_types": ["UpDecoderBlock2D", "UpDecoderBlock2D"], "use_post_quant_conv": false, "use_quant_conv": false
+})";
+
 }  // namespace
 
-std::vector<std::string> ArchitectureNames() { return {"sd15", "sd21", "sdxl", "tiny"}; }
+std::vector<std::string> ArchitectureNames() {
+  return {"sd15", "sd21", "sdxl", "tiny", "flux-dev", "flux-schnell", "flux-tiny"};
+}
 
 StatusOr<Architecture> BuiltinArchitecture(std::string_view name) {
   Architecture a;
@@ -223,9 +303,30 @@ StatusOr<Architecture> BuiltinArchitecture(std::string_view name) {
     a.vae = kVaeTiny;
     a.scheduler = kPndmTiny;
     a.default_image_size = 64;
+  } else if (name == "flux-dev" || name == "flux-schnell") {
+    const bool dev = name == "flux-dev";
+    a.description = dev ? "FLUX.1 [dev] (black-forest-labs/FLUX.1-dev, guidance-distilled)"
+                        : "FLUX.1 [schnell] (black-forest-labs/FLUX.1-schnell, timestep-distilled)";
+    a.model_index = kIndexFlux;
+    a.text_encoder = kClipL;
+    a.text_encoder_2 = kT5Xxl;
+    a.transformer = dev ? kFluxDev : kFluxSchnell;
+    a.vae = kVaeFlux;
+    a.scheduler = dev ? kFlowMatchDev : kFlowMatchSchnell;
+    a.default_image_size = 1024;
+  } else if (name == "flux-tiny") {
+    a.description = "tiny FLUX.1 [dev]-shaped test model";
+    a.model_index = kIndexFlux;
+    a.text_encoder = kClipTiny;
+    a.text_encoder_2 = kT5Tiny;
+    a.transformer = kFluxTiny;
+    a.vae = kVaeFluxTiny;
+    a.scheduler = kFlowMatchDev;
+    a.default_image_size = 64;
   } else {
-    return InvalidArgumentError("unknown architecture '" + std::string(name) +
-                                "' (built in: sd15, sd21, sdxl, tiny)");
+    std::string names;
+    for (const std::string& n : ArchitectureNames()) names += (names.empty() ? "" : ", ") + n;
+    return InvalidArgumentError("unknown architecture '" + std::string(name) + "' (built in: " + names + ")");
   }
   return a;
 }

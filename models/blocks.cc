@@ -6,7 +6,7 @@
 namespace tpumesh::models {
 
 ParamSplit WeightSplit(const Parallel& p) {
-  if (p.split == Split::kRow) return {1, p.units, 1, false, p.unit};
+  if (p.split == Split::kRow) return {1, p.units, p.parts, false, p.unit};
   if (p.split == Split::kColumn || p.split == Split::kGathered)
     return {0, p.units, p.parts, p.split == Split::kGathered, p.unit};
   return {};
@@ -17,7 +17,7 @@ ParamSplit BiasSplit(const Parallel& p) { return p.split == Split::kRow ? ParamS
 namespace {
 
 Parallel Column(int64_t units, const char* unit, int parts = 1) { return {Split::kColumn, units, unit, parts}; }
-Parallel Row(int64_t units, const char* unit) { return {Split::kRow, units, unit, 1}; }
+Parallel Row(int64_t units, const char* unit, int parts = 1) { return {Split::kRow, units, unit, parts}; }
 Parallel Gathered(int64_t units) { return {Split::kGathered, units, "channels", 1}; }
 
 struct Hw {
@@ -48,6 +48,7 @@ class Walk {
     return Conv(name, out, in, k, x, 1, k / 2, k / 2, par);
   }
   void Norm(const std::string& name, int64_t c, ParamSplit split = {}) { v_.Norm(name, c, split); }
+  void Scale(const std::string& name, int64_t c) { v_.Scale(name, c); }
   void Table(const std::string& name, int64_t rows, int64_t dim) { v_.Table(name, rows, dim); }
   void Attention(double lq, double lk, double hidden) { v_.Attention(b_, lq, lk, hidden); }
 
@@ -256,6 +257,93 @@ void WalkVae(const VaeConfig& c, const WalkSizes& s, VaePart part, LayerVisitor&
     n.Conv("post_quant_conv", c.latent_channels, c.latent_channels, 1, latents);
 }
 
+void WalkT5Encoder(const T5EncoderConfig& c, const WalkSizes& s, LayerVisitor& v) {
+  Walk n(v, s.batch);
+  const int64_t d = c.d_model, inner = c.inner_dim();
+  const double tokens = n.batch() * static_cast<double>(s.context), seq = static_cast<double>(s.context);
+  n.Table("shared", c.vocab_size, d);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string b = "encoder.block." + std::to_string(l) + ".layer.";
+    for (const char* proj : {"q", "k", "v"}) n.Linear(b + "0.SelfAttention." + proj, inner, d, tokens, false);
+    n.Attention(seq, seq, static_cast<double>(inner));
+    n.Linear(b + "0.SelfAttention.o", d, inner, tokens, false);
+    // Only the first block holds the relative position bias; every block uses it.
+    if (l == 0) n.Table(b + "0.SelfAttention.relative_attention_bias", c.relative_attention_num_buckets, c.num_heads);
+    n.Scale(b + "0.layer_norm", d);
+    n.Linear(b + "1.DenseReluDense.wi_0", c.d_ff, d, tokens, false);
+    n.Linear(b + "1.DenseReluDense.wi_1", c.d_ff, d, tokens, false);
+    n.Linear(b + "1.DenseReluDense.wo", d, c.d_ff, tokens, false);
+    n.Scale(b + "1.layer_norm", d);
+  }
+  n.Scale("encoder.final_layer_norm", d);
+}
+
+void WalkFluxTransformer(const FluxTransformerConfig& c, const WalkSizes& s, LayerVisitor& v) {
+  Walk n(v, s.batch);
+  const int64_t d = c.dim(), hd = c.attention_head_dim;
+  const double b = n.batch();
+  const double li = static_cast<double>((s.height / 2) * (s.width / 2)), lt = static_cast<double>(s.context);
+  const double img = b * li, txt = b * lt, all = img + txt;
+  n.Linear("x_embedder", d, c.in_channels, img);
+  // time_text_embed: the timestep's (and, guidance-distilled, the
+  // guidance's) 256-wide sinusoidal embedding through a 2-layer MLP, plus
+  // the pooled text through PixArtAlphaTextProjection.
+  n.Linear("time_text_embed.timestep_embedder.linear_1", d, 256, b);
+  n.Linear("time_text_embed.timestep_embedder.linear_2", d, d, b);
+  if (c.guidance_embeds) {
+    n.Linear("time_text_embed.guidance_embedder.linear_1", d, 256, b);
+    n.Linear("time_text_embed.guidance_embedder.linear_2", d, d, b);
+  }
+  n.Linear("time_text_embed.text_embedder.linear_1", d, c.pooled_projection_dim, b);
+  n.Linear("time_text_embed.text_embedder.linear_2", d, d, b);
+  n.Linear("context_embedder", d, c.joint_attention_dim, txt);
+  // Over the model axis (Megatron): each attention by heads (q, k, v and the
+  // context's by output, the output projections by input: one psum per
+  // stream), each MLP by its 4D columns (one psum); the single blocks' MLP
+  // by heads too, 4 parts of D rows each, so that [attention; MLP] of a rank
+  // is the rank's share of proj_out's 5 parts of D input columns (one psum).
+  // The embedders, modulation projections and norms are whole (replicated).
+  const int64_t heads = c.num_attention_heads;
+  const Parallel by_heads = Column(heads, "heads"), to_out = Row(heads, "heads");
+  const Parallel mlp_in = Column(4 * d, "columns"), mlp_out = Row(4 * d, "columns");
+  for (int i = 0; i < c.num_layers; ++i) {
+    // FluxTransformerBlock (MMDiT): each stream its own AdaLayerNormZero
+    // (6 modulation vectors), projections and feed-forward; one joint
+    // attention over [text; image].
+    const std::string p = "transformer_blocks." + std::to_string(i);
+    n.Linear(p + ".norm1.linear", 6 * d, d, b);
+    n.Linear(p + ".norm1_context.linear", 6 * d, d, b);
+    n.Scale(p + ".attn.norm_q", hd);
+    n.Scale(p + ".attn.norm_k", hd);
+    for (const char* proj : {".attn.to_q", ".attn.to_k", ".attn.to_v"}) n.Linear(p + proj, d, d, img, true, by_heads);
+    for (const char* proj : {".attn.add_k_proj", ".attn.add_v_proj", ".attn.add_q_proj"})
+      n.Linear(p + proj, d, d, txt, true, by_heads);
+    n.Attention(li + lt, li + lt, static_cast<double>(d));
+    n.Linear(p + ".attn.to_out.0", d, d, img, true, to_out);
+    n.Linear(p + ".attn.to_add_out", d, d, txt, true, to_out);
+    n.Scale(p + ".attn.norm_added_q", hd);
+    n.Scale(p + ".attn.norm_added_k", hd);
+    n.Linear(p + ".ff.net.0.proj", 4 * d, d, img, true, mlp_in);
+    n.Linear(p + ".ff.net.2", d, 4 * d, img, true, mlp_out);
+    n.Linear(p + ".ff_context.net.0.proj", 4 * d, d, txt, true, mlp_in);
+    n.Linear(p + ".ff_context.net.2", d, 4 * d, txt, true, mlp_out);
+  }
+  for (int i = 0; i < c.num_single_layers; ++i) {
+    // FluxSingleTransformerBlock over the joined sequence: attention and a
+    // GELU-tanh MLP side by side, one output projection of both.
+    const std::string p = "single_transformer_blocks." + std::to_string(i);
+    n.Linear(p + ".norm.linear", 3 * d, d, b);
+    n.Linear(p + ".proj_mlp", 4 * d, d, all, true, Column(heads, "heads", 4));
+    n.Linear(p + ".proj_out", d, 5 * d, all, true, Row(heads, "heads", 5));
+    n.Scale(p + ".attn.norm_q", hd);
+    n.Scale(p + ".attn.norm_k", hd);
+    for (const char* proj : {".attn.to_q", ".attn.to_k", ".attn.to_v"}) n.Linear(p + proj, d, d, all, true, by_heads);
+    n.Attention(li + lt, li + lt, static_cast<double>(d));
+  }
+  n.Linear("norm_out.linear", 2 * d, d, b);
+  n.Linear("proj_out", c.out(), d, img);
+}
+
 // ---------------------------------------------------------------------------
 // The manifests: every parameter a walk declares, in its order.
 
@@ -274,6 +362,7 @@ class ParamCollector : public LayerVisitor {
     params_.push_back({name + ".weight", {c}, split});
     params_.push_back({name + ".bias", {c}, split});
   }
+  void Scale(const std::string& name, int64_t c) override { params_.push_back({name + ".weight", {c}, {}}); }
   void Table(const std::string& name, int64_t rows, int64_t dim) override {
     params_.push_back({name + ".weight", {rows, dim}, {}});
   }
@@ -307,6 +396,18 @@ std::vector<ParamSpec> UNetParams(const UNetConfig& c) {
 std::vector<ParamSpec> VaeParams(const VaeConfig& c) {
   ParamCollector p;
   WalkVae(c, {}, VaePart::kAll, p);
+  return p.Take();
+}
+
+std::vector<ParamSpec> T5EncoderParams(const T5EncoderConfig& c) {
+  ParamCollector p;
+  WalkT5Encoder(c, {}, p);
+  return p.Take();
+}
+
+std::vector<ParamSpec> FluxTransformerParams(const FluxTransformerConfig& c) {
+  ParamCollector p;
+  WalkFluxTransformer(c, {}, p);
   return p.Take();
 }
 

@@ -1,4 +1,5 @@
-// Each block of the three models declared once: its layers with their
+// Each block of the models (CLIP, UNet, VAE; Flux's transformer and T5
+// encoder) declared once: its layers with their
 // checkpoint names, weight shapes, how each splits over the model axis, and
 // the activation sizes they run at. The parameter manifests (configs.h
 // ClipTextParams, UNetParams, VaeParams), the FLOP counts (flops.h) and,
@@ -61,6 +62,8 @@ class LayerVisitor {
                     double batch, int64_t ho, int64_t wo) = 0;
   // A normalisation's weight and bias [c].
   virtual void Norm(const std::string& name, int64_t c, const ParamSplit& split) = 0;
+  // A normalisation with a weight [c] only (RMSNorm, T5's layer norm).
+  virtual void Scale(const std::string& name, int64_t c) = 0;
   // A table read by index (embeddings): weight [rows, dim].
   virtual void Table(const std::string& name, int64_t rows, int64_t dim) = 0;
   // Q K^T and P V of one attention: `batch` x (lq x lk) over `hidden` =
@@ -74,6 +77,11 @@ void WalkUNet(const UNetConfig& c, const WalkSizes& s, LayerVisitor& v);
 // (with post_quant_conv), or both in checkpoint order (the manifest).
 enum class VaePart { kEncoder, kDecoder, kAll };
 void WalkVae(const VaeConfig& c, const WalkSizes& s, VaePart part, LayerVisitor& v);
+// T5EncoderModel on `context` tokens.
+void WalkT5Encoder(const T5EncoderConfig& c, const WalkSizes& s, LayerVisitor& v);
+// FluxTransformer2DModel: height x width latent pixels (packed 2x2, so
+// height/2 x width/2 image tokens) joined by `context` text tokens.
+void WalkFluxTransformer(const FluxTransformerConfig& c, const WalkSizes& s, LayerVisitor& v);
 
 }  // namespace tpumesh::models
 

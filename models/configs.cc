@@ -319,7 +319,8 @@ StatusOr<VaeConfig> ParseVaeConfig(std::string_view json, std::string_view origi
       (!up.empty() && up.size() != c.block_out_channels.size()))
     return r.Error("down_block_types", "and up_block_types must have one entry per block_out_channels entry");
   TPUMESH_RETURN_IF_ERROR(r.OneOf("act_fn", {"silu"}));
-  for (const char* key : {"latents_mean", "latents_std", "shift_factor"}) TPUMESH_RETURN_IF_ERROR(r.Default(key, nullptr));
+  for (const char* key : {"latents_mean", "latents_std"}) TPUMESH_RETURN_IF_ERROR(r.Default(key, nullptr));
+  TPUMESH_RETURN_IF_ERROR(r.Float("shift_factor", &c.shift_factor));
   TPUMESH_RETURN_IF_ERROR(r.Int("in_channels", &c.in_channels));
   TPUMESH_RETURN_IF_ERROR(r.Int("out_channels", &c.out_channels));
   TPUMESH_RETURN_IF_ERROR(r.Int("latent_channels", &c.latent_channels));
@@ -340,10 +341,82 @@ StatusOr<VaeConfig> ParseVaeConfig(std::string_view json, std::string_view origi
   TPUMESH_RETURN_IF_ERROR(r.Within("sample_size", c.sample_size, 1, kMaxConfigValue));
   if (!(c.scaling_factor > 0 && std::isfinite(c.scaling_factor)))
     return r.Error("scaling_factor", "must be a finite number above 0");
+  if (!std::isfinite(c.shift_factor)) return r.Error("shift_factor", "must be a finite number");
   for (int ch : c.block_out_channels)
     if (ch % c.norm_num_groups != 0)
       return r.Error("block_out_channels", "entry " + std::to_string(ch) + " is not divisible by norm_num_groups " +
                      std::to_string(c.norm_num_groups));
+  return c;
+}
+
+StatusOr<T5EncoderConfig> ParseT5EncoderConfig(std::string_view json, std::string_view origin) {
+  TPUMESH_ASSIGN_OR_RETURN(Json j, ParseObject(json, origin));
+  Reader r(j, origin);
+  T5EncoderConfig c;
+  TPUMESH_RETURN_IF_ERROR(r.OneOf("model_type", {"t5"}));
+  if (j.contains("architectures") && j["architectures"].is_array())
+    for (const auto& a : j["architectures"])
+      if (a != "T5EncoderModel") return r.Error("architectures", "entry " + DescribeJson(a) + " is not supported");
+  // T5 v1.1's gated GELU (gelu_new, the tanh approximation) is what Flux
+  // ships; the original T5's relu is not implemented.
+  TPUMESH_RETURN_IF_ERROR(r.OneOf("feed_forward_proj", {"gated-gelu"}));
+  TPUMESH_RETURN_IF_ERROR(r.OneOf("dense_act_fn", {"gelu_new"}));
+  TPUMESH_RETURN_IF_ERROR(r.Int("vocab_size", &c.vocab_size));
+  TPUMESH_RETURN_IF_ERROR(r.Int("d_model", &c.d_model));
+  TPUMESH_RETURN_IF_ERROR(r.Int("d_kv", &c.d_kv));
+  TPUMESH_RETURN_IF_ERROR(r.Int("d_ff", &c.d_ff));
+  TPUMESH_RETURN_IF_ERROR(r.Int("num_layers", &c.num_layers));
+  TPUMESH_RETURN_IF_ERROR(r.Int("num_heads", &c.num_heads));
+  TPUMESH_RETURN_IF_ERROR(r.Int("relative_attention_num_buckets", &c.relative_attention_num_buckets));
+  TPUMESH_RETURN_IF_ERROR(r.Int("relative_attention_max_distance", &c.relative_attention_max_distance));
+  TPUMESH_RETURN_IF_ERROR(r.Float("layer_norm_epsilon", &c.layer_norm_epsilon));
+  for (auto [key, v] : {std::pair{"vocab_size", c.vocab_size}, {"d_model", c.d_model}, {"d_kv", c.d_kv},
+                        {"d_ff", c.d_ff}, {"num_heads", c.num_heads},
+                        {"relative_attention_max_distance", c.relative_attention_max_distance}})
+    TPUMESH_RETURN_IF_ERROR(r.Within(key, v, 1, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Within("num_layers", c.num_layers, 1, kMaxLayers));
+  // Bidirectional buckets: half for each direction, half of those exact.
+  TPUMESH_RETURN_IF_ERROR(r.Within("relative_attention_num_buckets", c.relative_attention_num_buckets, 4, 4096));
+  if (!(c.layer_norm_epsilon > 0 && c.layer_norm_epsilon < 1))
+    return r.Error("layer_norm_epsilon", "must be above 0 and below 1");
+  return c;
+}
+
+StatusOr<FluxTransformerConfig> ParseFluxTransformerConfig(std::string_view json, std::string_view origin) {
+  TPUMESH_ASSIGN_OR_RETURN(Json j, ParseObject(json, origin));
+  TPUMESH_RETURN_IF_ERROR(CheckClass(j, origin, "FluxTransformer2DModel"));
+  Reader r(j, origin);
+  FluxTransformerConfig c;
+  TPUMESH_RETURN_IF_ERROR(r.Default("patch_size", 1));
+  TPUMESH_RETURN_IF_ERROR(r.Int("in_channels", &c.in_channels));
+  TPUMESH_RETURN_IF_ERROR(r.Int("out_channels", &c.out_channels));
+  TPUMESH_RETURN_IF_ERROR(r.Int("num_layers", &c.num_layers));
+  TPUMESH_RETURN_IF_ERROR(r.Int("num_single_layers", &c.num_single_layers));
+  TPUMESH_RETURN_IF_ERROR(r.Int("attention_head_dim", &c.attention_head_dim));
+  TPUMESH_RETURN_IF_ERROR(r.Int("num_attention_heads", &c.num_attention_heads));
+  TPUMESH_RETURN_IF_ERROR(r.Int("joint_attention_dim", &c.joint_attention_dim));
+  TPUMESH_RETURN_IF_ERROR(r.Int("pooled_projection_dim", &c.pooled_projection_dim));
+  TPUMESH_RETURN_IF_ERROR(r.Bool("guidance_embeds", &c.guidance_embeds));
+  if (r.Has("axes_dims_rope")) TPUMESH_RETURN_IF_ERROR(r.Ints("axes_dims_rope", &c.axes_dims_rope, true));
+  for (auto [key, v] : {std::pair{"in_channels", c.in_channels}, {"attention_head_dim", c.attention_head_dim},
+                        {"num_attention_heads", c.num_attention_heads},
+                        {"joint_attention_dim", c.joint_attention_dim},
+                        {"pooled_projection_dim", c.pooled_projection_dim}})
+    TPUMESH_RETURN_IF_ERROR(r.Within(key, v, 1, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Within("out_channels", c.out_channels, 0, kMaxConfigValue));
+  TPUMESH_RETURN_IF_ERROR(r.Within("num_layers", c.num_layers, 0, kMaxLayers));
+  TPUMESH_RETURN_IF_ERROR(r.Within("num_single_layers", c.num_single_layers, 0, kMaxLayers));
+  if (c.in_channels % 4 != 0 || c.out() % 4 != 0)
+    return r.Error("in_channels", "must be 4 x the latent channels (2x2 patches packed), got " +
+                                      std::to_string(c.in_channels));
+  int64_t rope = 0;
+  for (int d : c.axes_dims_rope) {
+    if (d % 2 != 0) return r.Error("axes_dims_rope", "entries must be even, got " + std::to_string(d));
+    rope += d;
+  }
+  if (c.axes_dims_rope.size() != 3 || rope != c.attention_head_dim)
+    return r.Error("axes_dims_rope", "must be 3 even entries summing to attention_head_dim " +
+                                         std::to_string(c.attention_head_dim));
   return c;
 }
 

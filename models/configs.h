@@ -1,5 +1,5 @@
-// Typed configs of the three Stable Diffusion components, parsed from the
-// config.json that diffusers / transformers write, and the parameter
+// Typed configs of the Stable Diffusion and Flux.1 components, parsed from
+// the config.json that diffusers / transformers write, and the parameter
 // manifest each config implies (every parameter's checkpoint name and shape).
 //
 // Contract: Parse* read every key that changes the computation; a value
@@ -102,15 +102,53 @@ struct VaeConfig {
   // precision default, bf16 matmul operands, whose exponent range is f32's:
   // there is nothing to upcast, so it is read and reported, not acted on.
   bool force_upcast = true;
+  // Flux's VAE: latents are (x - shift_factor) * scaling_factor, so the
+  // decoder gets x / scaling_factor + shift_factor. 0 for SD's.
+  float shift_factor = 0.0f;
 
   // Image pixels per latent pixel: 2^(blocks - 1).
   int scale_factor() const { return 1 << (static_cast<int>(block_out_channels.size()) - 1); }
+};
+
+// transformers' T5Config as T5EncoderModel reads it (Flux's text_encoder_2:
+// the T5 v1.1 encoder, gated-gelu feed-forward, RMS layer norms, relative
+// position buckets; no attention scaling, as T5).
+struct T5EncoderConfig {
+  int vocab_size = 32128;
+  int d_model = 4096;
+  int d_kv = 64;
+  int d_ff = 10240;
+  int num_layers = 24;
+  int num_heads = 64;
+  int relative_attention_num_buckets = 32;
+  int relative_attention_max_distance = 128;
+  float layer_norm_epsilon = 1e-6f;
+  int inner_dim() const { return num_heads * d_kv; }
+};
+
+// diffusers' FluxTransformer2DModel (patch_size 1: the pipeline packs 2x2
+// latent patches into in_channels = 4 x latent channels itself).
+struct FluxTransformerConfig {
+  int in_channels = 64;
+  int out_channels = 0;  // 0: in_channels
+  int num_layers = 19;         // double-stream (joint) blocks
+  int num_single_layers = 38;  // single-stream blocks
+  int attention_head_dim = 128;
+  int num_attention_heads = 24;
+  int joint_attention_dim = 4096;   // the T5 width
+  int pooled_projection_dim = 768;  // the CLIP pooled width
+  bool guidance_embeds = false;     // FLUX.1-dev: true
+  std::vector<int> axes_dims_rope = {16, 56, 56};
+  int dim() const { return num_attention_heads * attention_head_dim; }
+  int out() const { return out_channels > 0 ? out_channels : in_channels; }
 };
 
 // `origin` names the file in error messages ("unet/config.json").
 StatusOr<ClipTextConfig> ParseClipTextConfig(std::string_view json, std::string_view origin);
 StatusOr<UNetConfig> ParseUNetConfig(std::string_view json, std::string_view origin);
 StatusOr<VaeConfig> ParseVaeConfig(std::string_view json, std::string_view origin);
+StatusOr<T5EncoderConfig> ParseT5EncoderConfig(std::string_view json, std::string_view origin);
+StatusOr<FluxTransformerConfig> ParseFluxTransformerConfig(std::string_view json, std::string_view origin);
 
 // How a parameter splits over the `model` axis of a mesh (tensor
 // parallelism, docs/sharding.md). Along `dim` the parameter holds `parts`
@@ -140,6 +178,8 @@ struct ParamSpec {
 std::vector<ParamSpec> ClipTextParams(const ClipTextConfig& c);
 std::vector<ParamSpec> UNetParams(const UNetConfig& c);
 std::vector<ParamSpec> VaeParams(const VaeConfig& c);
+std::vector<ParamSpec> T5EncoderParams(const T5EncoderConfig& c);
+std::vector<ParamSpec> FluxTransformerParams(const FluxTransformerConfig& c);
 int64_t CountParameters(const std::vector<ParamSpec>& params);
 
 }  // namespace tpumesh::models

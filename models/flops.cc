@@ -16,6 +16,7 @@ class FlopCounter : public LayerVisitor {
     f_.conv += 2 * batch * static_cast<double>(ho * wo) * static_cast<double>(out * in * k * k);
   }
   void Norm(const std::string&, int64_t, const ParamSplit&) override {}
+  void Scale(const std::string&, int64_t) override {}
   void Table(const std::string&, int64_t, int64_t) override {}
   void Attention(double batch, double lq, double lk, double hidden) override {
     f_.attention += 4 * batch * lq * lk * hidden;
@@ -50,6 +51,19 @@ MatmulFlops VaeDecoderMatmulFlops(const VaeConfig& c, int64_t batch, int64_t hei
 MatmulFlops VaeEncoderMatmulFlops(const VaeConfig& c, int64_t batch, int64_t height, int64_t width) {
   FlopCounter n;
   WalkVae(c, {.batch = batch, .height = height, .width = width}, VaePart::kEncoder, n);
+  return n.flops();
+}
+
+MatmulFlops T5EncoderMatmulFlops(const T5EncoderConfig& c, int64_t batch, int64_t seq_len) {
+  FlopCounter n;
+  WalkT5Encoder(c, {.batch = batch, .context = seq_len}, n);
+  return n.flops();
+}
+
+MatmulFlops FluxTransformerMatmulFlops(const FluxTransformerConfig& c, int64_t batch, int64_t height, int64_t width,
+                                       int64_t context_len) {
+  FlopCounter n;
+  WalkFluxTransformer(c, {.batch = batch, .height = height, .width = width, .context = context_len}, n);
   return n.flops();
 }
 

@@ -42,6 +42,12 @@ MatmulFlops UNetMatmulFlops(const UNetConfig& c, int64_t batch, int64_t height, 
 // height, width] (quant_conv included).
 MatmulFlops VaeDecoderMatmulFlops(const VaeConfig& c, int64_t batch, int64_t height, int64_t width);
 MatmulFlops VaeEncoderMatmulFlops(const VaeConfig& c, int64_t batch, int64_t height, int64_t width);
+// T5EncoderModel on [batch, seq_len] token ids.
+MatmulFlops T5EncoderMatmulFlops(const T5EncoderConfig& c, int64_t batch, int64_t seq_len);
+// FluxTransformer2DModel on latents of height x width latent pixels (packed
+// into height/2 x width/2 tokens) with context_len text tokens.
+MatmulFlops FluxTransformerMatmulFlops(const FluxTransformerConfig& c, int64_t batch, int64_t height, int64_t width,
+                                       int64_t context_len);
 
 }  // namespace tpumesh::models
 

@@ -594,6 +594,245 @@ StatusOr<Array> NlcToNchw(const Ctx& ctx, const Array& x, int64_t h, int64_t w) 
   return y;
 }
 
+StatusOr<Array> RmsNorm(const Ctx& ctx, const Array& x, const Array& gamma, float eps) {
+  TPUMESH_RETURN_IF_ERROR(CheckF32(x, "rms_norm", "input"));
+  const int64_t d = gamma.num_elements();
+  if (x.rank() < 1 || d == 0 || gamma.dtype() != DType::kF32 || x.dim(x.rank() - 1) % d != 0)
+    return InvalidArgumentError("rms_norm: input " + ShapeToString(x.shape()) + " and scale " +
+                                ShapeToString(gamma.shape()));
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(x.shape(), "rms_norm"));
+  const int64_t rows = x.num_elements() / d;
+  OpScope op(ctx, "rms_norm", "norm");
+  op.Weight(gamma);
+  op.Set(kernels::LayerNormCost(rows, d, /*affine=*/false), "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return y;
+  const float* g = gamma.data<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.data<float>() + r * d;
+    float* yr = y.mutable_data<float>() + r * d;
+    float ss = 0;
+    for (int64_t j = 0; j < d; ++j) ss += xr[j] * xr[j];
+    const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + eps);
+    for (int64_t j = 0; j < d; ++j) yr[j] = g[j] * (xr[j] * inv);
+  }
+  return y;
+}
+
+namespace {
+
+// Chunk j of mod [B, k*D] for batch entry i, or nullptr when it does not fit.
+Status CheckChunks(std::string_view op, const Array& x, const Array& mod, std::initializer_list<int> chunks) {
+  const int64_t d = x.rank() == 3 ? x.dim(2) : 0;
+  bool ok = x.rank() == 3 && mod.rank() == 2 && mod.dim(0) == x.dim(0) && d > 0 && mod.dim(1) % d == 0 &&
+            mod.dtype() == DType::kF32;
+  for (int c : chunks) ok = ok && c < (d > 0 ? mod.dim(1) / d : 0);
+  if (!ok)
+    return InvalidArgumentError(std::string(op) + ": input " + ShapeToString(x.shape()) + " and modulation " +
+                                ShapeToString(mod.shape()));
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<Array> ModulatedLayerNorm(const Ctx& ctx, const Array& x, const Array& mod, int shift, int scale, float eps) {
+  TPUMESH_RETURN_IF_ERROR(CheckF32(x, "modulated_layer_norm", "input"));
+  TPUMESH_RETURN_IF_ERROR(CheckChunks("modulated_layer_norm", x, mod, {shift, scale}));
+  const int64_t b = x.dim(0), l = x.dim(1), d = x.dim(2);
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(x.shape(), "modulated_layer_norm"));
+  OpScope op(ctx, "modulated_layer_norm", "norm");
+  kernels::OpCost c = kernels::LayerNormCost(b * l, d, /*affine=*/false);
+  c.flops += 3.0 * x.num_elements();  // 1 + scale, times, plus shift
+  c.bytes_read += 4.0 * 2 * b * d;
+  op.Set(c, "x" + ShapeToString(x.shape()) + " mod" + ShapeToString(mod.shape()));
+  if (ctx.dry_run) return y;
+  for (int64_t i = 0; i < b; ++i) {
+    const float* sh = mod.data<float>() + i * mod.dim(1) + shift * d;
+    const float* sc = mod.data<float>() + i * mod.dim(1) + scale * d;
+    for (int64_t t = 0; t < l; ++t) {
+      const float* xr = x.data<float>() + (i * l + t) * d;
+      float* yr = y.mutable_data<float>() + (i * l + t) * d;
+      float mean = 0, var = 0;
+      for (int64_t j = 0; j < d; ++j) mean += xr[j];
+      mean /= static_cast<float>(d);
+      for (int64_t j = 0; j < d; ++j) var += (xr[j] - mean) * (xr[j] - mean);
+      const float inv = 1.0f / std::sqrt(var / static_cast<float>(d) + eps);
+      for (int64_t j = 0; j < d; ++j) yr[j] = (xr[j] - mean) * inv * (1.0f + sc[j]) + sh[j];
+    }
+  }
+  return y;
+}
+
+Status GatedAddInPlace(const Ctx& ctx, Array& x, const Array& y, const Array& mod, int gate) {
+  if (x.shape() != y.shape())
+    return InvalidArgumentError("gated add: " + ShapeToString(x.shape()) + " and " + ShapeToString(y.shape()));
+  if (gate >= 0) TPUMESH_RETURN_IF_ERROR(CheckChunks("gated add", x, mod, {gate}));
+  OpScope op(ctx, gate >= 0 ? "gated_add" : "add", "elementwise");
+  kernels::OpCost c = kernels::BinaryCost(x.num_elements());
+  if (gate >= 0) {
+    c.flops *= 2;
+    c.bytes_read += 4.0 * x.dim(0) * x.dim(2);
+  }
+  op.Set(c, "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return OkStatus();
+  const int64_t n = x.num_elements();
+  float* p = x.mutable_data<float>();
+  const float* q = y.data<float>();
+  if (gate < 0) {
+    for (int64_t e = 0; e < n; ++e) p[e] += q[e];
+    return OkStatus();
+  }
+  const int64_t b = x.dim(0), l = x.dim(1), d = x.dim(2);
+  for (int64_t i = 0; i < b; ++i) {
+    const float* g = mod.data<float>() + i * mod.dim(1) + gate * d;
+    for (int64_t t = 0; t < l; ++t)
+      for (int64_t j = 0; j < d; ++j) {
+        const int64_t e = (i * l + t) * d + j;
+        p[e] += g[j] * q[e];
+      }
+  }
+  return OkStatus();
+}
+
+void GeluTanhInPlace(const Ctx& ctx, Array& x) {
+  OpScope op(ctx, "gelu_tanh", "elementwise");
+  op.Set(kernels::ActivationCost(kernels::Activation::kGeluTanh, x.num_elements()), "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return;
+  float* p = x.mutable_data<float>();
+  (void)kernels::ActivationF32(kernels::Activation::kGeluTanh, x.num_elements(), p, p, ctx.threads);  // cannot fail
+}
+
+Status MulInPlace(const Ctx& ctx, Array& x, const Array& y) {
+  if (x.shape() != y.shape())
+    return InvalidArgumentError("mul: " + ShapeToString(x.shape()) + " and " + ShapeToString(y.shape()));
+  OpScope op(ctx, "mul", "elementwise");
+  op.Set(kernels::BinaryCost(x.num_elements()), "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return OkStatus();
+  float* p = x.mutable_data<float>();
+  return kernels::BinaryF32(kernels::BinaryOp::kMul, x.num_elements(), p, y.data<float>(), p, ctx.threads);
+}
+
+Status RopeInPlace(const Ctx& ctx, Array& x, const Array& cos_sin) {
+  if (x.rank() != 3 || cos_sin.rank() != 3 || cos_sin.dim(0) != x.dim(1) || cos_sin.dim(1) != 2 ||
+      cos_sin.dim(2) % 2 != 0 || cos_sin.dim(2) == 0 || x.dim(2) % cos_sin.dim(2) != 0)
+    return InvalidArgumentError("rope: x " + ShapeToString(x.shape()) + " and table " +
+                                ShapeToString(cos_sin.shape()));
+  const int64_t b = x.dim(0), l = x.dim(1), hd = cos_sin.dim(2), heads = x.dim(2) / hd;
+  OpScope op(ctx, "rope", "elementwise");
+  kernels::OpCost c;
+  c.flops = 3.0 * x.num_elements();
+  c.bytes_read = 4.0 * (x.num_elements() + cos_sin.num_elements());
+  c.bytes_written = 4.0 * x.num_elements();
+  op.Set(c, "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return OkStatus();
+  float* p = x.mutable_data<float>();
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t t = 0; t < l; ++t) {
+      const float* cs = cos_sin.data<float>() + t * 2 * hd;
+      const float* sn = cs + hd;
+      for (int64_t h = 0; h < heads; ++h) {
+        float* v = p + ((i * l + t) * heads + h) * hd;
+        for (int64_t j = 0; j < hd; j += 2) {
+          const float re = v[j], im = v[j + 1];
+          v[j] = re * cs[j] + (-im) * sn[j];
+          v[j + 1] = im * cs[j + 1] + re * sn[j + 1];
+        }
+      }
+    }
+  return OkStatus();
+}
+
+StatusOr<Array> Concat(const Ctx& ctx, const Array& a, const Array& b, int dim) {
+  bool ok = a.rank() == b.rank() && a.rank() >= 2 && (dim == 1 || dim == a.rank() - 1) && dim < a.rank();
+  for (int i = 0; ok && i < a.rank(); ++i) ok = i == dim || a.dim(i) == b.dim(i);
+  if (!ok)
+    return InvalidArgumentError("concat along " + std::to_string(dim) + ": " + ShapeToString(a.shape()) + " and " +
+                                ShapeToString(b.shape()));
+  Shape s = a.shape();
+  s[dim] += b.dim(dim);
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(s, "concat"));
+  int64_t outer = 1;
+  for (int i = 0; i < dim; ++i) outer *= a.dim(i);
+  const int64_t na = a.num_elements() / outer, nb = b.num_elements() / outer;
+  OpScope op(ctx, "concat", "data");
+  kernels::OpCost c;
+  c.bytes_read = 4.0 * (a.num_elements() + b.num_elements());
+  c.bytes_written = c.bytes_read;
+  op.Set(c, "a" + ShapeToString(a.shape()) + " b" + ShapeToString(b.shape()));
+  if (ctx.dry_run) return y;
+  for (int64_t o = 0; o < outer; ++o) {
+    float* d = y.mutable_data<float>() + o * (na + nb);
+    std::memcpy(d, a.data<float>() + o * na, na * sizeof(float));
+    std::memcpy(d + na, b.data<float>() + o * nb, nb * sizeof(float));
+  }
+  return y;
+}
+
+StatusOr<Array> SliceRows(const Ctx& ctx, const Array& x, int64_t begin, int64_t len) {
+  if (x.rank() < 2 || begin < 0 || len < 1 || begin + len > x.dim(1))
+    return InvalidArgumentError("slice [" + std::to_string(begin) + ", +" + std::to_string(len) + ") of " +
+                                ShapeToString(x.shape()));
+  Shape s = x.shape();
+  s[1] = len;
+  TPUMESH_ASSIGN_OR_RETURN(Array y, ctx.Alloc(s, "slice"));
+  const int64_t inner = x.num_elements() / (x.dim(0) * x.dim(1));
+  OpScope op(ctx, "slice", "data");
+  kernels::OpCost c;
+  c.bytes_read = 4.0 * y.num_elements();
+  c.bytes_written = c.bytes_read;
+  op.Set(c, "x" + ShapeToString(x.shape()));
+  if (ctx.dry_run) return y;
+  for (int64_t i = 0; i < x.dim(0); ++i)
+    std::memcpy(y.mutable_data<float>() + i * len * inner, x.data<float>() + (i * x.dim(1) + begin) * inner,
+                len * inner * sizeof(float));
+  return y;
+}
+
+StatusOr<Array> BiasedAttention(const Ctx& ctx, const Array& q, const Array& k, const Array& v, int heads,
+                                const Array& bias) {
+  if (q.rank() != 3 || k.rank() != 3 || v.shape() != k.shape() || q.dim(0) != k.dim(0) || q.dim(2) != k.dim(2) ||
+      heads < 1 || q.dim(2) % heads != 0 || bias.rank() != 3 || bias.dim(0) != heads || bias.dim(1) != q.dim(1) ||
+      bias.dim(2) != k.dim(1))
+    return InvalidArgumentError("biased attention: q " + ShapeToString(q.shape()) + ", k " + ShapeToString(k.shape()) +
+                                ", v " + ShapeToString(v.shape()) + ", bias " + ShapeToString(bias.shape()) +
+                                " with " + std::to_string(heads) + " heads");
+  const int64_t b = q.dim(0), lq = q.dim(1), lk = k.dim(1), hd = q.dim(2) / heads, bh = b * heads;
+  TPUMESH_ASSIGN_OR_RETURN(Array out, ctx.Alloc(q.shape(), "attention"));
+  OpScope op(ctx, "biased_attention", "attention");
+  kernels::OpCost c = kernels::AttentionCost({b, lq, lk, heads, hd});
+  c.flops += static_cast<double>(bh) * lq * lk;  // + bias
+  c.bytes_read += 4.0 * bias.num_elements();
+  op.Set(c, "q" + ShapeToString(q.shape()) + " kv" + ShapeToString(k.shape()) + " heads " + std::to_string(heads),
+         {{lq, lk, hd, static_cast<double>(bh)}, {lq, hd, lk, static_cast<double>(bh)}});
+  if (ctx.dry_run) return out;
+  const bool round = ctx.precision == Precision::kDefault;
+  auto at = [round](const Array& a, int64_t e) {
+    const float f = a.data<float>()[e];
+    return round ? kernels::Bf16ToF32(kernels::F32ToBf16(f)) : f;
+  };
+  const int64_t w = q.dim(2);
+  std::vector<float> p(static_cast<size_t>(lk));
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t r = 0; r < lq; ++r) {
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < lk; ++j) {
+          float dot = 0;
+          for (int64_t e = 0; e < hd; ++e) dot += at(q, (i * lq + r) * w + h * hd + e) * at(k, (i * lk + j) * w + h * hd + e);
+          p[j] = dot + bias.data<float>()[(h * lq + r) * lk + j];
+          mx = std::max(mx, p[j]);
+        }
+        float sum = 0;
+        for (int64_t j = 0; j < lk; ++j) sum += (p[j] = std::exp(p[j] - mx));
+        float* o = out.mutable_data<float>() + (i * lq + r) * w + h * hd;
+        for (int64_t e = 0; e < hd; ++e) {
+          float acc = 0;
+          for (int64_t j = 0; j < lk; ++j) acc += p[j] * at(v, (i * lk + j) * w + h * hd + e);
+          o[e] = acc / sum;
+        }
+      }
+  return out;
+}
+
 StatusOr<Array> TimestepEmbedding(const Ctx& ctx, const std::vector<float>& timesteps, int dim,
                                   bool flip_sin_to_cos, float shift) {
   if (dim < 2) return InvalidArgumentError("timestep embedding: dim must be >= 2");

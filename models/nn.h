@@ -206,6 +206,42 @@ Status AddPerChannelInPlace(const Ctx& ctx, Array& x, const Array& v);
 // [N, C, H, W] <-> [N, H*W, C].
 StatusOr<Array> NchwToNlc(const Ctx& ctx, const Array& x);
 StatusOr<Array> NlcToNchw(const Ctx& ctx, const Array& x, int64_t h, int64_t w);
+// The transformer ops of Flux (models/flux.h) and T5 (models/t5.h). Plain
+// loops over f32 on the host (the tiny test models are what computes them;
+// the real models are priced, not run); their records are what a chip moves.
+//
+// RMSNorm over each run of d = gamma's size along the last dimension (the
+// heads of [..., H*Dh] with a [Dh] weight): x * rsqrt(mean(x^2) + eps) *
+// gamma, as diffusers' RMSNorm and transformers' T5LayerNorm.
+StatusOr<Array> RmsNorm(const Ctx& ctx, const Array& x, const Array& gamma, float eps);
+// AdaLayerNorm's modulation: x [B, L, D] -> LayerNorm(x) (no affine, eps)
+// * (1 + scale) + shift, where shift and scale are chunks `shift` and `scale`
+// of mod [B, k*D] (chunk j: columns [j D, (j + 1) D)).
+StatusOr<Array> ModulatedLayerNorm(const Ctx& ctx, const Array& x, const Array& mod, int shift, int scale, float eps);
+// x [B, L, D] += gate * y (y as x), gate chunk `gate` of mod [B, k*D]; gate
+// < 0: no gate (plain add of y).
+Status GatedAddInPlace(const Ctx& ctx, Array& x, const Array& y, const Array& mod, int gate);
+// GELU, tanh approximation (gelu-tanh, gelu_new).
+void GeluTanhInPlace(const Ctx& ctx, Array& x);
+// x *= y elementwise (same shape).
+Status MulInPlace(const Ctx& ctx, Array& x, const Array& y);
+// Rotary position embedding on x [B, L, H*Dh] in place, every head alike:
+// pairs (x[2i], x[2i+1]) of each head rotated by the angle whose cos and sin
+// are cos_sin [L, 2, Dh] (each repeated for both members of the pair), as
+// diffusers' apply_rotary_emb with use_real_unbind_dim -1:
+// out = x * cos + (-x[2i+1], x[2i]) * sin.
+Status RopeInPlace(const Ctx& ctx, Array& x, const Array& cos_sin);
+// [B, La, ...] ++ [B, Lb, ...] -> [B, La+Lb, ...] along dimension `dim` (1
+// or the last; the other dimensions equal).
+StatusOr<Array> Concat(const Ctx& ctx, const Array& a, const Array& b, int dim);
+// x[:, begin:begin+len] along dimension 1.
+StatusOr<Array> SliceRows(const Ctx& ctx, const Array& x, int64_t begin, int64_t len);
+// Attention with an additive score bias and no scaling (T5): q, k, v [B, L,
+// H*Dh]; bias [H, Lq, Lk] added to every batch entry's scores; softmax in
+// f32. At kDefault Q, K and V are rounded to bf16 as Attention's.
+StatusOr<Array> BiasedAttention(const Ctx& ctx, const Array& q, const Array& k, const Array& v, int heads,
+                                const Array& bias);
+
 // diffusers get_timestep_embedding: [B] timesteps -> [B, dim].
 StatusOr<Array> TimestepEmbedding(const Ctx& ctx, const std::vector<float>& timesteps, int dim,
                                   bool flip_sin_to_cos, float downscale_freq_shift);

@@ -24,7 +24,13 @@ Ctx Ctx::WithParams(const ParamMap& p) const {
 }
 
 bool OnlyPacked(const std::string& name, const mesh::Shape& shape) {
-  return (shape.size() == 2 || shape.size() == 4) && name.find("embedding.weight") == std::string::npos;
+  // The tables read by index: CLIP's embeddings, T5's token table ("shared")
+  // and its relative position bias.
+  auto ends_with = [&](std::string_view tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return (shape.size() == 2 || shape.size() == 4) && name.find("embedding.weight") == std::string::npos &&
+         name != "shared.weight" && !ends_with("relative_attention_bias.weight");
 }
 
 bool MayHoldBf16(const std::string& name, const mesh::Shape& shape) {
@@ -32,7 +38,8 @@ bool MayHoldBf16(const std::string& name, const mesh::Shape& shape) {
     return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
   };
   return OnlyPacked(name, shape) || (shape.size() == 2 && (ends_with("embeddings.token_embedding.weight") ||
-                                                            ends_with("embeddings.position_embedding.weight")));
+                                                            ends_with("embeddings.position_embedding.weight") ||
+                                                            name == "shared.weight"));
 }
 
 Status ParamMap::Check(const std::vector<ParamSpec>& manifest, std::string_view component) const {

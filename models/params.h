@@ -19,12 +19,13 @@ namespace tpumesh::models {
 
 // Whether a parameter reaches the computation only through its packed form
 // (WeightPacks widens a bf16 one exactly): the Linear and conv weights, rank
-// 2 or 4, not the embedding tables (read element by element).
+// 2 or 4, not the embedding tables (read element by element: CLIP's
+// *embedding.weight, T5's shared.weight and relative_attention_bias).
 bool OnlyPacked(const std::string& name, const mesh::Shape& shape);
 // Whether a parameter may be held in bf16 (a model file stored in bf16 keeps
 // it so: half the host memory, no f32 master copy): the OnlyPacked weights
-// and the CLIP text embeddings (token and position tables, which the text
-// encoder widens as it gathers their rows). Everything else is f32.
+// and the CLIP text embeddings (token and position tables) and T5's token
+// table, which the text encoders widen as they gather their rows. Everything else is f32.
 bool MayHoldBf16(const std::string& name, const mesh::Shape& shape);
 
 // Name -> array: f32, or bf16 where MayHoldBf16. Arrays may be replicated

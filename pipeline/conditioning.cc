@@ -73,6 +73,46 @@ class SdConditioning : public Conditioning {
   std::unique_ptr<models::ClipTextModel> encoder_;
 };
 
+class FluxConditioning : public Conditioning {
+ public:
+  FluxConditioning(std::unique_ptr<ClipTokenizer> t, std::unique_ptr<models::ClipTextModel> clip,
+                   std::unique_ptr<models::T5EncoderModel> t5, int64_t t5_length)
+      : tokenizer_(std::move(t)), clip_(std::move(clip)), t5_(std::move(t5)), t5_length_(t5_length) {}
+  int context_dim() const override { return t5_->config().d_model; }
+  int token_arrays() const override { return 2; }
+  int64_t token_length(int i) const override { return i == 1 ? t5_length_ : kPromptLength; }
+  StatusOr<std::vector<Array>> Tokenize(const std::vector<std::string>&,
+                                        const std::vector<std::string>&) const override {
+    return UnimplementedError(
+        "Flux's T5 tokenizer (SentencePiece) is not implemented: price Flux with `tpumesh simulate`");
+  }
+  StatusOr<UNetConditioning> Encode(const models::Ctx& ctx, std::span<const Array> ids,
+                                    const ConditioningOptions&) const override {
+    UNetConditioning c;
+    models::Ctx c1 = ctx;
+    c1.scope = "text_encoder";
+    TPUMESH_ASSIGN_OR_RETURN(models::ClipTextModel::Outputs clip, clip_->Encode(c1, ids[0]));
+    c.pooled = std::move(clip.pooled);
+    models::Ctx c2 = ctx;
+    c2.scope = "text_encoder_2";
+    TPUMESH_ASSIGN_OR_RETURN(c.context, t5_->Forward(c2, ids[1]));
+    return c;
+  }
+  std::vector<ComponentParams> components() const override {
+    return {{"text_encoder", &clip_->ranks(), models::ClipTextParams(clip_->config())},
+            {"text_encoder_2", &t5_->ranks(), models::T5EncoderParams(t5_->config())}};
+  }
+  Status CheckUNet(const models::UNetConfig&, const std::string& origin) const override {
+    return InvalidArgumentError(origin + ": Flux's text encoders condition a FluxTransformer2DModel, not a UNet");
+  }
+
+ private:
+  std::unique_ptr<ClipTokenizer> tokenizer_;
+  std::unique_ptr<models::ClipTextModel> clip_;
+  std::unique_ptr<models::T5EncoderModel> t5_;
+  int64_t t5_length_;
+};
+
 class SdxlConditioning : public Conditioning {
  public:
   SdxlConditioning(std::unique_ptr<ClipTokenizer> t1, std::unique_ptr<models::ClipTextModel> e1,
@@ -180,6 +220,14 @@ std::unique_ptr<Conditioning> MakeSdxlConditioning(std::unique_ptr<ClipTokenizer
                                                    bool force_zeros_for_empty_prompt) {
   return std::make_unique<SdxlConditioning>(std::move(tokenizer), std::move(text_encoder), std::move(tokenizer_2),
                                             std::move(text_encoder_2), force_zeros_for_empty_prompt);
+}
+
+std::unique_ptr<Conditioning> MakeFluxConditioning(std::unique_ptr<ClipTokenizer> tokenizer,
+                                                   std::unique_ptr<models::ClipTextModel> text_encoder,
+                                                   std::unique_ptr<models::T5EncoderModel> text_encoder_2,
+                                                   int64_t t5_length) {
+  return std::make_unique<FluxConditioning>(std::move(tokenizer), std::move(text_encoder), std::move(text_encoder_2),
+                                            t5_length);
 }
 
 }  // namespace tpumesh::pipeline

@@ -11,6 +11,15 @@
 //                                                time_ids = original size,
 //                                                  crop top-left, target size
 //
+//   flux    tokenizer,  CLIPTextModel,           pooled = CLIP's pooled output
+//           (T5's)      T5EncoderModel           context = T5's last_hidden_state
+//                                                  (512 tokens for a guidance-
+//                                                  distilled transformer, FLUX.1-
+//                                                  dev; 256 without, -schnell)
+//   Flux has no classifier-free guidance: rows are [cond] always. Its T5
+//   tokenizer (SentencePiece) is not implemented: Tokenize fails, so a Flux
+//   model runs in simulate (zero ids) or on token ids given to the flow.
+//
 // Two halves, as in the seed's flow: Tokenize runs on the host (ids for every
 // image, sharded over the data axis with the images); Encode runs on each
 // device on its own rows. Rows are [uncond; cond] with classifier-free
@@ -40,6 +49,7 @@
 #include "base/status.h"
 #include "mesh/array.h"
 #include "models/clip.h"
+#include "models/t5.h"
 #include "models/nn.h"
 #include "models/params.h"
 #include "models/unet.h"
@@ -64,8 +74,9 @@ struct ConditioningOptions {
 };
 
 struct UNetConditioning {
-  mesh::Array context;  // encoder_hidden_states [rows, 77, D]
+  mesh::Array context;  // encoder_hidden_states [rows, 77 (Flux: T5's length), D]
   std::optional<models::UNetModel::AddedCond> added;  // SDXL
+  mesh::Array pooled;   // Flux: pooled_projections [rows, D_clip]
 };
 
 // A component's parameters: one map per model rank (models/params.h) and the
@@ -82,6 +93,8 @@ class Conditioning {
   // The width the UNet's cross-attention must have.
   virtual int context_dim() const = 0;
   virtual int token_arrays() const = 0;
+  // The length of Tokenize's array i (77, CLIP's; Flux's T5 array differs).
+  virtual int64_t token_length(int i) const { return kPromptLength; }
   // Host: prompts and negatives are one per image (B each).
   virtual StatusOr<std::vector<mesh::Array>> Tokenize(const std::vector<std::string>& prompts,
                                                       const std::vector<std::string>& negatives) const = 0;
@@ -105,6 +118,11 @@ std::unique_ptr<Conditioning> MakeSdxlConditioning(std::unique_ptr<ClipTokenizer
                                                    std::unique_ptr<ClipTokenizer> tokenizer_2,
                                                    std::unique_ptr<models::ClipTextModel> text_encoder_2,
                                                    bool force_zeros_for_empty_prompt);
+// Flux: CLIP's pooled output and T5's states of t5_length tokens.
+std::unique_ptr<Conditioning> MakeFluxConditioning(std::unique_ptr<ClipTokenizer> tokenizer,
+                                                   std::unique_ptr<models::ClipTextModel> text_encoder,
+                                                   std::unique_ptr<models::T5EncoderModel> text_encoder_2,
+                                                   int64_t t5_length);
 
 }  // namespace tpumesh::pipeline
 

@@ -86,6 +86,9 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> SdxlTokenizer2Texts(
 StatusOr<InitStats> InitModel(const InitOptions& opt,
                               const std::function<void(const std::string&, int, int)>& progress) {
   TPUMESH_ASSIGN_OR_RETURN(models::Architecture arch, models::BuiltinArchitecture(opt.arch));
+  if (!arch.transformer.empty())
+    return UnimplementedError("init --arch " + opt.arch + ": Flux model files are not implemented (no T5 tokenizer); "
+                              "price Flux with `tpumesh simulate --arch " + opt.arch + "`");
   if (opt.dtype != mesh::DType::kF32 && opt.dtype != mesh::DType::kBF16)
     return InvalidArgumentError("--dtype must be f32 or bf16");
 

@@ -26,7 +26,8 @@ StatusOr<ModelConfigs> ReadConfigs(const SimulateOptions& o) {
   if (!o.arch.empty() && !o.model.empty()) return InvalidArgumentError("give --arch or --model, not both");
   if (!o.arch.empty()) {
     TPUMESH_ASSIGN_OR_RETURN(models::Architecture a, models::BuiltinArchitecture(o.arch));
-    return ModelConfigs{a.name, a.model_index, a.text_encoder, a.text_encoder_2, a.unet, a.vae, a.scheduler};
+    return ModelConfigs{a.name, a.model_index, a.text_encoder, a.text_encoder_2, a.unet, a.vae, a.scheduler,
+                        a.transformer};
   }
   if (o.model.empty()) return InvalidArgumentError("simulate needs --arch NAME or --model FILE");
   TPUMESH_ASSIGN_OR_RETURN(auto f, ModelFile::Open(o.model));
@@ -128,8 +129,9 @@ StatusOr<report::RunReport> SimulateOn(const SimulateOptions& o, const ModelConf
       ctx.ops = &class_ops.back();
       ctx.model = &axis;
       ctx.fsdp = fsdp_axis ? &*fsdp_axis : nullptr;
-      std::vector<Array> ids(flow.conditioning().token_arrays(),
-                             Array::Host(mesh::DType::kI32, {plan.batch_per_device, kPromptLength}));
+      std::vector<Array> ids;
+      for (int i = 0; i < flow.conditioning().token_arrays(); ++i)
+        ids.push_back(Array::Host(mesh::DType::kI32, {plan.batch_per_device, flow.conditioning().token_length(i)}));
       DeviceInputs in;
       in.ids = ids;
       TPUMESH_RETURN_IF_ERROR(flow.RunDevice(ctx, plan, req, in).status());
@@ -138,6 +140,9 @@ StatusOr<report::RunReport> SimulateOn(const SimulateOptions& o, const ModelConf
     return OkStatus();
   }();
   mesh::Cluster& cluster = mesh->cluster();
+  if (dry.code() == StatusCode::kResourceExhausted && o.check_hbm)
+    TPUMESH_RETURN_IF_ERROR(cluster.Agree(
+        Status(dry.code(), std::string(dry.message()) + " (simulate --no-hbm-limit prices the run anyway)")));
   TPUMESH_RETURN_IF_ERROR(cluster.Agree(dry));
   std::vector<double> wall_per_rank = {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
   if (cluster.size() > 1) {
@@ -197,7 +202,10 @@ StatusOr<report::RunReport> SimulateOn(const SimulateOptions& o, const ModelConf
             {"size", std::to_string(plan.width) + "x" + std::to_string(plan.height)},
             {"batch_per_device", std::to_string(plan.batch_per_device)},
             {"precision", req.precision == models::Precision::kDefault ? "default" : "highest"},
-            {"guidance", std::to_string(flow.guidance(req))},
+            // FLUX.1-schnell has no guidance input (FluxPipeline ignores the scale).
+            {"guidance", std::to_string(flow.is_flux() && !flow.transformer().config().guidance_embeds
+                                            ? 0.0f
+                                            : flow.guidance(req))},
             {"simulation_wall_seconds",
              std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count())}};
   return r;

@@ -22,7 +22,7 @@
 //
 // Contract: the request is validated as generate validates it (the flow's
 // Validate, prompts aside); InvalidArgument names the flag. Device HBM is
-// enforced as in generate unless check_hbm is off (SweepMesh):
+// enforced as in generate unless check_hbm is off (SweepMesh, --no-hbm-limit):
 // hbm_peak_bytes says what each device would hold and SweepMesh whether it
 // fits.
 #ifndef TPUMESH_PIPELINE_SIMULATE_H_
@@ -42,7 +42,7 @@
 namespace tpumesh::pipeline {
 
 struct SimulateOptions {
-  std::string arch;   // sd15 | sd21 | sdxl | tiny; or
+  std::string arch;   // models::ArchitectureNames(); or
   std::string model;  // a model file (its configs only are read)
   mesh::MeshSpec mesh;
   // Sizes, steps, scheduler, guidance, precision, SDXL's size conditioning

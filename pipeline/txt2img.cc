@@ -90,6 +90,18 @@ mesh::OpRecord SchedulerStepRecord(const std::string& scheduler, int64_t n, bool
 }  // namespace
 
 StatusOr<std::unique_ptr<TextToImage>> TextToImage::Create(Parts parts) {
+  if (parts.transformer != nullptr) {
+    const auto& tc = parts.transformer->config();
+    const int latent = parts.vae->config().latent_channels;
+    if (tc.in_channels != 4 * latent || tc.out() != 4 * latent)
+      return InvalidArgumentError(parts.origin + ": the VAE's latent_channels " + std::to_string(latent) +
+                                  " do not match the transformer's in/out channels " +
+                                  std::to_string(tc.in_channels) + "/" + std::to_string(tc.out()) +
+                                  " (4 x the latent channels: 2x2 patches)");
+    TPUMESH_RETURN_IF_ERROR(
+        SchedulerConfig::FromJson(parts.scheduler_json, parts.origin + ": scheduler/scheduler_config.json").status());
+    return std::unique_ptr<TextToImage>(new TextToImage(std::move(parts)));
+  }
   const auto& uc = parts.unet->config();
   TPUMESH_RETURN_IF_ERROR(parts.conditioning->CheckUNet(uc, parts.origin));
   const int latent = parts.vae->config().latent_channels;
@@ -108,12 +120,18 @@ StatusOr<std::unique_ptr<TextToImage>> TextToImage::Create(Parts parts) {
 
 std::vector<ComponentParams> TextToImage::components() const {
   std::vector<ComponentParams> c = conditioning().components();
-  c.push_back({"unet", &unet().ranks(), models::UNetParams(unet().config())});
+  if (is_flux()) {
+    c.push_back({"transformer", &transformer().ranks(), models::FluxTransformerParams(transformer().config())});
+  } else {
+    c.push_back({"unet", &unet().ranks(), models::UNetParams(unet().config())});
+  }
   c.push_back({"vae", &vae().ranks(), models::VaeParams(vae().config())});
   return c;
 }
 
-int TextToImage::default_size() const { return unet().config().sample_size * vae().config().scale_factor(); }
+int TextToImage::default_size() const {
+  return is_flux() ? vae().config().sample_size : unet().config().sample_size * vae().config().scale_factor();
+}
 
 std::pair<int, int> TextToImage::ImageSize(const GenerateRequest& r) const {
   const Image* init = r.init_images.empty() ? nullptr : &r.init_images[0].image;
@@ -123,7 +141,7 @@ std::pair<int, int> TextToImage::ImageSize(const GenerateRequest& r) const {
 
 ImageSource TextToImage::Source(const GenerateRequest& r) const {
   if (r.init_images.empty()) return ImageSource::kText;
-  if (r.masks.empty()) return ImageSource::kImage;
+  if (r.masks.empty() || is_flux()) return ImageSource::kImage;
   return unet().config().in_channels == vae().config().latent_channels ? ImageSource::kInpaint
                                                                         : ImageSource::kInpaintUNet;
 }
@@ -157,7 +175,8 @@ Status TextToImage::Validate(const GenerateRequest& r, int devices, bool dry_run
   if (r.guidance && !std::isfinite(*r.guidance)) return InvalidArgumentError("--guidance must be a finite number");
   if (r.height < 0 || r.width < 0) return InvalidArgumentError("--height and --width must be positive");
   const int factor = vae().config().scale_factor();
-  const int unet_factor = 1 << (static_cast<int>(unet().config().block_out_channels.size()) - 1);
+  // Flux packs 2x2 latent patches into a token.
+  const int unet_factor = is_flux() ? 2 : 1 << (static_cast<int>(unet().config().block_out_channels.size()) - 1);
   TPUMESH_RETURN_IF_ERROR(ValidateImages(r, b));
   const auto [h, w] = ImageSize(r);
   for (auto [name, v] : {std::pair<const char*, int>{"--height", h}, {"--width", w}}) {
@@ -167,10 +186,10 @@ Status TextToImage::Validate(const GenerateRequest& r, int devices, bool dry_run
     if (v % (factor * unet_factor) != 0)
       return InvalidArgumentError(std::string(name) + " " + std::to_string(v) + " is not a multiple of " +
                                   std::to_string(factor * unet_factor) + " (the VAE's factor " +
-                                  std::to_string(factor) + " times the UNet's " + std::to_string(unet_factor) +
-                                  ")");
+                                  std::to_string(factor) + " times the " + (is_flux() ? "transformer's" : "UNet's") +
+                                  " " + std::to_string(unet_factor) + ")");
   }
-  if (SizesSet(r.sizes) && !unet().config().text_time_embedding)
+  if (SizesSet(r.sizes) && (is_flux() || !unet().config().text_time_embedding))
     return InvalidArgumentError(
         "--original-size, --crops-coords-top-left and --target-size condition SDXL models only; this is a " +
         std::string(family().name) + " model");
@@ -199,11 +218,22 @@ Status TextToImage::Validate(const GenerateRequest& r, int devices, bool dry_run
       for (const std::string& s : SchedulerNames()) names += (names.empty() ? "" : ", ") + s;
       return InvalidArgumentError("unknown scheduler '" + r.scheduler + "' (" + names + ")");
     }
+    // A flow-matching model's output is a velocity, a diffusion model's a
+    // noise (or v): neither runs under the other's schedulers.
+    if (is_flux() != (r.scheduler == kFlowScheduler))
+      return InvalidArgumentError("--scheduler " + r.scheduler + ": " +
+                                  (is_flux() ? "a Flux model runs with " + std::string(kFlowScheduler) + " only"
+                                             : std::string(kFlowScheduler) + " is for Flux (flow-matching) models"));
   }
   return OkStatus();
 }
 
 Status TextToImage::ValidateImages(const GenerateRequest& r, int64_t b) const {
+  if (is_flux()) {
+    if (!r.init_images.empty() || !r.masks.empty() || r.strength || r.posterior_noise)
+      return UnimplementedError("img2img and inpainting (--init-image, --mask, --strength) are not implemented for Flux");
+    return OkStatus();
+  }
   const bool inpainting_unet = unet().config().in_channels != vae().config().latent_channels;
   if (r.init_images.empty()) {
     if (!r.masks.empty()) return InvalidArgumentError("--mask needs --init-image (the image to repaint)");
@@ -258,6 +288,12 @@ StatusOr<Txt2ImgPlan> TextToImage::MakePlan(const GenerateRequest& r) const {
   TPUMESH_ASSIGN_OR_RETURN(plan.scheduler_config,
                            SchedulerConfig::FromJson(parts_.scheduler_json, "scheduler/scheduler_config.json"));
   plan.scheduler = r.scheduler;
+  if (is_flux()) {
+    // FluxPipeline's image_seq_len: the packed latent tokens.
+    const auto [h, w] = ImageSize(r);
+    const int f = 2 * vae().config().scale_factor();
+    plan.scheduler_config.image_seq_len = int64_t{h / f} * (w / f);
+  }
   if (plan.scheduler.empty()) {
     TPUMESH_ASSIGN_OR_RETURN(plan.scheduler, SchedulerNameOfClass(plan.scheduler_config.class_name));
   }
@@ -283,7 +319,7 @@ StatusOr<Txt2ImgPlan> TextToImage::MakePlan(const GenerateRequest& r) const {
   plan.latent_h = plan.height / vae().config().scale_factor();
   plan.latent_w = plan.width / vae().config().scale_factor();
   plan.channels = vae().config().latent_channels;
-  plan.guided = guidance(r) > 1.0f;
+  plan.guided = !is_flux() && guidance(r) > 1.0f;
   plan.precision = r.precision;
   return plan;
 }
@@ -304,6 +340,7 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
                                                const GenerateRequest& r, const DeviceInputs& in,
                                                const DeviceProgressFn& progress,
                                                const std::atomic<bool>* cancel) const {
+  if (is_flux()) return RunFlux(ctx, plan, r, in, progress, cancel);
   auto report = [&](const char* phase, int done, int total) {
     if (progress) progress(phase, done, total);
   };
@@ -477,13 +514,28 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
     report("denoise", 1, run_steps);
   }
   if (in.device_id == 0) report("decode", 0, 1);
-  const float scaling = vae().config().scaling_factor;
+  TPUMESH_ASSIGN_OR_RETURN(out.decoded, DecodeLatents(ctx, x));
+  report("decode", 1, 1);
+  return out;
+}
+
+StatusOr<Array> TextToImage::DecodeLatents(const models::Ctx& ctx, Array& x) const {
+  // x / scaling_factor + shift_factor (0 but for Flux's VAE), op by op.
+  const float scaling = vae().config().scaling_factor, shift = vae().config().shift_factor;
+  const size_t nx = static_cast<size_t>(x.num_elements());
   if (!ctx.dry_run)
-    for (size_t i = 0; i < nx; ++i) x.mutable_data<float>()[i] = x.data<float>()[i] / scaling;
+    for (size_t i = 0; i < nx; ++i) {
+      const float v = x.data<float>()[i] / scaling;
+      x.mutable_data<float>()[i] = shift == 0.0f ? v : v + shift;
+    }
   // One image at a time, as diffusers' enable_vae_slicing: the bits of the
   // batched decode (each image's norms, convs and attention are its own)
   // with one image's activations live (~0.7 GB at 512x512), not bpd's.
+  const int64_t bpd = x.dim(0);
+  mesh::Shape one = x.shape();
+  one[0] = 1;
   const size_t nx1 = nx / static_cast<size_t>(bpd);
+  Array decoded;
   for (int64_t i = 0; i < bpd; ++i) {
     TPUMESH_ASSIGN_OR_RETURN(Array xi, ctx.Alloc(one, "latents"));
     if (!ctx.dry_run) std::memcpy(xi.mutable_data<float>(), x.data<float>() + i * nx1, nx1 * sizeof(float));
@@ -491,11 +543,111 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
     if (i == 0) {
       mesh::Shape all = di.shape();
       all[0] = bpd;
-      TPUMESH_ASSIGN_OR_RETURN(out.decoded, ctx.Alloc(all, "decoded"));
+      TPUMESH_ASSIGN_OR_RETURN(decoded, ctx.Alloc(all, "decoded"));
     }
     if (!ctx.dry_run)
-      std::memcpy(out.decoded.mutable_data<float>() + i * di.num_elements(), di.data<float>(), di.size_bytes());
+      std::memcpy(decoded.mutable_data<float>() + i * di.num_elements(), di.data<float>(), di.size_bytes());
   }
+  return decoded;
+}
+
+StatusOr<DeviceOutputs> TextToImage::RunFlux(const models::Ctx& ctx, const Txt2ImgPlan& plan,
+                                             const GenerateRequest& r, const DeviceInputs& in,
+                                             const DeviceProgressFn& progress,
+                                             const std::atomic<bool>* cancel) const {
+  auto report = [&](const char* phase, int done, int total) {
+    if (progress) progress(phase, done, total);
+  };
+  const int64_t bpd = plan.batch_per_device, c = plan.channels, h = plan.latent_h, w = plan.latent_w;
+  const int64_t gh = h / 2, gw = w / 2, tokens = gh * gw, pc = 4 * c;
+  const bool bf16_bytes = plan.precision == models::Precision::kDefault;
+  const mesh::Shape one{1, c, h, w};
+
+  if (in.device_id == 0) report("text", 0, 1);
+  ConditioningOptions co;
+  co.guided = false;
+  TPUMESH_ASSIGN_OR_RETURN(UNetConditioning cond, conditioning().Encode(ctx, in.ids, co));
+  report("text", 1, 1);
+
+  DeviceOutputs out;
+  TPUMESH_ASSIGN_OR_RETURN(out.initial_latents, ctx.Alloc({bpd, c, h, w}, "latents"));
+  TPUMESH_ASSIGN_OR_RETURN(Array x, ctx.Alloc({bpd, tokens, pc}, "latents"));
+  const size_t nx = static_cast<size_t>(x.num_elements());
+  // _pack_latents / _unpack_latents: [b, C, h, w] <-> [b, (h/2)(w/2), 4C],
+  // token (r, q) holding channel c's 2x2 patch at c * 4 + dy * 2 + dx. Layout
+  // changes (as NchwToNlc): not recorded.
+  auto pack = [&](const float* src, float* dst, float scale) {
+    for (int64_t i = 0; i < bpd; ++i)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t y = 0; y < h; ++y)
+          for (int64_t xx = 0; xx < w; ++xx)
+            dst[(i * tokens + (y / 2) * gw + xx / 2) * pc + ch * 4 + (y % 2) * 2 + xx % 2] =
+                src[((i * c + ch) * h + y) * w + xx] * scale;
+  };
+  auto unpack = [&](const float* src, float* dst) {
+    for (int64_t i = 0; i < bpd; ++i)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t y = 0; y < h; ++y)
+          for (int64_t xx = 0; xx < w; ++xx)
+            dst[((i * c + ch) * h + y) * w + xx] =
+                src[(i * tokens + (y / 2) * gw + xx / 2) * pc + ch * 4 + (y % 2) * 2 + xx % 2];
+  };
+  if (!ctx.dry_run) {
+    float* init = out.initial_latents.mutable_data<float>();
+    if (in.latents != nullptr) {
+      std::memcpy(init, in.latents, nx * sizeof(float));
+    } else {
+      DrawLatents(in.keys, bpd, r.prng, one, init);
+    }
+    pack(init, x.mutable_data<float>(), plan.init_noise_sigma);
+  }
+  TPUMESH_ASSIGN_OR_RETURN(auto sched, MakeScheduler(plan.scheduler, plan.scheduler_config));
+  TPUMESH_RETURN_IF_ERROR(sched->SetTimesteps(plan.steps));
+  const int steps = static_cast<int>(plan.timesteps.size());
+  const bool keep = r.keep_step_latents && !ctx.dry_run;
+  out.history = Array::Host(DType::kF32, {keep ? steps : 0, bpd, c, h, w});
+  std::vector<float> unpacked(ctx.dry_run ? 0 : nx);
+  models::FluxTransformerModel::Inputs ti;
+  ti.hidden = &x;
+  ti.h = gh;
+  ti.w = gw;
+  ti.context = &cond.context;
+  ti.pooled = &cond.pooled;
+  if (transformer().config().guidance_embeds) ti.guidance.assign(bpd, guidance(r));
+  if (in.device_id == 0) report("denoise", 0, steps);
+  // A dry run's steps all record the same ops: the first is run, the others
+  // repeat its records (as RunDevice).
+  size_t step_ops_begin = 0, step_ops_end = 0;
+  for (int s = 0; s < steps; ++s) {
+    if (cancel && cancel->load()) return CancelledError("cancelled at step " + std::to_string(s));
+    if (ctx.dry_run && s > 0) {
+      if (ctx.ops) {
+        ctx.ops->reserve(ctx.ops->size() + (step_ops_end - step_ops_begin));
+        for (size_t i = step_ops_begin; i < step_ops_end; ++i) ctx.ops->push_back((*ctx.ops)[i]);
+      }
+      report("denoise", 1, steps);
+      continue;
+    }
+    if (ctx.ops) step_ops_begin = ctx.ops->size();
+    // FluxPipeline: timestep = t / 1000 in f32 (the transformer scales it back).
+    ti.timesteps.assign(bpd, static_cast<float>(plan.timesteps[s]) / 1000.0f);
+    TPUMESH_ASSIGN_OR_RETURN(Array v, transformer().Forward(ctx, ti));
+    if (!ctx.dry_run) TPUMESH_RETURN_IF_ERROR(sched->Step(v.data<float>(), s, x.mutable_data<float>(), nx));
+    if (ctx.ops) ctx.ops->push_back(SchedulerStepRecord(plan.scheduler, static_cast<int64_t>(nx), bf16_bytes));
+    const int done = s + 1;
+    const bool preview = in.on_latents && in.every > 0 && done % in.every == 0 && done < steps;
+    if (!ctx.dry_run && (keep || preview)) {
+      unpack(x.data<float>(), unpacked.data());
+      if (keep) std::memcpy(out.history.mutable_data<float>() + s * nx, unpacked.data(), nx * sizeof(float));
+      if (preview) in.on_latents(done, steps, unpacked.data());
+    }
+    if (ctx.ops) step_ops_end = ctx.ops->size();
+    report("denoise", 1, steps);
+  }
+  if (in.device_id == 0) report("decode", 0, 1);
+  TPUMESH_ASSIGN_OR_RETURN(Array latents, ctx.Alloc({bpd, c, h, w}, "latents"));
+  if (!ctx.dry_run) unpack(x.data<float>(), latents.mutable_data<float>());
+  TPUMESH_ASSIGN_OR_RETURN(out.decoded, DecodeLatents(ctx, latents));
   report("decode", 1, 1);
   return out;
 }
@@ -570,8 +722,10 @@ std::vector<report::RunReport::ShardedLayer> ShardingPlan(const std::vector<Comp
                          : s.even   ? "output channels (all_gathered)"
                          : p.shape.size() == 1 ? "channels (statistics local to each group)"
                                                : "output features (stay split)";
-      what += " by " + std::to_string(s.units) + " " + s.unit + (s.parts > 1 ? " in each of 2 halves" : "") +
-              "; rank 0 holds " + std::to_string(u1 - u0);
+      const std::string parts = s.parts == 2  ? " in each of 2 halves"
+                                : s.parts > 2 ? " in each of " + std::to_string(s.parts) + " parts"
+                                              : "";
+      what += " by " + std::to_string(s.units) + " " + s.unit + parts + "; rank 0 holds " + std::to_string(u1 - u0);
       plan.push_back({c.name + "/" + p.name.substr(0, p.name.size() - suffix.size()), what,
                       s.dim == 1 ? "psum" : s.even ? "all_gather" : "none"});
     }
@@ -689,8 +843,14 @@ StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& cf, 
       force_zeros = true;  // StableDiffusionXLPipeline's default
     }
   }
+  // Without a model_index.json: a transformer config is Flux; else the
+  // first family with as many text encoders.
+  if (pipeline_class.empty() && !cf.transformer.empty()) pipeline_class = "FluxPipeline";
   for (const ModelFamily& f : kModelFamilies)
-    if (pipeline_class.empty() ? f.text_encoders == encoders : pipeline_class == f.pipeline_class) family = &f;
+    if (pipeline_class.empty() ? f.text_encoders == encoders : pipeline_class == f.pipeline_class) {
+      family = &f;
+      break;
+    }
   if (family == nullptr) {
     std::string known;
     for (const ModelFamily& f : kModelFamilies) known += (known.empty() ? "" : ", ") + std::string(f.pipeline_class);
@@ -712,6 +872,31 @@ StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& cf, 
   parts.family = family;
   parts.origin = o;
   parts.scheduler_json = cf.scheduler;
+  TPUMESH_ASSIGN_OR_RETURN(auto vc, models::ParseVaeConfig(cf.vae, o + ": vae/config.json"));
+  if (std::string(family->name) == "flux") {
+    TPUMESH_ASSIGN_OR_RETURN(auto t5c, models::ParseT5EncoderConfig(cf.text_encoder_2, o + ": text_encoder_2/config.json"));
+    TPUMESH_ASSIGN_OR_RETURN(auto fc, models::ParseFluxTransformerConfig(cf.transformer, o + ": transformer/config.json"));
+    if (fc.joint_attention_dim != t5c.d_model || fc.pooled_projection_dim != tc.hidden_size)
+      return InvalidArgumentError(o + ": the transformer's joint_attention_dim " +
+                                  std::to_string(fc.joint_attention_dim) + " and pooled_projection_dim " +
+                                  std::to_string(fc.pooled_projection_dim) + " do not match T5's d_model " +
+                                  std::to_string(t5c.d_model) + " and CLIP's hidden_size " +
+                                  std::to_string(tc.hidden_size));
+    TPUMESH_ASSIGN_OR_RETURN(auto t5p, params("text_encoder_2", models::T5EncoderParams(t5c), model_ranks));
+    TPUMESH_ASSIGN_OR_RETURN(auto t5, models::T5EncoderModel::Create(t5c, std::move(t5p)));
+    // FluxPipeline's max_sequence_length: 512 by default; FLUX.1-schnell
+    // (no guidance embedding) is run with 256, its model card's limit.
+    parts.conditioning = MakeFluxConditioning(std::move(tokenizer), std::move(te_ptr),
+                                              std::make_unique<models::T5EncoderModel>(std::move(t5)),
+                                              fc.guidance_embeds ? 512 : 256);
+    TPUMESH_ASSIGN_OR_RETURN(auto fp, params("transformer", models::FluxTransformerParams(fc), model_ranks));
+    TPUMESH_ASSIGN_OR_RETURN(auto tr, models::FluxTransformerModel::Create(fc, std::move(fp)));
+    parts.transformer = std::make_unique<models::FluxTransformerModel>(std::move(tr));
+    TPUMESH_ASSIGN_OR_RETURN(auto vp, params("vae", models::VaeParams(vc), model_ranks));
+    TPUMESH_ASSIGN_OR_RETURN(auto vae, models::VaeModel::Create(vc, std::move(vp)));
+    parts.vae = std::make_unique<models::VaeModel>(std::move(vae));
+    return TextToImage::Create(std::move(parts));
+  }
   if (encoders == 1) {
     parts.conditioning = MakeSdConditioning(std::move(tokenizer), std::move(te_ptr));
   } else {
@@ -727,7 +912,6 @@ StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& cf, 
   TPUMESH_ASSIGN_OR_RETURN(auto up, params("unet", models::UNetParams(uc), model_ranks));
   TPUMESH_ASSIGN_OR_RETURN(auto unet, models::UNetModel::Create(uc, std::move(up)));
   parts.unet = std::make_unique<models::UNetModel>(std::move(unet));
-  TPUMESH_ASSIGN_OR_RETURN(auto vc, models::ParseVaeConfig(cf.vae, o + ": vae/config.json"));
   TPUMESH_ASSIGN_OR_RETURN(auto vp, params("vae", models::VaeParams(vc), model_ranks));
   TPUMESH_ASSIGN_OR_RETURN(auto vae, models::VaeModel::Create(vc, std::move(vp)));
   parts.vae = std::make_unique<models::VaeModel>(std::move(vae));

@@ -4,7 +4,9 @@
 // runs the same code as a dry run on zero weights (models::Ctx::dry_run:
 // every layer checks shapes, allocates and records its cost, computes
 // nothing; pipeline/simulate.h). A model family differs only in its
-// conditioning (pipeline/conditioning.h) and its row of kModelFamilies.
+// conditioning (pipeline/conditioning.h) and its row of kModelFamilies; Flux
+// also in its denoiser (a FluxTransformer2DModel on packed latents, not a
+// UNet: RunFlux below).
 //
 // Per device, for its b images (rows [uncond; cond] when guidance > 1, as
 // diffusers' do_classifier_free_guidance; [cond] otherwise):
@@ -21,6 +23,14 @@
 //   each step: UNet on [x; x] scaled by the scheduler, with the conditioning;
 //     guided = u + g (c - u); scheduler step
 //   VAE decode of x / scaling_factor
+//
+// Flux (FluxPipeline, text to image only): no classifier-free guidance
+// (FLUX.1-dev's guidance scale is an input of its transformer, -schnell has
+// none); latents [b, C, h, w] drawn as above, packed into [b, h/2 * w/2,
+// 4C] tokens (2x2 patches, channel-major: c * 4 + dy * 2 + dx); each step the
+// transformer on the packed latents with timestep sigma, the pooled CLIP
+// text and T5's states; flow_euler's step; unpacked, then decoded from
+// x / scaling_factor + shift_factor.
 //
 // Contract:
 // - Validate is the one check of a request against the model and the mesh,
@@ -50,6 +60,7 @@
 #include "mesh/mesh.h"
 #include "mesh/prng.h"
 #include "models/configs.h"
+#include "models/flux.h"
 #include "models/nn.h"
 #include "models/params.h"
 #include "models/unet.h"
@@ -74,9 +85,13 @@ struct ModelFamily {
   double default_img2img_strength;  // the Img2Img pipeline's strength
   double default_inpaint_strength;  // the Inpaint pipeline's
 };
+// Flux's guidance (3.5, FluxPipeline's default) feeds FLUX.1-dev's guidance
+// embedding, never classifier-free guidance; img2img and inpainting are not
+// implemented for it (its strengths are unused).
 inline constexpr ModelFamily kModelFamilies[] = {
     {"sd", "StableDiffusionPipeline", 1, 7.5f, 0.8, 1.0},
     {"sdxl", "StableDiffusionXLPipeline", 2, 5.0f, 0.3, 0.9999},
+    {"flux", "FluxPipeline", 2, 3.5f, 0.6, 1.0},
 };
 
 // An input image of img2img or inpainting, with its file name (for errors
@@ -125,6 +140,9 @@ struct GenerateRequest {
 // step noise; these lie beyond any step count).
 inline constexpr uint32_t kPosteriorFold[2] = {0x80000001u, 0x80000002u};
 
+// The scheduler of flow-matching (Flux) models, and theirs only.
+inline constexpr char kFlowScheduler[] = "flow_euler";
+
 // What a set of static shapes compiles to.
 // Limits TextToImage::Validate applies before anything is allocated.
 inline constexpr int kMaxBatchPerDevice = 1024;
@@ -162,7 +180,7 @@ struct Txt2ImgPlan {
 
 // One device's share of a run.
 struct DeviceInputs {
-  std::span<const mesh::Array> ids;  // its rows of each Tokenize array, [b, 77]
+  std::span<const mesh::Array> ids;  // its rows of each Tokenize array, [b, token_length(i)]
   const uint32_t* keys = nullptr;    // [b, 2] PRNG keys (unused in a dry run)
   const float* latents = nullptr;    // given initial latents [b, C, h, w], or null: drawn
   const float* image = nullptr;      // init images [b, 3, H, W] in [-1, 1] (img2img, inpainting)
@@ -190,7 +208,8 @@ class TextToImage {
   struct Parts {
     const ModelFamily* family = nullptr;
     std::unique_ptr<Conditioning> conditioning;
-    std::unique_ptr<models::UNetModel> unet;
+    std::unique_ptr<models::UNetModel> unet;                // SD, SDXL
+    std::unique_ptr<models::FluxTransformerModel> transformer;  // Flux (no UNet)
     std::unique_ptr<models::VaeModel> vae;
     std::string scheduler_json;
     std::string origin;  // the model's name in errors
@@ -201,13 +220,18 @@ class TextToImage {
 
   const ModelFamily& family() const { return *parts_.family; }
   const Conditioning& conditioning() const { return *parts_.conditioning; }
-  const models::UNetModel& unet() const { return *parts_.unet; }
+  bool is_flux() const { return parts_.transformer != nullptr; }
+  const models::UNetModel& unet() const { return *parts_.unet; }  // !is_flux()
+  const models::FluxTransformerModel& transformer() const { return *parts_.transformer; }  // is_flux()
   const models::VaeModel& vae() const { return *parts_.vae; }
   // Every component: the encoders, the UNet, the VAE (each with its
   // parameters per model rank and its manifest).
   std::vector<ComponentParams> components() const;
-  int model_ranks() const { return static_cast<int>(unet().ranks().size()); }
-  // The model's default image size (UNet sample_size times the VAE factor).
+  int model_ranks() const {
+    return static_cast<int>(is_flux() ? transformer().ranks().size() : unet().ranks().size());
+  }
+  // The model's default image size (UNet sample_size times the VAE factor;
+  // Flux: the VAE's sample_size).
   int default_size() const;
   // The output size {height, width}: the request's, else its init image's,
   // else default_size().
@@ -227,6 +251,13 @@ class TextToImage {
 
  private:
   explicit TextToImage(Parts parts) : parts_(std::move(parts)) {}
+  // RunDevice of a Flux model (the flow above).
+  StatusOr<DeviceOutputs> RunFlux(const models::Ctx& ctx, const Txt2ImgPlan& plan, const GenerateRequest& r,
+                                  const DeviceInputs& in, const DeviceProgressFn& progress,
+                                  const std::atomic<bool>* cancel) const;
+  // The VAE decode of latents [b, C, h, w] (scaled in place to x /
+  // scaling_factor + shift_factor first), one image at a time.
+  StatusOr<mesh::Array> DecodeLatents(const models::Ctx& ctx, mesh::Array& x) const;
   // Validate's checks of the init images, masks and strength (b images).
   Status ValidateImages(const GenerateRequest& r, int64_t b) const;
   // The posterior samples' latents [b, C, h, w] of the device's init images
@@ -279,6 +310,7 @@ struct ModelConfigs {
   std::string text_encoder;
   std::string text_encoder_2;  // empty: none
   std::string unet, vae, scheduler;
+  std::string transformer;  // Flux: transformer/config.json (and no unet)
 };
 // A component's parameters for its manifest, one map per model rank (a
 // rank's share, models/params.h): read from a file, or zeros.
@@ -291,7 +323,8 @@ StatusOr<std::vector<models::ParamMap>> ZeroParams(const std::string& component,
                                                    const std::vector<models::ParamSpec>& manifest, int model_ranks,
                                                    bool bf16_weights = false);
 // The family from model_index.json's _class_name (or, without one, from the
-// number of text encoders), the configs parsed, the parameters taken from
+// number of text encoders, or a transformer config: Flux), the configs
+// parsed, the parameters taken from
 // `params` split over `model_ranks`. Tokenizers may be null (a dry run).
 StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& configs, const ParamSource& params,
                                                         std::unique_ptr<ClipTokenizer> tokenizer,

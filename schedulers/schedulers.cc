@@ -27,7 +27,7 @@ struct Registered {
   bool of_class;
   StatusOr<std::unique_ptr<Scheduler>> (*make)(const SchedulerConfig&);
 };
-constexpr std::array<Registered, 9> kRegistry = {{
+constexpr std::array<Registered, 10> kRegistry = {{
     {"pndm", "PNDMScheduler", true, internal::MakePndm},
     {"ddim", "DDIMScheduler", true, internal::MakeDdim},
     {"lms", "LMSDiscreteScheduler", true, internal::MakeLms},
@@ -37,6 +37,7 @@ constexpr std::array<Registered, 9> kRegistry = {{
     {"heun", "HeunDiscreteScheduler", true, internal::MakeHeun},
     {"dpmpp_2m_sde", "DPMSolverMultistepScheduler", false, internal::MakeDpmSolverMultistepSde},
     {"dpmpp_2s_a", "DPMSolverSinglestepScheduler", false, internal::MakeDpmSolverSinglestepSde},
+    {"flow_euler", "FlowMatchEulerDiscreteScheduler", true, internal::MakeFlowMatchEuler},
 }};
 
 std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
@@ -289,6 +290,23 @@ Status ApplyKey(SchedulerConfig& c, const std::string& key, const Json& v, std::
     return r.DoubleWithin(&c.lambda_min_clipped, -std::numeric_limits<double>::infinity(),
                           std::numeric_limits<double>::max(), "-Infinity or a finite number");
   if (key == "variance_type") return r.OptionalString(&c.variance_type);
+  // FlowMatchEulerDiscreteScheduler.
+  if (key == "shift") return r.DoubleWithin(&c.shift, std::numeric_limits<double>::min(), 1e6, "above 0, at most 1e6");
+  if (key == "use_dynamic_shifting") return r.Bool(&c.use_dynamic_shifting);
+  if (key == "base_shift") return r.DoubleWithin(&c.base_shift, -1e6, 1e6, "from -1e6 to 1e6");
+  if (key == "max_shift") return r.DoubleWithin(&c.max_shift, -1e6, 1e6, "from -1e6 to 1e6");
+  if (key == "base_image_seq_len") return r.DoubleWithin(&c.base_image_seq_len, 1, 1e9, "from 1 to 1e9");
+  if (key == "max_image_seq_len") return r.DoubleWithin(&c.max_image_seq_len, 1, 1e9, "from 1 to 1e9");
+  if (key == "time_shift_type") {
+    std::string t;
+    return r.OneOf({"exponential"}, &t);
+  }
+  for (const char* off : {"invert_sigmas", "stochastic_sampling"})
+    if (key == off) {
+      bool b = false;
+      TPUMESH_RETURN_IF_ERROR(r.Bool(&b));
+      return b ? r.Error("is not supported (only false)") : OkStatus();
+    }
   *known = false;
   return OkStatus();
 }

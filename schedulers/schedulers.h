@@ -30,6 +30,12 @@
 //                                                  "sde-dpmsolver++" (both forced),
 //                                                  midpoint and heun, noise from a
 //                                                  NoiseFn
+//   flow_euler    FlowMatchEulerDiscreteScheduler  Flux's: the sigmas FluxPipeline
+//                                                  passes (np.linspace(1, 1/N, N)),
+//                                                  shifted by `shift` or, with
+//                                                  use_dynamic_shifting, by mu from
+//                                                  image_seq_len (exponential);
+//                                                  x += (sigma_next - sigma) v
 // Sigma schedules: use_karras_sigmas (Karras et al., rho 7),
 // use_exponential_sigmas and use_beta_sigmas (Beta(0.6, 0.6) quantiles) for
 // lms, euler, euler_a, dpmpp_2m, dpmpp_2m_sde, heun and dpmpp_2s_a, computed
@@ -104,6 +110,7 @@
 #define TPUMESH_SCHEDULERS_SCHEDULERS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -153,6 +160,15 @@ struct SchedulerConfig {
   bool use_lu_lambdas = false;
   double lambda_min_clipped = -std::numeric_limits<double>::infinity();
   std::optional<std::string> variance_type;
+  // FlowMatchEulerDiscreteScheduler (flow_euler).
+  double shift = 1.0;
+  bool use_dynamic_shifting = false;
+  double base_shift = 0.5, max_shift = 1.15;
+  double base_image_seq_len = 256, max_image_seq_len = 4096;
+  // Not a config key: the packed latent tokens of the run, which the Flux
+  // pipeline sets before making the scheduler (diffusers' calculate_shift
+  // turns it into set_timesteps' mu when use_dynamic_shifting is on).
+  std::optional<int64_t> image_seq_len;
 
   // Parses scheduler_config.json text; `origin` (a path) prefixes errors.
   // Accepts the bare -Infinity/Infinity/NaN tokens Python's json writes
@@ -254,7 +270,7 @@ class Scheduler {
 };
 
 // The registry's names, in its order: pndm ddim lms euler euler_a dpmpp_2m
-// heun dpmpp_2m_sde dpmpp_2s_a.
+// heun dpmpp_2m_sde dpmpp_2s_a flow_euler.
 std::vector<std::string> SchedulerNames();
 // InvalidArgument for an unknown name; InvalidArgument/Unimplemented for a
 // config value (see the contract above).

@@ -101,6 +101,12 @@ StatusOr<std::unique_ptr<Scheduler>> MakeHeun(const SchedulerConfig& c);
 StatusOr<std::unique_ptr<Scheduler>> MakeDpmSolverMultistepSde(const SchedulerConfig& c);
 // DPMSolverSinglestepScheduler, solver_order 2, "sde-dpmsolver++".
 StatusOr<std::unique_ptr<Scheduler>> MakeDpmSolverSinglestepSde(const SchedulerConfig& c);
+// FlowMatchEulerDiscreteScheduler as FluxPipeline drives it.
+StatusOr<std::unique_ptr<Scheduler>> MakeFlowMatchEuler(const SchedulerConfig& c);
+// diffusers' calculate_shift (Python floats): mu of an image of
+// image_seq_len tokens, linear from base_shift at base_image_seq_len to
+// max_shift at max_image_seq_len.
+double FlowMatchMu(const SchedulerConfig& c, int64_t image_seq_len);
 
 }  // namespace tpumesh::pipeline::internal
 

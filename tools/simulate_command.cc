@@ -41,6 +41,7 @@ struct SimulateCmdOptions {
   pipeline::RequestFlags req;
   bool sweep_mesh = false;
   bool sweep_dataflow = false;
+  bool no_hbm_limit = false;
   bool json = false;
   std::string svg;
   int64_t max_layers = pipeline::kDefaultMaxWorkloadLayers;
@@ -239,6 +240,7 @@ Status RunSimulate(SimulateCmdOptions o) {
     o.sim.mesh = o.dev.mesh;
     o.sim.mesh.cluster = &cluster;
     o.sim.request.keep_ops = !o.dev.out.trace.empty();
+    o.sim.check_hbm = !o.no_hbm_limit;
     TPUMESH_ASSIGN_OR_RETURN(r, pipeline::Simulate(o.sim));
     return OkStatus();
   };
@@ -246,10 +248,11 @@ Status RunSimulate(SimulateCmdOptions o) {
     if (cluster.rank() != 0) return OkStatus();
     const double t = r.modelled_seconds();
     std::printf("simulated %s: %lld image(s) %s on %s, mesh %s, x %d per data index, %s steps "
-                "(%s UNet calls), %s, guidance %.2f, precision %s\n",
+                "(%s %s calls), %s, guidance %.2f, precision %s\n",
                 r.info["model"].c_str(), static_cast<long long>(r.images), r.info["size"].c_str(),
                 EmulatedDevices(r).c_str(), r.mesh_axes.c_str(), o.sim.request.batch_per_device, r.info["steps"].c_str(),
-                r.info["unet_calls"].c_str(), r.info["scheduler"].c_str(), std::stod(r.info["guidance"]),
+                r.info["unet_calls"].c_str(), r.info["family"] == "flux" ? "transformer" : "UNet",
+                r.info["scheduler"].c_str(), std::stod(r.info["guidance"]),
                 o.req.precision.c_str());
     std::printf("modelled: %.3f s per batch, %.2f images/s (priced in %s s, nothing computed)\n", t,
                 t > 0 ? r.images / t : 0.0, r.info["simulation_wall_seconds"].substr(0, 5).c_str());
@@ -269,7 +272,8 @@ void RegisterSimulate(CLI::App& app, RunFn* run) {
   auto opt = std::make_shared<SimulateCmdOptions>();
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Price a whole generation on the emulated chip without computing it (no weights needed).");
-  cmd->add_option("--arch", opt->sim.arch, "Built-in architecture: sd15, sd21, sdxl or tiny");
+  cmd->add_option("--arch", opt->sim.arch,
+                  "Built-in architecture: sd15, sd21, sdxl, tiny, flux-dev, flux-schnell or flux-tiny (FLUX.1)");
   cmd->add_option("--model", opt->sim.model, "A model file (only its configs are read)");
   cmd->add_option("--workload", opt->workload,
                   "Price your own layers instead of a model: a SCALE-Sim topology CSV (conv or GEMM form) or a "
@@ -296,6 +300,9 @@ void RegisterSimulate(CLI::App& app, RunFn* run) {
                 "One row per dataflow (ws, os, is) and VMEM size (16, 32, 64, 128 MiB per TensorCore), of the "
                 "model or the --workload: modelled time, MXU cycles and utilisation, HBM bytes, estimated energy "
                 "and average power");
+  cmd->add_flag("--no-hbm-limit", opt->no_hbm_limit,
+                "Price the run even where a device's HBM would overflow (as --sweep-mesh does); the report's "
+                "hbm_peak_bytes says what each device would hold");
   cmd->add_flag("--json", opt->json, "With a sweep: the table as JSON");
   cmd->add_option("--svg", opt->svg, "With a sweep: also write the table as an SVG chart");
   AddRequestFlags(cmd, &opt->req);

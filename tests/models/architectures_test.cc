@@ -60,6 +60,48 @@ TEST(ArchitecturesTest, Sdxl) {
   EXPECT_EQ(c.text_encoder_2, 694659840);
 }
 
+// FLUX.1's published counts: the transformer 11,901,408,320 (FLUX.1-dev and
+// -schnell alike but the guidance embedder's 2 Linear layers, 10,229,760),
+// the T5-XXL encoder 4,762,310,656 (its shared token table counted once),
+// CLIP-L's text model 123,060,480, the VAE 83,819,683 (SD's with 16 latent
+// channels and no quant convs).
+TEST(ArchitecturesTest, Flux) {
+  for (const char* name : {"flux-dev", "flux-schnell"}) {
+    auto a = BuiltinArchitecture(name);
+    ASSERT_TRUE(a.ok());
+    EXPECT_TRUE(a->unet.empty());
+    auto te = ParseClipTextConfig(a->text_encoder, "text_encoder");
+    ASSERT_TRUE(te.ok()) << te.status().ToString();
+    EXPECT_EQ(CountParameters(ClipTextParams(*te)), 123060480);
+    auto t5 = ParseT5EncoderConfig(a->text_encoder_2, "text_encoder_2");
+    ASSERT_TRUE(t5.ok()) << t5.status().ToString();
+    EXPECT_EQ(CountParameters(T5EncoderParams(*t5)), 4762310656);
+    auto tr = ParseFluxTransformerConfig(a->transformer, "transformer");
+    ASSERT_TRUE(tr.ok()) << tr.status().ToString();
+    const bool dev = std::string(name) == "flux-dev";
+    EXPECT_EQ(tr->guidance_embeds, dev);
+    EXPECT_EQ(CountParameters(FluxTransformerParams(*tr)), dev ? 11901408320 : 11901408320 - 10229760) << name;
+    auto v = ParseVaeConfig(a->vae, "vae");
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    EXPECT_EQ(CountParameters(VaeParams(*v)), 83819683);
+    EXPECT_FLOAT_EQ(v->shift_factor, 0.1159f);
+    EXPECT_FLOAT_EQ(v->scaling_factor, 0.3611f);
+  }
+  auto tiny = BuiltinArchitecture("flux-tiny");
+  ASSERT_TRUE(tiny.ok());
+  EXPECT_TRUE(ParseFluxTransformerConfig(tiny->transformer, "transformer").ok());
+  EXPECT_TRUE(ParseT5EncoderConfig(tiny->text_encoder_2, "text_encoder_2").ok());
+}
+
+TEST(ArchitecturesTest, FluxConfigErrorsNameTheKey) {
+  auto bad = ParseFluxTransformerConfig(R"({"axes_dims_rope": [16, 56, 40]})", "transformer/config.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'axes_dims_rope'"), std::string::npos) << bad.status().ToString();
+  auto relu = ParseT5EncoderConfig(R"({"feed_forward_proj": "relu"})", "text_encoder_2/config.json");
+  ASSERT_FALSE(relu.ok());
+  EXPECT_NE(relu.status().message().find("'feed_forward_proj'"), std::string::npos);
+}
+
 // Every manifest entry (order, name, shape, split) pinned by a digest, so a
 // change to how the blocks are declared cannot silently reorder, rename,
 // reshape or resplit a parameter (the order fixes init's random draws).

@@ -3,7 +3,7 @@
 // Linear and attention bmm of diffusers 0.30.0, batch 2, 64x64 latents, 77
 // tokens: conv 887.9, linear 466.6, attention 252.1 GFLOP) and (2) the MXU
 // products the model code itself records in a dry run (Ctx::ops), for every
-// built-in architecture and component.
+// built-in architecture and component (Flux's T5 and transformer too).
 #include "models/flops.h"
 
 #include <map>
@@ -15,6 +15,8 @@
 #include "models/architectures.h"
 #include "models/clip.h"
 #include "models/configs.h"
+#include "models/flux.h"
+#include "models/t5.h"
 #include "models/unet.h"
 #include "models/vae.h"
 
@@ -84,22 +86,53 @@ TEST(FlopsTest, EqualTheProductsTheModelsRecordInADryRun) {
     ASSERT_TRUE(clip->Forward(ctx, Array::Host(DType::kI32, {b, 77})).ok());
     ExpectSame(ClipTextMatmulFlops(*tc, b, 77), Recorded(ops), name + " text encoder");
 
-    auto uc = ParseUNetConfig(arch->unet, name);
-    ASSERT_TRUE(uc.ok()) << uc.status().ToString();
-    auto unet = UNetModel::Create(*uc, ZeroParams(UNetParams(*uc)));
-    ASSERT_TRUE(unet.ok()) << unet.status().ToString();
-    const int64_t hw = arch->default_image_size / 8;
-    ops.clear();
-    const Array sample = Array::Host(DType::kF32, {b, uc->in_channels, hw, hw});
-    const Array ehs = Array::Host(DType::kF32, {b, 77, uc->cross_attention_dim[0]});
-    UNetModel::AddedCond added;  // SDXL's text_time conditioning; ignored by the others
-    added.text_embeds = Array::Host(
-        DType::kF32, {b, uc->projection_class_embeddings_input_dim - 6 * uc->addition_time_embed_dim});
-    added.time_ids.assign(6 * b, 1024.0f);
-    auto y = unet->Forward(ctx, sample, std::vector<float>(b, 981.0f), ehs, {},
-                           uc->text_time_embedding ? &added : nullptr);
-    ASSERT_TRUE(y.ok()) << y.status().ToString();
-    ExpectSame(UNetMatmulFlops(*uc, b, hw, hw, 77), Recorded(ops), name + " unet");
+    if (!arch->transformer.empty()) {
+      // Flux: T5 on 64 tokens, the transformer on a 32x32 latent (16x16
+      // tokens) joined by them; lazy zero weights (the real ones are ~47 GB).
+      auto lazy = [](const std::vector<ParamSpec>& manifest) {
+        std::map<std::string, Array> m;
+        for (const ParamSpec& p : manifest) m.emplace(p.name, Array::LazyZeros(DType::kF32, p.shape));
+        return std::vector<ParamMap>{ParamMap(std::move(m))};
+      };
+      auto t5c = ParseT5EncoderConfig(arch->text_encoder_2, name);
+      ASSERT_TRUE(t5c.ok()) << t5c.status().ToString();
+      auto t5 = T5EncoderModel::Create(*t5c, lazy(T5EncoderParams(*t5c)));
+      ASSERT_TRUE(t5.ok()) << t5.status().ToString();
+      ops.clear();
+      ASSERT_TRUE(t5->Forward(ctx, Array::Host(DType::kI32, {b, 64})).ok());
+      ExpectSame(T5EncoderMatmulFlops(*t5c, b, 64), Recorded(ops), name + " t5");
+      auto fc = ParseFluxTransformerConfig(arch->transformer, name);
+      ASSERT_TRUE(fc.ok()) << fc.status().ToString();
+      auto tr = FluxTransformerModel::Create(*fc, lazy(FluxTransformerParams(*fc)));
+      ASSERT_TRUE(tr.ok()) << tr.status().ToString();
+      ops.clear();
+      const Array hidden = Array::Host(DType::kF32, {b, 16 * 16, fc->in_channels});
+      const Array context = Array::Host(DType::kF32, {b, 64, fc->joint_attention_dim});
+      const Array pooled = Array::Host(DType::kF32, {b, fc->pooled_projection_dim});
+      FluxTransformerModel::Inputs in{&hidden, 16, 16, &context, &pooled, std::vector<float>(b, 0.5f),
+                                      std::vector<float>(fc->guidance_embeds ? b : 0, 3.5f)};
+      auto y = tr->Forward(ctx, in);
+      ASSERT_TRUE(y.ok()) << y.status().ToString();
+      EXPECT_EQ(y->shape(), (mesh::Shape{b, 256, fc->out()}));
+      ExpectSame(FluxTransformerMatmulFlops(*fc, b, 32, 32, 64), Recorded(ops), name + " transformer");
+    } else {
+      auto uc = ParseUNetConfig(arch->unet, name);
+      ASSERT_TRUE(uc.ok()) << uc.status().ToString();
+      auto unet = UNetModel::Create(*uc, ZeroParams(UNetParams(*uc)));
+      ASSERT_TRUE(unet.ok()) << unet.status().ToString();
+      const int64_t hw = arch->default_image_size / 8;
+      ops.clear();
+      const Array sample = Array::Host(DType::kF32, {b, uc->in_channels, hw, hw});
+      const Array ehs = Array::Host(DType::kF32, {b, 77, uc->cross_attention_dim[0]});
+      UNetModel::AddedCond added;  // SDXL's text_time conditioning; ignored by the others
+      added.text_embeds = Array::Host(
+          DType::kF32, {b, uc->projection_class_embeddings_input_dim - 6 * uc->addition_time_embed_dim});
+      added.time_ids.assign(6 * b, 1024.0f);
+      auto y = unet->Forward(ctx, sample, std::vector<float>(b, 981.0f), ehs, {},
+                             uc->text_time_embedding ? &added : nullptr);
+      ASSERT_TRUE(y.ok()) << y.status().ToString();
+      ExpectSame(UNetMatmulFlops(*uc, b, hw, hw, 77), Recorded(ops), name + " unet");
+    }
 
     auto vc = ParseVaeConfig(arch->vae, name);
     ASSERT_TRUE(vc.ok()) << vc.status().ToString();

@@ -453,5 +453,71 @@ TEST(SchedulerStepTest, MisuseIsAnError) {
   }
 }
 
+
+// flow_euler against the formulas of diffusers' FlowMatchEulerDiscreteScheduler
+// and FluxPipeline: sigmas np.linspace(1, 1/N, N); dynamic shifting by mu =
+// calculate_shift(image_seq_len) as e^mu / (e^mu + 1/s - 1), else shift s /
+// (1 + (shift - 1) s); f32 sigmas, timesteps sigma * 1000, a final 0; step
+// x + (sigma_next - sigma) v; scale_noise sigma n + (1 - sigma) x.
+TEST(FlowMatchEulerTest, TimestepsStepAndNoiseAsDiffusers) {
+  const char* dev = R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "base_image_seq_len": 256,
+    "base_shift": 0.5, "max_image_seq_len": 4096, "max_shift": 1.15, "num_train_timesteps": 1000,
+    "shift": 3.0, "use_dynamic_shifting": true})";
+  auto cfg = SchedulerConfig::FromJson(dev, "cfg.json");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(*SchedulerNameOfClass("FlowMatchEulerDiscreteScheduler"), "flow_euler");
+  // Without the image's token count dynamic shifting has no mu.
+  auto none = MakeScheduler("flow_euler", *cfg);
+  ASSERT_TRUE(none.ok());
+  ExpectError((*none)->SetTimesteps(28), StatusCode::kInvalidArgument, {"use_dynamic_shifting"});
+  for (const int64_t seq : {int64_t{4096}, int64_t{1024}}) {
+    SchedulerConfig c = *cfg;
+    c.image_seq_len = seq;
+    auto s = MakeScheduler("flow_euler", c);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->SetTimesteps(28).ok());
+    const double m = (1.15 - 0.5) / (4096 - 256), mu = seq * m + (0.5 - m * 256);
+    if (seq == 4096) EXPECT_NEAR(mu, 1.15, 1e-12);
+    ASSERT_EQ((*s)->num_steps(), 28);
+    ASSERT_EQ((*s)->sigmas().size(), 29u);
+    for (int i = 0; i < 28; ++i) {
+      const double base = 1.0 + (1.0 / 28 - 1.0) * i / 27;
+      const float want = static_cast<float>(std::exp(mu) / (std::exp(mu) + (1 / base - 1)));
+      EXPECT_NEAR((*s)->sigmas()[i], want, 1e-7) << i;
+      EXPECT_FLOAT_EQ(static_cast<float>((*s)->timesteps()[i]), (*s)->sigmas()[i] * 1000.0f) << i;
+    }
+    EXPECT_EQ((*s)->sigmas().front(), 1.0f);
+    EXPECT_EQ((*s)->sigmas().back(), 0.0f);
+    EXPECT_EQ((*s)->init_noise_sigma(), 1.0f);
+    std::vector<float> x = {1.0f, -2.0f, 0.5f}, v = {0.25f, 1.0f, -4.0f};
+    const float dt = (*s)->sigmas()[1] - (*s)->sigmas()[0];
+    std::vector<float> want = x;
+    for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] + dt * v[i];
+    ASSERT_TRUE((*s)->Step(v.data(), 0, x.data(), x.size()).ok());
+    EXPECT_EQ(x, want);
+    float noised = 0;
+    const float one = 1.0f, two = 2.0f, sg = (*s)->sigmas()[5];
+    ASSERT_TRUE((*s)->AddNoise(&one, &two, 5, &noised, 1).ok());
+    EXPECT_FLOAT_EQ(noised, sg * 2.0f + (1.0f - sg) * 1.0f);
+  }
+  // FLUX.1-schnell's: shift 1, no dynamic shifting: the pipeline's sigmas as
+  // they are; shift 3: 3 s / (1 + 2 s).
+  for (const double shift : {1.0, 3.0}) {
+    auto c = SchedulerConfig::FromJson(R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "shift": )" +
+                                           std::to_string(shift) + "}",
+                                       "cfg.json");
+    ASSERT_TRUE(c.ok());
+    auto s = MakeScheduler("flow_euler", *c);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->SetTimesteps(4).ok());
+    for (int i = 0; i < 4; ++i) {
+      const double base = 1.0 + (0.25 - 1.0) * i / 3;
+      EXPECT_NEAR((*s)->sigmas()[i], static_cast<float>(shift * base / (1 + (shift - 1) * base)), 1e-7);
+    }
+  }
+  ExpectError(SchedulerConfig::FromJson(R"({"shift": -1})", "cfg.json").status(), StatusCode::kInvalidArgument,
+              {"shift"});
+}
+
 }  // namespace
 }  // namespace tpumesh::pipeline
