@@ -324,6 +324,8 @@ void BoundHostHeap() {
   mallopt(M_ARENA_MAX, 2);
 }
 
+void TrimHostHeap() { malloc_trim(0); }
+
 bool Array::BitwiseEquals(const Array& o) const {
   if (dtype_ != o.dtype_ || shape_ != o.shape_) return false;
   return size_bytes() == 0 || std::memcmp(raw(), o.raw(), static_cast<size_t>(size_bytes())) == 0;
