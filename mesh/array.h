@@ -46,6 +46,9 @@ std::string ShapeToString(const Shape& shape);  // "[2,77]"
 // freed heap resident, growing with every device that ran; a 1 MiB
 // threshold cost the text encoder 30% in page faults (docs/mesh.md).
 void BoundHostHeap();
+// Returns the heap's free pages to the OS (malloc_trim), after a large
+// release of blocks under 2 MiB (models::ParamMap::GiveBack's small packs).
+void TrimHostHeap();
 
 template <typename T> constexpr DType DTypeOf();
 template <> constexpr DType DTypeOf<float>() { return DType::kF32; }

@@ -160,7 +160,8 @@ CollectiveHub::CollectiveHub(Mesh& mesh, HostCores& host_cores, int pmap_index)
       ranks_(mesh.cluster().size() > 1),
       finished_(mesh.num_devices(), -1),
       finished_status_(mesh.num_devices()),
-      secondary_(mesh.num_devices(), false) {}
+      secondary_(mesh.num_devices(), false),
+      barriers_reached_(mesh.num_devices(), 0) {}
 
 void CollectiveHub::WaitLocked(std::unique_lock<std::mutex>& lock,
                                const std::function<bool()>& done) {
@@ -325,6 +326,19 @@ void CollectiveHub::Finish(int device, int entered, const Status& status) {
   finished_[device] = entered;
   finished_status_[device] = status;
   cv_.notify_all();
+}
+
+bool CollectiveHub::HostBarrier(int device, int index) {
+  std::unique_lock<std::mutex> lock(mu_);
+  barriers_reached_[device] = index;
+  cv_.notify_all();
+  const int begin = mesh_.first_local(), end = begin + mesh_.num_local();
+  WaitLocked(lock, [&] {
+    int in = 0;
+    for (int d = begin; d < end; ++d) in += barriers_reached_[d] >= index || finished_[d] >= 0;
+    return in == end - begin;
+  });
+  return barriers_led_.insert(index).second;
 }
 
 bool CollectiveHub::IsSecondary(int device) const {

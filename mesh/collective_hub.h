@@ -37,6 +37,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,6 +105,13 @@ class CollectiveHub {
   void Finish(int device, int entered, const Status& status);
   // Whether the device's error was caused by another device (not its own).
   bool IsSecondary(int device) const;
+  // Blocks until every device of this rank has called HostBarrier `index`
+  // times or returned from the pmap (a device that failed or was cancelled
+  // holds no one up); a device parked here gives its host core to another.
+  // Returns true for exactly one device of each barrier, the first to leave
+  // it. Host-side only: no clock advances, nothing is recorded, other ranks
+  // take no part (not a collective, and not counted as one).
+  bool HostBarrier(int device, int index);
   // With several ranks: carries rounds to the other ranks until every
   // device of every rank has returned (or the cluster failed).
   void Serve();
@@ -163,6 +171,8 @@ class CollectiveHub {
   std::vector<int> finished_;  // collectives entered, -1 while running
   std::vector<Status> finished_status_;
   std::vector<bool> secondary_;
+  std::vector<int> barriers_reached_;  // by device: HostBarrier calls made
+  std::set<int> barriers_led_;         // HostBarrier indices whose first device out was told so
   Status stopped_;  // Serve gave up: every later arrival fails with this
 };
 

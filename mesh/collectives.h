@@ -75,6 +75,15 @@ class DeviceContext {
   StatusOr<Array> AllToAll(const Array& x, const AxisNames& axes, int split_axis,
                            int concat_axis, bool tiled = false);
 
+  // Waits until every device of this rank has reached its own next host
+  // barrier or returned from the pmap, giving this device's host core to
+  // another meanwhile (CollectiveHub::HostBarrier): a rendezvous of the host
+  // threads, not a collective (no clock, no traffic, no record; other ranks
+  // take no part). True for one device of each barrier, so that one of them
+  // can act for all (e.g. give back a model no device needs any more).
+  // Outside a pmap (no hub): true at once.
+  bool HostBarrier() { return hub_ == nullptr || hub_->HostBarrier(device_, ++barriers_); }
+
  private:
   StatusOr<Array> Run(CollectiveCall call);
 
@@ -82,6 +91,7 @@ class DeviceContext {
   int device_;
   CollectiveHub* hub_;
   int seq_ = 0;
+  int barriers_ = 0;  // HostBarrier calls made
 };
 
 }  // namespace tpumesh::mesh

@@ -225,6 +225,16 @@ Status CheckF32(const Array& a, std::string_view op, std::string_view what) {
 
 }  // namespace
 
+namespace {
+
+Status DroppedError(const Array& w) {
+  return FailedPreconditionError("weight packs: " + w.ToString() +
+                                 ": the model's packed weights were given back after its last use (ParamMap::GiveBack); "
+                                 "load the model again");
+}
+
+}  // namespace
+
 std::shared_ptr<WeightPacks::Entry> WeightPacks::Find(const Array& w, Precision precision) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& slot = entries_[std::make_pair(w.raw(), precision)];
@@ -239,6 +249,7 @@ StatusOr<const kernels::PackedMatrix*> WeightPacks::Get(const Array& w, Precisio
   const int64_t n = w.dim(0), c = w.dim(1), taps = w.rank() == 4 ? w.dim(2) * w.dim(3) : 1;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (dropped_) return DroppedError(w);
     auto it = released_.find(w.raw());
     if (it != released_.end() && it->second != precision)
       return FailedPreconditionError("weight packs: " + w.ToString() + " was packed at precision " +
@@ -276,6 +287,7 @@ Status WeightPacks::PackAll(const std::vector<const Array*>& weights, Precision 
   std::vector<const Array*> todo;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (dropped_ && !weights.empty()) return DroppedError(*weights.front());
     for (const Array* w : weights) {
       auto it = entries_.find(std::make_pair(w->raw(), precision));
       if (it == entries_.end() || !it->second->done.load(std::memory_order_acquire)) todo.push_back(w);
@@ -306,6 +318,12 @@ size_t WeightPacks::bytes() const {
   for (const auto& [k, e] : entries_)
     if (e->done.load(std::memory_order_acquire)) n += e->packed.size_bytes();
   return n;
+}
+
+void WeightPacks::Drop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [k, e] : entries_) e->packed = kernels::PackedMatrix();
+  dropped_ = true;
 }
 
 int64_t WeightPacks::count() const {

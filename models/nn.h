@@ -104,6 +104,10 @@ class WeightPacks {
                  bool release = false);
   size_t bytes() const;   // packed storage held
   int64_t count() const;  // weights packed
+  // Frees every pack, for a model whose last use has passed
+  // (ParamMap::GiveBack): a later Get or PackAll fails (FailedPrecondition)
+  // rather than packing again. No other call may be in flight.
+  void Drop();
 
  private:
   struct Entry {
@@ -118,6 +122,7 @@ class WeightPacks {
   mutable std::mutex mu_;
   std::map<std::pair<const void*, Precision>, std::shared_ptr<Entry>> entries_;
   std::map<const void*, Precision> released_;  // PackAll(release): the precision packed
+  bool dropped_ = false;                       // Drop() ran
 };
 
 class ModelAxis;  // models/parallel.h

@@ -74,6 +74,13 @@ Status ParamMap::PackMatmulWeights(const Ctx& ctx, const std::function<bool(cons
   return ctx.packs->PackAll(releasable, ctx.precision, ctx.threads, /*release=*/true);
 }
 
+int64_t ParamMap::GiveBack() const {
+  int64_t freed = static_cast<int64_t>(packs_->bytes());
+  packs_->Drop();
+  for (const auto& [name, a] : params_) freed += a.ReleaseHostPages();
+  return freed;
+}
+
 void ParamMap::SetShard(const std::vector<ParamSpec>& manifest, int ranks, int rank) {
   rank_ = rank;
   ranks_ = ranks;

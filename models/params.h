@@ -73,6 +73,14 @@ class ParamMap {
   // first call packs the whole model in one parallel pass. Does nothing in a
   // dry run or without ctx.packs.
   Status PackMatmulWeights(const Ctx& ctx, const std::function<bool(const std::string&)>& include = {}) const;
+  // Gives the host memory of these parameters back for good, for a model
+  // whose last use has passed: the packs (WeightPacks::Drop; the model's
+  // rank maps share them) and the pages of the loaded arrays mapped on
+  // their own (mesh::Array::ReleaseHostPages: 2 MiB and more; smaller ones
+  // stay). Their views placed on devices keep their HBM accounting. Nothing
+  // may read these arrays afterwards (a read faults), and a Forward fails
+  // (FailedPrecondition). Returns the bytes given back.
+  int64_t GiveBack() const;
 
  private:
   std::map<std::string, mesh::Array> params_;

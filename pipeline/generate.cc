@@ -95,6 +95,9 @@ StatusOr<std::unique_ptr<Generator>> Generator::Open(const GeneratorOptions& o) 
 }
 
 Status Generator::Validate(const GenerateRequest& r) const {
+  if (given_back_)
+    return FailedPreconditionError(
+        "this generator gave its models' host memory back after the call marked last_use; open the model again");
   if (released_at_ && *released_at_ != r.precision)
     return FailedPreconditionError(
         std::string("this generator packed its weights at precision ") +
@@ -174,6 +177,15 @@ Status Generator::CheckMemory(const GenerateRequest& r, const Txt2ImgPlan& plan)
         " available: fewer devices or images per device, or a smaller size" +
         (f32_weights_ ? std::string(", or a bf16 model file") : std::string()));
   return OkStatus();
+}
+
+void Generator::GiveBackAfter(const std::string& phase) {
+  for (const ComponentParams& c : flow_->components()) {
+    const bool done = phase == "text" ? c.name.rfind("text_encoder", 0) == 0 : phase == "denoise" && c.name == "unet";
+    if (!done) continue;
+    for (const models::ParamMap& p : *c.ranks) p.GiveBack();
+  }
+  mesh::TrimHostHeap();  // the packs under 2 MiB were heap blocks
 }
 
 StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const ProgressFn& progress,
@@ -323,10 +335,18 @@ StatusOr<GenerateResult> Generator::Generate(const GenerateRequest& r, const Pro
       };
     }
     in.device_id = dctx.device_id();
+    if (r.last_use) {
+      // Once every device of this rank is past the phase, one of them gives
+      // back the models no device needs any more; the others go on.
+      in.on_phase_done = [&](const std::string& phase) {
+        if (dctx.HostBarrier()) GiveBackAfter(phase);
+      };
+    }
     TPUMESH_ASSIGN_OR_RETURN(DeviceOutputs out, flow_->RunDevice(ctx, *plan, r, in, report, cancel));
     return std::vector<Array>{out.decoded, out.initial_latents, out.history};
   };
   if (release_packed_weights_) released_at_ = r.precision;  // from here on, packs may have replaced the weights
+  if (r.last_use) given_back_ = true;  // from here on, models may be gone
   TPUMESH_ASSIGN_OR_RETURN(auto outs, mesh_->Pmap(body, args));
   // The images of data index i, from its model group's rank 0 device,
   // brought to rank 0 (the only rank that holds results).

@@ -40,7 +40,13 @@
 // - Memory: Open refuses a model whose weights and packed weights exceed the
 //   host's available memory; the plan refuses a run whose activations (every
 //   device's) and packs still to build do not fit, or whose device HBM is
-//   exceeded, as ResourceExhausted, before any compute.
+//   exceeded, as ResourceExhausted, before any compute. A call marked
+//   GenerateRequest::last_use gives each model's host memory back once no
+//   device of this rank needs it (models::ParamMap::GiveBack): the text
+//   encoders after every device's text phase, the UNet after every device's
+//   last step (the devices wait for each other between the phases,
+//   mesh::DeviceContext::HostBarrier); the same images; later calls are
+//   refused (FailedPrecondition).
 // - Every check of the request runs before any compute (InvalidArgument
 //   naming the flag or the file). Cancelling (the flag polled between steps)
 //   returns Cancelled and nothing.
@@ -163,6 +169,9 @@ class Generator {
   // HBM, and the host's memory for the packs still to build and every
   // device's activations (ResourceExhausted, one line).
   Status CheckMemory(const GenerateRequest& request, const Txt2ImgPlan& plan);
+  // GenerateRequest::last_use: gives back the host memory of the models no
+  // device needs after `phase` (DeviceInputs::on_phase_done).
+  void GiveBackAfter(const std::string& phase);
 
   std::string model_name_;
   std::string loras_;  // LoraSet::Label of the fused LoRAs
@@ -174,6 +183,7 @@ class Generator {
   // The precision of the first call, once release_packed_weights_ has
   // released the loaded weights at it.
   std::optional<models::Precision> released_at_;
+  bool given_back_ = false;  // a last_use call ran: models may have been given back
   std::unique_ptr<mesh::Mesh> mesh_;
   // Each device's parameters (its model rank's share): the HBM accounting
   // of the weights (shared read-only storage, counted on each device as jax

@@ -359,6 +359,7 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
   co.time_ids = TimeIds(r, plan);
   TPUMESH_ASSIGN_OR_RETURN(UNetConditioning cond, conditioning().Encode(ctx, in.ids, co));
   report("text", 1, 1);
+  if (in.on_phase_done) in.on_phase_done("text");
 
   DeviceOutputs out;
   TPUMESH_ASSIGN_OR_RETURN(out.initial_latents, ctx.Alloc({bpd, c, plan.latent_h, plan.latent_w}, "latents"));
@@ -513,6 +514,7 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
     if (ctx.ops) step_ops_end = ctx.ops->size();
     report("denoise", 1, run_steps);
   }
+  if (in.on_phase_done) in.on_phase_done("denoise");
   if (in.device_id == 0) report("decode", 0, 1);
   TPUMESH_ASSIGN_OR_RETURN(out.decoded, DecodeLatents(ctx, x));
   report("decode", 1, 1);

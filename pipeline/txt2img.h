@@ -133,6 +133,14 @@ struct GenerateRequest {
   bool keep_step_latents = false;  // fill GenerateResult::latents_after_step
   int preview_every = 0;           // > 0: a preview every N steps run (Generate's PreviewFn)
   bool keep_ops = false;           // keep every op in the report (for a trace)
+  // The generator's last call (Generator::Generate): each model's host
+  // memory goes back as soon as no device of this rank needs it (the text
+  // encoders once every device has encoded its prompts, the UNet after
+  // every device's last step), so the decode runs beside the VAE's weights
+  // alone. The devices then run phase by phase (every device's text, then
+  // every device's steps, then every decode): the same bits. The modelled
+  // HBM still holds every parameter. A later call is refused.
+  bool last_use = false;
 };
 
 // The fold_in data of the VAE posterior samples' noise of image i: the init
@@ -193,6 +201,9 @@ struct DeviceInputs {
   std::function<void(int done, int total, const float* latents)> on_latents;
   int every = 0;
   int device_id = 0;
+  // Called when the device has made its last use of the text encoders
+  // (phase "text") and of the UNet ("denoise"); may be empty.
+  std::function<void(const std::string& phase)> on_phase_done;
 };
 struct DeviceOutputs {
   mesh::Array decoded;          // [b, 3, H, W], the VAE's output

@@ -331,6 +331,9 @@ Status RunGenerate(GenerateCmdOptions o) {
       };
     for (int run = 0; run < o.runs; ++run) {
       ProgressBar bar(o.quiet, gen->mesh().num_local());
+      // The last run gives each model's host memory back once it is done
+      // with it (the decode runs beside the VAE alone).
+      r.last_use = run + 1 == o.runs;
       auto got = gen->Generate(r, std::ref(bar), &g_cancel, preview);
       if (!got.ok()) {
         if (got.status().code() == StatusCode::kCancelled && cluster.remote_failure() < 0)

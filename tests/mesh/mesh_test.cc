@@ -1,6 +1,7 @@
 // Topology, devices (HBM accounting), arrays, replicate/shard and pmap.
 #include "mesh/mesh.h"
 
+#include <atomic>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -202,6 +203,36 @@ TEST_P(PmapTest, ShardedEqualsUnsharded) {
     EXPECT_EQ((*out)[1].shards[d].ToVector<int32_t>()[0], total);
     EXPECT_EQ((*out)[2].shards[d].ToVector<int32_t>()[0], d);
   }
+}
+
+// DeviceContext::HostBarrier: no device leaves barrier k before every device
+// has reached it (on fewer host cores than devices: a parked device gives its
+// core away, else this hangs), exactly one device of each barrier is told it
+// leads, and a device that returns early holds no one up.
+TEST_P(PmapTest, HostBarrierWaitsForEveryDeviceOnce) {
+  auto mesh = Mesh::Create(V5eChip(), {2, 4}, {}, MeshOptions{.threads_per_device = 0, .host_cores = GetParam()});
+  ASSERT_TRUE(mesh.ok());
+  constexpr int kBarriers = 3;
+  std::atomic<int> reached[kBarriers] = {}, leaders[kBarriers] = {};
+  std::atomic<bool> early_leave{false};
+  auto out = (*mesh)->Pmap(
+      [&](DeviceContext& ctx, std::span<const Array>) -> StatusOr<std::vector<Array>> {
+        // Device 5 leaves after the first barrier, with an error.
+        const int barriers = ctx.device_id() == 5 ? 1 : kBarriers;
+        for (int k = 0; k < barriers; ++k) {
+          ++reached[k];
+          const bool lead = ctx.HostBarrier();
+          const int want = k == 0 ? 8 : 7;
+          if (reached[k].load() != want) early_leave = true;
+          leaders[k] += lead;
+        }
+        if (ctx.device_id() == 5) return InternalError("device 5 stops");
+        return std::vector<Array>{};
+      },
+      {});
+  EXPECT_EQ(out.status().code(), StatusCode::kInternal);
+  EXPECT_FALSE(early_leave.load()) << "a device left a barrier before every device reached it";
+  for (int k = 0; k < kBarriers; ++k) EXPECT_EQ(leaders[k].load(), 1) << "barrier " << k;
 }
 
 INSTANTIATE_TEST_SUITE_P(HostCores, PmapTest, ::testing::Values(1, 2, 8));

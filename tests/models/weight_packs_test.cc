@@ -1,7 +1,9 @@
 // models::WeightPacks: each weight packed once however many threads ask at
 // once (as the 8 devices of a pmap do), the packed product equal bit for bit
-// to packing per call, and the Linear path of a 1x1 conv equal to Conv2d.
+// to packing per call, the Linear path of a 1x1 conv equal to Conv2d, and
+// parameters given back after their last use refused afterwards.
 #include <cstring>
+#include <string>
 #include <random>
 #include <thread>
 #include <vector>
@@ -103,6 +105,35 @@ TEST(WeightPacksTest, ReleasedWeightsKeepServingTheirPacks) {
   ParamMap params({{"proj.weight", w}});
   ASSERT_TRUE(params.PackMatmulWeights(Ctx{nullptr, Precision::kDefault}.WithPacks(params.packs())).ok());
   EXPECT_GT(w.ReleaseHostPages(), 0);
+}
+
+// ParamMap::GiveBack: the packs are freed, the mapped arrays' pages go (the
+// unpacked table too), and a later use is refused, never served from freed
+// memory; a map sharing the packs (another model rank) is refused too.
+TEST(WeightPacksTest, GivenBackParamsAreRefusedAfterwards) {
+  const Array x = Random({3, 1024}, 300);
+  const Array w = Random({640, 1024}, 301);      // 2.5 MiB: mapped on its own
+  const Array table = Random({1000, 1024}, 302);  // an embedding table: never packed
+  ParamMap params({{"proj.weight", w}, {"token_embedding.weight", table}});
+  ParamMap other({{"proj.weight", w}});
+  other.SharePacks(params);
+  Ctx ctx = Ctx{nullptr, Precision::kDefault}.WithPacks(params.packs());
+  ctx.release_packed_weights = true;
+  ASSERT_TRUE(params.PackMatmulWeights(ctx, [](const std::string& name) { return name == "proj.weight"; }).ok());
+  ASSERT_TRUE(Linear(ctx, x, w, nullptr).ok());
+  const int64_t packed = static_cast<int64_t>(params.packs()->bytes());
+  EXPECT_GT(packed, 0);
+  // The packs and the table's pages (w's went when it was packed).
+  EXPECT_EQ(params.GiveBack(), packed + table.size_bytes());
+  EXPECT_EQ(params.packs()->bytes(), 0u);
+  EXPECT_EQ(table.ReleaseHostPages(), 0) << "released already";
+  auto again = Linear(ctx, x, w, nullptr);
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(again.status().message()).find("given back after its last use"), std::string::npos)
+      << again.status().message();
+  EXPECT_EQ(params.PackMatmulWeights(ctx).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(other.PackMatmulWeights(Ctx{nullptr, Precision::kDefault}.WithPacks(other.packs())).code(),
+            StatusCode::kFailedPrecondition);
 }
 
 TEST(WeightPacksTest, OneByOneConvAsLinearOnChannelsLast) {

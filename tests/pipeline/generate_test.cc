@@ -201,6 +201,48 @@ TEST(GenerateTest, ReleasedWeightsGiveTheSameImagesAndFixThePrecision) {
   EXPECT_THAT(std::string(d.status().message()), HasSubstr("packed its weights at precision default"));
 }
 
+// GenerateRequest::last_use (the CLI's last run): the same images as a
+// generator that keeps its models (4 devices on this host's cores: the
+// devices wait for each other between the phases), the text encoders' and
+// the UNet's packs given back and the VAE's kept, the modelled HBM of the
+// parameters unchanged, and a later call refused before any compute.
+TEST(GenerateTest, LastUseGivesModelsBackWithTheSameImages) {
+  for (const std::string axes : {"data=4", "data=2,model=2"}) {
+    SCOPED_TRACE(axes);
+    GeneratorOptions o;
+    o.mesh.devices = 4;
+    o.mesh.axes = axes;
+    o.release_packed_weights = true;
+    auto keep = Generator::Open(o);
+    auto give = Generator::Open(o);
+    ASSERT_TRUE(keep.ok() && give.ok()) << give.status().message();
+    GenerateRequest r = Small();
+    r.prompts = {"a red circle", "a blue square", "a green triangle", "a red square"};
+    const int images = (*keep)->data_size();
+    r.prompts.resize(images);
+    auto a = (*keep)->Generate(r);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    r.last_use = true;
+    auto b = (*give)->Generate(r);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    ASSERT_EQ(a->images.size(), static_cast<size_t>(images));
+    for (int i = 0; i < images; ++i) EXPECT_EQ(a->images[i].rgb, b->images[i].rgb) << "image " << i;
+    EXPECT_EQ(a->report.param_bytes, b->report.param_bytes);
+    for (int d = 0; d < 4; ++d) EXPECT_EQ((*give)->mesh().device(d).hbm_in_use(), (*keep)->mesh().device(d).hbm_in_use());
+    for (const ComponentParams& c : (*give)->flow().components()) {
+      const size_t packed = (*c.ranks)[0].packs()->bytes();
+      if (c.name == "vae") {
+        EXPECT_GT(packed, 0u);
+      } else {
+        EXPECT_EQ(packed, 0u) << c.name;
+      }
+    }
+    auto c = (*give)->Generate(r);
+    EXPECT_EQ(c.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("open the model again"));
+  }
+}
+
 TEST(GenerateTest, BadRequestsAreRefusedBeforeAnyCompute) {
   auto gen = OpenDefault(2);
   ASSERT_NE(gen, nullptr);
