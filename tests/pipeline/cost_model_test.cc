@@ -138,23 +138,40 @@ TEST(CostModelTest, SimulationAndRealRunAgreeAndOpsAddUpToTheReport) {
   for (const char* t : {"MXU", "vector unit", "HBM DMA", "ICI"}) EXPECT_TRUE(tracks.count(t)) << t;
 }
 
-// docs/cost-model.md's validation table, printed: the model against
-// published runs (no pass/fail on the figures; a structural check only).
+// docs/cost-model.md's validation table: the model against published runs,
+// printed, each priced with the presets as they are (no constant fitted).
+// A run the table lists as within +-15% must stay there (a change to the
+// model that moves it out fails here); the misses the table explains (Flux
+// on v4, FSDP with overlap) are printed and only bounded loosely, so their
+// move is seen without pinning a figure.
 TEST(CostModelTest, ValidationTable) {
   struct Case {
     const char* what;
     const char* arch;
     const char* chip;
     int devices, per_device, steps, size;
-    const char* scheduler;
+    const char* scheduler;  // empty: the model's
+    const char* mesh;       // empty: data=devices
+    const char* overlap;
     double published;
+    bool within;  // the table claims +-15%
   };
   const Case cases[] = {
-      {"SD v1.4, TPU v2-8, 8 x 512^2, 50 PNDM, pmap", "sd15", "v2", 8, 1, 50, 512, "pndm", 6.82},
-      {"SD v1.4, TPU v2-8, 8 x 512^2, 50 PNDM, jit pipeline", "sd15", "v2", 8, 1, 50, 512, "pndm", 7.07},
-      {"SDXL base 1.0, v5e-4, batch 4, 1024^2, 20 Euler", "sdxl", "v5e", 4, 1, 20, 1024, "euler", 2.33},
-      {"SDXL base 1.0, v5e-4, batch 8, 1024^2, 20 Euler", "sdxl", "v5e", 4, 2, 20, 1024, "euler", 4.99},
-      {"SDXL base 1.0, v4-8, batch 4, 1024^2, 20 Euler", "sdxl", "v4", 4, 1, 20, 1024, "euler", 2.16},
+      {"SD v1.4, TPU v2-8, 8 x 512^2, 50 PNDM, pmap", "sd15", "v2", 8, 1, 50, 512, "pndm", "", "on", 6.82, true},
+      {"SD v1.4, TPU v2-8, 8 x 512^2, 50 PNDM, jit pipeline", "sd15", "v2", 8, 1, 50, 512, "pndm", "", "on", 7.07,
+       true},
+      {"SDXL base 1.0, v5e-4, batch 4, 1024^2, 20 Euler", "sdxl", "v5e", 4, 1, 20, 1024, "euler", "", "on", 2.33, true},
+      {"SDXL base 1.0, v5e-4, batch 8, 1024^2, 20 Euler", "sdxl", "v5e", 4, 2, 20, 1024, "euler", "", "on", 4.99, true},
+      {"SDXL base 1.0, v4-8, batch 4, 1024^2, 20 Euler", "sdxl", "v4", 4, 1, 20, 1024, "euler", "", "on", 2.16, true},
+      {"FLUX.1-dev, v6e-4, 4 x 1024^2, 28 steps, DP", "flux-dev", "v6e", 4, 1, 28, 1024, "", "", "on", 5.5, true},
+      {"FLUX.1-dev, v4-8, 4 x 1024^2, 28 steps, DP", "flux-dev", "v4", 4, 1, 28, 1024, "", "", "on", 23.0, false},
+      {"FLUX.1-schnell, v6e-4, 4 x 1024^2, 4 steps, DP", "flux-schnell", "v6e", 4, 1, 4, 1024, "", "", "on", 0.8,
+       true},
+      {"FLUX.1-schnell, v6e-4, 4 steps, FSDP, overlap off", "flux-schnell", "v6e", 4, 1, 4, 1024, "", "fsdp=4", "off",
+       1.2, true},
+      {"FLUX.1-schnell, v6e-4, 4 steps, FSDP, overlap on", "flux-schnell", "v6e", 4, 1, 4, 1024, "", "fsdp=4", "on",
+       1.2, false},
+      {"FLUX.1-schnell, v4-8, 4 x 1024^2, 4 steps, DP", "flux-schnell", "v4", 4, 1, 4, 1024, "", "", "on", 2.2, false},
   };
   std::printf("%-55s %10s %10s %7s\n", "run", "model s", "published", "ratio");
   for (const Case& c : cases) {
@@ -162,16 +179,30 @@ TEST(CostModelTest, ValidationTable) {
     o.arch = c.arch;
     o.mesh.chip = c.chip;
     o.mesh.devices = c.devices;
+    o.mesh.axes = c.mesh;
+    o.mesh.overlap = c.overlap;
     o.request.batch_per_device = c.per_device;
     o.request.steps = c.steps;
     o.request.height = o.request.width = c.size;
-    o.request.scheduler = c.scheduler;
-    o.request.negative_prompts = {""};  // the published runs pass a negative prompt
+    if (*c.scheduler != 0) {
+      o.request.scheduler = c.scheduler;
+      o.request.negative_prompts = {""};  // the published SD runs pass a negative prompt
+    } else {
+      // maxdiffusion moves T5 to the host after encoding (offload_encoders);
+      // tpumesh keeps it on the device, so a data-parallel FLUX.1 on 32 GiB
+      // is priced past the HBM limit (docs/cost-model.md).
+      o.check_hbm = false;
+    }
     auto r = Simulate(o);
-    ASSERT_TRUE(r.ok()) << r.status().message();
-    const double m = r->modelled_seconds();
-    std::printf("%-55s %10.2f %10.2f %7.3f\n", c.what, m, c.published, m / c.published);
-    EXPECT_GT(m, 0);
+    ASSERT_TRUE(r.ok()) << c.what << ": " << r.status().message();
+    const double m = r->modelled_seconds(), ratio = m / c.published;
+    std::printf("%-55s %10.2f %10.2f %7.3f%s\n", c.what, m, c.published, ratio, c.within ? "" : "  (a miss, explained)");
+    if (c.within) {
+      EXPECT_NEAR(ratio, 1.0, 0.15) << c.what;
+    } else {
+      EXPECT_GT(ratio, 0.3) << c.what;
+      EXPECT_LT(ratio, 3.0) << c.what;
+    }
   }
 }
 
