@@ -342,12 +342,19 @@ StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {
   TPUMESH_ASSIGN_OR_RETURN(auto base, mesh::CreateDataModelMesh(o.mesh));
   const int n = base->num_devices();
   std::vector<MeshSweepRow> rows;
-  for (int m = 1; m <= n; ++m)
-    for (int f = 1; f * m <= n; ++f) {
-      if (n % (f * m) != 0) continue;
+  // Per model size M: data parallel over the rest, and (when the rest is
+  // more than one device) FSDP over all of it, maxdiffusion's
+  // ici_fsdp_parallelism=-1; mixed data x fsdp meshes are left to --mesh
+  // (listing them would multiply the rows: 66 meshes for 1024 devices).
+  for (int m = 1; m <= n; ++m) {
+    if (n % m != 0) continue;
+    const int rest = n / m;
+    std::vector<int> fsdp_sizes = {1};
+    if (rest > 1) fsdp_sizes.push_back(rest);
+    for (const int f : fsdp_sizes) {
       SimulateOptions so = o;
       so.mesh.devices = n;
-      so.mesh.axes = "data=" + std::to_string(n / (f * m)) + (f > 1 ? ",fsdp=" + std::to_string(f) : "") +
+      so.mesh.axes = "data=" + std::to_string(rest / f) + (f > 1 ? ",fsdp=" + std::to_string(f) : "") +
                      ",model=" + std::to_string(m);
       so.mesh.overlap = "on";
       so.request.keep_ops = false;
@@ -355,7 +362,7 @@ StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {
       TPUMESH_ASSIGN_OR_RETURN(report::RunReport r, SimulateOn(so, cf));
       MeshSweepRow row;
       row.mesh = so.mesh.axes;
-      row.data = n / (f * m);
+      row.data = rest / f;
       row.fsdp = f;
       row.model = m;
       row.images = r.images;
@@ -379,6 +386,7 @@ StatusOr<std::vector<MeshSweepRow>> SweepMesh(const SimulateOptions& o) {
       row.ici_share = row.seconds > 0 ? row.ici_seconds / row.seconds : 0;
       rows.push_back(row);
     }
+  }
   return rows;
 }
 

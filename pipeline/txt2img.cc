@@ -87,6 +87,15 @@ mesh::OpRecord SchedulerStepRecord(const std::string& scheduler, int64_t n, bool
   return r;
 }
 
+// A dry run's denoising steps all record the same ops (the same shapes and
+// allocations): the first step is run and each later one repeats its
+// records, [begin, end) of ctx.ops.
+void RepeatDryStep(const models::Ctx& ctx, size_t begin, size_t end) {
+  if (!ctx.ops) return;
+  ctx.ops->reserve(ctx.ops->size() + (end - begin));
+  for (size_t i = begin; i < end; ++i) ctx.ops->push_back((*ctx.ops)[i]);
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<TextToImage>> TextToImage::Create(Parts parts) {
@@ -418,17 +427,12 @@ StatusOr<DeviceOutputs> TextToImage::RunDevice(const models::Ctx& ctx, const Txt
     if (!ctx.dry_run) DrawLatents(in.keys, bpd, r.prng, one, dst, static_cast<uint32_t>(step + 1));
   };
   if (in.device_id == 0) report("denoise", 0, run_steps);
-  // A dry run's steps all record the same ops (the same shapes and
-  // allocations): the first is run, the others repeat its records.
   size_t step_ops_begin = 0, step_ops_end = 0;
   const int64_t hw = int64_t{plan.latent_h} * plan.latent_w;
   for (int s = plan.begin; s < steps; ++s) {
     if (cancel && cancel->load()) return CancelledError("cancelled at step " + std::to_string(s - plan.begin));
     if (ctx.dry_run && s > plan.begin) {
-      if (ctx.ops) {
-        ctx.ops->reserve(ctx.ops->size() + (step_ops_end - step_ops_begin));
-        for (size_t i = step_ops_begin; i < step_ops_end; ++i) ctx.ops->push_back((*ctx.ops)[i]);
-      }
+      RepeatDryStep(ctx, step_ops_begin, step_ops_end);
       report("denoise", 1, run_steps);
       continue;
     }
@@ -617,16 +621,11 @@ StatusOr<DeviceOutputs> TextToImage::RunFlux(const models::Ctx& ctx, const Txt2I
   ti.pooled = &cond.pooled;
   if (transformer().config().guidance_embeds) ti.guidance.assign(bpd, guidance(r));
   if (in.device_id == 0) report("denoise", 0, steps);
-  // A dry run's steps all record the same ops: the first is run, the others
-  // repeat its records (as RunDevice).
   size_t step_ops_begin = 0, step_ops_end = 0;
   for (int s = 0; s < steps; ++s) {
     if (cancel && cancel->load()) return CancelledError("cancelled at step " + std::to_string(s));
     if (ctx.dry_run && s > 0) {
-      if (ctx.ops) {
-        ctx.ops->reserve(ctx.ops->size() + (step_ops_end - step_ops_begin));
-        for (size_t i = step_ops_begin; i < step_ops_end; ++i) ctx.ops->push_back((*ctx.ops)[i]);
-      }
+      RepeatDryStep(ctx, step_ops_begin, step_ops_end);
       report("denoise", 1, steps);
       continue;
     }

@@ -294,8 +294,9 @@ void RegisterSimulate(CLI::App& app, RunFn* run) {
       ->capture_default_str();
   AddDeviceFlags(cmd, &opt->dev, kMeshFlags | kOutputFlags);
   cmd->add_flag("--sweep-mesh", opt->sweep_mesh,
-                "One row per data x model factorisation of --devices: latency, throughput, HBM per device, "
-                "whether it fits, MXU utilisation, ICI share");
+                "One row per data x model factorisation of --devices, and beside each the same with FSDP over the "
+                "data devices: latency (collectives overlapped and serial), throughput, HBM per device, whether "
+                "it fits, MXU utilisation, ICI share");
   cmd->add_flag("--sweep-dataflow", opt->sweep_dataflow,
                 "One row per dataflow (ws, os, is) and VMEM size (16, 32, 64, 128 MiB per TensorCore), of the "
                 "model or the --workload: modelled time, MXU cycles and utilisation, HBM bytes, estimated energy "

@@ -203,11 +203,12 @@ TEST(ModelParallelSimulateTest, SimulationMatchesTheRealRun) {
   }
   auto rows = SweepMesh(so);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
-  // 8 = data x fsdp x model: model 1 with fsdp 1, 2, 4, 8; model 2 with
-  // fsdp 1, 2, 4; model 4 with 1, 2; model 8.
-  ASSERT_EQ(rows->size(), 10u);
-  EXPECT_EQ((*rows)[1].mesh, "data=4,fsdp=2,model=1");
-  EXPECT_EQ((*rows)[4].mesh, "data=4,model=2");
+  // Per model size 1, 2, 4, 8: data parallel over the rest, then FSDP over
+  // all of it (none beside model 8).
+  ASSERT_EQ(rows->size(), 7u);
+  EXPECT_EQ((*rows)[1].mesh, "data=1,fsdp=8,model=1");
+  EXPECT_EQ((*rows)[2].mesh, "data=4,model=2");
+  EXPECT_EQ((*rows)[6].mesh, "data=1,model=8");
   EXPECT_EQ(rows->front().ici_bytes, 0);
   // The model axis' collectives are read by the very next op: nothing to
   // hide (docs/cost-model.md), both columns the same bits; the fsdp
