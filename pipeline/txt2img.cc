@@ -874,6 +874,13 @@ StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& cf, 
   parts.origin = o;
   parts.scheduler_json = cf.scheduler;
   TPUMESH_ASSIGN_OR_RETURN(auto vc, models::ParseVaeConfig(cf.vae, o + ": vae/config.json"));
+  // Every family ends with its VAE, loaded last (after the denoiser).
+  auto with_vae = [&](TextToImage::Parts p) -> StatusOr<std::unique_ptr<TextToImage>> {
+    TPUMESH_ASSIGN_OR_RETURN(auto vp, params("vae", models::VaeParams(vc), model_ranks));
+    TPUMESH_ASSIGN_OR_RETURN(auto vae, models::VaeModel::Create(vc, std::move(vp)));
+    p.vae = std::make_unique<models::VaeModel>(std::move(vae));
+    return TextToImage::Create(std::move(p));
+  };
   if (std::string(family->name) == "flux") {
     TPUMESH_ASSIGN_OR_RETURN(auto t5c, models::ParseT5EncoderConfig(cf.text_encoder_2, o + ": text_encoder_2/config.json"));
     TPUMESH_ASSIGN_OR_RETURN(auto fc, models::ParseFluxTransformerConfig(cf.transformer, o + ": transformer/config.json"));
@@ -893,10 +900,7 @@ StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& cf, 
     TPUMESH_ASSIGN_OR_RETURN(auto fp, params("transformer", models::FluxTransformerParams(fc), model_ranks));
     TPUMESH_ASSIGN_OR_RETURN(auto tr, models::FluxTransformerModel::Create(fc, std::move(fp)));
     parts.transformer = std::make_unique<models::FluxTransformerModel>(std::move(tr));
-    TPUMESH_ASSIGN_OR_RETURN(auto vp, params("vae", models::VaeParams(vc), model_ranks));
-    TPUMESH_ASSIGN_OR_RETURN(auto vae, models::VaeModel::Create(vc, std::move(vp)));
-    parts.vae = std::make_unique<models::VaeModel>(std::move(vae));
-    return TextToImage::Create(std::move(parts));
+    return with_vae(std::move(parts));
   }
   if (encoders == 1) {
     parts.conditioning = MakeSdConditioning(std::move(tokenizer), std::move(te_ptr));
@@ -913,10 +917,7 @@ StatusOr<std::unique_ptr<TextToImage>> BuildTextToImage(const ModelConfigs& cf, 
   TPUMESH_ASSIGN_OR_RETURN(auto up, params("unet", models::UNetParams(uc), model_ranks));
   TPUMESH_ASSIGN_OR_RETURN(auto unet, models::UNetModel::Create(uc, std::move(up)));
   parts.unet = std::make_unique<models::UNetModel>(std::move(unet));
-  TPUMESH_ASSIGN_OR_RETURN(auto vp, params("vae", models::VaeParams(vc), model_ranks));
-  TPUMESH_ASSIGN_OR_RETURN(auto vae, models::VaeModel::Create(vc, std::move(vp)));
-  parts.vae = std::make_unique<models::VaeModel>(std::move(vae));
-  return TextToImage::Create(std::move(parts));
+  return with_vae(std::move(parts));
 }
 
 }  // namespace tpumesh::pipeline
